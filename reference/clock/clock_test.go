@@ -1,0 +1,172 @@
+package clock_test
+
+import (
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"pgregory.net/rapid"
+
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/clock/clocktest"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var _ = Describe("Virtual", func() {
+	clocktest.Exercise(func() clocktest.Harness {
+		v := clock.NewVirtual(epoch)
+		return clocktest.Harness{Clock: v, Elapse: func(d time.Duration) { v.Advance(d) }, Unit: time.Second}
+	})
+
+	var (
+		v     *clock.Virtual
+		order []string
+	)
+	note := func(name string) func() { return func() { order = append(order, name) } }
+	BeforeEach(func() {
+		v = clock.NewVirtual(epoch)
+		order = nil
+	})
+
+	It("runs callbacks due at one instant in the order they were scheduled", func() {
+		for _, n := range []string{"a", "b", "c", "d"} {
+			v.AfterFunc(time.Second, note(n))
+		}
+		Expect(v.Advance(time.Second)).To(Equal(4))
+		Expect(order).To(Equal([]string{"a", "b", "c", "d"}))
+	})
+
+	It("runs a callback scheduled for the current instant after the ones already due", func() {
+		v.AfterFunc(time.Second, func() {
+			order = append(order, "a")
+			v.AfterFunc(0, note("a's follow-up"))
+		})
+		v.AfterFunc(time.Second, note("b"))
+		v.Advance(time.Second)
+		Expect(order).To(Equal([]string{"a", "b", "a's follow-up"}))
+	})
+
+	It("shows each callback the time it was due, not the target of the advance", func() {
+		var seen []time.Duration
+		for _, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
+			v.AfterFunc(d, func() { seen = append(seen, v.Now().Sub(epoch)) })
+		}
+		v.Advance(10 * time.Second)
+		Expect(seen).To(Equal([]time.Duration{time.Second, 2 * time.Second, 3 * time.Second}))
+		Expect(v.Now()).To(Equal(epoch.Add(10 * time.Second)))
+	})
+
+	It("treats a negative duration as now", func() {
+		v.AfterFunc(-time.Hour, note("late"))
+		Expect(v.Advance(0)).To(Equal(1))
+		Expect(order).To(Equal([]string{"late"}))
+		Expect(v.Now()).To(Equal(epoch))
+	})
+
+	It("never moves backwards", func() {
+		v.Advance(time.Minute)
+		v.RunUntil(epoch)
+		v.Advance(-time.Hour)
+		Expect(v.Now()).To(Equal(epoch.Add(time.Minute)))
+	})
+
+	It("steps one event at a time and reports the next", func() {
+		v.AfterFunc(2*time.Second, note("two"))
+		v.AfterFunc(time.Second, note("one"))
+		next, ok := v.Next()
+		Expect(ok).To(BeTrue())
+		Expect(next).To(Equal(epoch.Add(time.Second)))
+		Expect(v.Pending()).To(Equal(2))
+
+		Expect(v.Step()).To(BeTrue())
+		Expect(order).To(Equal([]string{"one"}))
+		Expect(v.Now()).To(Equal(epoch.Add(time.Second)))
+		Expect(v.Step()).To(BeTrue())
+		Expect(v.Step()).To(BeFalse())
+		_, ok = v.Next()
+		Expect(ok).To(BeFalse())
+		Expect(order).To(Equal([]string{"one", "two"}))
+	})
+
+	It("lets a callback stop a timer due at the same instant", func() {
+		var victim clock.Timer
+		v.AfterFunc(time.Second, func() { Expect(victim.Stop()).To(BeTrue()) })
+		victim = v.AfterFunc(time.Second, note("victim"))
+		v.Advance(time.Second)
+		Expect(order).To(BeEmpty())
+	})
+
+	It("is safe for concurrent scheduling and stopping", func() {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		fired := 0
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 500 {
+					t := v.AfterFunc(time.Duration(i%50)*time.Millisecond, func() { mu.Lock(); fired++; mu.Unlock() })
+					if (i+g)%2 == 0 {
+						t.Stop()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		v.Advance(time.Second)
+		Expect(fired).To(Equal(2000))
+		Expect(v.Pending()).To(BeZero())
+	})
+
+	It("fires any schedule in (time, sequence) order and honours every Stop (property)", func() {
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			v := clock.NewVirtual(epoch)
+			type fire struct {
+				at  time.Time
+				seq int
+			}
+			var fired []fire
+			var timers []clock.Timer
+			stopped := map[int]bool{}
+			n := rapid.IntRange(1, 60).Draw(t, "timers")
+			for i := range n {
+				d := time.Duration(rapid.IntRange(-2, 20).Draw(t, "d")) * time.Millisecond
+				timers = append(timers, v.AfterFunc(d, func() { fired = append(fired, fire{v.Now(), i}) }))
+				if rapid.Bool().Draw(t, "stop") {
+					stopped[i] = timers[i].Stop()
+				}
+			}
+			for v.Pending() > 0 {
+				v.Advance(time.Duration(rapid.IntRange(0, 7).Draw(t, "step")) * time.Millisecond)
+			}
+			ran := map[int]bool{}
+			for k, f := range fired {
+				ran[f.seq] = true
+				if k > 0 {
+					prev := fired[k-1]
+					if f.at.Before(prev.at) || (f.at.Equal(prev.at) && f.seq < prev.seq) {
+						t.Fatalf("timer %d at %v ran after timer %d at %v", f.seq, f.at, prev.seq, prev.at)
+					}
+				}
+			}
+			for i := range n {
+				if stopped[i] == ran[i] {
+					t.Fatalf("timer %d: stopped=%v ran=%v", i, stopped[i], ran[i])
+				}
+			}
+		})
+	})
+})
+
+var _ = Describe("Real", func() {
+	clocktest.Exercise(func() clocktest.Harness {
+		return clocktest.Harness{
+			Clock: clock.Real{},
+			// Waiting on a timer channel, not time.Sleep: this is the real
+			// clock's time passing, which is what is under test.
+			Elapse: func(d time.Duration) { <-time.NewTimer(d).C },
+			Unit:   25 * time.Millisecond,
+			Settle: 100 * time.Millisecond,
+		}
+	})
+})

@@ -1,0 +1,119 @@
+package classify_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/failure"
+)
+
+var _ = Describe("ParseRules", func() {
+	It("loads a rule file whose rules take precedence over the defaults", func() {
+		data, err := os.ReadFile("testdata/payment-rules.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		rs, err := classify.ParseRules("testdata/payment-rules.yaml", data, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rs.Rules).To(HaveLen(6 + len(classify.DefaultRules())))
+		c, err := rs.Classifier()
+		Expect(err).NotTo(HaveOccurred())
+
+		Expect(c.Classify(httpErr(504, ""), classify.Scope{Dependency: "smtp"})).To(And(
+			HaveField("Rule", "smtp-504-transient"), HaveField("Severity", classify.Low), HaveField("Source", classify.Network)))
+		Expect(c.Classify(httpErr(503, ""), classify.Scope{Dependency: "acquirer-eu", Task: "charge"}).Class).To(Equal(classify.Indeterminate))
+		Expect(c.Classify(httpErr(503, ""), classify.Scope{Dependency: "acquirer-eu", Task: "refund"}).Class).To(Equal(classify.Transient))
+		Expect(c.Classify(httpErr(429, "9"), classify.Scope{}).Rule).To(Equal("quota-429"))
+		Expect(c.Classify(httpErr(429, ""), classify.Scope{}).Rule).To(Equal("rate-limited"), "without a hint the default rule applies")
+		Expect(c.Classify(&failure.CardError{Code: "card_declined", Decline: "insufficient_funds"}, classify.Scope{}).Class).To(Equal(classify.Transient))
+		Expect(c.Classify(errors.New("Error 1205: Lock wait timeout exceeded"), classify.Scope{Task: "ledger-post"}).Rule).To(Equal("ledger-locked"))
+		timeoutOp := &url.Error{Op: "Get", URL: "http://r", Err: &net.OpError{Op: "read", Err: context.DeadlineExceeded}}
+		Expect(c.Classify(timeoutOp, classify.Scope{Task: "report"}).Rule).To(Equal("deadline-on-reports"))
+	})
+
+	It("leaves the defaults out when asked, with its own fallback", func() {
+		rs, err := classify.ParseRules("x.yaml", []byte("defaults: false\nfallback: {class: permanent, severity: high, source: system}\n"), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rs.Rules).To(BeEmpty())
+		c, err := rs.Classifier()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Classify(context.DeadlineExceeded, classify.Scope{})).To(Equal(classify.Classification{
+			Class: classify.Permanent, Severity: classify.High, Source: classify.System, Rule: "fallback"}))
+	})
+
+	It("treats an empty file as the defaults", func() {
+		rs, err := classify.ParseRules("empty.yaml", nil, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rs.Rules).To(HaveLen(len(classify.DefaultRules())))
+	})
+
+	DescribeTable("reports a malformed file with its position and what was expected",
+		func(src string, want ...string) {
+			_, err := classify.ParseRules("rules.yaml", []byte(src), nil)
+			Expect(err).To(HaveOccurred())
+			for _, w := range want {
+				Expect(err.Error()).To(ContainSubstring(w))
+			}
+			var re *classify.RuleError
+			Expect(errors.As(err, &re)).To(BeTrue(), "a *RuleError, for tools to read")
+			Expect(re.File).To(Equal("rules.yaml"))
+			Expect(re.Line).To(BeNumerically(">", 0))
+		},
+		Entry("an unknown class, with a suggestion",
+			"rules:\n  - name: r\n    class: transiant\n    severity: low\n    source: data\n",
+			`rules.yaml:3:12: rules[0].class: unknown class "transiant"; did you mean "transient"?`),
+		Entry("an unknown key, with a suggestion",
+			"rules:\n  - name: r\n    clas: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:3:5: unknown key "clas"; did you mean "class"?`),
+		Entry("an unknown key in a match",
+			"rules:\n  - name: r\n    match:\n      staus: [500]\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:4:7: unknown key "staus"; did you mean "status"?`),
+		Entry("an unknown kind, with a suggestion",
+			"rules:\n  - name: r\n    match:\n      kind: [net.OpErr]\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:4:14: rules[0].match.kind[0]: unknown error kind "net.OpErr"; did you mean "net.OpError"?`),
+		Entry("an unknown sentinel",
+			"rules:\n  - name: r\n    match:\n      is: [my.ErrThing]\n    class: transient\n    severity: low\n    source: data\n",
+			`rules[0].match.is[0]: unknown sentinel error "my.ErrThing"; register it with Registry.RegisterSentinel`),
+		Entry("a bad status",
+			"rules:\n  - name: r\n    match:\n      status: [200-299, 700, abc]\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:4:25: rules[0].match.status[1]: status "700" is not within 100-599`,
+			`rules[0].match.status[2]: status "abc" is not a number`),
+		Entry("a bad regular expression",
+			"rules:\n  - name: r\n    match:\n      message: \"(unclosed\"\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:4:16: rules[0].match.message: bad regular expression`),
+		Entry("a missing name and verdict, each reported",
+			"rules:\n  - match: {timeout: true}\n",
+			`rules.yaml:2:5: rules[0]: missing name`, `rules[0]: missing class`, `missing severity`, `missing source`),
+		Entry("the wrong type",
+			"rules:\n  - name: r\n    match:\n      timeout: sometimes\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:4:16:`),
+		Entry("rules that are not a list",
+			"rules: {name: r}\n",
+			`rules.yaml:1:8:`),
+		Entry("bad indentation",
+			"rules:\n  - name: r\n   class: transient\n",
+			`rules.yaml:`),
+		Entry("two documents",
+			"rules: []\n---\nrules: []\n",
+			`expected one YAML document`),
+	)
+
+	It("reports every problem in a file, not only the first", func() {
+		src := "rules:\n  - name: a\n    class: transiant\n    severity: loud\n    source: data\n  - name: b\n    match: {kind: [nope]}\n    class: permanent\n    severity: low\n    source: dta\n"
+		_, err := classify.ParseRules("rules.yaml", []byte(src), nil)
+		Expect(err).To(HaveOccurred())
+		lines := strings.Split(err.Error(), "\n")
+		Expect(lines).To(ConsistOf(
+			ContainSubstring(`rules.yaml:3:12: rules[0].class: unknown class "transiant"`),
+			ContainSubstring(`rules.yaml:4:15: rules[0].severity: unknown severity "loud"`),
+			ContainSubstring(`rules.yaml:7:20: rules[1].match.kind[0]: unknown error kind "nope"`),
+			ContainSubstring(`rules.yaml:10:13: rules[1].source: unknown source "dta"; did you mean "data"?`),
+		))
+	})
+})

@@ -459,3 +459,52 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	}
 	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
+
+// String describes the match for listings, e.g.
+// `status=[500,502] timeout kind=[net.OpError]`; "any error" when empty.
+func (m Match) String() string {
+	var parts []string
+	if len(m.Is) > 0 {
+		names := make([]string, len(m.Is))
+		for i, e := range m.Is {
+			names[i] = strconv.Quote(e.Error())
+		}
+		parts = append(parts, "is=["+strings.Join(names, ",")+"]")
+	}
+	if len(m.Kinds) > 0 {
+		names := make([]string, len(m.Kinds))
+		for i, k := range m.Kinds {
+			names[i] = k.Name
+		}
+		parts = append(parts, "kind=["+strings.Join(names, ",")+"]")
+	}
+	if len(m.Status) > 0 {
+		codes := make([]string, len(m.Status))
+		for i, s := range m.Status {
+			codes[i] = strconv.Itoa(s.Lo)
+			if s.Hi != s.Lo {
+				codes[i] += "-" + strconv.Itoa(s.Hi)
+			}
+		}
+		parts = append(parts, "status=["+strings.Join(codes, ",")+"]")
+	}
+	if m.Timeout {
+		parts = append(parts, "timeout")
+	}
+	if m.Temporary {
+		parts = append(parts, "temporary")
+	}
+	if len(m.DeclineCodes) > 0 {
+		parts = append(parts, "declineCode=["+strings.Join(m.DeclineCodes, ",")+"]")
+	}
+	if m.RetryAfter {
+		parts = append(parts, "retryAfter")
+	}
+	if m.Message != nil {
+		parts = append(parts, "message=/"+m.Message.String()+"/")
+	}
+	if len(parts) == 0 {
+		return "any error"
+	}
+	return strings.Join(parts, " ")
+}

@@ -278,3 +278,19 @@ var _ = Describe("ParseRetryAfter", func() {
 		Entry("empty", "", time.Duration(0), false),
 	)
 })
+
+var _ = Describe("Match.String", func() {
+	It("describes every criterion for listings", func() {
+		rule := classify.DefaultRules()
+		byName := map[string]classify.Rule{}
+		for _, r := range rule {
+			byName[r.Name] = r
+		}
+		Expect(byName["payment-ambiguous-5xx"].Match.String()).To(Equal("status=[500,502,504]"))
+		Expect(byName["http-5xx"].Match.String()).To(Equal("status=[500-599]"))
+		Expect(byName["canceled"].Match.String()).To(Equal(`is=["context canceled"]`))
+		Expect(byName["network-error"].Match.String()).To(Equal("kind=[net.OpError,net.DNSError]"))
+		Expect(byName["payment-timeout"].Match.String()).To(Equal("timeout"))
+		Expect(classify.Match{}.String()).To(Equal("any error"))
+	})
+})

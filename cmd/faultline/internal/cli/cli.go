@@ -1,0 +1,105 @@
+// Package cli is the faultline command tree. Commands take a context, their
+// arguments and writers, so tests run them in-process and read their output.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// The exit codes, documented in --help and the README.
+const (
+	// ExitOK means everything passed.
+	ExitOK = 0
+	// ExitFailed means a check ran and failed.
+	ExitFailed = 1
+	// ExitInvalid means the input (a file, a flag) is invalid.
+	ExitInvalid = 2
+	// ExitInternal means faultline itself failed.
+	ExitInternal = 3
+)
+
+// InvalidInputError marks an error caused by what the user gave: a bad flag,
+// a malformed file. It maps to ExitInvalid.
+type InvalidInputError struct {
+	Err error
+	// Hint is the next thing to try, e.g. "Try: faultline rules --help".
+	Hint string
+}
+
+// Error returns the cause and the hint.
+func (e *InvalidInputError) Error() string {
+	if e.Hint == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + "\n" + e.Hint
+}
+
+// Unwrap returns the cause.
+func (e *InvalidInputError) Unwrap() error { return e.Err }
+
+// ErrChecksFailed is returned when a command ran and what it checked failed.
+var ErrChecksFailed = errors.New("checks failed")
+
+// ExitCode maps an error returned by the command tree to the process's exit
+// code.
+func ExitCode(err error) int {
+	var invalid *InvalidInputError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &invalid):
+		return ExitInvalid
+	case errors.Is(err, ErrChecksFailed):
+		return ExitFailed
+	default:
+		return ExitInternal
+	}
+}
+
+// New returns the root command writing to stdout and stderr.
+func New(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "faultline",
+		Short: "Prove that failed background jobs are never lost, the right people are paged, and services degrade instead of falling over",
+		Long: `faultline is a chaos-testing harness and deterministic simulator for the
+failure paths of background jobs.
+
+Exit codes:
+  0  everything passed
+  1  a check ran and failed
+  2  invalid input (a file or a flag)
+  3  an internal error`,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &InvalidInputError{Err: err, Hint: fmt.Sprintf("Try: %s --help", c.CommandPath())}
+	})
+	// Args and RunE on the root turn an unknown command into a usage error
+	// with suggestions, instead of cobra's untyped one.
+	root.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		err := fmt.Errorf("unknown command %q", args[0])
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			err = fmt.Errorf("unknown command %q; did you mean %q?", args[0], s[0])
+		}
+		return usage(c, err)
+	}
+	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	root.AddCommand(newRulesCommand())
+	return root
+}
+
+// usage wraps an argument error of c with a hint to its help.
+func usage(c *cobra.Command, err error) error {
+	return &InvalidInputError{Err: err, Hint: fmt.Sprintf("Try: %s --help", c.CommandPath())}
+}

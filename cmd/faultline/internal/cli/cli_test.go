@@ -1,0 +1,101 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+)
+
+func TestCLI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CLI Suite")
+}
+
+// run executes the command tree in-process and returns its output and exit
+// code.
+func run(args ...string) (stdout, stderr string, code int) {
+	GinkgoHelper()
+	var out, errOut bytes.Buffer
+	root := cli.New(&out, &errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		errOut.WriteString(err.Error())
+	}
+	return out.String(), errOut.String(), cli.ExitCode(err)
+}
+
+func writeFile(name, content string) string {
+	GinkgoHelper()
+	p := filepath.Join(GinkgoT().TempDir(), name)
+	Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
+	return p
+}
+
+var _ = Describe("faultline rules", func() {
+	It("lists the default rules in order with the fallback last", func() {
+		out, _, code := run("rules", "list")
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(out).To(MatchRegexp(`(?m)^1\s+canceled\s+\*\s+\*\s+canceled/low/system\s+is=\["context canceled"\]$`))
+		Expect(out).To(MatchRegexp(`(?m)^\d+\s+payment-ambiguous-5xx\s+payment-gateway\s+\*\s+indeterminate/medium/dependency\s+status=\[500,502,504\]$`))
+		Expect(out).To(MatchRegexp(`(?m)^-\s+fallback\s+\*\s+\*\s+transient/medium/system\s+anything else$`))
+	})
+
+	It("lists a file's rules ahead of the defaults", func() {
+		f := writeFile("r.yaml", "rules:\n  - name: mine\n    task: report\n    class: permanent\n    severity: low\n    source: data\n")
+		out, _, code := run("rules", "list", "--file", f)
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(out).To(MatchRegexp(`(?m)^1\s+mine\s+\*\s+report\s+permanent/low/data\s+any error$`))
+	})
+
+	It("checks good files", func() {
+		f := writeFile("ok.yaml", "rules: []\n")
+		out, _, code := run("rules", "check", f)
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(out).To(ContainSubstring(f + ": ok, 25 rules (first match wins), fallback transient/medium/system"))
+	})
+
+	It("reports each bad file with positions and exits 2", func() {
+		bad := writeFile("bad.yaml", "rules:\n  - name: x\n    clas: transient\n")
+		good := writeFile("good.yaml", "defaults: false\n")
+		out, errOut, code := run("rules", "check", bad, good, "/does/not/exist.yaml")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(out).To(ContainSubstring(good + ": ok, 0 rules"))
+		Expect(errOut).To(ContainSubstring(bad + `:3:5: unknown key "clas"; did you mean "class"?`))
+		Expect(errOut).To(ContainSubstring("/does/not/exist.yaml: no such file or directory"))
+		Expect(errOut).To(ContainSubstring("2 of 3 rule files are invalid"))
+	})
+
+	It("says what is allowed when the arguments are wrong", func() {
+		_, errOut, code := run("rules", "check")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("rules check needs at least one rule file\nTry: faultline rules check --help"))
+
+		_, errOut, code = run("rules", "list", "--colour")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("unknown flag: --colour\nTry: faultline rules list --help"))
+
+		_, errOut, code = run("rules", "list", "extra")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring(`rules list takes no arguments, got "extra" (use --file)`))
+	})
+
+	It("suggests a command for a misspelt one", func() {
+		_, errOut, code := run("rulez")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring(`unknown command "rulez"; did you mean "rules"?` + "\nTry: faultline --help"))
+	})
+
+	It("documents its exit codes in --help", func() {
+		out, _, code := run("--help")
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(out).To(ContainSubstring("2  invalid input (a file or a flag)"))
+	})
+})

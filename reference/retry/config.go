@@ -1,0 +1,167 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The defaults WithDefaults puts in the zero fields of a Config.
+const (
+	// DefaultMaxAttempts is the total number of attempts, the first one
+	// included: three retries, then the dead-letter queue.
+	DefaultMaxAttempts = 4
+	// DefaultBaseDelay is the backoff ceiling of the first retry.
+	DefaultBaseDelay = time.Second
+	// DefaultMaxDelay caps the backoff ceiling.
+	DefaultMaxDelay = 5 * time.Minute
+	// DefaultMaxRetryAfter caps a dependency's Retry-After hint, so that a
+	// broken or hostile dependency cannot park a job for days.
+	DefaultMaxRetryAfter = time.Hour
+	// DefaultBudgetBurst is the number of retries a dependency's budget lets
+	// through at once.
+	DefaultBudgetBurst = 10
+	// DefaultBudgetRefill is the time the budget takes to earn back one
+	// retry: ten retries a second per dependency once the burst is spent.
+	DefaultBudgetRefill = 100 * time.Millisecond
+)
+
+// Config tunes a Policy. The zero value is usable: every zero field takes its
+// default (see WithDefaults).
+type Config struct {
+	// MaxAttempts is the total number of attempts, the first one included.
+	// 1 means never retry. Default DefaultMaxAttempts.
+	MaxAttempts int
+	// BaseDelay is the backoff ceiling of the first retry; it doubles with
+	// every retry after that. Default DefaultBaseDelay.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff ceiling. It must not be less than BaseDelay.
+	// Default DefaultMaxDelay.
+	MaxDelay time.Duration
+	// MaxRetryAfter caps a dependency's Retry-After hint. Default
+	// DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
+	// Budget is the retry budget each dependency gets.
+	Budget BudgetConfig
+}
+
+// BudgetConfig tunes the per-dependency retry budget, a token bucket: Burst
+// retries at once, then one per Refill.
+type BudgetConfig struct {
+	// Disabled turns the budget off: retries run at their backoff or hint
+	// time however many there are. Burst and Refill are still validated.
+	Disabled bool
+	// Burst is the number of tokens the bucket holds. Default
+	// DefaultBudgetBurst.
+	Burst int
+	// Refill is the time the bucket takes to earn one token back. Default
+	// DefaultBudgetRefill.
+	Refill time.Duration
+}
+
+// WithDefaults returns c with every zero field set to its default. Negative
+// values are kept, for Validate to reject.
+func (c Config) WithDefaults() Config {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.BaseDelay == 0 {
+		c.BaseDelay = DefaultBaseDelay
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.Budget.Burst == 0 {
+		c.Budget.Burst = DefaultBudgetBurst
+	}
+	if c.Budget.Refill == 0 {
+		c.Budget.Refill = DefaultBudgetRefill
+	}
+	return c
+}
+
+// Validate reports the first field of c that New would reject, as a
+// *ConfigError. It checks c with defaults applied, so a zero field is always
+// valid; the error's Value is the value after defaults. It never panics.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.MaxAttempts < 1:
+		return &ConfigError{Field: "MaxAttempts", Value: c.MaxAttempts, Reason: "must be at least 1"}
+	case c.BaseDelay < 0:
+		return &ConfigError{Field: "BaseDelay", Value: c.BaseDelay, Reason: "must not be negative"}
+	case c.MaxDelay < 0:
+		return &ConfigError{Field: "MaxDelay", Value: c.MaxDelay, Reason: "must not be negative"}
+	case c.MaxDelay < c.BaseDelay:
+		return &ConfigError{Field: "MaxDelay", Value: c.MaxDelay,
+			Reason: "must not be less than BaseDelay (" + c.BaseDelay.String() + "); a zero MaxDelay means " + DefaultMaxDelay.String()}
+	case c.MaxRetryAfter < 0:
+		return &ConfigError{Field: "MaxRetryAfter", Value: c.MaxRetryAfter, Reason: "must not be negative"}
+	case c.Budget.Burst < 1:
+		return &ConfigError{Field: "Budget.Burst", Value: c.Budget.Burst, Reason: "must be at least 1"}
+	case c.Budget.Refill <= 0:
+		return &ConfigError{Field: "Budget.Refill", Value: c.Budget.Refill, Reason: "must be positive"}
+	case int64(c.Budget.Burst-1) > math.MaxInt64/int64(c.Budget.Refill):
+		return &ConfigError{Field: "Budget.Burst", Value: c.Budget.Burst,
+			Reason: "times Budget.Refill (" + c.Budget.Refill.String() + ") overflows a time.Duration"}
+	}
+	return nil
+}
+
+// ErrInvalidConfig is matched, with errors.Is, by every *ConfigError.
+var ErrInvalidConfig = errors.New("invalid retry config")
+
+// ErrNilRand is returned by New when it is given no random source: the policy
+// never falls back to the global one, which would make the simulator's runs
+// irreproducible.
+var ErrNilRand = errors.New("nil *rand.Rand")
+
+// ConfigError names a Config field that New rejects, with its value and why.
+type ConfigError struct {
+	// Field is the field's path in Config, e.g. "MaxDelay" or
+	// "Budget.Refill".
+	Field string
+	// Value is the rejected value, after defaults.
+	Value any
+	// Reason says what the value must be.
+	Reason string
+}
+
+// Error says which field is wrong and why.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("%v: %s = %v: %s", ErrInvalidConfig, e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Backoff returns the backoff ceiling of the retry-th retry (0 for the first):
+// min(MaxDelay, BaseDelay·2^retry), with cfg's defaults applied. The delay a
+// Policy draws is uniform in [0, Backoff(cfg, retry)]. It never overflows,
+// however large retry is; a negative retry counts as 0, and an invalid cfg
+// gives a result in [0, max(0, MaxDelay)].
+func Backoff(cfg Config, retry int) time.Duration {
+	cfg = cfg.WithDefaults()
+	return ceiling(cfg.BaseDelay, cfg.MaxDelay, retry)
+}
+
+// ceiling is min(limit, base·2^n), computed without overflow, and never
+// negative.
+func ceiling(base, limit time.Duration, n int) time.Duration {
+	if base <= 0 || limit <= 0 {
+		return 0
+	}
+	if n < 0 {
+		n = 0
+	}
+	// base·2^n > limit exactly when base > ⌊limit/2^n⌋, and a duration has
+	// fewer than 63 value bits.
+	if n >= 63 || base > limit>>uint(n) {
+		return limit
+	}
+	return base << uint(n)
+}

@@ -1,0 +1,66 @@
+package retry_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/retry"
+)
+
+// A payment gateway times out after the charge may have gone through, then
+// answers 429 with a Retry-After of 30 seconds, then declines the card.
+func Example() {
+	p, err := retry.New(retry.Config{}, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+	job := retry.Attempt{
+		JobID: "job-42", Task: "charge", Dependency: "payments", Attempts: 1,
+		FirstAttemptAt: now.Add(-time.Second),
+	}
+
+	// Without an idempotency key, a retry might charge the card twice.
+	d := p.Decide(job, classify.Classification{Class: classify.Indeterminate}, now)
+	fmt.Println(d.Action, d.Reason)
+
+	// With a key recorded before the first attempt, it is safe.
+	job.IdempotencyKey, job.KeyRecordedAt = "charge-job-42", job.FirstAttemptAt
+	d = p.Decide(job, classify.Classification{Class: classify.Indeterminate}, now)
+	fmt.Println(d.Action, d.Reason, d.Delay <= retry.Backoff(p.Config(), 0))
+
+	job.Attempts = 2
+	now = d.At
+	d = p.Decide(job, classify.Classification{Class: classify.RateLimited, RetryAfter: 30 * time.Second}, now)
+	fmt.Println(d.Action, d.Reason, d.Delay)
+
+	job.Attempts = 3
+	d = p.Decide(job, classify.Classification{Class: classify.Permanent}, d.At)
+	fmt.Println(d.Action, d.Reason)
+	// Output:
+	// dead-letter indeterminate-without-key
+	// retry backoff true
+	// retry retry-after 30s
+	// dead-letter permanent
+}
+
+// The backoff ceilings of the default config: the n-th retry is drawn
+// uniformly below them.
+func ExampleBackoff() {
+	for n := range 10 {
+		fmt.Print(retry.Backoff(retry.Config{}, n), " ")
+	}
+	fmt.Println()
+	// Output:
+	// 1s 2s 4s 8s 16s 32s 1m4s 2m8s 4m16s 5m0s
+}
+
+func ExampleConfig_Validate() {
+	err := retry.Config{BaseDelay: 10 * time.Second, MaxDelay: time.Second}.Validate()
+	fmt.Println(err)
+	// Output:
+	// invalid retry config: MaxDelay = 1s: must not be less than BaseDelay (10s); a zero MaxDelay means 5m0s
+}

@@ -1,0 +1,495 @@
+package retry_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/retry"
+)
+
+// failure is a classification of the given class, as the classifier would
+// return it.
+func failure(class classify.Class) classify.Classification {
+	return classify.Classification{Class: class, Severity: classify.Medium, Source: classify.Dependency, Rule: "spec"}
+}
+
+// hinted is a rate-limited classification carrying a Retry-After hint.
+func hinted(after time.Duration) classify.Classification {
+	c := failure(classify.RateLimited)
+	c.RetryAfter = after
+	return c
+}
+
+// attempt is a job of the payments dependency that has made n attempts.
+func attempt(n int) retry.Attempt {
+	return retry.Attempt{
+		JobID: "job-1", Task: "charge", Dependency: "payments", Attempts: n,
+		FirstAttemptAt: epoch.Add(-time.Minute),
+	}
+}
+
+var _ = Describe("Policy.Decide", func() {
+	var p *retry.Policy
+
+	BeforeEach(func() {
+		p = newPolicy(retry.Config{}, 1)
+	})
+
+	Describe("the decision rules", func() {
+		It("releases a canceled attempt at any attempt count, even past MaxAttempts", func() {
+			for _, n := range []int{1, 3, 4, 5, 1000} {
+				d := p.Decide(attempt(n), failure(classify.Canceled), epoch)
+				Expect(d).To(BeDecision(retry.Release, retry.Canceled), "attempt %d", n)
+				Expect(d.At.IsZero()).To(BeTrue())
+				Expect(d.Delay).To(BeZero())
+				Expect(d.Attempts).To(Equal(n))
+			}
+		})
+
+		It("dead-letters a None classification (a nil error) and unknown classes as unclassified", func() {
+			for _, class := range []classify.Class{classify.None, classify.Class(200)} {
+				for _, n := range []int{1, 2, 10} {
+					Expect(p.Decide(attempt(n), failure(class), epoch)).To(BeDecision(retry.DeadLetter, retry.Unclassified))
+				}
+			}
+		})
+
+		It("never retries permanent or critical failures, whatever the attempt count or hint", func() {
+			for n := 1; n <= 10; n++ {
+				perm := failure(classify.Permanent)
+				perm.RetryAfter = time.Second
+				crit := failure(classify.Critical)
+				crit.RetryAfter = time.Second
+				Expect(p.Decide(attempt(n), perm, epoch)).To(BeDecision(retry.DeadLetter, retry.PermanentError))
+				Expect(p.Decide(attempt(n), crit, epoch)).To(BeDecision(retry.DeadLetter, retry.CriticalError))
+			}
+		})
+
+		It("retries transient and rate-limited failures", func() {
+			Expect(p.Decide(attempt(1), failure(classify.Transient), epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay))
+			Expect(p.Decide(attempt(1), failure(classify.RateLimited), epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay))
+		})
+
+		Describe("an indeterminate failure", func() {
+			var a retry.Attempt
+			indeterminate := failure(classify.Indeterminate)
+
+			BeforeEach(func() {
+				a = attempt(1)
+				a.IdempotencyKey = "charge-job-1"
+				a.FirstAttemptAt = epoch.Add(-time.Minute)
+			})
+
+			It("is retried when the key was recorded before the first attempt", func() {
+				a.KeyRecordedAt = a.FirstAttemptAt.Add(-time.Millisecond)
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay))
+			})
+
+			It("is retried when the key was recorded at the instant of the first attempt", func() {
+				a.KeyRecordedAt = a.FirstAttemptAt
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay))
+			})
+
+			It("is dead-lettered when the key was recorded after the first attempt began", func() {
+				a.KeyRecordedAt = a.FirstAttemptAt.Add(time.Nanosecond)
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.DeadLetter, retry.IndeterminateWithoutKey))
+			})
+
+			It("is dead-lettered without a key", func() {
+				a.IdempotencyKey = ""
+				a.KeyRecordedAt = a.FirstAttemptAt.Add(-time.Second)
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.DeadLetter, retry.IndeterminateWithoutKey))
+			})
+
+			It("is dead-lettered when the key's recording time is unknown", func() {
+				a.KeyRecordedAt = time.Time{}
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.DeadLetter, retry.IndeterminateWithoutKey))
+			})
+
+			It("is dead-lettered when the first attempt's time is unknown", func() {
+				a.KeyRecordedAt = epoch.Add(-time.Hour)
+				a.FirstAttemptAt = time.Time{}
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.DeadLetter, retry.IndeterminateWithoutKey))
+			})
+
+			It("still runs out of attempts with a key", func() {
+				a.KeyRecordedAt = a.FirstAttemptAt.Add(-time.Second)
+				a.Attempts = retry.DefaultMaxAttempts
+				Expect(p.Decide(a, indeterminate, epoch)).To(BeDecision(retry.DeadLetter, retry.ExhaustedAttempts))
+			})
+		})
+
+		It("dead-letters after 3 retries with the default config: attempts 1-3 retry, attempt 4 does not", func() {
+			for n := 1; n <= 3; n++ {
+				Expect(p.Decide(attempt(n), failure(classify.Transient), epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay), "attempt %d", n)
+			}
+			for _, n := range []int{4, 5, 1 << 40} {
+				Expect(p.Decide(attempt(n), failure(classify.Transient), epoch)).To(BeDecision(retry.DeadLetter, retry.ExhaustedAttempts), "attempt %d", n)
+			}
+		})
+
+		It("never retries with MaxAttempts 1, even with a Retry-After hint", func() {
+			p = newPolicy(retry.Config{MaxAttempts: 1}, 1)
+			Expect(p.Decide(attempt(1), failure(classify.Transient), epoch)).To(BeDecision(retry.DeadLetter, retry.ExhaustedAttempts))
+			Expect(p.Decide(attempt(1), hinted(time.Second), epoch)).To(BeDecision(retry.DeadLetter, retry.ExhaustedAttempts))
+		})
+
+		It("reads an attempt count below 1 as a first attempt", func() {
+			d := p.Decide(attempt(0), failure(classify.Transient), epoch)
+			Expect(d).To(BeDecision(retry.Retry, retry.BackoffDelay))
+			Expect(d.Backoff).To(BeNumerically("<=", retry.DefaultBaseDelay))
+		})
+
+		It("copies the attempt count and class, and sets At and Delay only on a retry", func() {
+			d := p.Decide(attempt(2), failure(classify.Transient), epoch)
+			Expect(d.Attempts).To(Equal(2))
+			Expect(d.Class).To(Equal(classify.Transient))
+			Expect(d.At).To(Equal(epoch.Add(d.Delay)))
+			Expect(d.Delay).To(Equal(d.Backoff))
+
+			d = p.Decide(attempt(2), failure(classify.Permanent), epoch)
+			Expect(d.Class).To(Equal(classify.Permanent))
+			Expect(d.At.IsZero()).To(BeTrue())
+			Expect(d.Delay).To(BeZero())
+			Expect(d.Backoff).To(BeZero())
+		})
+	})
+
+	Describe("backoff", func() {
+		BeforeEach(func() {
+			p = newPolicy(retry.Config{MaxAttempts: 20, Budget: retry.BudgetConfig{Disabled: true}}, 7)
+		})
+
+		It("draws the n-th retry's delay within [0, min(MaxDelay, BaseDelay·2^n)]", func() {
+			cfg := p.Config()
+			for n := 1; n < cfg.MaxAttempts; n++ {
+				limit := retry.Backoff(cfg, n-1)
+				for range 200 {
+					d := p.Decide(attempt(n), failure(classify.Transient), epoch)
+					Expect(d).To(BeDecision(retry.Retry, retry.BackoffDelay))
+					Expect(d.Backoff).To(And(BeNumerically(">=", 0), BeNumerically("<=", limit)), "attempt %d", n)
+					Expect(d.Delay).To(Equal(d.Backoff))
+				}
+			}
+		})
+
+		It("spreads with full jitter over the whole range", func() {
+			const draws = 10000
+			var deciles [10]int
+			lo, hi := time.Duration(1<<62), time.Duration(0)
+			for range draws {
+				b := p.Decide(attempt(1), failure(classify.Transient), epoch).Backoff
+				lo, hi = min(lo, b), max(hi, b)
+				deciles[min(9, int(b*10/time.Second))]++
+			}
+			Expect(lo).To(BeNumerically("<", 10*time.Millisecond))
+			Expect(hi).To(BeNumerically(">", 990*time.Millisecond))
+			for i, n := range deciles {
+				Expect(n).To(BeNumerically("~", draws/10, draws/50), "decile %d of [0, 1s]", i)
+			}
+		})
+
+		DescribeTable("Backoff gives the ceiling of each retry",
+			func(cfg retry.Config, n int, want time.Duration) {
+				Expect(retry.Backoff(cfg, n)).To(Equal(want))
+			},
+			Entry("first retry, defaults", retry.Config{}, 0, time.Second),
+			Entry("second retry, defaults", retry.Config{}, 1, 2*time.Second),
+			Entry("third retry, defaults", retry.Config{}, 2, 4*time.Second),
+			Entry("capped at MaxDelay", retry.Config{}, 9, 5*time.Minute),
+			Entry("negative retry counts as the first", retry.Config{}, -3, time.Second),
+			Entry("retry 62 of 1ns", retry.Config{BaseDelay: 1, MaxDelay: 1 << 62}, 62, time.Duration(1<<62)),
+			Entry("retry 63 does not overflow", retry.Config{BaseDelay: 1, MaxDelay: 1<<63 - 1}, 63, time.Duration(1<<63-1)),
+			Entry("huge retry does not overflow", retry.Config{}, int(^uint(0)>>1), 5*time.Minute),
+			Entry("invalid negative base", retry.Config{BaseDelay: -time.Second}, 3, time.Duration(0)),
+		)
+	})
+
+	Describe("a Retry-After hint", func() {
+		BeforeEach(func() {
+			p = newPolicy(retry.Config{MaxRetryAfter: 10 * time.Second, Budget: retry.BudgetConfig{Disabled: true}}, 1)
+		})
+
+		It("wins over the backoff, shorter or longer", func() {
+			for _, h := range []time.Duration{time.Nanosecond, time.Millisecond, 7 * time.Second} {
+				d := p.Decide(attempt(3), hinted(h), epoch)
+				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+				Expect(d.Delay).To(Equal(h))
+				Expect(d.At).To(Equal(epoch.Add(h)))
+				Expect(d.Backoff).To(BeZero())
+			}
+		})
+
+		It("is capped at MaxRetryAfter", func() {
+			d := p.Decide(attempt(1), hinted(72*time.Hour), epoch)
+			Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(d.Delay).To(Equal(10 * time.Second))
+		})
+
+		It("is capped at an hour by default", func() {
+			p = newPolicy(retry.Config{}, 1)
+			Expect(p.Decide(attempt(1), hinted(1<<62), epoch).Delay).To(Equal(time.Hour))
+		})
+
+		It("is honoured on transient failures too, and ignored when not positive", func() {
+			c := failure(classify.Transient)
+			c.RetryAfter = 3 * time.Second
+			Expect(p.Decide(attempt(1), c, epoch).Delay).To(Equal(3 * time.Second))
+			c.RetryAfter = -time.Second
+			Expect(p.Decide(attempt(1), c, epoch)).To(BeDecision(retry.Retry, retry.BackoffDelay))
+		})
+	})
+
+	Describe("the retry budget", func() {
+		const storm = 100
+		var hint time.Duration
+
+		BeforeEach(func() {
+			p = newPolicy(retry.Config{}, 3) // burst 10, one token per 100ms
+			hint = 2 * time.Second
+		})
+
+		// decideStorm decides n failures of dep at the same instant.
+		decideStorm := func(n int, dep string, c classify.Classification, now time.Time) []retry.Decision {
+			GinkgoHelper()
+			ds := make([]retry.Decision, n)
+			for i := range ds {
+				a := attempt(1)
+				a.JobID = fmt.Sprintf("job-%d", i)
+				a.Dependency = dep
+				ds[i] = p.Decide(a, c, now)
+			}
+			return ds
+		}
+
+		It("lets a burst through, then spreads a storm at the refill rate without dead-lettering", func() {
+			due := epoch.Add(hint)
+			for i, d := range decideStorm(storm, "payments", hinted(hint), epoch) {
+				if i < retry.DefaultBudgetBurst {
+					Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint), "retry %d", i)
+					Expect(d.At).To(Equal(due), "retry %d", i)
+					continue
+				}
+				Expect(d).To(BeDecision(retry.Retry, retry.BudgetDelay), "retry %d", i)
+				pushed := time.Duration(i-retry.DefaultBudgetBurst+1) * retry.DefaultBudgetRefill
+				Expect(d.At).To(Equal(due.Add(pushed)), "retry %d", i)
+				Expect(d.Delay).To(Equal(hint + pushed))
+			}
+			s := p.Stats()
+			Expect(s.ByAction[retry.Retry]).To(BeEquivalentTo(storm))
+			Expect(s.ByAction[retry.DeadLetter]).To(BeZero())
+			Expect(s.BudgetDelayed).To(BeEquivalentTo(storm - retry.DefaultBudgetBurst))
+			Expect(s.ByReason[retry.BudgetDelay]).To(Equal(s.BudgetDelayed))
+			// 100ms + 200ms + ... + 90·100ms.
+			Expect(s.BudgetDelay).To(Equal(90 * 91 / 2 * retry.DefaultBudgetRefill))
+		})
+
+		It("spreads a storm of jittered backoffs too", func() {
+			ds := decideStorm(storm, "payments", failure(classify.Transient), epoch)
+			delayed := 0
+			ats := make([]time.Time, 0, len(ds))
+			for _, d := range ds {
+				Expect(d.Action).To(Equal(retry.Retry))
+				Expect(d.Reason).To(BeElementOf(retry.BackoffDelay, retry.BudgetDelay))
+				Expect(d.At).To(Equal(epoch.Add(d.Delay)))
+				if d.Reason == retry.BudgetDelay {
+					delayed++
+					Expect(d.Delay).To(BeNumerically(">", d.Backoff))
+				} else {
+					Expect(d.Delay).To(Equal(d.Backoff))
+				}
+				ats = append(ats, d.At)
+			}
+			Expect(delayed).To(BeNumerically(">=", storm-retry.DefaultBudgetBurst-11))
+			expectWithinBudget(ats, retry.DefaultBudgetBurst, retry.DefaultBudgetRefill)
+			last := slices.MaxFunc(ats, time.Time.Compare)
+			Expect(last.Sub(epoch)).To(BeNumerically(">=", (storm-retry.DefaultBudgetBurst)*retry.DefaultBudgetRefill))
+		})
+
+		It("refills: after enough virtual time a burst is again not delayed", func() {
+			decideStorm(storm, "payments", hinted(hint), epoch)
+			// The storm took tokens until 2s + 100·100ms = 12s after epoch.
+			Expect(p.Decide(attempt(1), hinted(hint), epoch.Add(5*time.Second))).To(BeDecision(retry.Retry, retry.BudgetDelay))
+
+			later := epoch.Add(time.Minute)
+			ds := decideStorm(retry.DefaultBudgetBurst+1, "payments", hinted(hint), later)
+			for _, d := range ds[:retry.DefaultBudgetBurst] {
+				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+				Expect(d.At).To(Equal(later.Add(hint)))
+			}
+			Expect(ds[retry.DefaultBudgetBurst]).To(BeDecision(retry.Retry, retry.BudgetDelay))
+		})
+
+		It("refills one token per Refill", func() {
+			decideStorm(retry.DefaultBudgetBurst, "payments", hinted(hint), epoch)
+			// The bucket is empty at epoch+2s. 250ms later it has earned two
+			// tokens back.
+			now := epoch.Add(250 * time.Millisecond)
+			ds := decideStorm(3, "payments", hinted(hint), now)
+			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(ds[1]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(ds[2]).To(BeDecision(retry.Retry, retry.BudgetDelay))
+			Expect(ds[2].At).To(Equal(epoch.Add(hint + 300*time.Millisecond)))
+		})
+
+		It("keeps the budgets of two dependencies independent", func() {
+			decideStorm(storm, "payments", hinted(hint), epoch)
+			for i, d := range decideStorm(retry.DefaultBudgetBurst, "email", hinted(hint), epoch) {
+				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint), "email retry %d", i)
+			}
+			Expect(decideStorm(1, "email", hinted(hint), epoch)[0]).To(BeDecision(retry.Retry, retry.BudgetDelay))
+		})
+
+		It("gives the empty dependency name a budget of its own", func() {
+			decideStorm(storm, "payments", hinted(hint), epoch)
+			Expect(decideStorm(1, "", hinted(hint), epoch)[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+		})
+
+		It("follows Burst and Refill", func() {
+			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 1, Refill: time.Second}}, 3)
+			ds := decideStorm(3, "payments", hinted(hint), epoch)
+			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(ds[1].At).To(Equal(epoch.Add(hint + time.Second)))
+			Expect(ds[2].At).To(Equal(epoch.Add(hint + 2*time.Second)))
+		})
+
+		It("takes tokens when failures happen, so a retry booked far ahead does not hold back a sooner one", func() {
+			Expect(p.Decide(attempt(1), hinted(time.Minute), epoch)).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			d := p.Decide(attempt(1), hinted(time.Second), epoch)
+			Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(d.At).To(Equal(epoch.Add(time.Second)))
+		})
+
+		It("spreads a wave of retries that all carry the same Retry-After", func() {
+			ds := decideStorm(3*retry.DefaultBudgetBurst, "payments", hinted(time.Minute), epoch)
+			seen := map[time.Time]int{}
+			for _, d := range ds {
+				seen[d.At]++
+			}
+			Expect(seen[epoch.Add(time.Minute)]).To(Equal(retry.DefaultBudgetBurst), "only a burst comes back at the hinted instant")
+			Expect(seen).To(HaveLen(1+2*retry.DefaultBudgetBurst), "the rest come back one per refill")
+		})
+
+		It("is skipped when disabled", func() {
+			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, 3)
+			for _, d := range decideStorm(storm, "payments", hinted(hint), epoch) {
+				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+				Expect(d.At).To(Equal(epoch.Add(hint)))
+			}
+			Expect(p.Stats().BudgetDelayed).To(BeZero())
+			Expect(p.Stats().Dependencies).To(BeZero())
+		})
+
+		It("is not spent by dead letters and releases", func() {
+			for range storm {
+				p.Decide(attempt(1), failure(classify.Permanent), epoch)
+				p.Decide(attempt(1), failure(classify.Canceled), epoch)
+				p.Decide(attempt(retry.DefaultMaxAttempts), failure(classify.Transient), epoch)
+			}
+			Expect(decideStorm(retry.DefaultBudgetBurst, "payments", hinted(hint), epoch)).To(HaveEach(BeDecision(retry.Retry, retry.RetryAfterHint)))
+		})
+
+		It("forgets idle dependencies, so distinct names cannot grow it without bound", func() {
+			const wave = 1000
+			for w := range 10 {
+				now := epoch.Add(time.Duration(w) * time.Hour)
+				for i := range wave {
+					decideStorm(1, fmt.Sprintf("tenant-%d-%d", w, i), hinted(hint), now)
+				}
+			}
+			Expect(p.Stats().Dependencies).To(And(BeNumerically(">=", wave), BeNumerically("<=", 2*wave+64)))
+		})
+
+		It("schedules a storm identically whether it comes from one goroutine or many", func() {
+			const workers, each = 8, 250
+			var wg sync.WaitGroup
+			ats := make([][]time.Time, workers)
+			for w := range workers {
+				wg.Go(func() {
+					defer GinkgoRecover()
+					for range each {
+						ats[w] = append(ats[w], p.Decide(attempt(1), hinted(hint), epoch).At)
+					}
+				})
+			}
+			wg.Wait()
+			all := slices.Concat(ats...)
+			slices.SortFunc(all, time.Time.Compare)
+			Expect(all).To(HaveLen(workers * each))
+			for i, at := range all {
+				pushed := time.Duration(max(0, i-retry.DefaultBudgetBurst+1)) * retry.DefaultBudgetRefill
+				Expect(at).To(Equal(epoch.Add(hint+pushed)), "retry %d in time order", i)
+			}
+			Expect(p.Stats().Decisions).To(BeEquivalentTo(workers * each))
+		})
+	})
+
+	Describe("determinism", func() {
+		// script decides a fixed mix of failures, drawn from its own seeded
+		// stream, with p.
+		script := func(p *retry.Policy) []retry.Decision {
+			GinkgoHelper()
+			gen := newScriptRand()
+			classes := []classify.Class{classify.Transient, classify.Transient, classify.RateLimited, classify.Indeterminate, classify.Permanent, classify.Canceled}
+			deps := []string{"payments", "email", ""}
+			now := epoch
+			var ds []retry.Decision
+			for i := range 2000 {
+				c := failure(classes[gen.IntN(len(classes))])
+				if gen.IntN(5) == 0 {
+					c.RetryAfter = time.Duration(gen.Int64N(int64(time.Minute)))
+				}
+				a := attempt(1 + gen.IntN(5))
+				a.JobID = fmt.Sprint("job-", i)
+				a.Dependency = deps[gen.IntN(len(deps))]
+				a.IdempotencyKey = "key"
+				a.KeyRecordedAt = a.FirstAttemptAt.Add(time.Duration(gen.IntN(3)-1) * time.Second)
+				now = now.Add(time.Duration(gen.Int64N(int64(5 * time.Millisecond))))
+				ds = append(ds, p.Decide(a, c, now))
+			}
+			return ds
+		}
+
+		It("gives identical decisions for the same seed", func() {
+			first, second := script(newPolicy(retry.Config{}, 42)), script(newPolicy(retry.Config{}, 42))
+			Expect(second).To(Equal(first))
+			Expect(first).To(ContainElement(BeDecision(retry.Retry, retry.BudgetDelay)))
+		})
+
+		It("draws different backoffs for a different seed", func() {
+			Expect(script(newPolicy(retry.Config{}, 43))).NotTo(Equal(script(newPolicy(retry.Config{}, 42))))
+		})
+	})
+
+	It("counts every decision by action and reason", func() {
+		p.Decide(attempt(1), failure(classify.Transient), epoch)
+		p.Decide(attempt(1), hinted(time.Second), epoch)
+		p.Decide(attempt(4), failure(classify.Transient), epoch)
+		p.Decide(attempt(1), failure(classify.Permanent), epoch)
+		p.Decide(attempt(1), failure(classify.Canceled), epoch)
+		s := p.Stats()
+		Expect(s.Decisions).To(BeEquivalentTo(5))
+		Expect(s.ByAction[retry.Retry]).To(BeEquivalentTo(2))
+		Expect(s.ByAction[retry.DeadLetter]).To(BeEquivalentTo(2))
+		Expect(s.ByAction[retry.Release]).To(BeEquivalentTo(1))
+		Expect(s.ByReason[retry.BackoffDelay]).To(BeEquivalentTo(1))
+		Expect(s.ByReason[retry.RetryAfterHint]).To(BeEquivalentTo(1))
+		Expect(s.ByReason[retry.ExhaustedAttempts]).To(BeEquivalentTo(1))
+		Expect(s.ByReason[retry.PermanentError]).To(BeEquivalentTo(1))
+		Expect(s.ByReason[retry.Canceled]).To(BeEquivalentTo(1))
+		Expect(s.Dependencies).To(Equal(1))
+	})
+})
+
+// expectWithinBudget checks the budget's guarantee on the retry times of one
+// dependency: in any window of length w, at most burst + w/refill retries.
+func expectWithinBudget(ats []time.Time, burst int, refill time.Duration) {
+	GinkgoHelper()
+	Expect(budgetViolation(ats, burst, refill)).To(BeEmpty())
+}

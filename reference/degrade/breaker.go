@@ -237,7 +237,6 @@ type Breaker struct {
 
 	// Closed.
 	consecutive int
-	lastIdx     int64
 	buckets     []bucket
 	ramping     bool
 	rampCredit  uint64
@@ -291,7 +290,6 @@ func NewBreaker(cfg BreakerConfig, clk clock.Clock) (*Breaker, error) {
 		b.force[c] = true
 	}
 	b.maxLevel = levelCap(cfg.OpenDuration, cfg.MaxOpenDuration, cfg.BackoffFactor)
-	b.stats.Generation = b.gen
 	return b, nil
 }
 
@@ -504,21 +502,16 @@ func (b *Breaker) classIn(set *[numClasses]bool, c classify.Class) bool {
 	return int(c) < len(set) && set[c]
 }
 
-// windowIndexLocked returns the rolling-window index of now. It never goes
-// backwards, even if a real clock does.
-func (b *Breaker) windowIndexLocked(now time.Time) int64 {
-	idx := int64(now.Sub(b.epoch) / b.bucketWidth)
-	if idx < b.lastIdx {
-		idx = b.lastIdx
-	}
-	b.lastIdx = idx
-	return idx
+// windowIndex returns the rolling-window index of now. Edges pass now
+// through seenLocked, so it is never before epoch and never decreases.
+func (b *Breaker) windowIndex(now time.Time) int64 {
+	return int64(now.Sub(b.epoch) / b.bucketWidth)
 }
 
 // bucketLocked returns the bucket for now, emptied if it last held an
 // expired index.
 func (b *Breaker) bucketLocked(now time.Time) *bucket {
-	idx := b.windowIndexLocked(now)
+	idx := b.windowIndex(now)
 	bk := &b.buckets[idx%int64(len(b.buckets))]
 	if bk.idx != idx {
 		*bk = bucket{idx: idx}
@@ -529,7 +522,7 @@ func (b *Breaker) bucketLocked(now time.Time) *bucket {
 // windowLocked sums the calls and failures of the buckets still in the
 // window at now.
 func (b *Breaker) windowLocked(now time.Time) (calls, failures int64) {
-	cur := b.windowIndexLocked(now)
+	cur := b.windowIndex(now)
 	oldest := cur - int64(len(b.buckets)) + 1
 	for i := range b.buckets {
 		if bk := &b.buckets[i]; bk.idx >= oldest && bk.idx <= cur {
@@ -682,7 +675,9 @@ func (b *Breaker) unlockAndDeliver() {
 		b.pending[b.pendingHead] = Transition{}
 		b.pendingHead++
 		listeners := b.listeners
+		b.mu.Unlock()
 		b.notify(listeners, t)
+		b.mu.Lock()
 	}
 	b.pending = b.pending[:0]
 	b.pendingHead = 0

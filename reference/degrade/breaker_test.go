@@ -122,6 +122,24 @@ var _ = Describe("Breaker", func() {
 			Expect(b.State()).To(Equal(degrade.Open))
 		})
 
+		It("starts each closed spell with an empty window", func() {
+			cfg.ConsecutiveFailures = 1000
+			cfg.RampUp = degrade.NoRampUp
+			b := build()
+			for i := range 20 {
+				o := degrade.Success()
+				if i%2 == 1 {
+					o = degrade.Failure(classify.Transient)
+				}
+				call(b, o)
+			}
+			Expect(b.State()).To(Equal(degrade.Open))
+			untilHalfOpen(b, clk) // 5s: the trip's bucket is still inside the 10s window
+			probeSucceed(b, 3)
+			fail(b, 1, classify.Transient)
+			Expect(b.State()).To(Equal(degrade.Closed))
+		})
+
 		It("never trips on declined cards, however many", func() {
 			b := build()
 			fail(b, 10_000, classify.Permanent)
@@ -504,6 +522,13 @@ var _ = Describe("Breaker", func() {
 			}))
 			Expect(rec.got).To(HaveLen(7))
 		})
+	})
+
+	It("names its states and outcomes", func() {
+		Expect([]string{degrade.Closed.String(), degrade.Open.String(), degrade.HalfOpen.String(), degrade.State(9).String()}).
+			To(Equal([]string{"closed", "open", "half-open", "state(9)"}))
+		Expect([]string{degrade.Success().String(), degrade.Failure(classify.RateLimited).String(), degrade.Canceled().String(), degrade.Outcome{}.String()}).
+			To(Equal([]string{"success", "failure(rate-limited)", "canceled", "canceled"}))
 	})
 
 	It("keeps the closed hot path free of allocations", func() {

@@ -30,18 +30,25 @@ type fakeDrainer struct {
 	failures    int
 	calls       []drainCall
 	hadDeadline bool
+	// during, if set, runs inside the next DrainBatch call.
+	during func()
 }
 
 var errStoreDown = errors.New("batch store down")
 
 func (d *fakeDrainer) DrainBatch(ctx context.Context, max int) (int, bool, error) {
 	_, d.hadDeadline = ctx.Deadline()
+	if f := d.during; f != nil {
+		d.during = nil
+		f()
+	}
 	c := drainCall{At: d.clk.Now().Sub(t0), Max: max}
 	if d.failures > 0 {
 		d.failures--
 		c.Err = true
 		d.calls = append(d.calls, c)
-		return 0, true, errStoreDown
+		// Says "no more", so that the retry cannot be relying on it.
+		return 0, false, errStoreDown
 	}
 	c.Moved = min(max, d.queued)
 	d.queued -= c.Moved
@@ -185,6 +192,26 @@ var _ = Describe("Fallback", func() {
 			{At: 50500 * time.Millisecond, Max: 100, Moved: 61, More: false},
 		}))
 		Expect(fb.Stats().Drained).To(Equal(uint64(461)))
+	})
+
+	It("never overlaps drain calls when the breaker trips and recovers during one", func() {
+		trip()
+		divert(300, degrade.ErrOpen)
+		recover() // closes at 5s; the first drain is at 6s
+		drainer.during = func() {
+			trip() // at 6s: open for 10s (level 1)
+			Expect(fb.Stats().Draining).To(BeFalse())
+			recover() // closes at 16s, while the 6s call is still running
+			Expect(fb.Stats().Draining).To(BeTrue())
+		}
+		clk.Advance(time.Minute)
+		// The call that began at 6s ends at 16s; the new closed spell does not
+		// start a second loop beside it, but goes on one interval later.
+		Expect(drainer.calls).To(Equal([]drainCall{
+			{At: 16 * time.Second, Max: 100, Moved: 100, More: true},
+			{At: 17 * time.Second, Max: 100, Moved: 100, More: true},
+			{At: 18 * time.Second, Max: 100, Moved: 100, More: false},
+		}))
 	})
 
 	It("counts a drain error and retries at the next interval", func() {

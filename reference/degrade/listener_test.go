@@ -95,7 +95,7 @@ var _ = Describe("State-change listeners", func() {
 		Expect(rec.got[3].At).To(Equal(t0.Add(25 * time.Second)))
 	}, SpecTimeout(10*time.Second))
 
-	It("delivers what is left after a listener panics", func() {
+	It("delivers what is left after a listener panics", func(ctx SpecContext) {
 		b := newBreaker(degrade.BreakerConfig{}, clk)
 		rec := &recorder{}
 		panicked := false
@@ -110,7 +110,7 @@ var _ = Describe("State-change listeners", func() {
 		Expect(rec.got).To(BeEmpty())
 		clk.Advance(5 * time.Second)
 		Expect(rec.path()).To(Equal([]degrade.State{degrade.HalfOpen}))
-	})
+	}, SpecTimeout(10*time.Second))
 
 	It("keeps transitions in one legal order under concurrent callers", func(ctx SpecContext) {
 		b := newBreaker(degrade.BreakerConfig{

@@ -316,6 +316,21 @@ func (b *Breaker) OpenUntil() time.Time {
 	return b.openUntil
 }
 
+// RampEnd returns when a closed breaker's ramp-up ends, or the zero time when
+// it is not ramping up: the time from which it admits every call again.
+func (b *Breaker) RampEnd() time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != Closed || !b.ramping {
+		return time.Time{}
+	}
+	end := b.closedAt.Add(b.cfg.RampUp)
+	if !end.After(b.seenLocked(b.clk.Now())) {
+		return time.Time{}
+	}
+	return end
+}
+
 // Stats returns a snapshot of the breaker's state and counters.
 func (b *Breaker) Stats() Stats {
 	b.mu.Lock()

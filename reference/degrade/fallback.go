@@ -41,6 +41,9 @@ type FallbackStats struct {
 	// Drained counts jobs moved back to the main queue, Batches the
 	// DrainBatch calls that succeeded, DrainErrors those that failed.
 	Drained, Batches, DrainErrors uint64
+	// RampWaits counts drain ticks that waited for the breaker's ramp-up to
+	// end instead of draining into it.
+	RampWaits uint64
 	// Draining says whether the drain loop is running.
 	Draining bool
 }
@@ -49,7 +52,8 @@ type FallbackStats struct {
 // rejects, Route sends jobs to the batch queue; when the breaker closes, the
 // batch queue is drained back to the main queue on clock timers, one batch of
 // at most BatchSize every DrainInterval, starting one DrainInterval after the
-// close, while the breaker stays closed and the drainer reports more. A drain
+// close (or when the breaker's ramp-up ends, if later), while the breaker
+// stays closed and the drainer reports more. A drain
 // error is counted and the batch is tried again at the next interval.
 // Draining stops when the breaker leaves Closed and starts again when it
 // closes. Fallback is safe for concurrent use and starts no goroutine of its
@@ -195,6 +199,20 @@ func (f *Fallback) tick(session uint64) {
 			f.draining = false
 		}
 		f.mu.Unlock()
+		return
+	}
+
+	// While the breaker ramps up after a close it turns a share of calls
+	// away, and a drained job it turns away comes straight back to the batch
+	// queue: wait for the ramp to end before draining, so that the backlog
+	// meets a primary that takes all of it.
+	if end := f.b.RampEnd(); !end.IsZero() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if session == f.session && f.draining {
+			f.stats.RampWaits++
+			f.timer = f.clk.AfterFunc(max(end.Sub(f.clk.Now()), f.cfg.DrainInterval), func() { f.tick(session) })
+		}
 		return
 	}
 

@@ -144,7 +144,7 @@ var _ = Describe("Fallback", func() {
 
 	It("honours BatchSize and DrainInterval", func() {
 		fb2Clock := clock.NewVirtual(t0)
-		b2 := newBreaker(degrade.BreakerConfig{}, fb2Clock)
+		b2 := newBreaker(degrade.BreakerConfig{RampUp: degrade.NoRampUp}, fb2Clock)
 		d2 := &fakeDrainer{clk: fb2Clock, queued: 25}
 		_, err := degrade.NewFallback(b2, d2, degrade.FallbackConfig{BatchSize: 10, DrainInterval: 250 * time.Millisecond}, fb2Clock)
 		Expect(err).NotTo(HaveOccurred())
@@ -247,6 +247,30 @@ var _ = Describe("Fallback", func() {
 		s := fb.Stats()
 		Expect(s.DivertedRampUp).To(Equal(uint64(18))) // 10% at the instant of closing
 		Expect(s.Diverted).To(Equal(s.DivertedRampUp))
+	})
+
+	It("waits for the breaker's ramp-up to end before draining into it", func() {
+		b = newBreaker(degrade.BreakerConfig{RampUp: 30 * time.Second}, clk)
+		var err error
+		fb, err = degrade.NewFallback(b, drainer, degrade.FallbackConfig{}, clk)
+		Expect(err).NotTo(HaveOccurred())
+		trip()
+		divert(250, degrade.ErrOpen)
+		recover()
+		closedAt := clk.Now().Sub(t0)
+		Expect(b.RampEnd()).To(Equal(clk.Now().Add(30 * time.Second)))
+
+		clk.Advance(29 * time.Second)
+		Expect(drainer.calls).To(BeEmpty(), "nothing drained while the breaker ramps up")
+		Expect(fb.Stats().RampWaits).To(Equal(uint64(1)))
+		clk.Advance(time.Second)
+		Expect(b.RampEnd()).To(BeZero())
+		clk.Advance(2 * time.Second)
+		Expect(drainer.calls).To(Equal([]drainCall{
+			{At: closedAt + 30*time.Second, Max: 100, Moved: 100, More: true},
+			{At: closedAt + 31*time.Second, Max: 100, Moved: 100, More: true},
+			{At: closedAt + 32*time.Second, Max: 100, Moved: 50, More: false},
+		}))
 	})
 
 	It("drains a batch queue left from an earlier run on StartDraining", func() {

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -15,24 +16,27 @@ import (
 // Virtual is safe for concurrent use, and callbacks run without its lock
 // held, so a callback may call any method, including AfterFunc and Stop.
 type Virtual struct {
-	mu   sync.Mutex
-	now  time.Time
+	mu sync.Mutex
+	// Time is kept as an offset in nanoseconds from base, so that the heap
+	// compares integers, not time.Time values.
+	base time.Time
+	now  int64
 	seq  uint64
-	heap []*virtualTimer
+	heap []entry
 }
 
 var _ Clock = (*Virtual)(nil)
 
 // NewVirtual returns a virtual clock that reads start until it is advanced.
 func NewVirtual(start time.Time) *Virtual {
-	return &Virtual{now: start}
+	return &Virtual{base: start}
 }
 
 // Now returns the virtual time.
 func (v *Virtual) Now() time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.now
+	return v.base.Add(time.Duration(v.now))
 }
 
 // AfterFunc schedules f for d after the current virtual time.
@@ -43,8 +47,8 @@ func (v *Virtual) AfterFunc(d time.Duration, f func()) Timer {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.seq++
-	t := &virtualTimer{clock: v, when: v.now.Add(d), seq: v.seq, f: f}
-	v.push(t)
+	t := &virtualTimer{clock: v, f: f}
+	v.push(entry{at: addSaturating(v.now, int64(d)), seq: v.seq, t: t})
 	return t
 }
 
@@ -55,19 +59,26 @@ func (v *Virtual) Advance(d time.Duration) int {
 	if d < 0 {
 		d = 0
 	}
-	return v.RunUntil(v.Now().Add(d))
+	v.mu.Lock()
+	target := addSaturating(v.now, int64(d))
+	v.mu.Unlock()
+	return v.runUntil(target)
 }
 
 // RunUntil runs every callback due at or before t, each at its own instant,
 // then sets the clock to t. Time never moves backwards: a t before Now only
 // runs the callbacks already due. It returns the number of callbacks run.
 func (v *Virtual) RunUntil(t time.Time) int {
+	return v.runUntil(int64(t.Sub(v.base)))
+}
+
+func (v *Virtual) runUntil(target int64) int {
 	n := 0
 	for {
 		v.mu.Lock()
-		if len(v.heap) == 0 || v.heap[0].when.After(t) {
-			if t.After(v.now) {
-				v.now = t
+		if len(v.heap) == 0 || v.heap[0].at > target {
+			if target > v.now {
+				v.now = target
 			}
 			v.mu.Unlock()
 			return n
@@ -101,7 +112,7 @@ func (v *Virtual) Next() (time.Time, bool) {
 	if len(v.heap) == 0 {
 		return time.Time{}, false
 	}
-	return v.heap[0].when, true
+	return v.base.Add(time.Duration(v.heap[0].at)), true
 }
 
 // Pending returns the number of callbacks scheduled and not yet run or
@@ -116,22 +127,35 @@ func (v *Virtual) Pending() int {
 // returns its callback. The caller holds v.mu and runs the callback after
 // releasing it.
 func (v *Virtual) popLocked() func() {
-	t := v.heap[0]
+	e := v.heap[0]
 	v.remove(0)
-	if t.when.After(v.now) {
-		v.now = t.when
+	if e.at > v.now {
+		v.now = e.at
 	}
-	return t.f
+	return e.t.f
+}
+
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // virtualTimer is one pending callback. index is its place in the heap, or -1
 // once it has run or been stopped.
 type virtualTimer struct {
 	clock *Virtual
-	when  time.Time
-	seq   uint64
 	f     func()
 	index int
+}
+
+// entry is a heap slot: the ordering key is held inline so that sifting
+// compares integers without following pointers.
+type entry struct {
+	at  int64
+	seq uint64
+	t   *virtualTimer
 }
 
 // Stop removes the timer from the queue if it is still there.
@@ -149,28 +173,25 @@ func (t *virtualTimer) Stop() bool {
 // The heap is hand-written rather than container/heap so that the hot path
 // (the simulator schedules millions of timers) does no interface conversions.
 
-func (a *virtualTimer) before(b *virtualTimer) bool {
-	if a.when.Equal(b.when) {
-		return a.seq < b.seq
-	}
-	return a.when.Before(b.when)
+func (a *entry) before(b *entry) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
 
-func (v *Virtual) push(t *virtualTimer) {
-	t.index = len(v.heap)
-	v.heap = append(v.heap, t)
-	v.up(t.index)
+func (v *Virtual) push(e entry) {
+	e.t.index = len(v.heap)
+	v.heap = append(v.heap, e)
+	v.up(e.t.index)
 }
 
 func (v *Virtual) remove(i int) {
 	h := v.heap
 	last := len(h) - 1
-	removed := h[i]
+	removed := h[i].t
 	if i != last {
 		h[i] = h[last]
-		h[i].index = i
+		h[i].t.index = i
 	}
-	h[last] = nil
+	h[last] = entry{}
 	v.heap = h[:last]
 	if i != last {
 		if !v.down(i) {
@@ -184,12 +205,12 @@ func (v *Virtual) up(i int) {
 	h := v.heap
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h[i].before(h[parent]) {
+		if !h[i].before(&h[parent]) {
 			break
 		}
 		h[i], h[parent] = h[parent], h[i]
-		h[i].index = i
-		h[parent].index = parent
+		h[i].t.index = i
+		h[parent].t.index = parent
 		i = parent
 	}
 }
@@ -205,15 +226,15 @@ func (v *Virtual) down(i int) bool {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h[r].before(h[l]) {
+		if r := l + 1; r < n && h[r].before(&h[l]) {
 			m = r
 		}
-		if !h[m].before(h[i]) {
+		if !h[m].before(&h[i]) {
 			break
 		}
 		h[i], h[m] = h[m], h[i]
-		h[i].index = i
-		h[m].index = m
+		h[i].t.index = i
+		h[m].t.index = m
 		i = m
 	}
 	return i > start

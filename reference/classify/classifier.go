@@ -56,7 +56,13 @@ type (
 type Scope struct {
 	Dependency string
 	Task       string
-	Now        time.Time
+	// Now resolves an HTTP-date Retry-After. When it is zero, such a hint
+	// is ignored rather than resolved against the year 1.
+	Now time.Time
+	// ShuttingDown says the worker's own context was canceled because the
+	// worker is stopping: a context.Canceled is then a release, not a
+	// failure (the default "shutdown" rule).
+	ShuttingDown bool
 }
 
 // StatusRange is an inclusive range of HTTP status codes.
@@ -86,9 +92,13 @@ type Match struct {
 	DeclineCodes []string
 	// RetryAfter, when set, requires a Retry-After hint in the chain.
 	RetryAfter bool
-	// Message matches the error's text; the last resort, for errors that
-	// carry nothing else.
+	// Message matches the text of the innermost error of the chain (the
+	// last one reached through Unwrap() error), so that data a wrapper
+	// quotes ("parse sku \"forbidden-fruit\"") cannot match; the last
+	// resort, for errors that carry nothing else.
 	Message *regexp.Regexp
+	// ShuttingDown, when set, requires Scope.ShuttingDown.
+	ShuttingDown bool
 }
 
 // Rule is one line of the classification table.
@@ -180,10 +190,15 @@ func NewWithFallback(rules []Rule, fallback Classification) (*Classifier, error)
 	if err := checkVerdict("fallback", fallback.Class, fallback.Severity, fallback.Source); err != nil {
 		errs = append(errs, err)
 	}
+	seen := make(map[string]int, len(rules))
 	for i, r := range rules {
 		field := fmt.Sprintf("rules[%d]", i)
 		if r.Name == "" {
 			errs = append(errs, &RuleError{Field: field + ".name", Msg: "a rule needs a name"})
+		} else if j, dup := seen[r.Name]; dup {
+			errs = append(errs, &RuleError{Field: field + ".name", Msg: fmt.Sprintf("rule name %q is also rules[%d]'s", r.Name, j), Hint: "names identify rules in reports; give each its own"})
+		} else {
+			seen[r.Name] = i
 		}
 		if err := checkVerdict(field, r.Class, r.Severity, r.Source); err != nil {
 			errs = append(errs, err)
@@ -255,15 +270,25 @@ func (c *Classifier) Rules() []Rule {
 
 // Classify returns the verdict of the first rule matching err in scope, or
 // the fallback. A nil error has the zero Classification (class None).
-func (c *Classifier) Classify(err error, scope Scope) Classification {
+//
+// An error whose methods panic (a typed nil pointer in an error interface,
+// the classic Go gotcha, or a buggy Error method) does not crash the worker:
+// it gets the fallback verdict with Rule "panic".
+func (c *Classifier) Classify(err error, scope Scope) (verdict Classification) {
 	if err == nil {
 		return Classification{}
 	}
+	defer func() {
+		if recover() != nil {
+			verdict = c.fallback
+			verdict.Rule = "panic"
+		}
+	}()
 	f := facts{err: err}
-	verdict := c.fallback
+	verdict = c.fallback
 	for i := range c.rules {
 		r := &c.rules[i]
-		if r.inScope(scope) && r.Match.matches(&f) {
+		if r.inScope(scope) && r.Match.matches(&f, &scope) {
 			verdict = Classification{Class: r.Class, Severity: r.Severity, Source: r.Source, Rule: r.Name}
 			break
 		}
@@ -288,7 +313,10 @@ func scopeMatch(pattern string, glob bool, name string) bool {
 	return ok
 }
 
-func (m *Match) matches(f *facts) bool {
+func (m *Match) matches(f *facts, scope *Scope) bool {
+	if m.ShuttingDown && !scope.ShuttingDown {
+		return false
+	}
 	if len(m.Status) > 0 {
 		st := f.status()
 		ok := false
@@ -390,7 +418,15 @@ func (f *facts) status() int {
 func (f *facts) message() string {
 	if !f.msgDone {
 		f.msgDone = true
-		f.msg = f.err.Error()
+		leaf := f.err
+		for range 100 { // a bound, in case of a cycle
+			next := errors.Unwrap(leaf)
+			if next == nil {
+				break
+			}
+			leaf = next
+		}
+		f.msg = leaf.Error()
 	}
 	return f.msg
 }
@@ -401,7 +437,7 @@ func (f *facts) findHint() {
 	}
 	f.hintDone = true
 	if r, ok := errors.AsType[RetryAfterer](f.err); ok {
-		f.hint, f.hasHint = r.RetryAfter(), true
+		f.hint, f.hasHint = min(r.RetryAfter(), maxRetryAfter), true
 		return
 	}
 	if r, ok := errors.AsType[RetryAfterHeaderer](f.err); ok {
@@ -434,7 +470,8 @@ const maxRetryAfter = 365 * 24 * time.Hour
 
 // ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
 // delay-seconds, or an HTTP date resolved against now. A date in the past is
-// a zero delay. It reports false for a value that is neither.
+// a zero delay. It reports false for a value that is neither, and for a date
+// when now is zero. Hints are capped at a year.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -452,6 +489,9 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 			return maxRetryAfter, true
 		}
 		return time.Duration(secs) * time.Second, true
+	}
+	if now.IsZero() {
+		return 0, false // an HTTP date needs a time to be resolved against
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
@@ -502,6 +542,9 @@ func (m Match) String() string {
 	}
 	if m.Message != nil {
 		parts = append(parts, "message=/"+m.Message.String()+"/")
+	}
+	if m.ShuttingDown {
+		parts = append(parts, "shuttingDown")
 	}
 	if len(parts) == 0 {
 		return "any error"

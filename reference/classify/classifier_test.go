@@ -74,6 +74,8 @@ var _ = Describe("Classifier with the default rules", func() {
 	anywhere := classify.Scope{Dependency: "inventory-api", Task: "sync", Now: now}
 	gateway := classify.Scope{Dependency: classify.PaymentGateway, Task: "charge", Now: now}
 	smtp := classify.Scope{Dependency: "smtp", Task: "send-email", Now: now}
+	stopping := classify.Scope{Dependency: "inventory-api", Task: "sync", Now: now, ShuttingDown: true}
+	gatewayStopping := classify.Scope{Dependency: classify.PaymentGateway, Task: "charge", Now: now, ShuttingDown: true}
 
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}
@@ -90,7 +92,7 @@ var _ = Describe("Classifier with the default rules", func() {
 		Entry("context.DeadlineExceeded", context.DeadlineExceeded, anywhere, want{classify.Transient, classify.Medium, classify.Network, "timeout"}),
 		Entry("a DNS timeout", &net.DNSError{Err: "i/o timeout", Name: "api.example", IsTimeout: true}, anywhere, want{classify.Transient, classify.Medium, classify.Network, "timeout"}),
 		Entry("a temporary DNS failure", &net.DNSError{Err: "server misbehaving", Name: "api.example", IsTemporary: true}, anywhere, want{classify.Transient, classify.Medium, classify.Network, "network-error"}),
-		Entry("no such host", &net.DNSError{Err: "no such host", Name: "api.exmaple", IsNotFound: true}, anywhere, want{classify.Critical, classify.High, classify.System, "dns-not-found"}),
+		Entry("no such host (retried, but loud)", &net.DNSError{Err: "no such host", Name: "api.exmaple", IsNotFound: true}, anywhere, want{classify.Transient, classify.High, classify.System, "dns-not-found"}),
 		Entry("401", httpErr(401, ""), anywhere, want{classify.Critical, classify.High, classify.Auth, "auth-status"}),
 		Entry("403", httpErr(403, ""), anywhere, want{classify.Critical, classify.High, classify.Auth, "auth-status"}),
 		Entry("402", httpErr(402, ""), anywhere, want{classify.Permanent, classify.Low, classify.Data, "card-declined"}),
@@ -113,14 +115,22 @@ var _ = Describe("Classifier with the default rules", func() {
 		Entry("card declined: processing error", &failure.CardError{Code: "card_declined", Decline: "processing_error"}, gateway, want{classify.Transient, classify.Low, classify.Dependency, "card-decline-retryable"}),
 		Entry("card declined: try again later", &failure.CardError{Code: "card_declined", Decline: "try_again_later"}, gateway, want{classify.Transient, classify.Low, classify.Dependency, "card-decline-retryable"}),
 		Entry("authentication failure", failure.ErrAuthentication, gateway, want{classify.Critical, classify.High, classify.Auth, "auth-error"}),
-		Entry("permission denied on a file", &fs.PathError{Op: "open", Path: "/etc/key", Err: fs.ErrPermission}, anywhere, want{classify.Critical, classify.High, classify.Auth, "auth-error"}),
+		Entry("permission denied on a local file (the worker's host, not the dependency)", &fs.PathError{Op: "open", Path: "/etc/key", Err: fs.ErrPermission}, anywhere, want{classify.Critical, classify.High, classify.System, "permission-denied"}),
 		Entry("an unknown certificate authority", x509.UnknownAuthorityError{}, anywhere, want{classify.Critical, classify.High, classify.System, "tls-certificate"}),
 		Entry("bad data (ValueError)", failure.ErrInvalidInput, anywhere, want{classify.Permanent, classify.Low, classify.Data, "bad-data"}),
 		Entry("missing key (KeyError)", failure.ErrMissingKey, anywhere, want{classify.Permanent, classify.Low, classify.Data, "bad-data"}),
 		Entry("a number that is not one", atoiErr(), anywhere, want{classify.Permanent, classify.Low, classify.Data, "bad-data"}),
 		Entry("malformed JSON", jsonErr(), anywhere, want{classify.Permanent, classify.Low, classify.Data, "bad-data-kind"}),
 		Entry("unexpected EOF", io.ErrUnexpectedEOF, anywhere, want{classify.Transient, classify.Medium, classify.Network, "connection-error"}),
-		Entry("a shutdown", context.Canceled, anywhere, want{classify.Canceled, classify.Low, classify.System, "canceled"}),
+		Entry("a shutdown", context.Canceled, stopping, want{classify.Canceled, classify.Low, classify.System, "shutdown"}),
+		Entry("a cancellation that is not a shutdown", context.Canceled, anywhere, want{classify.Transient, classify.Medium, classify.System, "canceled"}),
+		Entry("a cancellation mid-charge, even at shutdown", context.Canceled, gatewayStopping, want{classify.Indeterminate, classify.Medium, classify.Dependency, "payment-canceled"}),
+		Entry("an auth failure beside a cancellation (a fan-out)", errors.Join(httpErr(401, ""), fmt.Errorf("sibling: %w", context.Canceled)), anywhere, want{classify.Critical, classify.High, classify.Auth, "auth-status"}),
+		Entry("a connection closed after the charge was sent (EOF)", &url.Error{Op: "Post", URL: "https://gw/v1/charges", Err: io.EOF}, gateway, want{classify.Indeterminate, classify.Medium, classify.Dependency, "payment-connection-lost"}),
+		Entry("a read error from the gateway", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("tls: bad record MAC")}, gateway, want{classify.Indeterminate, classify.Medium, classify.Dependency, "payment-network-error"}),
+		Entry("anything else from the gateway", errors.New("flux capacitor misaligned"), gateway, want{classify.Indeterminate, classify.Medium, classify.Dependency, "payment-unknown"}),
+		Entry("a text-only timeout from the gateway", errors.New("upstream timed out"), gateway, want{classify.Indeterminate, classify.Medium, classify.Dependency, "payment-unknown"}),
+		Entry("job data quoted by a wrapper never matches a message rule", fmt.Errorf("parse sku %q: %w", "forbidden-fruit", errors.New("bad sku")), anywhere, want{classify.Transient, classify.Medium, classify.System, "fallback"}),
 		Entry("a text-only timeout", errors.New("upstream timed out waiting for reply"), anywhere, want{classify.Transient, classify.Medium, classify.Network, "message-timeout"}),
 		Entry("a text-only auth failure", errors.New("401 Unauthorized: invalid token"), anywhere, want{classify.Critical, classify.High, classify.Auth, "message-auth"}),
 		Entry("something nobody foresaw", errors.New("flux capacitor misaligned"), anywhere, want{classify.Transient, classify.Medium, classify.System, "fallback"}),
@@ -164,8 +174,28 @@ var _ = Describe("Classifier with the default rules", func() {
 	It("lists its rules, and a change to the copy leaves the classifier alone", func() {
 		rules := c.Rules()
 		Expect(rules).NotTo(BeEmpty())
-		rules[0].Class = classify.Critical
-		Expect(c.Classify(context.Canceled, anywhere).Class).To(Equal(classify.Canceled))
+		for i := range rules {
+			rules[i].Class = classify.Critical
+		}
+		Expect(c.Classify(httpErr(402, ""), anywhere).Class).To(Equal(classify.Permanent))
+	})
+
+	It("does not crash on an error whose methods panic (a typed nil)", func() {
+		var typedNil *nilUnsafeError
+		var err error = typedNil
+		got := c.Classify(fmt.Errorf("charge: %w", err), gateway)
+		Expect(got.Rule).To(Equal("panic"))
+		Expect(got.Class).To(Equal(classify.Transient))
+	})
+
+	It("caps a RetryAfter() hint and ignores an HTTP date without a time to resolve it", func() {
+		got := c.Classify(failure.WithRetryAfter(httpErr(429, ""), 1_000_000*time.Hour), anywhere)
+		Expect(got.RetryAfter).To(Equal(365 * 24 * time.Hour))
+		noTime := classify.Scope{Dependency: "x"}
+		got = c.Classify(httpErr(429, now.Add(time.Minute).Format(http.TimeFormat)), noTime)
+		Expect(got.RetryAfter).To(BeZero())
+		got = c.Classify(httpErr(429, "12"), noTime)
+		Expect(got.RetryAfter).To(Equal(12*time.Second), "seconds need no time")
 	})
 })
 
@@ -206,6 +236,7 @@ var _ = Describe("Classifier with custom rules", func() {
 			{Name: "bad-glob", Dependency: "pay[", Class: classify.Permanent, Severity: classify.Low, Source: classify.Data},
 			{Name: "bad-status", Match: classify.Match{Status: []classify.StatusRange{{600, 700}}}, Class: classify.Permanent, Severity: classify.Low, Source: classify.Data},
 			{Class: classify.Permanent, Severity: classify.Low, Source: classify.Data},
+			{Name: "no-class", Class: classify.Permanent, Severity: classify.Low, Source: classify.Data},
 		})
 		Expect(err).To(HaveOccurred())
 		var re *classify.RuleError
@@ -214,6 +245,7 @@ var _ = Describe("Classifier with custom rules", func() {
 		Expect(err.Error()).To(ContainSubstring(`rules[1].dependency: bad pattern "pay["`))
 		Expect(err.Error()).To(ContainSubstring("rules[2].match.status[0]: status range 600-700"))
 		Expect(err.Error()).To(ContainSubstring("rules[3].name: a rule needs a name"))
+		Expect(err.Error()).To(ContainSubstring(`rules[4].name: rule name "no-class" is also rules[0]'s`))
 	})
 })
 
@@ -289,8 +321,15 @@ var _ = Describe("Match.String", func() {
 		Expect(byName["payment-ambiguous-5xx"].Match.String()).To(Equal("status=[500,502,504]"))
 		Expect(byName["http-5xx"].Match.String()).To(Equal("status=[500-599]"))
 		Expect(byName["canceled"].Match.String()).To(Equal(`is=["context canceled"]`))
+		Expect(byName["shutdown"].Match.String()).To(Equal(`is=["context canceled"] shuttingDown`))
 		Expect(byName["network-error"].Match.String()).To(Equal("kind=[net.OpError,net.DNSError]"))
 		Expect(byName["payment-timeout"].Match.String()).To(Equal("timeout"))
 		Expect(classify.Match{}.String()).To(Equal("any error"))
 	})
 })
+
+// nilUnsafeError's methods dereference their receiver, as most do.
+type nilUnsafeError struct{ code int }
+
+func (e *nilUnsafeError) Error() string   { return "status " + fmt.Sprint(e.code) }
+func (e *nilUnsafeError) StatusCode() int { return e.code }

@@ -20,15 +20,18 @@ var RetryableDeclineCodes = []string{"processing_error", "try_again_later", "iss
 //   - the payment challenge: a declined card is permanent, except the few
 //     decline codes that mean "try again"; a timeout or an ambiguous 5xx from
 //     the payment gateway is indeterminate, because the charge may have gone
-//     through (retried only with an idempotency key); a failed dial to it is
-//     transient, because nothing was sent; an authentication failure is
-//     critical and pages;
+//     through (retried only with an idempotency key), and so is anything
+//     else it answers that no rule knows; a failed dial to it is transient,
+//     because nothing was sent; an authentication failure is critical and
+//     pages;
 //   - HTTP statuses: 401/403/407 critical, 429 rate-limited, 408 and 5xx
 //     transient, other 4xx permanent;
-//   - context.Canceled is not a failure but a cancellation (shutdown);
-//   - message patterns only as a last resort, for errors that carry nothing
-//     else; and anything unmatched falls to Fallback (transient/medium), never
-//     to silence.
+//   - context.Canceled is not a failure when the worker is shutting down
+//     (Scope.ShuttingDown): the job is released; any other cancellation is
+//     transient, and on the payment gateway indeterminate;
+//   - message patterns only as a last resort, on the innermost error's text
+//     (not the job data a wrapper may quote); and anything unmatched falls to
+//     Fallback (transient/medium), never to silence.
 func DefaultRules() []Rule {
 	r := DefaultRegistry()
 	is := func(names ...string) []error {
@@ -53,24 +56,38 @@ func DefaultRules() []Rule {
 		return rr
 	}
 	return []Rule{
-		rule("canceled", Match{Is: is("context.Canceled")}, Canceled, Low, System),
-
 		// Card declines, wherever they come from.
 		rule("card-decline-retryable", Match{DeclineCodes: RetryableDeclineCodes}, Transient, Low, Dependency),
 		rule("card-declined", Match{Status: []StatusRange{Status(402)}}, Permanent, Low, Data),
 
-		// The payment gateway: an unanswered charge may have happened.
+		// The payment gateway: once a charge may have been sent, an error
+		// without an answer leaves its outcome unknown. Only a failed dial
+		// is known not to have sent anything.
 		payment(rule("payment-dial-failed", Match{Kinds: kinds("net.OpError/dial")}, Transient, Medium, Network)),
 		payment(rule("payment-connect-refused", Match{Is: is("syscall.ECONNREFUSED")}, Transient, Medium, Network)),
 		payment(rule("payment-timeout", Match{Timeout: true}, Indeterminate, Medium, Dependency)),
 		payment(rule("payment-ambiguous-5xx", Match{Status: []StatusRange{Status(500), Status(502), Status(504)}}, Indeterminate, Medium, Dependency)),
-		payment(rule("payment-connection-lost", Match{Is: is("io.ErrUnexpectedEOF", "syscall.ECONNRESET", "syscall.EPIPE", "syscall.ETIMEDOUT")}, Indeterminate, Medium, Dependency)),
+		payment(rule("payment-connection-lost", Match{Is: is("io.EOF", "io.ErrUnexpectedEOF", "syscall.ECONNRESET", "syscall.EPIPE", "syscall.ETIMEDOUT", "net.ErrClosed")}, Indeterminate, Medium, Dependency)),
+		payment(rule("payment-network-error", Match{Kinds: kinds("net.OpError")}, Indeterminate, Medium, Dependency)),
+		// Canceled mid-charge, even by a shutdown: the request may be out.
+		payment(rule("payment-canceled", Match{Is: is("context.Canceled")}, Indeterminate, Medium, Dependency)),
+
+		// A shutdown is not a failure: the job is released, no attempt used.
+		rule("shutdown", Match{Is: is("context.Canceled"), ShuttingDown: true}, Canceled, Low, System),
 
 		// Authentication and permission: a person must act.
 		rule("auth-status", Match{Status: []StatusRange{Status(401), Status(403), Status(407)}}, Critical, High, Auth),
-		rule("auth-error", Match{Is: is("failure.ErrAuthentication", "fs.ErrPermission")}, Critical, High, Auth),
+		rule("auth-error", Match{Is: is("failure.ErrAuthentication")}, Critical, High, Auth),
+		rule("permission-denied", Match{Is: is("fs.ErrPermission")}, Critical, High, System),
 		rule("tls-certificate", Match{Kinds: kinds("x509.UnknownAuthorityError", "x509.CertificateInvalidError", "x509.HostnameError", "tls.CertificateVerificationError")}, Critical, High, System),
-		rule("dns-not-found", Match{Kinds: kinds("net.DNSError/not-found")}, Critical, High, System),
+		// NXDOMAIN is often a deploy or a negative-cache blip: retried, but
+		// loud.
+		rule("dns-not-found", Match{Kinds: kinds("net.DNSError/not-found")}, Transient, High, System),
+
+		// A cancellation that is not a shutdown (a parent's deadline, a
+		// caller giving up) is a failure like any other, and uses an attempt:
+		// released for ever, it would never end.
+		rule("canceled", Match{Is: is("context.Canceled")}, Transient, Medium, System),
 
 		// HTTP statuses.
 		rule("rate-limited", Match{Status: []StatusRange{Status(429)}}, RateLimited, Medium, Dependency),
@@ -88,8 +105,11 @@ func DefaultRules() []Rule {
 		rule("bad-data", Match{Is: is("failure.ErrInvalidInput", "failure.ErrMissingKey", "strconv.ErrSyntax", "strconv.ErrRange")}, Permanent, Low, Data),
 		rule("bad-data-kind", Match{Kinds: kinds("json.SyntaxError", "json.UnmarshalTypeError", "strconv.NumError", "time.ParseError", "base64.CorruptInputError")}, Permanent, Low, Data),
 
-		// Last resort: the message.
+		// Last resort: the innermost error's message.
 		rule("message-auth", Match{Message: regexp.MustCompile(`(?i)\b(unauthori[sz]ed|forbidden|permission denied|access denied|invalid (api[ _-]?)?(token|key|credentials)|authentication failed)\b`)}, Critical, High, Auth),
+		// Whatever else the payment gateway answers leaves the charge's
+		// outcome unknown.
+		payment(rule("payment-unknown", Match{}, Indeterminate, Medium, Dependency)),
 		rule("message-timeout", Match{Message: regexp.MustCompile(`(?i)\b(timed? ?out|timeout|deadline exceeded)\b`)}, Transient, Medium, Network),
 		rule("message-connection", Match{Message: regexp.MustCompile(`(?i)\b(connection (refused|reset|closed)|broken pipe|no route to host|network is unreachable)\b`)}, Transient, Medium, Network),
 	}

@@ -42,9 +42,9 @@ rules:
 	got := c.Classify(&failure.HTTPError{Code: 452}, classify.Scope{Dependency: "smtp"})
 	fmt.Println(got.Rule, got)
 
-	_, err = classify.ParseRules("rules.yaml", []byte("rules:\n  - name: x\n    class: fatal\n    severity: high\n    source: auth\n"), nil)
+	_, err = classify.ParseRules("rules.yaml", []byte("rules:\n  - name: x\n    match: {status: [401]}\n    class: fatal\n    severity: high\n    source: auth\n"), nil)
 	fmt.Println(err)
 	// Output:
 	// smtp-quota rate-limited/low/dependency
-	// rules.yaml:3:12: rules[0].class: unknown class "fatal"; expected one of transient, rate-limited, indeterminate, permanent, critical, canceled
+	// rules.yaml:4:12: rules[0].class: unknown class "fatal"; expected one of transient, rate-limited, indeterminate, permanent, critical, canceled
 }

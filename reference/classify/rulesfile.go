@@ -58,13 +58,22 @@ type matchYAML struct {
 	DeclineCode []string `yaml:"declineCode"`
 	RetryAfter  bool     `yaml:"retryAfter"`
 	Message     string   `yaml:"message"`
+	// Any must be said outright for a rule that matches every error: an
+	// empty match by accident would shadow every rule after it.
+	Any          bool `yaml:"any"`
+	ShuttingDown bool `yaml:"shuttingDown"`
+}
+
+func (m matchYAML) empty() bool {
+	return len(m.Is) == 0 && len(m.Kind) == 0 && len(m.Status) == 0 && !m.Timeout && !m.Temporary &&
+		len(m.DeclineCode) == 0 && !m.RetryAfter && m.Message == "" && !m.ShuttingDown
 }
 
 // ruleFileKeys are every key a rule file may use, for "did you mean".
 var ruleFileKeys = []string{
 	"defaults", "fallback", "rules",
 	"name", "dependency", "task", "match", "class", "severity", "source",
-	"is", "kind", "status", "timeout", "temporary", "declineCode", "retryAfter", "message",
+	"is", "kind", "status", "timeout", "temporary", "declineCode", "retryAfter", "message", "any", "shuttingDown",
 }
 
 // ParseRules reads a rule file:
@@ -83,7 +92,9 @@ var ruleFileKeys = []string{
 //	      temporary: true                  # Temporary() bool reports true
 //	      declineCode: [processing_error]
 //	      retryAfter: true                 # a Retry-After hint is present
-//	      message: "(?i)gateway timeout"   # last resort: a regular expression
+//	      shuttingDown: true               # the worker is stopping
+//	      message: "(?i)gateway timeout"   # last resort: on the innermost error
+//	      # or, for a rule matching every error in its scope: any: true
 //	    class: transient
 //	    severity: medium
 //	    source: dependency
@@ -126,13 +137,28 @@ func ParseRules(filename string, data []byte, reg *Registry) (rs RuleSet, err er
 		rs.Fallback = Classification{Rule: "fallback"}
 		rs.Fallback.Class, rs.Fallback.Severity, rs.Fallback.Source = p.verdict("fallback", *raw.Fallback)
 	}
+	withDefaults := raw.Defaults == nil || *raw.Defaults
+	defaultNames := map[string]bool{}
+	if withDefaults {
+		for _, d := range DefaultRules() {
+			defaultNames[d.Name] = true
+		}
+	}
+	names := map[string]int{}
 	for i, r := range raw.Rules {
 		rs.Rules = append(rs.Rules, p.rule(i, r))
+		field := fmt.Sprintf("rules[%d].name", i)
+		if j, dup := names[r.Name]; dup && r.Name != "" {
+			p.fail(field, fmt.Sprintf("rule name %q is also rules[%d]'s", r.Name, j), "names identify rules in reports; give each its own")
+		} else if defaultNames[r.Name] {
+			p.fail(field, fmt.Sprintf("rule name %q is a default rule's", r.Name), "pick another name, or say `defaults: false`")
+		}
+		names[r.Name] = i
 	}
 	if len(p.errs) > 0 {
 		return RuleSet{}, errors.Join(p.errs...)
 	}
-	if raw.Defaults == nil || *raw.Defaults {
+	if withDefaults {
 		rs.Rules = append(rs.Rules, DefaultRules()...)
 	}
 	if _, err := rs.Classifier(); err != nil {
@@ -237,6 +263,13 @@ func (p *ruleParser) rule(i int, r ruleYAML) Rule {
 	}
 	out.Class, out.Severity, out.Source = p.verdict(field, verdictYAML{r.Class, r.Severity, r.Source})
 	m := r.Match
+	switch {
+	case m.Any && !m.empty():
+		p.fail(field+".match.any", "`any: true` matches every error; it cannot be combined with other criteria", "remove `any`, or the other criteria")
+	case !m.Any && m.empty():
+		p.fail(field+".match", "a rule needs a match", "give at least one criterion, or `any: true` to match every error in the rule's scope")
+	}
+	out.Match.ShuttingDown = m.ShuttingDown
 	for j, name := range m.Is {
 		if e, ok := p.reg.Sentinel(name); ok {
 			out.Match.Is = append(out.Match.Is, e)

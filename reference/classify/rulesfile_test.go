@@ -90,6 +90,15 @@ var _ = Describe("ParseRules", func() {
 		Entry("a missing name and verdict, each reported",
 			"rules:\n  - match: {timeout: true}\n",
 			`rules.yaml:2:5: rules[0]: missing name`, `rules[0]: missing class`, `missing severity`, `missing source`),
+		Entry("a rule without a match",
+			"rules:\n  - name: r\n    class: transient\n    severity: low\n    source: data\n",
+			`rules.yaml:2:5: rules[0].match: a rule needs a match; give at least one criterion, or `+"`any: true`"),
+		Entry("any beside other criteria",
+			"rules:\n  - name: r\n    match: {any: true, timeout: true}\n    class: transient\n    severity: low\n    source: data\n",
+			"rules.yaml:3:18: rules[0].match.any: `any: true` matches every error"),
+		Entry("a rule named like a default one",
+			"rules:\n  - name: timeout\n    match: {timeout: true}\n    class: permanent\n    severity: low\n    source: data\n",
+			`rules.yaml:2:11: rules[0].name: rule name "timeout" is a default rule's; pick another name, or say `+"`defaults: false`"),
 		Entry("the wrong type",
 			"rules:\n  - name: r\n    match:\n      timeout: sometimes\n    class: transient\n    severity: low\n    source: data\n",
 			`rules.yaml:4:16:`),
@@ -105,7 +114,7 @@ var _ = Describe("ParseRules", func() {
 	)
 
 	It("reports every problem in a file, not only the first", func() {
-		src := "rules:\n  - name: a\n    class: transiant\n    severity: loud\n    source: data\n  - name: b\n    match: {kind: [nope]}\n    class: permanent\n    severity: low\n    source: dta\n"
+		src := "rules:\n  - name: a\n    class: transiant\n    severity: loud\n    source: data\n  - name: b\n    match: {kind: [nope]}\n    class: permanent\n    severity: low\n    source: dta\n  - name: a\n    match: {any: true}\n    class: permanent\n    severity: low\n    source: data\n"
 		_, err := classify.ParseRules("rules.yaml", []byte(src), nil)
 		Expect(err).To(HaveOccurred())
 		lines := strings.Split(err.Error(), "\n")
@@ -114,6 +123,23 @@ var _ = Describe("ParseRules", func() {
 			ContainSubstring(`rules.yaml:4:15: rules[0].severity: unknown severity "loud"`),
 			ContainSubstring(`rules.yaml:7:20: rules[1].match.kind[0]: unknown error kind "nope"`),
 			ContainSubstring(`rules.yaml:10:13: rules[1].source: unknown source "dta"; did you mean "data"?`),
+			ContainSubstring(`rules.yaml:2:5: rules[0].match: a rule needs a match`),
+			ContainSubstring(`rules.yaml:11:11: rules[2].name: rule name "a" is also rules[0]'s`),
 		))
+	})
+})
+
+var _ = Describe("ParseRules with any and shuttingDown", func() {
+	It("accepts a scoped catch-all said outright, and a shutdown-only rule", func() {
+		src := "rules:\n  - name: legacy-all-permanent\n    dependency: legacy-*\n    match: {any: true}\n    class: permanent\n    severity: low\n    source: dependency\n" +
+			"  - name: drain-on-stop\n    match: {is: [context.Canceled], shuttingDown: true}\n    class: canceled\n    severity: low\n    source: system\n"
+		rs, err := classify.ParseRules("r.yaml", []byte(src), nil)
+		Expect(err).NotTo(HaveOccurred())
+		c, err := rs.Classifier()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Classify(errors.New("x"), classify.Scope{Dependency: "legacy-billing"}).Rule).To(Equal("legacy-all-permanent"))
+		Expect(c.Classify(errors.New("x"), classify.Scope{Dependency: "billing"}).Rule).To(Equal("fallback"))
+		Expect(c.Classify(context.Canceled, classify.Scope{ShuttingDown: true}).Rule).To(Equal("drain-on-stop"))
+		Expect(c.Classify(context.Canceled, classify.Scope{}).Rule).To(Equal("canceled"))
 	})
 })

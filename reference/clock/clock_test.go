@@ -58,6 +58,12 @@ var _ = Describe("Virtual", func() {
 		Expect(v.Now()).To(Equal(epoch.Add(10 * time.Second)))
 	})
 
+	It("reads in UTC whatever zone it was started in", func() {
+		v := clock.NewVirtual(time.Date(2026, 1, 1, 9, 0, 0, 0, time.FixedZone("CET", 3600)))
+		Expect(v.Now().Location()).To(Equal(time.UTC))
+		Expect(v.Now().Format(time.RFC3339)).To(Equal("2026-01-01T08:00:00Z"))
+	})
+
 	It("treats a negative duration as now", func() {
 		v.AfterFunc(-time.Hour, note("late"))
 		Expect(v.Advance(0)).To(Equal(1))

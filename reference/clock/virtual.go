@@ -28,8 +28,10 @@ type Virtual struct {
 var _ Clock = (*Virtual)(nil)
 
 // NewVirtual returns a virtual clock that reads start until it is advanced.
+// The start is taken in UTC and without a monotonic reading, so that what a
+// run prints does not depend on the machine's time zone.
 func NewVirtual(start time.Time) *Virtual {
-	return &Virtual{base: start}
+	return &Virtual{base: start.Round(0).UTC()}
 }
 
 // Now returns the virtual time.

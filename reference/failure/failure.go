@@ -42,6 +42,9 @@ type HTTPError struct {
 
 // Error returns e.g. "http 503 Service Unavailable: maintenance".
 func (e *HTTPError) Error() string {
+	if e == nil {
+		return "http error <nil>"
+	}
 	s := fmt.Sprintf("http %d %s", e.Code, http.StatusText(e.Code))
 	if e.Body != "" {
 		s += ": " + e.Body
@@ -53,19 +56,29 @@ func (e *HTTPError) Error() string {
 }
 
 // StatusCode returns the HTTP status code.
-func (e *HTTPError) StatusCode() int { return e.Code }
+func (e *HTTPError) StatusCode() int {
+	if e == nil {
+		return 0
+	}
+	return e.Code
+}
 
 // RetryAfterHeader returns the Retry-After header as sent: delay-seconds or
 // an HTTP date, or "" when absent.
 func (e *HTTPError) RetryAfterHeader() string {
-	if e.Header == nil {
+	if e == nil || e.Header == nil {
 		return ""
 	}
 	return e.Header.Get("Retry-After")
 }
 
 // Unwrap returns the underlying cause.
-func (e *HTTPError) Unwrap() error { return e.Err }
+func (e *HTTPError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // CardError is a card processor's refusal, shaped like Stripe's card errors:
 // a code ("card_declined", "expired_card", "incorrect_cvc",
@@ -85,6 +98,9 @@ type CardError struct {
 // Error returns e.g. "card_declined (insufficient_funds): Your card has
 // insufficient funds."
 func (e *CardError) Error() string {
+	if e == nil {
+		return "card error <nil>"
+	}
 	s := e.Code
 	if e.Decline != "" {
 		s += " (" + e.Decline + ")"
@@ -97,7 +113,7 @@ func (e *CardError) Error() string {
 
 // StatusCode returns the answer's HTTP status, 402 by default.
 func (e *CardError) StatusCode() int {
-	if e.Status == 0 {
+	if e == nil || e.Status == 0 {
 		return http.StatusPaymentRequired
 	}
 	return e.Status
@@ -106,6 +122,9 @@ func (e *CardError) StatusCode() int {
 // DeclineCode returns the most specific code: the issuer's decline code when
 // there is one, else the processor's error code.
 func (e *CardError) DeclineCode() string {
+	if e == nil {
+		return ""
+	}
 	if e.Decline != "" {
 		return e.Decline
 	}
@@ -123,6 +142,9 @@ type TimeoutError struct {
 
 // Error returns e.g. "POST /v1/charges: timed out after 30s".
 func (e *TimeoutError) Error() string {
+	if e == nil {
+		return "timeout <nil>"
+	}
 	return fmt.Sprintf("%s: timed out after %s", e.Op, e.After)
 }
 

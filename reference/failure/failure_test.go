@@ -56,4 +56,17 @@ var _ = Describe("dependency errors", func() {
 		Expect(hinted.RetryAfter()).To(Equal(5 * time.Second))
 		Expect(failure.WithRetryAfter(nil, time.Second)).To(BeNil())
 	})
+	It("do not panic when a typed nil reaches an error interface", func() {
+		var h *failure.HTTPError
+		var c *failure.CardError
+		var t *failure.TimeoutError
+		Expect(h.Error()).To(Equal("http error <nil>"))
+		Expect(h.StatusCode()).To(BeZero())
+		Expect(h.RetryAfterHeader()).To(BeEmpty())
+		Expect(h.Unwrap()).To(BeNil())
+		Expect(c.Error()).To(Equal("card error <nil>"))
+		Expect(c.DeclineCode()).To(BeEmpty())
+		Expect(c.StatusCode()).To(Equal(402))
+		Expect(t.Error()).To(Equal("timeout <nil>"))
+	})
 })

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+	"github.com/faultline/faultline/reference/classify"
 )
 
 func TestCLI(t *testing.T) {
@@ -43,13 +45,14 @@ var _ = Describe("faultline rules", func() {
 	It("lists the default rules in order with the fallback last", func() {
 		out, _, code := run("rules", "list")
 		Expect(code).To(Equal(cli.ExitOK))
-		Expect(out).To(MatchRegexp(`(?m)^1\s+canceled\s+\*\s+\*\s+canceled/low/system\s+is=\["context canceled"\]$`))
+		Expect(out).To(MatchRegexp(`(?m)^1\s+card-decline-retryable\s+\*\s+\*\s+transient/low/dependency\s+declineCode=\[processing_error,`))
+		Expect(out).To(MatchRegexp(`(?m)^\d+\s+shutdown\s+\*\s+\*\s+canceled/low/system\s+is=\["context canceled"\] shuttingDown$`))
 		Expect(out).To(MatchRegexp(`(?m)^\d+\s+payment-ambiguous-5xx\s+payment-gateway\s+\*\s+indeterminate/medium/dependency\s+status=\[500,502,504\]$`))
 		Expect(out).To(MatchRegexp(`(?m)^-\s+fallback\s+\*\s+\*\s+transient/medium/system\s+anything else$`))
 	})
 
 	It("lists a file's rules ahead of the defaults", func() {
-		f := writeFile("r.yaml", "rules:\n  - name: mine\n    task: report\n    class: permanent\n    severity: low\n    source: data\n")
+		f := writeFile("r.yaml", "rules:\n  - name: mine\n    task: report\n    match: {any: true}\n    class: permanent\n    severity: low\n    source: data\n")
 		out, _, code := run("rules", "list", "--file", f)
 		Expect(code).To(Equal(cli.ExitOK))
 		Expect(out).To(MatchRegexp(`(?m)^1\s+mine\s+\*\s+report\s+permanent/low/data\s+any error$`))
@@ -59,7 +62,7 @@ var _ = Describe("faultline rules", func() {
 		f := writeFile("ok.yaml", "rules: []\n")
 		out, _, code := run("rules", "check", f)
 		Expect(code).To(Equal(cli.ExitOK))
-		Expect(out).To(ContainSubstring(f + ": ok, 25 rules (first match wins), fallback transient/medium/system"))
+		Expect(out).To(ContainSubstring(fmt.Sprintf("%s: ok, %d rules (first match wins), fallback transient/medium/system", f, len(classify.DefaultRules()))))
 	})
 
 	It("reports each bad file with positions and exits 2", func() {

@@ -1,0 +1,320 @@
+package alert
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/faultline/faultline/reference/classify"
+)
+
+// Defaults for Config.
+const (
+	DefaultGroupWait       = 30 * time.Second
+	DefaultGroupInterval   = 5 * time.Minute
+	DefaultRepeatInterval  = 4 * time.Hour
+	DefaultDedupWindow     = 5 * time.Minute
+	DefaultMaxJobsPerAlert = 5
+	DefaultFlapThreshold   = 4
+	DefaultFlapWindow      = 10 * time.Minute
+	DefaultOutboxCapacity  = 1000
+	DefaultRetryBase       = time.Second
+	DefaultRetryMax        = 5 * time.Minute
+	DefaultMaxRetryAfter   = time.Hour
+	DefaultFailoverAfter   = 2 * time.Minute
+	DefaultHeldRetry       = 5 * time.Minute
+	DefaultSendTimeout     = 10 * time.Second
+)
+
+// DefaultFingerprintLabels are the labels whose values identify a job-failure
+// alert: one alert per task, class and dependency.
+var DefaultFingerprintLabels = []string{LabelAlertName, LabelTask, LabelClass, LabelDependency}
+
+// Timing paces a group's notifications, as Alertmanager's route timings do.
+type Timing struct {
+	// GroupWait is how long a new group collects alerts before its first
+	// notification; it is also the longest a new critical (High) alert waits
+	// to be paged, even in a group that already notified.
+	GroupWait time.Duration
+	// GroupInterval is the shortest time between two notifications of a
+	// group about new or resolved alerts.
+	GroupInterval time.Duration
+	// RepeatInterval is how often an alert that keeps firing is sent again.
+	RepeatInterval time.Duration
+}
+
+func (t Timing) withDefaults() Timing {
+	if t.GroupWait == 0 {
+		t.GroupWait = DefaultGroupWait
+	}
+	if t.GroupInterval == 0 {
+		t.GroupInterval = DefaultGroupInterval
+	}
+	if t.RepeatInterval == 0 {
+		t.RepeatInterval = DefaultRepeatInterval
+	}
+	return t
+}
+
+// Receiver is a named destination for notifications.
+type Receiver struct {
+	Name string
+	Sink Sink
+	// Fallback names the receiver told when this one turns out to be
+	// misconfigured (400, 403, 404, 410): a config alert goes there, and the
+	// held notifications are kept until this receiver accepts them again.
+	Fallback string
+	// Secondary, if set, names a receiver that also gets a notification
+	// this one has not accepted within Outbox.FailoverAfter, or at once when
+	// this one is misconfigured.
+	Secondary string
+}
+
+// Route sends matching alerts to a receiver. Routes are tried in order; the
+// first match takes the alert unless it says Continue.
+type Route struct {
+	// Receiver names the destination.
+	Receiver string
+	// Severities, if set, limits the route to these severities.
+	Severities []classify.Severity
+	// Match, if set, limits the route to alerts having all these labels.
+	Match Labels
+	// GroupBy names the labels whose values form a group: alerts with equal
+	// values are sent together. Default: dependency.
+	GroupBy []string
+	// Timing overrides Config.Timing for this route's groups; zero fields
+	// take Config.Timing's.
+	Timing Timing
+	// Continue lets the alert also try the routes after this one.
+	Continue bool
+}
+
+// FlapConfig says when a breaker is flapping.
+type FlapConfig struct {
+	// Threshold is the number of openings within Window that make a
+	// dependency flapping (default 4).
+	Threshold int
+	// Window is how far back openings count (default 10m); a flapping
+	// alert resolves after a Window without an opening.
+	Window time.Duration
+}
+
+// OutboxConfig bounds the outbox and paces redelivery.
+type OutboxConfig struct {
+	// Capacity is the most notifications waiting per receiver. Past it,
+	// notifications are coalesced into waiting ones — never dropped — and an
+	// overflow alert is raised.
+	Capacity int
+	// RetryBase and RetryMax bound the full-jitter backoff between delivery
+	// attempts.
+	RetryBase, RetryMax time.Duration
+	// MaxRetryAfter caps a receiver's Retry-After.
+	MaxRetryAfter time.Duration
+	// FailoverAfter is how long a notification may stay undelivered before
+	// it is also sent to the receiver's Secondary. It is independent of the
+	// grouping timers.
+	FailoverAfter time.Duration
+	// HeldRetry is how often the notifications held for a misconfigured
+	// receiver are tried again.
+	HeldRetry time.Duration
+	// SendTimeout bounds one Send call.
+	SendTimeout time.Duration
+}
+
+// Redactor masks secrets in text and payload fields before anything leaves
+// the process. *redact.Redactor implements it.
+type Redactor interface {
+	String(s string) string
+	Fields(m map[string]any) map[string]any
+}
+
+// Config configures an Alerter.
+type Config struct {
+	// Receivers are the destinations; names are unique.
+	Receivers []Receiver
+	// Routes pick receivers; an alert no route takes goes to
+	// DefaultReceiver.
+	Routes          []Route
+	DefaultReceiver string
+	// DefaultGroupBy groups the default route (default: dependency).
+	DefaultGroupBy []string
+	// Timing is the default pacing of every route.
+	Timing Timing
+	// FingerprintLabels are the labels that identify a job-failure alert.
+	FingerprintLabels []string
+	// DedupWindow: occurrences of a fingerprint closer than this are one
+	// alert, and a job-failure alert resolves after this long without one.
+	DedupWindow time.Duration
+	// MaxJobsPerAlert bounds the sample of jobs an alert carries.
+	MaxJobsPerAlert int
+	// BreakerSeverity is the severity of a breaker's open and flapping
+	// alerts (default High: a dependency is down).
+	BreakerSeverity classify.Severity
+	Flapping        FlapConfig
+	Outbox          OutboxConfig
+	// Redactor masks job payloads and error texts; required.
+	Redactor Redactor
+	// Logger receives delivery errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Timing = c.Timing.withDefaults()
+	if len(c.DefaultGroupBy) == 0 {
+		c.DefaultGroupBy = []string{LabelDependency}
+	}
+	if len(c.FingerprintLabels) == 0 {
+		c.FingerprintLabels = DefaultFingerprintLabels
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.MaxJobsPerAlert == 0 {
+		c.MaxJobsPerAlert = DefaultMaxJobsPerAlert
+	}
+	if c.BreakerSeverity == classify.SeverityNone {
+		c.BreakerSeverity = classify.High
+	}
+	if c.Flapping.Threshold == 0 {
+		c.Flapping.Threshold = DefaultFlapThreshold
+	}
+	if c.Flapping.Window == 0 {
+		c.Flapping.Window = DefaultFlapWindow
+	}
+	o := &c.Outbox
+	if o.Capacity == 0 {
+		o.Capacity = DefaultOutboxCapacity
+	}
+	if o.RetryBase == 0 {
+		o.RetryBase = DefaultRetryBase
+	}
+	if o.RetryMax == 0 {
+		o.RetryMax = DefaultRetryMax
+	}
+	if o.MaxRetryAfter == 0 {
+		o.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if o.FailoverAfter == 0 {
+		o.FailoverAfter = DefaultFailoverAfter
+	}
+	if o.HeldRetry == 0 {
+		o.HeldRetry = DefaultHeldRetry
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = DefaultSendTimeout
+	}
+	for i := range c.Routes {
+		if len(c.Routes[i].GroupBy) == 0 {
+			c.Routes[i].GroupBy = c.DefaultGroupBy
+		}
+	}
+	return c
+}
+
+// ErrInvalidConfig is matched by every *ConfigError.
+var ErrInvalidConfig = errors.New("invalid alert config")
+
+// ConfigError names the field of a Config that is invalid.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+// Error returns "alert config: Field: reason".
+func (e *ConfigError) Error() string { return "alert config: " + e.Field + ": " + e.Reason }
+
+// Is matches ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate reports the first invalid field of c with defaults applied.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	names := map[string]bool{}
+	for i, r := range c.Receivers {
+		f := fmt.Sprintf("Receivers[%d]", i)
+		switch {
+		case r.Name == "":
+			return bad(f+".Name", "a receiver needs a name")
+		case names[r.Name]:
+			return bad(f+".Name", "receiver %q is defined twice", r.Name)
+		case r.Sink == nil:
+			return bad(f+".Sink", "receiver %q has no sink", r.Name)
+		}
+		names[r.Name] = true
+	}
+	for i, r := range c.Receivers {
+		f := fmt.Sprintf("Receivers[%d]", i)
+		if r.Fallback != "" && (!names[r.Fallback] || r.Fallback == r.Name) {
+			return bad(f+".Fallback", "%q is not another receiver", r.Fallback)
+		}
+		if r.Secondary != "" && (!names[r.Secondary] || r.Secondary == r.Name) {
+			return bad(f+".Secondary", "%q is not another receiver", r.Secondary)
+		}
+	}
+	if !names[c.DefaultReceiver] {
+		return bad("DefaultReceiver", "%q is not a receiver", c.DefaultReceiver)
+	}
+	for i, r := range c.Routes {
+		f := fmt.Sprintf("Routes[%d]", i)
+		if !names[r.Receiver] {
+			return bad(f+".Receiver", "%q is not a receiver", r.Receiver)
+		}
+		for j, s := range r.Severities {
+			if s < classify.Low || s > classify.High {
+				return bad(fmt.Sprintf("%s.Severities[%d]", f, j), "not a severity (%d)", s)
+			}
+		}
+		if err := checkTiming(f+".Timing", r.Timing, true); err != nil {
+			return err
+		}
+	}
+	if err := checkTiming("Timing", c.Timing, false); err != nil {
+		return err
+	}
+	switch {
+	case c.DedupWindow < 0:
+		return bad("DedupWindow", "must not be negative")
+	case c.MaxJobsPerAlert < 1:
+		return bad("MaxJobsPerAlert", "must be at least 1")
+	case c.BreakerSeverity > classify.High:
+		return bad("BreakerSeverity", "not a severity (%d)", c.BreakerSeverity)
+	case c.Flapping.Threshold < 2:
+		return bad("Flapping.Threshold", "must be at least 2")
+	case c.Flapping.Window <= 0:
+		return bad("Flapping.Window", "must be positive")
+	case c.Outbox.Capacity < 1:
+		return bad("Outbox.Capacity", "must be at least 1")
+	case c.Outbox.RetryBase <= 0:
+		return bad("Outbox.RetryBase", "must be positive")
+	case c.Outbox.RetryMax < c.Outbox.RetryBase:
+		return bad("Outbox.RetryMax", "must be at least RetryBase (%s)", c.Outbox.RetryBase)
+	case c.Outbox.MaxRetryAfter <= 0:
+		return bad("Outbox.MaxRetryAfter", "must be positive")
+	case c.Outbox.FailoverAfter <= 0:
+		return bad("Outbox.FailoverAfter", "must be positive")
+	case c.Outbox.HeldRetry <= 0:
+		return bad("Outbox.HeldRetry", "must be positive")
+	case c.Outbox.SendTimeout <= 0:
+		return bad("Outbox.SendTimeout", "must be positive")
+	case c.Redactor == nil:
+		return bad("Redactor", "required: notifications leave the process (use redact.Default())")
+	}
+	return nil
+}
+
+func checkTiming(field string, t Timing, zeroOK bool) error {
+	for _, x := range []struct {
+		name string
+		d    time.Duration
+	}{{"GroupWait", t.GroupWait}, {"GroupInterval", t.GroupInterval}, {"RepeatInterval", t.RepeatInterval}} {
+		if x.d < 0 || (x.d == 0 && !zeroOK) {
+			return &ConfigError{Field: field + "." + x.name, Reason: "must be positive"}
+		}
+	}
+	return nil
+}

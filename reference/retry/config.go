@@ -46,18 +46,39 @@ type Config struct {
 	Budget BudgetConfig
 }
 
-// BudgetConfig tunes the per-dependency retry budget, a token bucket: Burst
-// retries at once, then one per Refill.
+// BudgetConfig tunes the per-dependency retry budget. It has a token
+// bucket's rate and burst, Burst retries at once and one per Refill on
+// average, and caps the times retries run, not the times they are decided:
+// time is cut into aligned slots of width Window() = Burst·Refill, and at
+// most Burst retries of one dependency run in any one slot, besides those
+// over the budget (see MaxWait). A window of length Window() that straddles
+// two slots can so see 2·Burst retries, and any window of length w at most
+// Burst·(1+⌈w/Window()⌉). A retry due in a full slot runs at the start of
+// the first later slot with room, at most MaxWait late.
 type BudgetConfig struct {
 	// Disabled turns the budget off: retries run at their backoff or hint
-	// time however many there are. Burst and Refill are still validated.
+	// time however many there are. The other fields are still validated.
 	Disabled bool
-	// Burst is the number of tokens the bucket holds. Default
-	// DefaultBudgetBurst.
+	// Burst is the number of retries of one dependency that may run in one
+	// slot. Default DefaultBudgetBurst.
 	Burst int
-	// Refill is the time the bucket takes to earn one token back. Default
+	// Refill is the average time between retries the budget lets through,
+	// once a burst is spent: one slot is Burst·Refill long. Default
 	// DefaultBudgetRefill.
 	Refill time.Duration
+	// MaxWait bounds the budget's delay. A retry that finds no slot with
+	// room within MaxWait after its backoff or hint time runs MaxWait late
+	// anyway, over the budget, and is counted in Stats.BudgetExceeded:
+	// sustained overload shows as a counter, not as retries scheduled hours
+	// out, and never as a dead letter. The default, for a zero MaxWait, is
+	// MaxDelay (after its own default), the longest a backoff waits.
+	MaxWait time.Duration
+}
+
+// Window returns the width of the budget's slots, Burst·Refill. It is only
+// meaningful for a valid config, defaults applied.
+func (b BudgetConfig) Window() time.Duration {
+	return time.Duration(b.Burst) * b.Refill
 }
 
 // WithDefaults returns c with every zero field set to its default. Negative
@@ -80,6 +101,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Budget.Refill == 0 {
 		c.Budget.Refill = DefaultBudgetRefill
+	}
+	if c.Budget.MaxWait == 0 {
+		c.Budget.MaxWait = c.MaxDelay
 	}
 	return c
 }
@@ -105,9 +129,11 @@ func (c Config) Validate() error {
 		return &ConfigError{Field: "Budget.Burst", Value: c.Budget.Burst, Reason: "must be at least 1"}
 	case c.Budget.Refill <= 0:
 		return &ConfigError{Field: "Budget.Refill", Value: c.Budget.Refill, Reason: "must be positive"}
-	case int64(c.Budget.Burst-1) > math.MaxInt64/int64(c.Budget.Refill):
+	case int64(c.Budget.Burst) > math.MaxInt64/int64(c.Budget.Refill):
 		return &ConfigError{Field: "Budget.Burst", Value: c.Budget.Burst,
 			Reason: "times Budget.Refill (" + c.Budget.Refill.String() + ") overflows a time.Duration"}
+	case c.Budget.MaxWait < 0:
+		return &ConfigError{Field: "Budget.MaxWait", Value: c.Budget.MaxWait, Reason: "must not be negative"}
 	}
 	return nil
 }

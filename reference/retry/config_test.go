@@ -18,15 +18,27 @@ var _ = Describe("Config", func() {
 			BaseDelay:     retry.DefaultBaseDelay,
 			MaxDelay:      retry.DefaultMaxDelay,
 			MaxRetryAfter: retry.DefaultMaxRetryAfter,
-			Budget:        retry.BudgetConfig{Burst: retry.DefaultBudgetBurst, Refill: retry.DefaultBudgetRefill},
+			Budget: retry.BudgetConfig{Burst: retry.DefaultBudgetBurst, Refill: retry.DefaultBudgetRefill,
+				MaxWait: retry.DefaultMaxDelay},
 		}))
 		Expect(retry.DefaultMaxAttempts).To(Equal(4), "the seed's DLQ after 3 retries")
 	})
 
 	It("keeps the fields that are set, negative ones included", func() {
 		cfg := retry.Config{MaxAttempts: -1, BaseDelay: 3 * time.Second, MaxDelay: time.Minute,
-			MaxRetryAfter: time.Minute, Budget: retry.BudgetConfig{Disabled: true, Burst: 2, Refill: -time.Second}}
+			MaxRetryAfter: time.Minute, Budget: retry.BudgetConfig{Disabled: true, Burst: 2, Refill: -time.Second, MaxWait: -time.Hour}}
 		Expect(cfg.WithDefaults()).To(Equal(cfg))
+	})
+
+	It("defaults the budget's MaxWait to MaxDelay, after MaxDelay's own default", func() {
+		Expect(retry.Config{MaxDelay: time.Minute}.WithDefaults().Budget.MaxWait).To(Equal(time.Minute))
+		Expect(retry.Config{}.WithDefaults().Budget.MaxWait).To(Equal(retry.DefaultMaxDelay))
+		Expect(retry.Config{MaxDelay: time.Minute, Budget: retry.BudgetConfig{MaxWait: time.Second}}.WithDefaults().Budget.MaxWait).To(Equal(time.Second))
+	})
+
+	It("gives the budget slots of Burst·Refill", func() {
+		Expect(retry.Config{}.WithDefaults().Budget.Window()).To(Equal(time.Second))
+		Expect(retry.BudgetConfig{Burst: 3, Refill: 250 * time.Millisecond}.Window()).To(Equal(750 * time.Millisecond))
 	})
 
 	It("accepts the zero config", func() {
@@ -58,12 +70,16 @@ var _ = Describe("Config", func() {
 		Entry("negative Refill", retry.Config{Budget: retry.BudgetConfig{Refill: -time.Millisecond}}, "Budget.Refill", -time.Millisecond),
 		Entry("a bad budget even when disabled", retry.Config{Budget: retry.BudgetConfig{Disabled: true, Burst: -1}}, "Budget.Burst", -1),
 		Entry("Burst × Refill overflowing", retry.Config{Budget: retry.BudgetConfig{Burst: 1 << 40, Refill: time.Hour}}, "Budget.Burst", 1<<40),
+		Entry("Burst × Refill overflowing by one", retry.Config{Budget: retry.BudgetConfig{Burst: 2, Refill: 1<<62 + 1}}, "Budget.Burst", 2),
+		Entry("negative MaxWait", retry.Config{Budget: retry.BudgetConfig{MaxWait: -time.Second}}, "Budget.MaxWait", -time.Second),
+		Entry("negative MaxWait, budget disabled", retry.Config{Budget: retry.BudgetConfig{Disabled: true, MaxWait: -1}}, "Budget.MaxWait", time.Duration(-1)),
 	)
 
 	It("accepts the extremes that still fit", func() {
 		Expect(retry.Config{MaxAttempts: 1, BaseDelay: 1, MaxDelay: 1<<63 - 1, MaxRetryAfter: 1<<63 - 1,
 			Budget: retry.BudgetConfig{Burst: 1, Refill: 1<<63 - 1}}.Validate()).To(Succeed())
 		Expect(retry.Config{Budget: retry.BudgetConfig{Burst: 1 << 62, Refill: 1}}.Validate()).To(Succeed())
+		Expect(retry.Config{Budget: retry.BudgetConfig{Burst: 3, Refill: (1<<63 - 1) / 3, MaxWait: 1<<63 - 1}}.Validate()).To(Succeed())
 	})
 
 	It("makes New refuse a nil random source", func() {

@@ -84,8 +84,10 @@ const (
 	// RetryAfterHint: the retry is at the dependency's Retry-After hint,
 	// capped at Config.MaxRetryAfter.
 	RetryAfterHint
-	// BudgetDelay: the dependency's retry budget was spent, and the retry
-	// waits for a token, later than its backoff or hint.
+	// BudgetDelay: the dependency's retry budget had no room when the retry
+	// was due, and it runs later than its backoff or hint: at the start of
+	// the first slot with room, or, past BudgetConfig.MaxWait, MaxWait late
+	// and over the budget (see Stats.BudgetExceeded).
 	BudgetDelay
 	// ExhaustedAttempts: the job has made Config.MaxAttempts attempts.
 	ExhaustedAttempts

@@ -25,16 +25,45 @@
 //     the dependency sent a Retry-After hint, which wins (capped at
 //     MaxRetryAfter).
 //
-// Every retry then takes a token from the retry budget of its dependency, at
-// the time of the failure. The budget is a token bucket per dependency,
-// implemented as the generic cell rate algorithm: Budget.Burst tokens at
-// once and one more per Budget.Refill after that. When the bucket is empty
-// the wait for the next token is added to the retry's delay. An empty budget
-// delays a retry, it never dead-letters one, so a storm of failures against
-// a recovering dependency comes back spread at the refill rate instead of as
-// one synchronized wave, even when every failure carried the same
-// Retry-After. Taking the token at failure time keeps reservations in time
-// order: a retry booked far ahead does not hold back one due sooner. Whatever
-// the order of the calls, at most Burst + w/Refill tokens of one dependency
-// are granted in any window of length w.
+// Every retry then books the time it will run in the retry budget of its
+// dependency. The budget has a token bucket's rate and burst, Budget.Burst
+// retries at once and one per Budget.Refill on average, but it counts the
+// times retries reach the dependency, not the times they are decided: time
+// is cut into aligned slots of width W = Burst·Refill, and at most Burst
+// retries of one dependency run in any one slot, whatever order they were
+// decided in (besides those over the budget, below). A retry due in a full
+// slot runs at the start of the first later slot with room, with reason
+// BudgetDelay. So:
+//
+//   - a storm of failures against a recovering dependency comes back Burst
+//     per slot instead of as one synchronized wave, even when every failure
+//     carried the same Retry-After;
+//   - failures decided at different times but due at the same moment (one
+//     with a long hint, one with a short one) share the room of one slot;
+//   - a retry booked far ahead takes room only in its own slot, so it holds
+//     back nothing due sooner.
+//
+// The cap is per aligned slot, not per sliding window: a window of length W
+// that straddles two slots can see 2·Burst retries, and any window of length
+// w at most Burst·(1+⌈w/W⌉).
+//
+// An empty budget delays a retry, it never dead-letters one, and the delay
+// is bounded: a retry that finds no slot with room within Budget.MaxWait
+// after its own time runs MaxWait late anyway, over the budget, in a slot
+// that is already full, and is counted in Stats.BudgetExceeded. Sustained
+// overload (more retries than the budget's rate for longer than MaxWait) so
+// shows as a growing counter, not as retries scheduled hours out; and as no
+// booking lies more than MaxWait past its retry's own time, the budget is
+// free again as soon as the overload stops and those slots have passed.
+//
+// The slots are aligned to the first decision time the budget sees. The
+// slots before the one holding the latest decision time it has seen are
+// forgotten, and booked slots next to each other are kept as one run, so a
+// dependency's budget takes memory in proportion to the bookings still to
+// come, and never more than one entry per slot up to the longest delay plus
+// MaxWait ahead. A decision whose now is behind the latest one (goroutines of
+// a live runner racing for the lock) may see its retry pushed to the start
+// of the latest slot, where it is still counted. A retry due more than about
+// 292 years (the range of a time.Duration) before or after the first
+// decision time is not budgeted.
 package retry

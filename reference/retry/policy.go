@@ -18,16 +18,19 @@ import (
 // *rand.Rand, as the simulator drives it, it is deterministic.
 type Policy struct {
 	cfg Config
-	// emission is the budget's emission interval T (one token per Refill),
-	// and tolerance its burst tolerance tau = T·(Burst-1).
-	emission, tolerance time.Duration
+	// width is the budget's slot width W = Burst·Refill.
+	width time.Duration
 
 	mu  sync.Mutex
 	rng *rand.Rand
-	// tat is the theoretical arrival time of each dependency's next token,
-	// the whole state of the generic cell rate algorithm. An entry at or
-	// before now is a full bucket, the same as no entry.
-	tat map[string]time.Time
+	// epoch is the start of slot 0 of every budget: the first decision time
+	// the budget saw, once started. latest is the latest decision time it
+	// has seen; the slots before latest's have ended.
+	epoch, latest time.Time
+	started       bool
+	// calendars holds each dependency's booked slots. A dependency with no
+	// booking in a slot that has not ended is the same as no entry.
+	calendars map[string]*calendar
 	// sweepAt is the number of entries at which the next insertion first
 	// drops the entries of idle dependencies.
 	sweepAt int
@@ -51,10 +54,9 @@ func New(cfg Config, rng *rand.Rand) (*Policy, error) {
 	}
 	return &Policy{
 		cfg:       cfg,
-		emission:  cfg.Budget.Refill,
-		tolerance: cfg.Budget.Refill * time.Duration(cfg.Budget.Burst-1),
+		width:     cfg.Budget.Window(),
 		rng:       rng,
-		tat:       make(map[string]time.Time),
+		calendars: make(map[string]*calendar),
 		sweepAt:   minSweep,
 	}, nil
 }
@@ -64,8 +66,9 @@ func (p *Policy) Config() Config { return p.cfg }
 
 // Decide returns what becomes of a job whose attempt a failed with the
 // classification c, at time now. The rules are listed in the package
-// documentation. A Retry spends a token of the dependency's budget, and a
-// Release must not be counted as an attempt by the caller.
+// documentation. A Retry books its run time in the dependency's budget, and
+// a Release must not be counted as an attempt by the caller. Decisions whose
+// now goes backwards are still safe; see the package documentation.
 func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Decision {
 	d := Decision{Attempts: a.Attempts, Class: c.Class}
 	switch c.Class {
@@ -99,7 +102,7 @@ func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Dec
 	return d
 }
 
-// scheduleLocked fills in a retry: its backoff or hint, then its turn in the
+// scheduleLocked fills in a retry: its backoff or hint, then its slot in the
 // dependency's budget. The caller holds p.mu.
 func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classification, now time.Time) {
 	d.Action = Retry
@@ -118,65 +121,82 @@ func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classificat
 	if p.cfg.Budget.Disabled {
 		return
 	}
-	// The token is taken now, when the failure happens, and the wait for it
-	// is added to the delay. Taking it at the retry's own time instead lets a
-	// retry booked far ahead (a 60s Retry-After) hold back every retry
-	// decided after it that is due sooner; taking it now keeps reservations
-	// in time order, and a storm of failures still pushes its retries out at
-	// the refill rate, on top of their jitter, even when they all carry the
-	// same Retry-After.
-	if wait := p.reserveLocked(a.Dependency, now); wait > 0 {
+	// The budget books the time the retry will reach the dependency, not the
+	// time of the failure: failures decided apart but due together share one
+	// slot's room, and a retry booked far ahead takes room only where it
+	// runs, so it holds back nothing due sooner.
+	at, exceeded := p.bookLocked(a.Dependency, now, d.At)
+	if exceeded {
+		p.stats.BudgetExceeded++
+	}
+	if wait := at.Sub(d.At); wait > 0 {
 		d.Reason = BudgetDelay
-		d.At = d.At.Add(wait)
-		d.Delay += wait
+		d.At = at
+		d.Delay = addSaturating(d.Delay, wait)
 		p.stats.BudgetDelayed++
 		p.stats.BudgetDelay = addSaturating(p.stats.BudgetDelay, wait)
 	}
 }
 
-// reserveLocked takes a token of dep's budget at time now and returns how
-// long until it is available: zero while the bucket holds tokens. It is the
-// generic cell rate algorithm: the bucket is full when the theoretical
-// arrival time (TAT) is at or before now, each token moves the TAT on by the
-// emission interval T, and a token is available once the TAT is within the
-// tolerance tau = T·(Burst-1) of the time. The caller holds p.mu.
-func (p *Policy) reserveLocked(dep string, now time.Time) time.Duration {
-	tat, ok := p.tat[dep]
+// bookLocked books a retry of dep due at due, decided at now, in dep's
+// budget, and returns when it runs: at due if due's slot has room, else at
+// the start of the first later slot with room. If there is none within
+// MaxWait after due, the retry runs at due+MaxWait over the budget, without
+// a booking, and exceeded is true. A retry due outside the calendar's
+// horizon (about 292 years, the range of a time.Duration, either side of
+// the epoch) is not budgeted. The caller holds p.mu.
+func (p *Policy) bookLocked(dep string, now, due time.Time) (at time.Time, exceeded bool) {
+	if !p.started {
+		p.epoch, p.latest, p.started = now, now, true
+	}
+	if now.After(p.latest) {
+		p.latest = now
+	}
+	w := int64(p.width)
+	off := int64(due.Sub(p.epoch))
+	if off < math.MinInt64+w || off > math.MaxInt64-w {
+		return due, false
+	}
+	// The slots before floor have ended. A retry due in one (decided with a
+	// now behind the latest) runs no earlier than the start of floor, where
+	// its booking can still be counted.
+	floor := floorDiv(int64(p.latest.Sub(p.epoch)), w)
+	first := max(floorDiv(off, w), floor)
+	last := floorDiv(min(addSaturating(off, int64(p.cfg.Budget.MaxWait)), math.MaxInt64-w), w)
+
+	c := p.calendars[dep]
+	if c == nil {
+		p.sweepLocked(floor)
+		c = new(calendar)
+		p.calendars[dep] = c
+		p.stats.Dependencies = len(p.calendars)
+	}
+	c.prune(floor)
+	k, ok := c.book(first, last, p.cfg.Budget.Burst)
 	if !ok {
-		p.sweepLocked(now)
+		return due.Add(p.cfg.Budget.MaxWait), true
 	}
-	if tat.Before(now) {
-		tat = now
+	if start := p.epoch.Add(time.Duration(k * w)); start.After(due) {
+		return start, false
 	}
-	p.tat[dep] = tat.Add(p.emission)
-	p.stats.Dependencies = len(p.tat)
-	return max(tat.Add(-p.tolerance).Sub(now), 0)
+	return due, false
 }
 
-// sweepLocked drops the budget entries of idle dependencies (a TAT at or
-// before now: a full bucket) once the map has grown to sweepAt, so that a
-// stream of distinct dependency names cannot grow it without bound. The
-// threshold doubles with the live entries, which keeps sweeping amortised
-// O(1) per decision. The caller holds p.mu.
-func (p *Policy) sweepLocked(now time.Time) {
-	if len(p.tat) < p.sweepAt {
+// sweepLocked drops the budgets of idle dependencies (no booking in slot
+// floor or later) once the map has grown to sweepAt, so that a stream of
+// distinct dependency names cannot grow it without bound. The threshold
+// doubles with the live entries, which keeps sweeping amortised O(1) per
+// decision. The caller holds p.mu.
+func (p *Policy) sweepLocked(floor int64) {
+	if len(p.calendars) < p.sweepAt {
 		return
 	}
-	for dep, tat := range p.tat {
-		if !tat.After(now) {
-			delete(p.tat, dep)
+	for dep, c := range p.calendars {
+		if c.idle(floor) {
+			delete(p.calendars, dep)
 		}
 	}
-	p.sweepAt = max(minSweep, 2*len(p.tat))
-}
-
-// addSaturating returns a+b for non-negative durations, capped at the
-// largest duration.
-func addSaturating(a, b time.Duration) time.Duration {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
+	p.sweepAt = max(minSweep, 2*len(p.calendars))
 }
 
 // Stats is a snapshot of a policy's counters, for a metrics adapter.
@@ -190,11 +210,16 @@ type Stats struct {
 	// number of retries the budget delayed. Index 0 is unused.
 	ByReason [maxReason + 1]uint64
 	// BudgetDelayed is the number of retries the budget pushed later than
-	// their backoff or hint.
+	// their backoff or hint, BudgetExceeded ones included.
 	BudgetDelayed uint64
 	// BudgetDelay is the total time the budget added to those retries,
 	// capped at the largest duration.
 	BudgetDelay time.Duration
+	// BudgetExceeded is the number of retries that found no room in their
+	// dependency's budget within Budget.MaxWait and run MaxWait late, over
+	// the budget. A count that keeps growing means the retries a dependency
+	// gets exceed its budget for longer than MaxWait: sustained overload.
+	BudgetExceeded uint64
 	// Dependencies is the number of dependencies whose budget the policy
 	// tracks; idle ones are dropped from time to time.
 	Dependencies int

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -247,11 +248,16 @@ var _ = Describe("Policy.Decide", func() {
 	})
 
 	Describe("the retry budget", func() {
-		const storm = 100
+		const (
+			storm = 100
+			burst = retry.DefaultBudgetBurst
+			// slot is the default budget's slot width, Burst·Refill = 1s.
+			slot = burst * retry.DefaultBudgetRefill
+		)
 		var hint time.Duration
 
 		BeforeEach(func() {
-			p = newPolicy(retry.Config{}, 3) // burst 10, one token per 100ms
+			p = newPolicy(retry.Config{}, 3) // burst 10 per 1s slot, MaxWait 5m
 			hint = 2 * time.Second
 		})
 
@@ -268,79 +274,184 @@ var _ = Describe("Policy.Decide", func() {
 			return ds
 		}
 
-		It("lets a burst through, then spreads a storm at the refill rate without dead-lettering", func() {
+		// runTimes returns the run times of ds.
+		runTimes := func(ds []retry.Decision) []time.Time {
+			ats := make([]time.Time, len(ds))
+			for i, d := range ds {
+				ats[i] = d.At
+			}
+			return ats
+		}
+
+		It("lets a burst run at its own time, then Burst more at the start of each later slot, without dead-lettering", func() {
 			due := epoch.Add(hint)
 			for i, d := range decideStorm(storm, "payments", hinted(hint), epoch) {
-				if i < retry.DefaultBudgetBurst {
+				if i < burst {
 					Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint), "retry %d", i)
 					Expect(d.At).To(Equal(due), "retry %d", i)
 					continue
 				}
+				// Retries 10-19 run at 3s, 20-29 at 4s, ..., 90-99 at 11s.
 				Expect(d).To(BeDecision(retry.Retry, retry.BudgetDelay), "retry %d", i)
-				pushed := time.Duration(i-retry.DefaultBudgetBurst+1) * retry.DefaultBudgetRefill
+				pushed := time.Duration(i/burst) * slot
 				Expect(d.At).To(Equal(due.Add(pushed)), "retry %d", i)
 				Expect(d.Delay).To(Equal(hint + pushed))
 			}
 			s := p.Stats()
 			Expect(s.ByAction[retry.Retry]).To(BeEquivalentTo(storm))
 			Expect(s.ByAction[retry.DeadLetter]).To(BeZero())
-			Expect(s.BudgetDelayed).To(BeEquivalentTo(storm - retry.DefaultBudgetBurst))
+			Expect(s.BudgetDelayed).To(BeEquivalentTo(storm - burst))
 			Expect(s.ByReason[retry.BudgetDelay]).To(Equal(s.BudgetDelayed))
-			// 100ms + 200ms + ... + 90·100ms.
-			Expect(s.BudgetDelay).To(Equal(90 * 91 / 2 * retry.DefaultBudgetRefill))
+			Expect(s.BudgetExceeded).To(BeZero())
+			// 10 retries pushed by each of 1s, 2s, ..., 9s.
+			Expect(s.BudgetDelay).To(Equal(burst * 45 * slot))
 		})
 
-		It("spreads a storm of jittered backoffs too", func() {
+		It("spreads a storm of jittered backoffs too, pushing only past full slots", func() {
 			ds := decideStorm(storm, "payments", failure(classify.Transient), epoch)
 			delayed := 0
-			ats := make([]time.Time, 0, len(ds))
 			for _, d := range ds {
 				Expect(d.Action).To(Equal(retry.Retry))
-				Expect(d.Reason).To(BeElementOf(retry.BackoffDelay, retry.BudgetDelay))
 				Expect(d.At).To(Equal(epoch.Add(d.Delay)))
+				Expect(d.Backoff).To(BeNumerically("<=", time.Second), "all due in slot 0")
 				if d.Reason == retry.BudgetDelay {
 					delayed++
 					Expect(d.Delay).To(BeNumerically(">", d.Backoff))
+					Expect(d.Delay%slot).To(BeZero(), "a pushed retry runs at the start of a slot")
 				} else {
+					Expect(d.Reason).To(Equal(retry.BackoffDelay))
 					Expect(d.Delay).To(Equal(d.Backoff))
 				}
-				ats = append(ats, d.At)
 			}
-			Expect(delayed).To(BeNumerically(">=", storm-retry.DefaultBudgetBurst-11))
-			expectWithinBudget(ats, retry.DefaultBudgetBurst, retry.DefaultBudgetRefill)
-			last := slices.MaxFunc(ats, time.Time.Compare)
-			Expect(last.Sub(epoch)).To(BeNumerically(">=", (storm-retry.DefaultBudgetBurst)*retry.DefaultBudgetRefill))
+			Expect(delayed).To(Equal(storm - burst))
+			expectWithinBudget(runTimes(ds), epoch, slot, burst)
+			Expect(slices.MaxFunc(runTimes(ds), time.Time.Compare)).To(Equal(epoch.Add((storm/burst - 1) * slot)))
 		})
 
-		It("refills: after enough virtual time a burst is again not delayed", func() {
+		It("caps the retries that run in a slot, whenever they were decided (the reviewer's wave at t=10s)", func() {
+			// Ten failures at t=0 carry a 10s Retry-After, ten more at t=9.9s
+			// a 0.1s one: all twenty are due at t=10s.
+			first := decideStorm(burst, "payments", hinted(10*time.Second), epoch)
+			second := decideStorm(burst, "payments", hinted(100*time.Millisecond), epoch.Add(9900*time.Millisecond))
+			ds := slices.Concat(first, second)
+			Expect(ds).To(HaveEach(HaveField("Action", retry.Retry)))
+			at10 := epoch.Add(10 * time.Second)
+			inSlot := 0
+			for _, d := range ds {
+				if !d.At.Before(at10) && d.At.Before(at10.Add(slot)) {
+					inSlot++
+				}
+			}
+			Expect(inSlot).To(Equal(burst), "retries in the slot [10s, 11s)")
+			Expect(runTimes(first)).To(HaveEach(at10))
+			Expect(second).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
+			Expect(runTimes(second)).To(HaveEach(at10.Add(slot)))
+			expectWithinBudget(runTimes(ds), epoch, slot, burst)
+		})
+
+		It("bounds the delay under sustained overload, counts the excess, and keeps its memory bounded (the reviewer's hour at 30/s)", func() {
+			// 30 failures a second for an hour against a budget of 10 a
+			// second: two in three retries cannot fit.
+			const rate, hour = 30, time.Hour
+			maxWait := p.Config().Budget.MaxWait
+			Expect(maxWait).To(Equal(retry.DefaultMaxDelay))
+			// The calendar never holds more slots than lie between now and
+			// the farthest a retry can run: its backoff (at most 4s for
+			// attempts 1-3) plus MaxWait.
+			maxRuns := int((retry.Backoff(p.Config(), 2)+maxWait)/slot) + 2
+			var ats []time.Time
+			var exceeded uint64
+			mostRuns := 0
+			for i := range int(hour.Seconds()) * rate {
+				now := epoch.Add(time.Duration(i) * time.Second / rate)
+				before := p.Stats().BudgetExceeded
+				a := attempt(1 + i%3)
+				d := p.Decide(a, failure(classify.Transient), now)
+				Expect(d.Action).To(Equal(retry.Retry))
+				extra := d.Delay - d.Backoff
+				Expect(extra).To(And(BeNumerically(">=", 0), BeNumerically("<=", maxWait)), "retry %d at %v", i, now)
+				if p.Stats().BudgetExceeded > before {
+					exceeded++
+					Expect(extra).To(Equal(maxWait), "an over-budget retry runs MaxWait late")
+				} else {
+					ats = append(ats, d.At)
+				}
+				mostRuns = max(mostRuns, p.CalendarLen("payments"))
+				Expect(p.CalendarLen("payments")).To(BeNumerically("<=", maxRuns), "retry %d at %v", i, now)
+			}
+			s := p.Stats()
+			Expect(s.ByAction[retry.DeadLetter]).To(BeZero())
+			Expect(s.BudgetExceeded).To(Equal(exceeded))
+			// The budget let through 10 a second: every slot of the hour full,
+			// and some of those after it, up to the last a retry can reach.
+			// The rest ran over it.
+			total := int(hour.Seconds()) * rate
+			Expect(len(ats) + int(exceeded)).To(Equal(total))
+			Expect(len(ats)).To(BeNumerically(">=", int(hour/slot)*burst))
+			Expect(len(ats)).To(BeNumerically("<=", int((hour+retry.Backoff(p.Config(), 2)+maxWait)/slot+1)*burst))
+			expectWithinBudget(ats, epoch, slot, burst)
+			// The full slots collapse into one run; the only others are the
+			// partly booked slots a backoff can still reach.
+			Expect(mostRuns).To(BeNumerically("<=", int(retry.Backoff(p.Config(), 2)/slot)+2))
+			GinkgoWriter.Printf("calendar runs at most %d (bound %d); %d over budget\n", mostRuns, maxRuns, exceeded)
+
+			// Once the storm is over and its slots have passed, a burst runs
+			// at its own time again.
+			later := epoch.Add(hour + maxWait + 10*time.Second)
+			Expect(decideStorm(burst, "payments", hinted(hint), later)).To(HaveEach(BeDecision(retry.Retry, retry.RetryAfterHint)))
+			Expect(p.CalendarLen("payments")).To(Equal(1))
+		})
+
+		It("runs over the budget at MaxWait when no slot within it has room, and counts it", func() {
+			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 1, Refill: time.Second, MaxWait: 3 * time.Second}}, 3)
+			ds := decideStorm(10, "payments", hinted(hint), epoch)
+			// One retry in each of the slots starting at 2s, 3s, 4s and 5s =
+			// 2s + MaxWait; the other six run at 5s over the budget.
+			for i, want := range []time.Duration{2, 3, 4, 5, 5, 5, 5, 5, 5, 5} {
+				Expect(ds[i].At).To(Equal(epoch.Add(want*time.Second)), "retry %d", i)
+			}
+			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
+			Expect(ds[1:]).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
+			s := p.Stats()
+			Expect(s.BudgetExceeded).To(BeEquivalentTo(6))
+			Expect(s.BudgetDelayed).To(BeEquivalentTo(9))
+			Expect(s.ByAction[retry.DeadLetter]).To(BeZero())
+		})
+
+		It("refills: once the booked slots have passed, a burst is again not delayed", func() {
 			decideStorm(storm, "payments", hinted(hint), epoch)
-			// The storm took tokens until 2s + 100·100ms = 12s after epoch.
-			Expect(p.Decide(attempt(1), hinted(hint), epoch.Add(5*time.Second))).To(BeDecision(retry.Retry, retry.BudgetDelay))
+			// The storm booked the slots from 2s to 11s full. A retry due at
+			// 7s runs at 12s.
+			d := p.Decide(attempt(1), hinted(hint), epoch.Add(5*time.Second))
+			Expect(d).To(BeDecision(retry.Retry, retry.BudgetDelay))
+			Expect(d.At).To(Equal(epoch.Add(12 * time.Second)))
 
 			later := epoch.Add(time.Minute)
-			ds := decideStorm(retry.DefaultBudgetBurst+1, "payments", hinted(hint), later)
-			for _, d := range ds[:retry.DefaultBudgetBurst] {
+			ds := decideStorm(burst+1, "payments", hinted(hint), later)
+			for _, d := range ds[:burst] {
 				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
 				Expect(d.At).To(Equal(later.Add(hint)))
 			}
-			Expect(ds[retry.DefaultBudgetBurst]).To(BeDecision(retry.Retry, retry.BudgetDelay))
+			Expect(ds[burst]).To(BeDecision(retry.Retry, retry.BudgetDelay))
+			Expect(ds[burst].At).To(Equal(later.Add(hint + slot)))
+			Expect(p.CalendarLen("payments")).To(Equal(1), "the passed slots are forgotten")
 		})
 
-		It("refills one token per Refill", func() {
-			decideStorm(retry.DefaultBudgetBurst, "payments", hinted(hint), epoch)
-			// The bucket is empty at epoch+2s. 250ms later it has earned two
-			// tokens back.
-			now := epoch.Add(250 * time.Millisecond)
-			ds := decideStorm(3, "payments", hinted(hint), now)
-			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
-			Expect(ds[1]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
-			Expect(ds[2]).To(BeDecision(retry.Retry, retry.BudgetDelay))
-			Expect(ds[2].At).To(Equal(epoch.Add(hint + 300*time.Millisecond)))
+		It("gives each slot Burst places, and a pushed retry the start of the next slot with room", func() {
+			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 2, Refill: 500 * time.Millisecond}}, 3)
+			// Slots are 1s wide; all five are due at 2.5s, in the slot [2s, 3s).
+			ds := decideStorm(5, "payments", hinted(2500*time.Millisecond), epoch)
+			for i, want := range []time.Duration{2500, 2500, 3000, 3000, 4000} {
+				Expect(ds[i].At).To(Equal(epoch.Add(want*time.Millisecond)), "retry %d", i)
+			}
+			// A retry due at 4.2s shares the slot of the one pushed to 4s.
+			Expect(p.Decide(attempt(1), hinted(4200*time.Millisecond), epoch).At).To(Equal(epoch.Add(4200 * time.Millisecond)))
+			Expect(p.Decide(attempt(1), hinted(4200*time.Millisecond), epoch).At).To(Equal(epoch.Add(5 * time.Second)))
 		})
 
 		It("keeps the budgets of two dependencies independent", func() {
 			decideStorm(storm, "payments", hinted(hint), epoch)
-			for i, d := range decideStorm(retry.DefaultBudgetBurst, "email", hinted(hint), epoch) {
+			for i, d := range decideStorm(burst, "email", hinted(hint), epoch) {
 				Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint), "email retry %d", i)
 			}
 			Expect(decideStorm(1, "email", hinted(hint), epoch)[0]).To(BeDecision(retry.Retry, retry.BudgetDelay))
@@ -351,29 +462,25 @@ var _ = Describe("Policy.Decide", func() {
 			Expect(decideStorm(1, "", hinted(hint), epoch)[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
 		})
 
-		It("follows Burst and Refill", func() {
-			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 1, Refill: time.Second}}, 3)
-			ds := decideStorm(3, "payments", hinted(hint), epoch)
-			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
-			Expect(ds[1].At).To(Equal(epoch.Add(hint + time.Second)))
-			Expect(ds[2].At).To(Equal(epoch.Add(hint + 2*time.Second)))
-		})
-
-		It("takes tokens when failures happen, so a retry booked far ahead does not hold back a sooner one", func() {
-			Expect(p.Decide(attempt(1), hinted(time.Minute), epoch)).To(BeDecision(retry.Retry, retry.RetryAfterHint))
-			d := p.Decide(attempt(1), hinted(time.Second), epoch)
-			Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint))
-			Expect(d.At).To(Equal(epoch.Add(time.Second)))
+		It("books where a retry runs, so a retry booked far ahead does not hold back one due sooner", func() {
+			ahead := decideStorm(burst, "payments", hinted(time.Minute), epoch)
+			Expect(runTimes(ahead)).To(HaveEach(epoch.Add(time.Minute)))
+			soon := decideStorm(burst, "payments", hinted(time.Second), epoch)
+			Expect(soon).To(HaveEach(BeDecision(retry.Retry, retry.RetryAfterHint)))
+			Expect(runTimes(soon)).To(HaveEach(epoch.Add(time.Second)))
 		})
 
 		It("spreads a wave of retries that all carry the same Retry-After", func() {
-			ds := decideStorm(3*retry.DefaultBudgetBurst, "payments", hinted(time.Minute), epoch)
+			ds := decideStorm(3*burst, "payments", hinted(time.Minute), epoch)
 			seen := map[time.Time]int{}
 			for _, d := range ds {
 				seen[d.At]++
 			}
-			Expect(seen[epoch.Add(time.Minute)]).To(Equal(retry.DefaultBudgetBurst), "only a burst comes back at the hinted instant")
-			Expect(seen).To(HaveLen(1+2*retry.DefaultBudgetBurst), "the rest come back one per refill")
+			Expect(seen).To(Equal(map[time.Time]int{
+				epoch.Add(time.Minute):          burst,
+				epoch.Add(time.Minute + slot):   burst,
+				epoch.Add(time.Minute + 2*slot): burst,
+			}), "only a burst comes back at the hinted instant, the rest a burst per slot")
 		})
 
 		It("is skipped when disabled", func() {
@@ -384,6 +491,7 @@ var _ = Describe("Policy.Decide", func() {
 			}
 			Expect(p.Stats().BudgetDelayed).To(BeZero())
 			Expect(p.Stats().Dependencies).To(BeZero())
+			Expect(p.CalendarLen("payments")).To(BeZero())
 		})
 
 		It("is not spent by dead letters and releases", func() {
@@ -392,7 +500,18 @@ var _ = Describe("Policy.Decide", func() {
 				p.Decide(attempt(1), failure(classify.Canceled), epoch)
 				p.Decide(attempt(retry.DefaultMaxAttempts), failure(classify.Transient), epoch)
 			}
-			Expect(decideStorm(retry.DefaultBudgetBurst, "payments", hinted(hint), epoch)).To(HaveEach(BeDecision(retry.Retry, retry.RetryAfterHint)))
+			Expect(p.CalendarLen("payments")).To(BeZero())
+			Expect(decideStorm(burst, "payments", hinted(hint), epoch)).To(HaveEach(BeDecision(retry.Retry, retry.RetryAfterHint)))
+		})
+
+		It("pushes a retry decided with an earlier now than the latest into the latest slot, and counts it there", func() {
+			decideStorm(1, "payments", hinted(time.Millisecond), epoch.Add(3*time.Second))
+			// A racing caller still on t=0: its retry due at 1s is in a slot
+			// that has ended, so it runs at the start of the current one.
+			ds := decideStorm(burst, "payments", hinted(time.Second), epoch)
+			Expect(ds).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
+			Expect(runTimes(ds[:burst-1])).To(HaveEach(epoch.Add(3 * time.Second)))
+			Expect(ds[burst-1].At).To(Equal(epoch.Add(4 * time.Second)))
 		})
 
 		It("forgets idle dependencies, so distinct names cannot grow it without bound", func() {
@@ -404,6 +523,31 @@ var _ = Describe("Policy.Decide", func() {
 				}
 			}
 			Expect(p.Stats().Dependencies).To(And(BeNumerically(">=", wave), BeNumerically("<=", 2*wave+64)))
+		})
+
+		It("decides without allocating once its calendars have grown, in a storm or not", func() {
+			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{MaxWait: 10 * time.Second}}, 3)
+			deps := []string{"payments", "email", "search"}
+			now, i := epoch, 0
+			decide := func(step time.Duration) func() {
+				return func() {
+					c := failure(classify.Transient)
+					if i%3 == 0 {
+						c = hinted(hint)
+					}
+					p.Decide(retry.Attempt{Dependency: deps[i%3], Attempts: 1 + i%2}, c, now)
+					now = now.Add(step)
+					i++
+				}
+			}
+			for _, step := range []time.Duration{time.Millisecond, 30 * time.Millisecond} {
+				warm := decide(step)
+				for range 50_000 {
+					warm()
+				}
+				Expect(testing.AllocsPerRun(10_000, decide(step))).To(BeZero(), "a failure every %v", step)
+			}
+			Expect(p.Stats().BudgetExceeded).NotTo(BeZero(), "the storm overflowed the budget")
 		})
 
 		It("schedules a storm identically whether it comes from one goroutine or many", func() {
@@ -423,10 +567,10 @@ var _ = Describe("Policy.Decide", func() {
 			slices.SortFunc(all, time.Time.Compare)
 			Expect(all).To(HaveLen(workers * each))
 			for i, at := range all {
-				pushed := time.Duration(max(0, i-retry.DefaultBudgetBurst+1)) * retry.DefaultBudgetRefill
-				Expect(at).To(Equal(epoch.Add(hint+pushed)), "retry %d in time order", i)
+				Expect(at).To(Equal(epoch.Add(hint+time.Duration(i/burst)*slot)), "retry %d in time order", i)
 			}
 			Expect(p.Stats().Decisions).To(BeEquivalentTo(workers * each))
+			Expect(p.Stats().BudgetExceeded).To(BeZero())
 		})
 	})
 
@@ -487,9 +631,10 @@ var _ = Describe("Policy.Decide", func() {
 	})
 })
 
-// expectWithinBudget checks the budget's guarantee on the retry times of one
-// dependency: in any window of length w, at most burst + w/refill retries.
-func expectWithinBudget(ats []time.Time, burst int, refill time.Duration) {
+// expectWithinBudget checks the budget's guarantee on the run times of one
+// dependency's retries: at most burst in any slot of width, aligned to
+// origin.
+func expectWithinBudget(ats []time.Time, origin time.Time, width time.Duration, burst int) {
 	GinkgoHelper()
-	Expect(budgetViolation(ats, burst, refill)).To(BeEmpty())
+	Expect(slotViolation(ats, origin, width, burst)).To(BeEmpty())
 }

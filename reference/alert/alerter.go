@@ -114,6 +114,10 @@ type alertState struct {
 	// receiver: a waiting duplicate of a page just delivered is dropped.
 	lastDelivered map[string]time.Time
 	resolveTimer  clock.Timer
+	// lastJob and deadLettered describe a job-failure alert's latest
+	// failure; its summary is rendered from them when it goes out.
+	lastJob      JobRef
+	deadLettered bool
 	// outsideOutage says some occurrence came while the alert's dependency
 	// had no open breaker.
 	outsideOutage bool
@@ -200,39 +204,72 @@ func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 // latest jobs; it resolves after DedupWindow without a new failure.
 func (a *Alerter) JobFailed(f Failure) {
 	now := a.clk.Now()
-	labels := Labels{
-		LabelAlertName:  NameJobFailed,
-		LabelTask:       f.Task,
-		LabelClass:      f.Class.String(),
-		LabelDependency: f.Dependency,
-		LabelSource:     f.Source.String(),
-		LabelSeverity:   f.Severity.String(),
-	}
-	for k, v := range f.Labels {
-		if _, builtin := labels[k]; !builtin {
-			labels[k] = v
-		}
-	}
 	job := JobRef{ID: f.JobID, Task: f.Task, Attempts: f.Attempts, Class: f.Class, At: now,
 		Error: a.cfg.Redactor.String(f.Err), Fields: a.cfg.Redactor.Fields(f.Fields)}
-	verb := "failed"
-	if f.DeadLettered {
-		verb = "dead-lettered"
-	}
-	summary := fmt.Sprintf("%s job %s %s on %s: %s", f.Task, f.JobID, verb, orNone(f.Dependency), job.Error)
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	fp := fingerprint(labels, a.cfg.FingerprintLabels)
-	al := a.occurLocked(fp, NameJobFailed, f.Severity, labels, summary, now)
+	// The labels map is built only for a new alert: a repeat occurrence, the
+	// common case in a failure storm, costs a fingerprint and a lookup.
+	var b strings.Builder
+	for i, k := range a.cfg.FingerprintLabels {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(failureLabel(&f, k))
+	}
+	fp := b.String()
+	var labels Labels
+	if a.alerts[fp] == nil {
+		labels = Labels{
+			LabelAlertName:  NameJobFailed,
+			LabelTask:       f.Task,
+			LabelClass:      f.Class.String(),
+			LabelDependency: f.Dependency,
+			LabelSource:     f.Source.String(),
+			LabelSeverity:   f.Severity.String(),
+		}
+		for k, v := range f.Labels {
+			if _, builtin := labels[k]; !builtin {
+				labels[k] = v
+			}
+		}
+	}
+	al := a.occurLocked(fp, NameJobFailed, f.Severity, labels, "", now)
 	al.event = true
-	al.a.Jobs = append(al.a.Jobs, job)
-	if extra := len(al.a.Jobs) - a.cfg.MaxJobsPerAlert; extra > 0 {
-		al.a.Jobs = slices.Delete(al.a.Jobs, 0, extra)
+	al.lastJob = job
+	al.deadLettered = f.DeadLettered
+	if len(al.a.Jobs) == a.cfg.MaxJobsPerAlert {
+		copy(al.a.Jobs, al.a.Jobs[1:])
+		al.a.Jobs[len(al.a.Jobs)-1] = job
+	} else {
+		al.a.Jobs = append(al.a.Jobs, job)
 	}
 	if al.resolveTimer == nil {
 		a.armResolveLocked(al, now)
 	}
+}
+
+// failureLabel returns the value of label k for a failure, as JobFailed's
+// labels map would hold it.
+func failureLabel(f *Failure, k string) string {
+	switch k {
+	case LabelAlertName:
+		return NameJobFailed
+	case LabelTask:
+		return f.Task
+	case LabelClass:
+		return f.Class.String()
+	case LabelDependency:
+		return f.Dependency
+	case LabelSource:
+		return f.Source.String()
+	case LabelSeverity:
+		return f.Severity.String()
+	}
+	return f.Labels[k]
 }
 
 // Raise reports that a condition holds. Raising a firing condition again only
@@ -338,7 +375,7 @@ func (a *Alerter) occurLockedTo(fp, name string, sev classify.Severity, labels L
 	a.stats.Occurrences++
 	al := a.alerts[fp]
 	defer func() {
-		if !a.open[labels[LabelDependency]] {
+		if !a.open[al.a.Labels[LabelDependency]] {
 			al.outsideOutage = true
 		}
 	}()
@@ -346,7 +383,9 @@ func (a *Alerter) occurLockedTo(fp, name string, sev classify.Severity, labels L
 		a.stats.Deduplicated++
 		al.a.Count++
 		al.a.LastSeen = now
-		al.a.Summary = summary
+		if summary != "" {
+			al.a.Summary = summary
+		}
 		al.a.Severity = max(al.a.Severity, sev)
 		if al.a.Status == Resolved {
 			// Resolved and back before anyone was told: one alert.
@@ -586,6 +625,14 @@ func (a *Alerter) mutableLocked(al *alertState) bool {
 func (al *alertState) snapshot() Alert {
 	s := al.a
 	s.Jobs = slices.Clone(al.a.Jobs)
+	if al.event {
+		verb := "failed"
+		if al.deadLettered {
+			verb = "dead-lettered"
+		}
+		j := al.lastJob
+		s.Summary = fmt.Sprintf("%s job %s %s on %s: %s", j.Task, j.ID, verb, orNone(al.a.Labels[LabelDependency]), j.Error)
+	}
 	return s
 }
 

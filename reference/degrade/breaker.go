@@ -61,9 +61,10 @@ const (
 	// ReasonFailureRate: the failure rate over the rolling window reached
 	// FailureRatePercent with at least MinThroughput calls.
 	ReasonFailureRate = "failure-rate"
-	// ReasonForced: a failure of one of the ForceOpenClasses.
+	// ReasonForced: a failure of one of the ForceOpenClasses from one of the
+	// CountedSources.
 	ReasonForced = "forced"
-	// ReasonProbeFailed: a probe failed with a counted class.
+	// ReasonProbeFailed: a probe failed with a counted failure.
 	ReasonProbeFailed = "probe-failed"
 	// ReasonProbeTimeout: a probe was not recorded within ProbeTimeout.
 	ReasonProbeTimeout = "probe-timeout"
@@ -97,22 +98,29 @@ const (
 // Outcome is the result of a permitted call, made with Success, Failure or
 // Canceled. The zero Outcome is neutral, like Canceled.
 type Outcome struct {
-	kind  outcomeKind
-	class classify.Class
+	kind   outcomeKind
+	class  classify.Class
+	source classify.Source
 }
 
 // Success is the outcome of a call the dependency served.
 func Success() Outcome { return Outcome{kind: outcomeSuccess} }
 
-// Failure is the outcome of a failed call of class c. Only failures of the
-// breaker's CountedClasses count against the dependency; the others (a
-// declined card, classify.None) are tallied as ignored and are otherwise
-// neutral. Failure(classify.Canceled) is Canceled().
-func Failure(c classify.Class) Outcome {
-	if c == classify.Canceled {
+// Failure is the outcome of a failed call, given the classifier's whole
+// verdict on its error: what the failure means (its Class) and where it came
+// from (its Source). A failure counts against the dependency only if its class
+// is one of the breaker's CountedClasses and its source one of its
+// CountedSources, and forces the breaker open only if its class is one of the
+// ForceOpenClasses and its source is counted: a permission error on a local
+// file (critical, from the worker's own system) says nothing about the
+// payment gateway. Failures that do not count (a declined card, a handler
+// bug, a verdict with no source) are tallied as ignored and are otherwise
+// neutral. A verdict of class classify.Canceled gives Canceled().
+func Failure(c classify.Classification) Outcome {
+	if c.Class == classify.Canceled {
 		return Canceled()
 	}
-	return Outcome{kind: outcomeFailure, class: c}
+	return Outcome{kind: outcomeFailure, class: c.Class, source: c.Source}
 }
 
 // Canceled is the outcome of a call that was stopped (a shutdown, a lost
@@ -120,13 +128,13 @@ func Failure(c classify.Class) Outcome {
 // releases a probe slot and counts nothing.
 func Canceled() Outcome { return Outcome{kind: outcomeNeutral} }
 
-// String returns "success", "canceled" or "failure(<class>)".
+// String returns "success", "canceled" or "failure(<class>/<source>)".
 func (o Outcome) String() string {
 	switch o.kind {
 	case outcomeSuccess:
 		return "success"
 	case outcomeFailure:
-		return "failure(" + o.class.String() + ")"
+		return "failure(" + o.class.String() + "/" + o.source.String() + ")"
 	default:
 		return "canceled"
 	}
@@ -173,8 +181,9 @@ type Stats struct {
 	// CountedFailures counts failures that counted against the dependency,
 	// probe timeouts included.
 	CountedFailures uint64
-	// IgnoredFailures counts failures of classes that do not count (a
-	// declined card).
+	// IgnoredFailures counts failures that do not count against the
+	// dependency: an uncounted class (a declined card) or an uncounted source
+	// (a local permission error, a handler bug).
 	IgnoredFailures uint64
 	// Canceled counts neutral outcomes.
 	Canceled uint64
@@ -184,7 +193,8 @@ type Stats struct {
 	Stale uint64
 	// ProbeTimeouts counts probes released by ProbeTimeout.
 	ProbeTimeouts uint64
-	// ForcedOpens counts trips caused by one of the ForceOpenClasses.
+	// ForcedOpens counts trips caused by one of the ForceOpenClasses (from
+	// one of the CountedSources).
 	ForcedOpens uint64
 }
 
@@ -205,6 +215,9 @@ type probe struct {
 // numClasses bounds the class lookup tables.
 const numClasses = int(classify.Canceled) + 1
 
+// numSources bounds the source lookup table.
+const numSources = int(classify.Dependency) + 1
+
 // rampScale is the fixed-point unit of the ramp-up share: parts per million.
 const rampScale = 1_000_000
 
@@ -218,6 +231,7 @@ type Breaker struct {
 	clk         clock.Clock
 	counted     [numClasses]bool
 	force       [numClasses]bool
+	countedSrc  [numSources]bool
 	epoch       time.Time
 	bucketWidth time.Duration
 	maxLevel    int
@@ -274,6 +288,7 @@ func NewBreaker(cfg BreakerConfig, clk clock.Clock) (*Breaker, error) {
 	now := clk.Now()
 	cfg.CountedClasses = append([]classify.Class(nil), cfg.CountedClasses...)
 	cfg.ForceOpenClasses = append([]classify.Class(nil), cfg.ForceOpenClasses...)
+	cfg.CountedSources = append([]classify.Source(nil), cfg.CountedSources...)
 	b := &Breaker{
 		cfg:         cfg,
 		clk:         clk,
@@ -288,6 +303,9 @@ func NewBreaker(cfg BreakerConfig, clk clock.Clock) (*Breaker, error) {
 	}
 	for _, c := range cfg.ForceOpenClasses {
 		b.force[c] = true
+	}
+	for _, s := range cfg.CountedSources {
+		b.countedSrc[s] = true
 	}
 	b.maxLevel = levelCap(cfg.OpenDuration, cfg.MaxOpenDuration, cfg.BackoffFactor)
 	return b, nil
@@ -376,18 +394,30 @@ func (b *Breaker) Allow() (Permit, error) {
 // ignored.
 //
 // In Closed, a success resets the run of consecutive failures, a counted
-// failure extends it, and both enter the rolling window. A failure of an
-// uncounted class (a declined card) is neutral: it neither extends nor resets
-// the run and does not enter the window, so however many cards are declined
-// the breaker neither trips nor forgets real trouble. In HalfOpen every
-// outcome releases the probe's slot; a success counts towards closing, a
-// counted failure re-opens, and the rest are neutral.
+// failure extends it, and both enter the rolling window. A failure that does
+// not count (an uncounted class, such as a declined card, or an uncounted
+// source, such as the worker's own host) is neutral: it neither extends nor
+// resets the run and does not enter the window, so however many cards are
+// declined the breaker neither trips nor forgets real trouble. In HalfOpen
+// every outcome releases the probe's slot; a success counts towards closing,
+// a counted failure re-opens, and the rest are neutral.
 func (b *Breaker) Record(p Permit, o Outcome) {
 	now := b.clk.Now()
 	b.mu.Lock()
 	now = b.seenLocked(now)
 	b.recordLocked(now, p, o)
 	b.unlockAndDeliver()
+}
+
+// freeProbeSlots returns the breaker's state and, when it is HalfOpen, how
+// many probe slots are free: what a Fallback may supply from its batch queue.
+func (b *Breaker) freeProbeSlots() (State, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != HalfOpen {
+		return b.state, 0
+	}
+	return b.state, b.cfg.HalfOpenProbes - len(b.probes)
 }
 
 // seenLocked returns now, or the latest time already seen if that is later.
@@ -481,8 +511,11 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		b.consecutive = 0
 		b.bucketLocked(now).calls++
 	case outcomeFailure:
-		forced := b.classIn(&b.force, o.class)
-		if !forced && !b.classIn(&b.counted, o.class) {
+		// The source gates both: trouble on the worker's own host or in the
+		// job's data neither counts nor forces the breaker open.
+		src := int(o.source) < len(b.countedSrc) && b.countedSrc[o.source]
+		forced := src && b.classIn(&b.force, o.class)
+		if !forced && !(src && b.classIn(&b.counted, o.class)) {
 			b.stats.IgnoredFailures++
 			return
 		}

@@ -43,12 +43,12 @@ var _ = Describe("Breaker", func() {
 	Describe("tripping from closed", func() {
 		It("trips on ConsecutiveFailures counted failures in a row", func() {
 			b := build()
-			fail(b, 4, classify.Transient)
+			fail(b, 4, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Closed))
 			Expect(call(b, degrade.Success())).To(BeTrue()) // resets the run
-			fail(b, 4, classify.RateLimited)
+			fail(b, 4, rateLimited)
 			Expect(b.State()).To(Equal(degrade.Closed))
-			fail(b, 1, classify.Indeterminate)
+			fail(b, 1, gatewayTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 			Expect(rec.got).To(HaveLen(1))
 			Expect(rec.got[0]).To(Equal(degrade.Transition{
@@ -66,13 +66,13 @@ var _ = Describe("Breaker", func() {
 			for i := range 19 {
 				o := degrade.Success()
 				if i%2 == 0 {
-					o = degrade.Failure(classify.Transient)
+					o = degrade.Failure(netTimeout)
 				}
 				Expect(call(b, o)).To(BeTrue())
 			}
 			Expect(b.State()).To(Equal(degrade.Closed))
 			// The 20th call, a failure: 11/20 = 55% >= 50%.
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonFailureRate))
 		})
@@ -85,12 +85,12 @@ var _ = Describe("Breaker", func() {
 			for range 13 {
 				call(b, degrade.Success())
 			}
-			fail(b, 7, classify.Transient)
+			fail(b, 7, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Closed))
 			// One more failure: 8/21 = 38%; and another: 9/22 = 40.9%.
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Closed))
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 		})
 
@@ -103,7 +103,7 @@ var _ = Describe("Breaker", func() {
 				for i := range 15 {
 					o := degrade.Success()
 					if i%5 >= 2 {
-						o = degrade.Failure(classify.Transient)
+						o = degrade.Failure(netTimeout)
 					}
 					call(b, o)
 				}
@@ -115,7 +115,7 @@ var _ = Describe("Breaker", func() {
 				Expect(b.State()).To(Equal(degrade.Closed), "call %d", i)
 				o := degrade.Success()
 				if i%5 >= 2 {
-					o = degrade.Failure(classify.Transient)
+					o = degrade.Failure(netTimeout)
 				}
 				call(b, o)
 			}
@@ -129,20 +129,20 @@ var _ = Describe("Breaker", func() {
 			for i := range 20 {
 				o := degrade.Success()
 				if i%2 == 1 {
-					o = degrade.Failure(classify.Transient)
+					o = degrade.Failure(netTimeout)
 				}
 				call(b, o)
 			}
 			Expect(b.State()).To(Equal(degrade.Open))
 			untilHalfOpen(b, clk) // 5s: the trip's bucket is still inside the 10s window
 			probeSucceed(b, 3)
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Closed))
 		})
 
 		It("never trips on declined cards, however many", func() {
 			b := build()
-			fail(b, 10_000, classify.Permanent)
+			fail(b, 10_000, declined)
 			Expect(b.State()).To(Equal(degrade.Closed))
 			s := b.Stats()
 			Expect(s.IgnoredFailures).To(Equal(uint64(10_000)))
@@ -152,31 +152,31 @@ var _ = Describe("Breaker", func() {
 
 		It("treats declined cards as neutral: they do not reset a run of counted failures", func() {
 			b := build()
-			fail(b, 4, classify.Transient)
-			fail(b, 100, classify.Permanent)
+			fail(b, 4, netTimeout)
+			fail(b, 100, declined)
 			Expect(b.State()).To(Equal(degrade.Closed))
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 		})
 
 		It("treats a cancellation as neutral", func() {
 			b := build()
-			fail(b, 4, classify.Transient)
+			fail(b, 4, netTimeout)
 			for range 10 {
 				call(b, degrade.Canceled())
-				call(b, degrade.Failure(classify.Canceled))
-				call(b, degrade.Failure(classify.None))
+				call(b, degrade.Failure(shutdown))
+				call(b, degrade.Failure(classify.Classification{}))
 			}
 			Expect(b.State()).To(Equal(degrade.Closed))
 			Expect(b.Stats().Canceled).To(Equal(uint64(20)))
 			Expect(b.Stats().IgnoredFailures).To(Equal(uint64(10)))
-			fail(b, 1, classify.Transient)
+			fail(b, 1, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 		})
 
 		It("opens at once on a critical failure", func() {
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			Expect(b.State()).To(Equal(degrade.Open))
 			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonForced))
 			Expect(b.Stats().ForcedOpens).To(Equal(uint64(1)))
@@ -185,9 +185,9 @@ var _ = Describe("Breaker", func() {
 		It("counts a critical failure like any other when forced opening is off", func() {
 			cfg.ForceOpenClasses = []classify.Class{}
 			b := build()
-			fail(b, 4, classify.Critical)
+			fail(b, 4, unauthorized)
 			Expect(b.State()).To(Equal(degrade.Closed))
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			Expect(b.State()).To(Equal(degrade.Open))
 			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonConsecutiveFailures))
 		})
@@ -195,15 +195,15 @@ var _ = Describe("Breaker", func() {
 		It("counts only the configured classes", func() {
 			cfg.CountedClasses = []classify.Class{classify.Transient}
 			b := build()
-			fail(b, 50, classify.RateLimited)
+			fail(b, 50, rateLimited)
 			Expect(b.State()).To(Equal(degrade.Closed))
-			fail(b, 5, classify.Transient)
+			fail(b, 5, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 		})
 
 		It("rejects with ErrOpen while open, allocating nothing", func() {
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			_, err := b.Allow()
 			Expect(err).To(MatchError(degrade.ErrOpen))
 			allocs := testing.AllocsPerRun(100, func() { _, _ = b.Allow() })
@@ -212,10 +212,151 @@ var _ = Describe("Breaker", func() {
 		})
 	})
 
+	Describe("weighing a failure by its class and its source", func() {
+		// succeed makes n successful calls.
+		succeed := func(b *degrade.Breaker, n int) {
+			GinkgoHelper()
+			for range n {
+				Expect(call(b, degrade.Success())).To(BeTrue())
+			}
+		}
+
+		It("does not open on a critical failure from the worker's own system (a local EACCES) after successes", func() {
+			b := build()
+			succeed(b, 10)
+			fail(b, 1, localPermission)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			Expect(rec.got).To(BeEmpty())
+			// Nor does it count toward a trip, however many.
+			fail(b, 50, localPermission)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			s := b.Stats()
+			Expect(s.IgnoredFailures).To(Equal(uint64(51)))
+			Expect(s.CountedFailures).To(BeZero())
+			Expect(s.ForcedOpens).To(BeZero())
+		})
+
+		It("opens at once on a critical failure from the dependency's auth (a 401) after successes", func() {
+			b := build()
+			succeed(b, 10)
+			fail(b, 1, unauthorized)
+			Expect(b.State()).To(Equal(degrade.Open))
+			Expect(rec.got).To(HaveLen(1))
+			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonForced))
+			Expect(b.Stats().ForcedOpens).To(Equal(uint64(1)))
+		})
+
+		It("does not count a transient failure from the worker's own system (a handler bug) toward a trip", func() {
+			cfg.ConsecutiveFailures = 3
+			cfg.MinThroughput = 5
+			b := build()
+			fail(b, 2, netTimeout)
+			// Neither the run of consecutive failures nor the failure rate
+			// (it would be 102/102 calls) sees them...
+			fail(b, 100, handlerBug)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			Expect(b.Stats().IgnoredFailures).To(Equal(uint64(100)))
+			// ...and they are neutral: the run of two network failures is
+			// still there.
+			fail(b, 1, netTimeout)
+			Expect(b.State()).To(Equal(degrade.Open))
+			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonConsecutiveFailures))
+		})
+
+		It("counts a transient failure from the network toward a trip", func() {
+			b := build()
+			succeed(b, 10)
+			fail(b, 4, netTimeout)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			fail(b, 1, netTimeout)
+			Expect(b.State()).To(Equal(degrade.Open))
+			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonConsecutiveFailures))
+			Expect(b.Stats().CountedFailures).To(Equal(uint64(5)))
+		})
+
+		It("counts the dependency's own answers and failures on the way to it alike", func() {
+			b := build()
+			fail(b, 1, netTimeout)
+			fail(b, 1, serverError)
+			fail(b, 1, rateLimited)
+			fail(b, 1, gatewayTimeout)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			fail(b, 1, netTimeout)
+			Expect(b.State()).To(Equal(degrade.Open))
+		})
+
+		It("never counts a failure of the job's data, or one with no source", func() {
+			b := build()
+			badPayload := netTimeout
+			badPayload.Source = classify.Data
+			noSource := unauthorized
+			noSource.Source = classify.SourceNone
+			fail(b, 10, badPayload)
+			fail(b, 10, noSource)
+			fail(b, 10, classify.Classification{Class: classify.Critical, Source: classify.Source(200)})
+			Expect(b.State()).To(Equal(degrade.Closed))
+			Expect(b.Stats().IgnoredFailures).To(Equal(uint64(30)))
+		})
+
+		It("counts only the configured sources, and forces open only from them", func() {
+			cfg.CountedSources = []classify.Source{classify.Network}
+			b := build()
+			fail(b, 1, unauthorized)
+			fail(b, 20, serverError)
+			Expect(b.State()).To(Equal(degrade.Closed))
+			fail(b, 5, netTimeout)
+			Expect(b.State()).To(Equal(degrade.Open))
+		})
+
+		It("forces open only on the configured classes from a counted source", func() {
+			cfg.ForceOpenClasses = []classify.Class{classify.RateLimited}
+			b := build()
+			fail(b, 1, unauthorized) // counted, not forced
+			Expect(b.State()).To(Equal(degrade.Closed))
+			fail(b, 1, rateLimited)
+			Expect(b.State()).To(Equal(degrade.Open))
+			Expect(rec.got[0].Reason).To(Equal(degrade.ReasonForced))
+		})
+
+		It("in half-open, frees the slot of a probe that failed on the worker's own system without re-opening", func() {
+			b := build()
+			fail(b, 1, unauthorized)
+			untilHalfOpen(b, clk)
+			p, err := b.Allow()
+			Expect(err).NotTo(HaveOccurred())
+			b.Record(p, degrade.Failure(localPermission))
+			Expect(b.State()).To(Equal(degrade.HalfOpen))
+			Expect(b.OutstandingProbes()).To(BeZero())
+			p, err = b.Allow()
+			Expect(err).NotTo(HaveOccurred())
+			b.Record(p, degrade.Failure(unauthorized))
+			Expect(b.State()).To(Equal(degrade.Open))
+			Expect(rec.got[len(rec.got)-1].Reason).To(Equal(degrade.ReasonForced))
+		})
+
+		It("records a failure without allocating", func() {
+			cfg.ConsecutiveFailures = 1 << 30
+			cfg.MinThroughput = 1 << 30
+			b := build()
+			allocs := testing.AllocsPerRun(1000, func() {
+				p, err := b.Allow()
+				if err == nil {
+					b.Record(p, degrade.Failure(netTimeout))
+				}
+				p, err = b.Allow()
+				if err == nil {
+					b.Record(p, degrade.Failure(localPermission))
+				}
+			})
+			Expect(allocs).To(BeZero())
+			Expect(b.State()).To(Equal(degrade.Closed))
+		})
+	})
+
 	Describe("open to half-open", func() {
 		It("happens on the clock's timer, with no calls", func() {
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			clk.Advance(5*time.Second - time.Nanosecond)
 			Expect(b.State()).To(Equal(degrade.Open))
 			clk.Advance(time.Nanosecond)
@@ -235,7 +376,7 @@ var _ = Describe("Breaker", func() {
 		BeforeEach(func() {
 			cfg.HalfOpenProbes = 2
 			b = build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			untilHalfOpen(b, clk)
 		})
 
@@ -270,7 +411,7 @@ var _ = Describe("Breaker", func() {
 			for range 4 {
 				p, err := b.Allow()
 				Expect(err).NotTo(HaveOccurred())
-				b.Record(p, degrade.Failure(classify.Transient))
+				b.Record(p, degrade.Failure(netTimeout))
 				Expect(b.State()).To(Equal(degrade.Open))
 				last := rec.got[len(rec.got)-1]
 				Expect(last.Reason).To(Equal(degrade.ReasonProbeFailed))
@@ -284,14 +425,14 @@ var _ = Describe("Breaker", func() {
 
 		It("re-opens at once on a critical probe failure", func() {
 			p, _ := b.Allow()
-			b.Record(p, degrade.Failure(classify.Critical))
+			b.Record(p, degrade.Failure(unauthorized))
 			Expect(b.State()).To(Equal(degrade.Open))
 			Expect(rec.got[len(rec.got)-1].Reason).To(Equal(degrade.ReasonForced))
 		})
 
 		It("is not re-opened by a declined card, which only frees the slot", func() {
 			p, _ := b.Allow()
-			b.Record(p, degrade.Failure(classify.Permanent))
+			b.Record(p, degrade.Failure(declined))
 			Expect(b.State()).To(Equal(degrade.HalfOpen))
 			Expect(b.OutstandingProbes()).To(BeZero())
 		})
@@ -351,11 +492,11 @@ var _ = Describe("Breaker", func() {
 			b := build()
 			old, err := b.Allow()
 			Expect(err).NotTo(HaveOccurred())
-			fail(b, 5, classify.Transient)
+			fail(b, 5, netTimeout)
 			Expect(b.State()).To(Equal(degrade.Open))
 			gen := b.Stats().Generation
 
-			b.Record(old, degrade.Failure(classify.Critical))
+			b.Record(old, degrade.Failure(unauthorized))
 			s := b.Stats()
 			Expect(s.Stale).To(Equal(uint64(1)))
 			Expect(s.ForcedOpens).To(BeZero())
@@ -363,8 +504,8 @@ var _ = Describe("Breaker", func() {
 
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
-			b.Record(old, degrade.Failure(classify.Transient))
-			b.Record(degrade.Permit{}, degrade.Failure(classify.Transient))
+			b.Record(old, degrade.Failure(netTimeout))
+			b.Record(degrade.Permit{}, degrade.Failure(netTimeout))
 			Expect(b.Stats().Stale).To(Equal(uint64(3)))
 			Expect(b.Stats().CountedFailures).To(Equal(uint64(5)))
 		})
@@ -372,7 +513,7 @@ var _ = Describe("Breaker", func() {
 		It("ignores a probe recorded twice", func() {
 			cfg.SuccessesToClose = 2
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			untilHalfOpen(b, clk)
 			p, _ := b.Allow()
 			b.Record(p, degrade.Success())
@@ -385,29 +526,29 @@ var _ = Describe("Breaker", func() {
 	Describe("hysteresis", func() {
 		It("raises the level on a trip soon after closing, and decays it per stable period", func() {
 			b := build()
-			fail(b, 1, classify.Critical) // level 0: 5s
+			fail(b, 1, unauthorized) // level 0: 5s
 			untilHalfOpen(b, clk)
 			p, _ := b.Allow()
-			b.Record(p, degrade.Failure(classify.Transient)) // level 1: 10s
+			b.Record(p, degrade.Failure(netTimeout)) // level 1: 10s
 			untilHalfOpen(b, clk)
 			p, _ = b.Allow()
-			b.Record(p, degrade.Failure(classify.Transient)) // level 2: 20s
+			b.Record(p, degrade.Failure(netTimeout)) // level 2: 20s
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			clk.Advance(30 * time.Second)
-			fail(b, 1, classify.Critical) // 30s < StablePeriod: level 3
+			fail(b, 1, unauthorized) // 30s < StablePeriod: level 3
 			Expect(rec.got[len(rec.got)-1].OpenFor).To(Equal(40 * time.Second))
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			clk.Advance(2*time.Minute + 59*time.Second) // two whole stable periods
-			fail(b, 1, classify.Critical)               // level 3-2 = 1
+			fail(b, 1, unauthorized)                    // level 3-2 = 1
 			last := rec.got[len(rec.got)-1]
 			Expect(last.Level).To(Equal(1))
 			Expect(last.OpenFor).To(Equal(10 * time.Second))
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			clk.Advance(time.Hour)
-			fail(b, 1, classify.Critical) // back to 0
+			fail(b, 1, unauthorized) // back to 0
 			Expect(rec.got[len(rec.got)-1].OpenFor).To(Equal(5 * time.Second))
 		})
 
@@ -416,11 +557,11 @@ var _ = Describe("Breaker", func() {
 			cfg.MaxOpenDuration = 3 * time.Minute
 			cfg.BackoffFactor = 1000
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			for range 3 {
 				untilHalfOpen(b, clk)
 				p, _ := b.Allow()
-				b.Record(p, degrade.Failure(classify.Transient))
+				b.Record(p, degrade.Failure(netTimeout))
 				Expect(rec.got[len(rec.got)-1].OpenFor).To(Equal(3 * time.Minute))
 			}
 			Expect(b.Stats().Level).To(Equal(1)) // the level stops where the cap is reached
@@ -450,7 +591,7 @@ var _ = Describe("Breaker", func() {
 
 		It("admits a share growing linearly from RampStartPercent to 100% over RampUp", func() {
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			closedAt := clk.Now()
@@ -465,7 +606,7 @@ var _ = Describe("Breaker", func() {
 		It("admits the first call after n at a steady 1/n share", func() {
 			cfg.RampStartPercent = 25
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			var got []bool
@@ -479,7 +620,7 @@ var _ = Describe("Breaker", func() {
 		It("is off with NoRampUp", func() {
 			cfg.RampUp = degrade.NoRampUp
 			b := build()
-			fail(b, 1, classify.Critical)
+			fail(b, 1, unauthorized)
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 3)
 			for range 100 {
@@ -496,9 +637,9 @@ var _ = Describe("Breaker", func() {
 			b := build()
 			stale, _ := b.Allow()              // admitted 1
 			call(b, degrade.Success())         // admitted 2, success 1
-			fail(b, 2, classify.Permanent)     // admitted 4, ignored 2
+			fail(b, 2, declined)               // admitted 4, ignored 2
 			call(b, degrade.Canceled())        // admitted 5, canceled 1
-			fail(b, 5, classify.Transient)     // admitted 10, counted 5 -> open
+			fail(b, 5, netTimeout)             // admitted 10, counted 5 -> open
 			b.Allow()                          // rejected open
 			b.Record(stale, degrade.Success()) // stale 1
 			untilHalfOpen(b, clk)
@@ -506,9 +647,9 @@ var _ = Describe("Breaker", func() {
 			b.Allow()                     // rejected probe limit
 			clk.Advance(10 * time.Second) // probe timeout -> open, counted 6
 			untilHalfOpen(b, clk)
-			p2, _ := b.Allow()                               // probe 2
-			b.Record(p2, degrade.Failure(classify.Critical)) // counted 7, forced -> open
-			b.Record(p, degrade.Success())                   // stale 2
+			p2, _ := b.Allow()                          // probe 2
+			b.Record(p2, degrade.Failure(unauthorized)) // counted 7, forced -> open
+			b.Record(p, degrade.Success())              // stale 2
 			untilHalfOpen(b, clk)
 			probeSucceed(b, 1) // probe 3, success 2 -> closed
 
@@ -527,8 +668,8 @@ var _ = Describe("Breaker", func() {
 	It("names its states and outcomes", func() {
 		Expect([]string{degrade.Closed.String(), degrade.Open.String(), degrade.HalfOpen.String(), degrade.State(9).String()}).
 			To(Equal([]string{"closed", "open", "half-open", "state(9)"}))
-		Expect([]string{degrade.Success().String(), degrade.Failure(classify.RateLimited).String(), degrade.Canceled().String(), degrade.Outcome{}.String()}).
-			To(Equal([]string{"success", "failure(rate-limited)", "canceled", "canceled"}))
+		Expect([]string{degrade.Success().String(), degrade.Failure(rateLimited).String(), degrade.Canceled().String(), degrade.Outcome{}.String()}).
+			To(Equal([]string{"success", "failure(rate-limited/dependency)", "canceled", "canceled"}))
 	})
 
 	It("keeps the closed hot path free of allocations", func() {

@@ -74,6 +74,15 @@ func DefaultForceOpenClasses() []classify.Class {
 	return []classify.Class{classify.Critical}
 }
 
+// DefaultCountedSources are the failure sources that mean trouble at the
+// dependency or on the way to it: the network, the dependency's own answers,
+// and its verdict on our credentials. System (the worker's own process, host
+// or configuration) and Data (the job's payload) say nothing about the
+// dependency and can never be counted.
+func DefaultCountedSources() []classify.Source {
+	return []classify.Source{classify.Network, classify.Dependency, classify.Auth}
+}
+
 // BreakerConfig configures a Breaker. The zero value of a field means its
 // default (see WithDefaults); Validate checks the result.
 type BreakerConfig struct {
@@ -82,8 +91,9 @@ type BreakerConfig struct {
 	Name string
 
 	// ConsecutiveFailures trips a closed breaker after this many counted
-	// failures in a row. Successes reset the run; failures of uncounted
-	// classes (a declined card) and cancellations leave it as it is.
+	// failures in a row. Successes reset the run; failures that do not count
+	// (an uncounted class or source: a declined card, a local permission
+	// error) and cancellations leave it as it is.
 	ConsecutiveFailures int
 	// FailureRatePercent (1-100) trips a closed breaker when counted failures
 	// are at least this share of the calls in the rolling window...
@@ -127,19 +137,30 @@ type BreakerConfig struct {
 	RampStartPercent int
 
 	// CountedClasses are the failure classes that count against the
-	// dependency. A nil slice means DefaultCountedClasses. Permanent (a
+	// dependency (when their source is one of the CountedSources). A nil
+	// slice means DefaultCountedClasses. Permanent (a
 	// declined card, bad data) and Canceled never count, and Validate rejects
 	// them here, as it rejects an empty non-nil slice (the breaker could then
 	// never trip on failures).
 	CountedClasses []classify.Class
 	// ForceOpenClasses open the breaker at once, from Closed or HalfOpen,
-	// whatever the counts. A nil slice means DefaultForceOpenClasses; an
-	// empty non-nil slice ([]classify.Class{}) turns forced opening off.
+	// whatever the counts, when the failure's source is one of the
+	// CountedSources. A nil slice means DefaultForceOpenClasses; an empty
+	// non-nil slice ([]classify.Class{}) turns forced opening off.
 	ForceOpenClasses []classify.Class
+	// CountedSources are the failure sources that count against the
+	// dependency: a failure counts only if both its class and its source are
+	// counted, and forces the breaker open only if its source is counted. A
+	// nil slice means DefaultCountedSources (Network, Dependency, Auth).
+	// System (a permission error on a local file, a bug in the handler) and
+	// Data (the job's payload) never count, and Validate rejects them here,
+	// as it rejects classify.SourceNone, unknown sources and an empty non-nil
+	// slice (the breaker could then never trip on failures).
+	CountedSources []classify.Source
 }
 
 // WithDefaults returns a copy of c with every zero field set to its default.
-// The class slices it fills are fresh copies.
+// The class and source slices it fills are fresh copies.
 func (c BreakerConfig) WithDefaults() BreakerConfig {
 	setInt(&c.ConsecutiveFailures, DefaultConsecutiveFailures)
 	setInt(&c.FailureRatePercent, DefaultFailureRatePercent)
@@ -160,6 +181,9 @@ func (c BreakerConfig) WithDefaults() BreakerConfig {
 	}
 	if c.ForceOpenClasses == nil {
 		c.ForceOpenClasses = DefaultForceOpenClasses()
+	}
+	if c.CountedSources == nil {
+		c.CountedSources = DefaultCountedSources()
 	}
 	return c
 }
@@ -203,6 +227,8 @@ func (c BreakerConfig) Validate() error {
 		return cfgErr("RampStartPercent", c.RampStartPercent, "must be between 1 and 100")
 	case c.CountedClasses != nil && len(c.CountedClasses) == 0:
 		return cfgErr("CountedClasses", "[]", "must not be empty (nil means the default)")
+	case c.CountedSources != nil && len(c.CountedSources) == 0:
+		return cfgErr("CountedSources", "[]", "must not be empty (nil means the default)")
 	}
 	for i, cl := range c.CountedClasses {
 		if err := checkClass("CountedClasses", i, cl); err != nil {
@@ -211,6 +237,11 @@ func (c BreakerConfig) Validate() error {
 	}
 	for i, cl := range c.ForceOpenClasses {
 		if err := checkClass("ForceOpenClasses", i, cl); err != nil {
+			return err
+		}
+	}
+	for i, s := range c.CountedSources {
+		if err := checkSource("CountedSources", i, s); err != nil {
 			return err
 		}
 	}
@@ -234,6 +265,24 @@ func checkClass(field string, i int, cl classify.Class) error {
 	}
 }
 
+// checkSource rejects sources that can never mean trouble with the
+// dependency.
+func checkSource(field string, i int, s classify.Source) error {
+	f := fmt.Sprintf("%s[%d]", field, i)
+	switch s {
+	case classify.Network, classify.Dependency, classify.Auth:
+		return nil
+	case classify.System:
+		return cfgErr(f, s, "a failure of the worker's own process, host or configuration says nothing about the dependency's health")
+	case classify.Data:
+		return cfgErr(f, s, "a failure of the job's own data says nothing about the dependency's health")
+	case classify.SourceNone:
+		return cfgErr(f, s, "none is not a failure source")
+	default:
+		return cfgErr(f, s, "unknown source")
+	}
+}
+
 // Defaults for FallbackConfig.
 const (
 	// DefaultBatchSize is the most jobs one drain call moves back to the main
@@ -251,8 +300,8 @@ const (
 type FallbackConfig struct {
 	// BatchSize is the most jobs one DrainBatch call may move.
 	BatchSize int
-	// DrainInterval is the time from the breaker closing to the first drain
-	// call, and between drain calls.
+	// DrainInterval is the time from the breaker closing, or going half-open,
+	// to the first drain call, and between drain calls.
 	DrainInterval time.Duration
 	// DrainTimeout bounds one DrainBatch call (its context's deadline).
 	DrainTimeout time.Duration

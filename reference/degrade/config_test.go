@@ -33,6 +33,7 @@ var _ = Describe("BreakerConfig", func() {
 			RampStartPercent:    10,
 			CountedClasses:      []classify.Class{classify.Transient, classify.RateLimited, classify.Indeterminate, classify.Critical},
 			ForceOpenClasses:    []classify.Class{classify.Critical},
+			CountedSources:      []classify.Source{classify.Network, classify.Dependency, classify.Auth},
 		}))
 		Expect(c.Validate()).To(Succeed())
 	})
@@ -80,7 +81,26 @@ var _ = Describe("BreakerConfig", func() {
 		Entry(nil, func(c *degrade.BreakerConfig) { c.CountedClasses = []classify.Class{classify.Canceled} }, "CountedClasses[0]"),
 		Entry(nil, func(c *degrade.BreakerConfig) { c.ForceOpenClasses = []classify.Class{classify.Class(99)} }, "ForceOpenClasses[0]"),
 		Entry(nil, func(c *degrade.BreakerConfig) { c.ForceOpenClasses = []classify.Class{classify.None} }, "ForceOpenClasses[0]"),
+		Entry(nil, func(c *degrade.BreakerConfig) { c.CountedSources = []classify.Source{} }, "CountedSources"),
+		Entry("the worker's own system", func(c *degrade.BreakerConfig) {
+			c.CountedSources = []classify.Source{classify.Network, classify.System}
+		}, "CountedSources[1]"),
+		Entry("the job's data", func(c *degrade.BreakerConfig) { c.CountedSources = []classify.Source{classify.Data} }, "CountedSources[0]"),
+		Entry(nil, func(c *degrade.BreakerConfig) { c.CountedSources = []classify.Source{classify.SourceNone} }, "CountedSources[0]"),
+		Entry(nil, func(c *degrade.BreakerConfig) {
+			c.CountedSources = []classify.Source{classify.Auth, classify.Dependency, classify.Source(99)}
+		}, "CountedSources[2]"),
 	)
+
+	It("accepts any non-empty subset of Network, Dependency and Auth as CountedSources", func() {
+		for _, sources := range [][]classify.Source{
+			{classify.Network}, {classify.Dependency}, {classify.Auth},
+			{classify.Auth, classify.Network}, degrade.DefaultCountedSources(),
+		} {
+			c := degrade.BreakerConfig{Name: "x", CountedSources: sources}.WithDefaults()
+			Expect(c.Validate()).To(Succeed(), "%v", sources)
+		}
+	})
 
 	It("accepts NoRampUp", func() {
 		c := degrade.BreakerConfig{Name: "x", RampUp: degrade.NoRampUp}.WithDefaults()
@@ -98,10 +118,26 @@ var _ = Describe("BreakerConfig", func() {
 		clk := clock.NewVirtual(t0)
 		b := newBreaker(degrade.BreakerConfig{CountedClasses: counted, ConsecutiveFailures: 1}, clk)
 		counted[0] = classify.RateLimited
-		fail(b, 1, classify.RateLimited)
+		fail(b, 1, rateLimited)
 		Expect(b.State()).To(Equal(degrade.Closed))
-		fail(b, 1, classify.Transient)
+		fail(b, 1, netTimeout)
 		Expect(b.State()).To(Equal(degrade.Open))
+	})
+
+	It("does not share the caller's source slice", func() {
+		sources := []classify.Source{classify.Network}
+		clk := clock.NewVirtual(t0)
+		b := newBreaker(degrade.BreakerConfig{CountedSources: sources, ConsecutiveFailures: 1}, clk)
+		sources[0] = classify.Dependency
+		fail(b, 1, serverError)
+		Expect(b.State()).To(Equal(degrade.Closed))
+		fail(b, 1, netTimeout)
+		Expect(b.State()).To(Equal(degrade.Open))
+	})
+
+	It("gives fresh default slices, so that no caller can change the default for everyone", func() {
+		degrade.DefaultCountedSources()[0] = classify.System
+		Expect(degrade.DefaultCountedSources()).To(Equal([]classify.Source{classify.Network, classify.Dependency, classify.Auth}))
 	})
 })
 

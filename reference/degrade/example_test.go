@@ -19,14 +19,24 @@ func Example() {
 		fmt.Printf("%s: %s -> %s (%s) open for %v\n", t.Breaker, t.From, t.To, t.Reason, t.OpenFor)
 	})
 
-	// A declined card says nothing about the gateway.
-	p, _ := b.Allow()
-	b.Record(p, degrade.Failure(classify.Permanent))
+	// The breaker acts on the classifier's whole verdict: what the failure
+	// means and where it came from.
+	declined := classify.Classification{Class: classify.Permanent, Severity: classify.Low, Source: classify.Data, Rule: "card-declined"}
+	localEACCES := classify.Classification{Class: classify.Critical, Severity: classify.High, Source: classify.System, Rule: "permission-denied"}
+	timeout := classify.Classification{Class: classify.Transient, Severity: classify.Medium, Source: classify.Network, Rule: "timeout"}
 
-	// Five timeouts in a row do.
+	// A declined card says nothing about the gateway, and neither does a
+	// permission error on a file of the worker's own host, critical as it is.
+	for _, v := range []classify.Classification{declined, localEACCES} {
+		p, _ := b.Allow()
+		b.Record(p, degrade.Failure(v))
+	}
+	fmt.Println(b.State())
+
+	// Five timeouts in a row on the way to the gateway do.
 	for range 5 {
 		p, _ := b.Allow()
-		b.Record(p, degrade.Failure(classify.Transient))
+		b.Record(p, degrade.Failure(timeout))
 	}
 	_, err = b.Allow()
 	fmt.Println(err)
@@ -38,6 +48,7 @@ func Example() {
 		b.Record(p, degrade.Success())
 	}
 	// Output:
+	// closed
 	// payment-gateway: closed -> open (consecutive-failures) open for 5s
 	// degrade: circuit breaker is open
 	// payment-gateway: open -> half-open (open-elapsed) open for 0s

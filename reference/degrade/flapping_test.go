@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 )
@@ -62,7 +61,7 @@ func runFlappingWith(cfg degrade.BreakerConfig, period, upFor time.Duration) fla
 			b.Record(p, degrade.Success())
 		} else {
 			run.failed++
-			b.Record(p, degrade.Failure(classify.Transient))
+			b.Record(p, degrade.Failure(netTimeout))
 		}
 	}
 	run.transitions = rec.got

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 )
@@ -33,7 +32,7 @@ var _ = Describe("State-change listeners", func() {
 			_ = b.Stats()
 			_ = b.OpenUntil()
 		})
-		fail(b, 1, classify.Critical)
+		fail(b, 1, unauthorized)
 		untilHalfOpen(b, clk)
 
 		Expect(got).To(HaveLen(2))
@@ -65,7 +64,7 @@ var _ = Describe("State-change listeners", func() {
 		})
 		b.OnStateChange(func(t degrade.Transition) { second = append(second, t) })
 
-		fail(b, 1, classify.Critical)
+		fail(b, 1, unauthorized)
 		clk.Advance(5 * time.Second) // the transition comes from the timer callback
 
 		want := []degrade.State{degrade.Open, degrade.HalfOpen, degrade.Closed}
@@ -84,7 +83,7 @@ var _ = Describe("State-change listeners", func() {
 		b.OnStateChange(rec.listen)
 		// Trip; go half-open on the timer; a probe times out on its timer
 		// (re-open, 10s); half-open again on the timer.
-		fail(b, 1, classify.Critical)
+		fail(b, 1, unauthorized)
 		clk.Advance(5 * time.Second)
 		_, err := b.Allow()
 		Expect(err).NotTo(HaveOccurred())
@@ -106,7 +105,7 @@ var _ = Describe("State-change listeners", func() {
 			}
 		})
 		b.OnStateChange(rec.listen)
-		Expect(func() { fail(b, 1, classify.Critical) }).To(PanicWith("listener bug"))
+		Expect(func() { fail(b, 1, unauthorized) }).To(PanicWith("listener bug"))
 		Expect(rec.got).To(BeEmpty())
 		clk.Advance(5 * time.Second)
 		Expect(rec.path()).To(Equal([]degrade.State{degrade.HalfOpen}))
@@ -135,7 +134,7 @@ var _ = Describe("State-change listeners", func() {
 					}
 					o := degrade.Success()
 					if (i+w)%3 != 0 { // two in three fail
-						o = degrade.Failure(classify.Transient)
+						o = degrade.Failure(netTimeout)
 					}
 					b.Record(p, o)
 				}

@@ -18,6 +18,21 @@ var allClasses = []classify.Class{
 	classify.Permanent, classify.Critical, classify.Canceled, classify.Class(200),
 }
 
+// allSources includes SourceNone and an out-of-range source, which Failure
+// accepts.
+var allSources = []classify.Source{
+	classify.SourceNone, classify.Network, classify.Data, classify.Auth,
+	classify.System, classify.Dependency, classify.Source(200),
+}
+
+// drawVerdict draws any classification Failure may be given.
+func drawVerdict(t *rapid.T) classify.Classification {
+	return classify.Classification{
+		Class:  rapid.SampledFrom(allClasses).Draw(t, "class"),
+		Source: rapid.SampledFrom(allSources).Draw(t, "source"),
+	}
+}
+
 // drawConfig draws a valid configuration with small numbers, so that the
 // breaker visits every state within a short run.
 func drawConfig(t *rapid.T) degrade.BreakerConfig {
@@ -41,6 +56,11 @@ func drawConfig(t *rapid.T) degrade.BreakerConfig {
 		ProbeTimeout:        sec("probeTimeout", 1, 20),
 		RampUp:              rapid.SampledFrom([]time.Duration{degrade.NoRampUp, time.Second, 30 * time.Second}).Draw(t, "rampUp"),
 		RampStartPercent:    rapid.IntRange(1, 100).Draw(t, "rampStart"),
+		CountedSources: rapid.SampledFrom([][]classify.Source{
+			nil,
+			{classify.Network},
+			{classify.Dependency, classify.Auth},
+		}).Draw(t, "countedSources"),
 	}
 }
 
@@ -50,6 +70,10 @@ var _ = Describe("Breaker properties", func() {
 			clk := clock.NewVirtual(t0)
 			cfg := drawConfig(t)
 			b, err := degrade.NewBreaker(cfg, clk)
+			counted := map[classify.Source]bool{}
+			for _, s := range cfg.WithDefaults().CountedSources {
+				counted[s] = true
+			}
 			if err != nil {
 				t.Fatalf("NewBreaker: %v", err)
 			}
@@ -98,18 +122,31 @@ var _ = Describe("Breaker properties", func() {
 					p := outstanding[i]
 					outstanding = append(outstanding[:i], outstanding[i+1:]...)
 					var o degrade.Outcome
+					var (
+						v      classify.Classification
+						failed bool
+					)
 					switch rapid.IntRange(0, 2).Draw(t, "outcome") {
 					case 0:
 						o = degrade.Success()
 					case 1:
-						o = degrade.Failure(rapid.SampledFrom(allClasses).Draw(t, "class"))
+						v, failed = drawVerdict(t), true
+						o = degrade.Failure(v)
 					default:
 						o = degrade.Canceled()
 					}
+					before := b.Stats()
 					b.Record(p, o)
+					// A failure from a source that is not counted (the
+					// worker's own host, the job's data, none) never counts
+					// and never moves the breaker, whatever its class.
+					if after := b.Stats(); failed && !counted[v.Source] &&
+						(after.State != before.State || after.CountedFailures != before.CountedFailures || after.ForcedOpens != before.ForcedOpens) {
+						t.Fatalf("failure %v from an uncounted source moved the breaker: %+v -> %+v", v, before, after)
+					}
 				},
 				"recordBogus": func(t *rapid.T) {
-					b.Record(degrade.Permit{}, degrade.Failure(classify.Critical))
+					b.Record(degrade.Permit{}, degrade.Failure(classify.Classification{Class: classify.Critical, Source: classify.Auth}))
 				},
 				"advance": func(t *rapid.T) {
 					clk.Advance(time.Duration(rapid.Int64Range(0, int64(30*time.Second)).Draw(t, "advance")))
@@ -166,6 +203,11 @@ var _ = Describe("Breaker properties", func() {
 			rapid.SliceOf(rapid.Map(rapid.Uint8(), func(u uint8) classify.Class { return classify.Class(u) })),
 			rapid.SliceOf(rapid.SampledFrom(allClasses)),
 		)
+		sources := rapid.OneOf(
+			rapid.Just[[]classify.Source](nil),
+			rapid.SliceOf(rapid.Map(rapid.Uint8(), func(u uint8) classify.Source { return classify.Source(u) })),
+			rapid.SliceOf(rapid.SampledFrom(allSources)),
+		)
 		rapid.Check(GinkgoT(), func(t *rapid.T) {
 			cfg := degrade.BreakerConfig{
 				Name:                rapid.SampledFrom([]string{"", "x"}).Draw(t, "name"),
@@ -185,6 +227,7 @@ var _ = Describe("Breaker properties", func() {
 				RampStartPercent:    ints.Draw(t, "rampStart"),
 				CountedClasses:      classes.Draw(t, "counted"),
 				ForceOpenClasses:    classes.Draw(t, "force"),
+				CountedSources:      sources.Draw(t, "sources"),
 			}
 			clk := clock.NewVirtual(t0)
 			b, err := degrade.NewBreaker(cfg, clk)
@@ -198,8 +241,10 @@ var _ = Describe("Breaker properties", func() {
 			// Drive the accepted breaker through every state.
 			for range 3 {
 				for _, c := range allClasses {
-					if p, err := b.Allow(); err == nil {
-						b.Record(p, degrade.Failure(c))
+					for _, s := range allSources {
+						if p, err := b.Allow(); err == nil {
+							b.Record(p, degrade.Failure(classify.Classification{Class: c, Source: s}))
+						}
 					}
 				}
 				clk.Advance(time.Duration(rapid.Int64Range(0, 1<<62).Draw(t, "advance")))

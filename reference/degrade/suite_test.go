@@ -44,13 +44,40 @@ func call(b *degrade.Breaker, o degrade.Outcome) bool {
 	return true
 }
 
-// fail makes n admitted calls that fail with class c.
-func fail(b *degrade.Breaker, n int, c classify.Class) {
+// Verdicts as the default classifier gives them (rule names from
+// classify.DefaultRules), so that each spec's failure reads as what happened.
+var (
+	// netTimeout: a timeout on the way to the dependency.
+	netTimeout = verdict(classify.Transient, classify.Medium, classify.Network, "timeout")
+	// serverError: a 5xx answer from the dependency.
+	serverError = verdict(classify.Transient, classify.Medium, classify.Dependency, "http-5xx")
+	// rateLimited: a 429 from the dependency.
+	rateLimited = verdict(classify.RateLimited, classify.Medium, classify.Dependency, "rate-limited")
+	// gatewayTimeout: the payment gateway did not answer a charge in time.
+	gatewayTimeout = verdict(classify.Indeterminate, classify.Medium, classify.Dependency, "payment-timeout")
+	// unauthorized: a 401 from the dependency, our credentials refused.
+	unauthorized = verdict(classify.Critical, classify.High, classify.Auth, "auth-status")
+	// declined: a declined card, a verdict on the job's data.
+	declined = verdict(classify.Permanent, classify.Low, classify.Data, "card-declined")
+	// localPermission: EACCES on a file on the worker's own host.
+	localPermission = verdict(classify.Critical, classify.High, classify.System, "permission-denied")
+	// handlerBug: an error no rule matches, from the worker's own code.
+	handlerBug = verdict(classify.Transient, classify.Medium, classify.System, "fallback")
+	// shutdown: the job was stopped by a shutdown.
+	shutdown = verdict(classify.Canceled, classify.Low, classify.System, "shutdown")
+)
+
+func verdict(c classify.Class, sev classify.Severity, src classify.Source, rule string) classify.Classification {
+	return classify.Classification{Class: c, Severity: sev, Source: src, Rule: rule}
+}
+
+// fail makes n admitted calls that fail with the classifier's verdict v.
+func fail(b *degrade.Breaker, n int, v classify.Classification) {
 	GinkgoHelper()
 	for i := range n {
 		p, err := b.Allow()
 		Expect(err).NotTo(HaveOccurred(), "call %d", i)
-		b.Record(p, degrade.Failure(c))
+		b.Record(p, degrade.Failure(v))
 	}
 }
 

@@ -24,7 +24,9 @@ const (
 	NameBreakerOpen          = "breaker-open"
 	NameBreakerFlapping      = "breaker-flapping"
 	NameReceiverMisconfigure = "receiver-misconfigured"
+	NameDeliveryLate         = "alert-delivery-late"
 	NameOutboxOverflow       = "alert-outbox-overflow"
+	NameAlertLimit           = "alert-limit"
 )
 
 // Failure is one job failure reported to the alerter.
@@ -34,10 +36,10 @@ type Failure struct {
 	Severity                classify.Severity
 	Source                  classify.Source
 	Attempts                int
-	// Err is the error text; it is redacted before it is kept.
+	// Err is the error text; it is redacted whenever it goes out.
 	Err string
-	// Fields is a short summary of the job's payload; it is redacted before
-	// it is kept.
+	// Fields is a short summary of the job's payload; it is redacted
+	// whenever it goes out.
 	Fields map[string]any
 	// DeadLettered says the job went to the DLQ with this failure.
 	DeadLettered bool
@@ -77,6 +79,9 @@ type Stats struct {
 	// a new one; Overflows the times an outbox was full; FailedOver the
 	// notifications copied to a secondary receiver.
 	Coalesced, Overflows, FailedOver uint64
+	// Limited counts occurrences of new fingerprints folded into the
+	// alert-limit alert because MaxAlerts alerts were held.
+	Limited uint64
 	// Pending is the number of notifications waiting in outboxes, Held those
 	// held for misconfigured receivers.
 	Pending, Held int
@@ -87,52 +92,65 @@ type Stats struct {
 // flushes, repeats, resolutions and delivery attempts run on clock timers,
 // and Sink.Send is called from those callbacks without the lock held. It is
 // safe for concurrent use.
+//
+// An alert is one instance of a fingerprint: from its first occurrence to its
+// resolution. A later occurrence after the resolution is a new alert, paged
+// again. Each route an alert takes puts it in a group of its receiver; a
+// group's notification carries its alerts that are new, due for a repeat
+// (RepeatInterval after the receiver accepted the last page), or resolved.
 type Alerter struct {
 	cfg       Config
 	clk       clock.Clock
 	log       *slog.Logger
 	receivers map[string]*Receiver
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	alerts  map[string]*alertState
-	groups  map[string]*group
-	open    map[string]bool
-	flaps   map[string]*flapState
-	outbox  map[string]*outbox
-	bad     map[string]bool
-	nextID  uint64
-	stats   Stats
-	pending int
+	mu           sync.Mutex
+	rngs         map[string]*rand.Rand
+	alerts       map[string]*alertState // the live alert of each fingerprint
+	groups       map[string]*group
+	open         map[string]bool
+	flaps        map[string]*flapState
+	outbox       map[string]*outbox
+	bad          map[string]bool // receivers refusing as misconfigured
+	late         map[string]bool // receivers past the delivery deadline
+	nextID       uint64
+	nextInstance uint64
+	stats        Stats
+	pending      int
 }
 
 type alertState struct {
-	a      Alert
-	event  bool // a job-failure alert, resolved by DedupWindow without occurrences
-	groups []*group
-	// lastDelivered is when a sink last accepted this alert firing, per
-	// receiver: a waiting duplicate of a page just delivered is dropped.
-	lastDelivered map[string]time.Time
-	resolveTimer  clock.Timer
+	a  Alert // Jobs hold raw texts: redacted when a snapshot goes out
+	id uint64
+	// event: a job-failure alert, resolved after DedupWindow of quiet.
+	event   bool
+	forced  string
+	members []*member
 	// lastJob and deadLettered describe a job-failure alert's latest
 	// failure; its summary is rendered from them when it goes out.
 	lastJob      JobRef
 	deadLettered bool
-	// outsideOutage says some occurrence came while the alert's dependency
-	// had no open breaker.
+	resolveTimer clock.Timer
+	// outsideOutage says an occurrence came while the alert's dependency had
+	// no open breaker (reset when a breaker opens: what came before is part
+	// of the outage the breaker's own alert reports).
 	outsideOutage bool
 }
 
+// member is an alert's place in one group: what that group's receiver was
+// told of it.
 type member struct {
-	al           *alertState
-	notified     bool
-	lastNotified time.Time
+	al            *alertState
+	g             *group
+	notified      bool // queued in a firing notification
+	delivered     bool // ... and accepted by the receiver
+	lastDelivered time.Time
 }
 
 type group struct {
 	key, receiver string
 	timing        Timing
-	members       map[string]*member
+	members       map[uint64]*member
 	createdAt     time.Time
 	flushed       bool
 	lastFlush     time.Time
@@ -146,12 +164,14 @@ type flapState struct {
 	timer  clock.Timer
 }
 
+// outbox is one receiver's queue of notifications, sent one at a time in
+// order.
 type outbox struct {
-	name string
-	// sending says a Send is in flight; timer is the next attempt.
-	sending bool
-	timer   clock.Timer
-	items   []*item
+	name        string
+	sending     bool
+	timer       clock.Timer
+	items       []*item
+	overflowing bool
 	// byFP indexes the waiting (not in flight) items by the fingerprints
 	// they carry, for coalescing.
 	byFP map[string]*item
@@ -159,17 +179,18 @@ type outbox struct {
 
 type item struct {
 	n          Notification
-	repeat     time.Duration
 	queuedAt   time.Time
-	failover   clock.Timer
+	deadline   clock.Timer
 	inFlight   bool
 	done       bool
 	failedOver bool
 	isCopy     bool
 }
 
-// New returns an alerter for cfg (defaults applied) on clk, drawing delivery
-// jitter from rng. It fails with a *ConfigError naming an invalid field.
+// New returns an alerter for cfg (defaults applied) on clk. Delivery jitter
+// is drawn from one stream per receiver, each seeded from rng in the order
+// the receivers are configured, so a fault at one receiver does not shift
+// another's draws. It fails with a *ConfigError naming an invalid field.
 func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -179,14 +200,16 @@ func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 		return nil, &ConfigError{Field: "clock/rng", Reason: "an alerter needs a clock and a random source"}
 	}
 	a := &Alerter{
-		cfg: cfg, clk: clk, rng: rng, log: cfg.Logger,
+		cfg: cfg, clk: clk, log: cfg.Logger,
 		receivers: map[string]*Receiver{},
+		rngs:      map[string]*rand.Rand{},
 		alerts:    map[string]*alertState{},
 		groups:    map[string]*group{},
 		open:      map[string]bool{},
 		flaps:     map[string]*flapState{},
 		outbox:    map[string]*outbox{},
 		bad:       map[string]bool{},
+		late:      map[string]bool{},
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -195,17 +218,20 @@ func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 		r := cfg.Receivers[i]
 		a.receivers[r.Name] = &r
 		a.outbox[r.Name] = &outbox{name: r.Name, byFP: map[string]*item{}}
+		a.rngs[r.Name] = rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 	}
 	return a, nil
 }
 
-// JobFailed reports a job failure. Failures of one fingerprint (by default
-// task, class and dependency) are one alert, counted, with a sample of its
-// latest jobs; it resolves after DedupWindow without a new failure.
-func (a *Alerter) JobFailed(f Failure) {
+// JobFailed reports a job failure and returns the fingerprint of its alert.
+// Failures of one fingerprint (by default task, class and dependency) are one
+// alert, counted, with a sample of its latest jobs; it resolves after
+// DedupWindow without a new failure. The error text and payload are kept as
+// given and redacted only when they go out, so a storm of failures costs no
+// redaction.
+func (a *Alerter) JobFailed(f Failure) string {
 	now := a.clk.Now()
-	job := JobRef{ID: f.JobID, Task: f.Task, Attempts: f.Attempts, Class: f.Class, At: now,
-		Error: a.cfg.Redactor.String(f.Err), Fields: a.cfg.Redactor.Fields(f.Fields)}
+	job := JobRef{ID: f.JobID, Task: f.Task, Attempts: f.Attempts, Class: f.Class, At: now, Error: f.Err, Fields: f.Fields}
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -218,7 +244,7 @@ func (a *Alerter) JobFailed(f Failure) {
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
-		b.WriteString(failureLabel(&f, k))
+		b.WriteString(a.failureLabel(&f, k))
 	}
 	fp := b.String()
 	var labels Labels
@@ -233,11 +259,14 @@ func (a *Alerter) JobFailed(f Failure) {
 		}
 		for k, v := range f.Labels {
 			if _, builtin := labels[k]; !builtin {
-				labels[k] = v
+				labels[k] = a.cfg.Redactor.String(v)
 			}
 		}
 	}
-	al := a.occurLocked(fp, NameJobFailed, f.Severity, labels, "", now)
+	al := a.occurLocked(fp, NameJobFailed, f.Severity, labels, "", "", now)
+	if al == nil {
+		return fp
+	}
 	al.event = true
 	al.lastJob = job
 	al.deadLettered = f.DeadLettered
@@ -250,11 +279,12 @@ func (a *Alerter) JobFailed(f Failure) {
 	if al.resolveTimer == nil {
 		a.armResolveLocked(al, now)
 	}
+	return fp
 }
 
 // failureLabel returns the value of label k for a failure, as JobFailed's
 // labels map would hold it.
-func failureLabel(f *Failure, k string) string {
+func (a *Alerter) failureLabel(f *Failure, k string) string {
 	switch k {
 	case LabelAlertName:
 		return NameJobFailed
@@ -269,7 +299,7 @@ func failureLabel(f *Failure, k string) string {
 	case LabelSeverity:
 		return f.Severity.String()
 	}
-	return f.Labels[k]
+	return a.cfg.Redactor.String(f.Labels[k])
 }
 
 // Raise reports that a condition holds. Raising a firing condition again only
@@ -286,54 +316,66 @@ func (a *Alerter) Clear(name string, labels Labels) {
 	now := a.clk.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.clearLocked(signalFingerprint(name, labels), now)
+	a.clearLocked(a.signalFingerprint(name, labels), now)
 }
 
 // BreakerChanged turns a breaker transition into alerts: an opening raises a
 // breaker-open alert for the dependency and mutes its per-job warnings until
 // the breaker closes (critical alerts are never muted); Threshold openings
-// within the flapping Window raise one breaker-flapping alert instead of one
-// per opening. Register it with Breaker.OnStateChange.
+// from Closed within the flapping Window raise one breaker-flapping alert
+// instead, which stands for the dependency until a whole Window passes
+// without an opening. A failed half-open probe re-opens the breaker but is
+// not a flip: a dependency that stays down is down, not flapping. Register it
+// with Breaker.OnStateChange.
 func (a *Alerter) BreakerChanged(t degrade.Transition) {
 	now := a.clk.Now()
 	dep := t.Breaker
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	openLabels := Labels{LabelAlertName: NameBreakerOpen, LabelDependency: dep}
-	flapLabels := Labels{LabelAlertName: NameBreakerFlapping, LabelDependency: dep}
 	switch t.To {
 	case degrade.Open:
-		a.open[dep] = true
+		if !a.open[dep] {
+			a.open[dep] = true
+			// Warnings not yet paged are part of the outage now.
+			for _, al := range a.alerts {
+				if a.mutable(al) && al.a.Labels[LabelDependency] == dep && !al.anyNotified() {
+					al.outsideOutage = false
+				}
+			}
+		}
 		fs := a.flaps[dep]
 		if fs == nil {
 			fs = &flapState{}
 			a.flaps[dep] = fs
 		}
-		cut := now.Add(-a.cfg.Flapping.Window)
-		fs.opens = slices.DeleteFunc(append(fs.opens, now), func(at time.Time) bool { return !at.After(cut) })
-		if len(fs.opens) >= a.cfg.Flapping.Threshold {
-			if !fs.active {
-				fs.active = true
-				a.clearLocked(signalFingerprint(NameBreakerOpen, openLabels), now)
+		if t.From == degrade.Closed {
+			cut := now.Add(-a.cfg.Flapping.Window)
+			fs.opens = slices.DeleteFunc(append(fs.opens, now), func(at time.Time) bool { return !at.After(cut) })
+			if len(fs.opens) >= a.cfg.Flapping.Threshold || fs.active {
+				if !fs.active {
+					fs.active = true
+					a.clearLocked(a.signalFingerprint(NameBreakerOpen, Labels{LabelDependency: dep}), now)
+				}
+				a.raiseLocked(Signal{Name: NameBreakerFlapping, Severity: a.cfg.BreakerSeverity, Labels: Labels{LabelDependency: dep},
+					Summary: fmt.Sprintf("circuit breaker for %s opened %d times in %s", dep, len(fs.opens), a.cfg.Flapping.Window)}, "", now)
+				if fs.timer != nil {
+					fs.timer.Stop()
+				}
+				fs.timer = a.clk.AfterFunc(a.cfg.Flapping.Window, func() { a.flapQuiet(dep) })
 			}
-			a.raiseLocked(Signal{Name: NameBreakerFlapping, Severity: a.cfg.BreakerSeverity, Labels: flapLabels,
-				Summary: fmt.Sprintf("circuit breaker for %s opened %d times in %s", dep, len(fs.opens), a.cfg.Flapping.Window)}, "", now)
-			if fs.timer != nil {
-				fs.timer.Stop()
-			}
-			fs.timer = a.clk.AfterFunc(a.cfg.Flapping.Window, func() { a.flapQuiet(dep) })
-			return
 		}
-		a.raiseLocked(Signal{Name: NameBreakerOpen, Severity: a.cfg.BreakerSeverity, Labels: openLabels,
-			Summary: fmt.Sprintf("circuit breaker for %s is open (%s) for %s", dep, t.Reason, t.OpenFor)}, "", now)
+		if !fs.active {
+			a.raiseLocked(Signal{Name: NameBreakerOpen, Severity: a.cfg.BreakerSeverity, Labels: Labels{LabelDependency: dep},
+				Summary: fmt.Sprintf("circuit breaker for %s is open (%s)", dep, t.Reason)}, "", now)
+		}
 	case degrade.Closed:
 		a.open[dep] = false
-		a.clearLocked(signalFingerprint(NameBreakerOpen, openLabels), now)
+		a.clearLocked(a.signalFingerprint(NameBreakerOpen, Labels{LabelDependency: dep}), now)
 	}
 }
 
 // flapQuiet resolves a flapping alert once a whole window passed without an
-// opening.
+// opening; if the breaker is open then, its breaker-open alert takes over.
 func (a *Alerter) flapQuiet(dep string) {
 	now := a.clk.Now()
 	a.mu.Lock()
@@ -342,16 +384,14 @@ func (a *Alerter) flapQuiet(dep string) {
 	if fs == nil || !fs.active {
 		return
 	}
-	last := fs.opens[len(fs.opens)-1]
-	if wait := last.Add(a.cfg.Flapping.Window).Sub(now); wait > 0 {
+	if wait := fs.opens[len(fs.opens)-1].Add(a.cfg.Flapping.Window).Sub(now); wait > 0 {
 		fs.timer = a.clk.AfterFunc(wait, func() { a.flapQuiet(dep) })
 		return
 	}
-	fs.active, fs.opens, fs.timer = false, fs.opens[:0], nil
-	a.clearLocked(signalFingerprint(NameBreakerFlapping, Labels{LabelAlertName: NameBreakerFlapping, LabelDependency: dep}), now)
+	delete(a.flaps, dep)
+	a.clearLocked(a.signalFingerprint(NameBreakerFlapping, Labels{LabelDependency: dep}), now)
 	if a.open[dep] {
-		a.raiseLocked(Signal{Name: NameBreakerOpen, Severity: a.cfg.BreakerSeverity,
-			Labels:  Labels{LabelAlertName: NameBreakerOpen, LabelDependency: dep},
+		a.raiseLocked(Signal{Name: NameBreakerOpen, Severity: a.cfg.BreakerSeverity, Labels: Labels{LabelDependency: dep},
 			Summary: fmt.Sprintf("circuit breaker for %s is open", dep)}, "", now)
 	}
 }
@@ -359,73 +399,111 @@ func (a *Alerter) flapQuiet(dep string) {
 func (a *Alerter) raiseLocked(s Signal, receiver string, now time.Time) {
 	labels := Labels{LabelAlertName: s.Name, LabelSeverity: s.Severity.String()}
 	for k, v := range s.Labels {
-		labels[k] = v
+		if k != LabelAlertName {
+			labels[k] = a.cfg.Redactor.String(v)
+		}
 	}
-	a.occurLockedTo(signalFingerprint(s.Name, s.Labels), s.Name, s.Severity, labels, a.cfg.Redactor.String(s.Summary), receiver, now)
+	a.occurLocked(a.signalFingerprint(s.Name, s.Labels), s.Name, s.Severity, labels, a.cfg.Redactor.String(s.Summary), receiver, now)
 }
 
-// occurLocked records one occurrence of fingerprint fp and returns its alert.
-func (a *Alerter) occurLocked(fp, name string, sev classify.Severity, labels Labels, summary string, now time.Time) *alertState {
-	return a.occurLockedTo(fp, name, sev, labels, summary, "", now)
-}
-
-// occurLockedTo is occurLocked with the receiver forced (config alerts go to
-// a receiver's fallback, bypassing the routes) when receiver is set.
-func (a *Alerter) occurLockedTo(fp, name string, sev classify.Severity, labels Labels, summary, receiver string, now time.Time) *alertState {
+// occurLocked records one occurrence of fingerprint fp and returns its live
+// alert, creating it (with labels) if there is none. A forced receiver (config
+// alerts go to a receiver's fallback) bypasses the routes. Past MaxAlerts, a
+// new fingerprint is counted in the alert-limit alert and nil is returned.
+func (a *Alerter) occurLocked(fp, name string, sev classify.Severity, labels Labels, summary, forced string, now time.Time) *alertState {
 	a.stats.Occurrences++
 	al := a.alerts[fp]
-	defer func() {
-		if !a.open[al.a.Labels[LabelDependency]] {
-			al.outsideOutage = true
+	if al == nil && len(a.alerts) >= a.cfg.MaxAlerts && name != NameAlertLimit {
+		a.stats.Limited++
+		a.raiseLocked(Signal{Name: NameAlertLimit, Severity: classify.High,
+			Summary: fmt.Sprintf("more than %d distinct alerts at once; new ones are only counted here (a label with too many values?)", a.cfg.MaxAlerts)}, "", now)
+		return nil
+	}
+	if al == nil {
+		a.stats.Raised++
+		a.nextInstance++
+		if labels == nil {
+			labels = Labels{LabelAlertName: name}
 		}
-	}()
-	if al != nil {
+		al = &alertState{id: a.nextInstance, forced: forced, a: Alert{Fingerprint: fp, Name: name, Severity: sev, Labels: labels,
+			Summary: summary, Status: Firing, Count: 1, FirstSeen: now, LastSeen: now, instance: a.nextInstance}}
+		a.alerts[fp] = al
+		a.routeLocked(al, now)
+	} else {
 		a.stats.Deduplicated++
 		al.a.Count++
 		al.a.LastSeen = now
 		if summary != "" {
 			al.a.Summary = summary
 		}
-		al.a.Severity = max(al.a.Severity, sev)
-		if al.a.Status == Resolved {
-			// Resolved and back before anyone was told: one alert.
-			al.a.Status, al.a.ResolvedAt = Firing, time.Time{}
-		}
-		for _, g := range al.groups {
-			if m := g.members[fp]; m != nil && !m.notified {
-				a.scheduleLocked(g, now, al.a.Severity == classify.High)
+		if sev > al.a.Severity {
+			a.escalateLocked(al, sev, now)
+		} else {
+			for _, m := range al.members {
+				if !m.notified {
+					a.scheduleLocked(m.g, now, al.a.Severity == classify.High)
+				}
 			}
 		}
-		return al
 	}
-	a.stats.Raised++
-	al = &alertState{a: Alert{Fingerprint: fp, Name: name, Severity: sev, Labels: labels, Summary: summary,
-		Status: Firing, Count: 1, FirstSeen: now, LastSeen: now}}
-	a.alerts[fp] = al
-	for _, rt := range a.routesLocked(labels, sev, receiver) {
-		key := rt.receiver + groupKey(labels, rt.groupBy)
-		g := a.groups[key]
-		if g == nil {
-			g = &group{key: groupKey(labels, rt.groupBy), receiver: rt.receiver, timing: rt.timing, members: map[string]*member{}, createdAt: now}
-			a.groups[key] = g
-		} else if len(g.members) > 0 {
-			a.stats.Grouped++
-		}
-		g.members[fp] = &member{al: al}
-		al.groups = append(al.groups, g)
-		a.scheduleLocked(g, now, sev == classify.High)
+	if !a.open[al.a.Labels[LabelDependency]] {
+		al.outsideOutage = true
 	}
 	return al
 }
 
-func (a *Alerter) clearLocked(fp string, now time.Time) {
-	al := a.alerts[fp]
-	if al == nil || al.a.Status == Resolved {
-		return
+// routeLocked puts the alert in a group of every route it takes that it is
+// not in yet.
+func (a *Alerter) routeLocked(al *alertState, now time.Time) {
+	for _, rt := range a.routesLocked(al.a.Labels, al.a.Severity, al.forced) {
+		key := groupKey(al.a.Labels, rt.groupBy)
+		if slices.ContainsFunc(al.members, func(m *member) bool { return m.g.receiver == rt.receiver && m.g.key == key }) {
+			continue
+		}
+		g := a.groups[rt.receiver+key]
+		if g == nil {
+			g = &group{key: key, receiver: rt.receiver, timing: rt.timing, members: map[uint64]*member{}, createdAt: now}
+			a.groups[rt.receiver+key] = g
+		} else if len(g.members) > 0 {
+			a.stats.Grouped++
+		}
+		m := &member{al: al, g: g}
+		g.members[al.id] = m
+		al.members = append(al.members, m)
+		a.scheduleLocked(g, now, al.a.Severity == classify.High)
 	}
-	a.resolveLocked(al, now)
 }
 
+// escalateLocked raises a firing alert's severity: routes that take the new
+// severity are added, and an alert turning critical (High) is news that every
+// receiver hears within the group wait, whatever it was told before.
+func (a *Alerter) escalateLocked(al *alertState, sev classify.Severity, now time.Time) {
+	al.a.Severity = sev
+	al.a.Labels[LabelSeverity] = sev.String()
+	if sev == classify.High {
+		for _, m := range al.members {
+			m.notified = false
+		}
+	}
+	a.routeLocked(al, now)
+	for _, m := range al.members {
+		a.scheduleLocked(m.g, now, sev == classify.High)
+	}
+}
+
+func (al *alertState) anyNotified() bool {
+	return slices.ContainsFunc(al.members, func(m *member) bool { return m.notified })
+}
+
+func (a *Alerter) clearLocked(fp string, now time.Time) {
+	if al := a.alerts[fp]; al != nil {
+		a.resolveLocked(al, now)
+	}
+}
+
+// resolveLocked ends the alert: it leaves the live set at once (a new
+// occurrence is a new alert) and stays in its groups until they tell their
+// receivers.
 func (a *Alerter) resolveLocked(al *alertState, now time.Time) {
 	a.stats.Resolved++
 	al.a.Status, al.a.ResolvedAt = Resolved, now
@@ -433,8 +511,11 @@ func (a *Alerter) resolveLocked(al *alertState, now time.Time) {
 		al.resolveTimer.Stop()
 		al.resolveTimer = nil
 	}
-	for _, g := range al.groups {
-		a.scheduleLocked(g, now, false)
+	if a.alerts[al.a.Fingerprint] == al {
+		delete(a.alerts, al.a.Fingerprint)
+	}
+	for _, m := range al.members {
+		a.scheduleLocked(m.g, now, false)
 	}
 }
 
@@ -443,13 +524,11 @@ func (a *Alerter) resolveLocked(al *alertState, now time.Time) {
 // an occurrence costs no timer operation.
 func (a *Alerter) armResolveLocked(al *alertState, now time.Time) {
 	wait := al.a.LastSeen.Add(a.cfg.DedupWindow).Sub(now)
-	fp := al.a.Fingerprint
 	al.resolveTimer = a.clk.AfterFunc(max(wait, 0), func() {
 		now := a.clk.Now()
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		cur := a.alerts[fp]
-		if cur != al || al.a.Status == Resolved {
+		if al.a.Status == Resolved {
 			return
 		}
 		al.resolveTimer = nil
@@ -546,113 +625,119 @@ func (a *Alerter) flush(g *group) {
 		return
 	}
 	g.timer = nil
+	ids := make([]uint64, 0, len(g.members))
+	for id := range g.members {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(x, y uint64) int {
+		if c := strings.Compare(g.members[x].al.a.Fingerprint, g.members[y].al.a.Fingerprint); c != 0 {
+			return c
+		}
+		return cmpUint(x, y)
+	})
 	var out []Alert
 	still := 0
-	var nextRepeat time.Time
-	for _, fp := range sortedKeys(g.members) {
-		m := g.members[fp]
+	for _, id := range ids {
+		m := g.members[id]
 		al := m.al
-		switch {
-		case al.a.Status == Firing && a.inhibitedLocked(al, m):
-			a.stats.Inhibited++
-		case al.a.Status == Firing && !m.notified:
-			m.notified, m.lastNotified = true, now
-			out = append(out, al.snapshot())
-		case al.a.Status == Firing && !now.Before(m.lastNotified.Add(g.timing.RepeatInterval)):
-			m.lastNotified = now
-			a.stats.Repeats++
-			out = append(out, al.snapshot())
-		case al.a.Status == Firing:
-			still++
-		default: // resolved
-			delete(g.members, fp)
-			al.groups = slices.DeleteFunc(al.groups, func(x *group) bool { return x == g })
-			if len(al.groups) == 0 && a.alerts[fp] == al {
-				delete(a.alerts, fp)
-			}
+		if al.a.Status == Firing {
 			switch {
-			case m.notified:
-			case !al.event:
-				// A condition that cleared before its group waited out:
-				// a blip, which grouping exists to absorb.
-				continue
-			case a.mutableLocked(al) && !al.outsideOutage:
-				// Muted for its whole life by an open breaker: the
-				// breaker's own alert told the story.
-				continue
+			case a.inhibitedLocked(al, m):
+				a.stats.Inhibited++
+			case !m.notified:
+				m.notified = true
+				out = append(out, a.snapshotLocked(al, g))
+			case m.delivered && !now.Before(m.lastDelivered.Add(g.timing.RepeatInterval)):
+				m.delivered = false // the repeat's own delivery sets it again
+				a.stats.Repeats++
+				out = append(out, a.snapshotLocked(al, g))
+			default:
+				still++
 			}
-			// A job failure that resolved before it was notified still goes
-			// out, resolved: it happened, and a critical one must page.
-			out = append(out, al.snapshot())
+			continue
 		}
-		if m.notified && al.a.Status == Firing {
-			r := m.lastNotified.Add(g.timing.RepeatInterval)
-			if nextRepeat.IsZero() || r.Before(nextRepeat) {
-				nextRepeat = r
-			}
+		delete(g.members, id)
+		al.members = slices.DeleteFunc(al.members, func(x *member) bool { return x == m })
+		if !m.notified && (!al.event || (a.mutable(al) && !al.outsideOutage)) {
+			// A condition that cleared before its group waited out is a
+			// blip, which grouping exists to absorb; a warning muted for its
+			// whole life by an open breaker was told by the breaker's alert.
+			continue
 		}
+		out = append(out, a.snapshotLocked(al, g))
 	}
 	g.flushed, g.lastFlush = true, now
 	if len(out) > 0 {
-		a.enqueueLocked(g.receiver, g.key, out, still, g.timing.RepeatInterval, false, now)
+		a.enqueueLocked(g.receiver, g.key, out, still, false, now)
 	}
-	switch {
-	case len(g.members) == 0:
+	if len(g.members) == 0 {
 		delete(a.groups, g.receiver+g.key)
-	case !nextRepeat.IsZero():
-		a.flushAtLocked(g, maxTime(nextRepeat, now.Add(g.timing.GroupInterval)), now)
 	}
 }
 
 // inhibitedLocked reports whether a firing alert is muted: a job-failure
 // warning (below High) about a dependency whose breaker is open, or one never
-// notified whose every failure happened while it was open — a warning that
+// notified whose every failure came during the outage — a warning that
 // stopped with the outage is not news once it is over. Critical alerts are
 // never muted.
 func (a *Alerter) inhibitedLocked(al *alertState, m *member) bool {
-	if !a.mutableLocked(al) {
+	if !a.mutable(al) {
 		return false
 	}
 	return a.open[al.a.Labels[LabelDependency]] || (!m.notified && !al.outsideOutage)
 }
 
-// mutableLocked reports whether an alert is a warning an open breaker mutes:
-// a job failure below High.
-func (a *Alerter) mutableLocked(al *alertState) bool {
+// mutable reports whether an alert is a warning an open breaker mutes: a job
+// failure below High.
+func (a *Alerter) mutable(al *alertState) bool {
 	return al.a.Name == NameJobFailed && al.a.Severity < classify.High
 }
 
-func (al *alertState) snapshot() Alert {
+// snapshotLocked is the alert as it goes out to g's receiver: texts redacted.
+func (a *Alerter) snapshotLocked(al *alertState, g *group) Alert {
 	s := al.a
-	s.Jobs = slices.Clone(al.a.Jobs)
+	s.group = g.key
+	s.Jobs = make([]JobRef, len(al.a.Jobs))
+	for i, j := range al.a.Jobs {
+		j.Error = a.cfg.Redactor.String(j.Error)
+		if j.Fields != nil {
+			j.Fields = a.cfg.Redactor.Fields(j.Fields)
+		}
+		s.Jobs[i] = j
+	}
 	if al.event {
 		verb := "failed"
 		if al.deadLettered {
 			verb = "dead-lettered"
 		}
 		j := al.lastJob
-		s.Summary = fmt.Sprintf("%s job %s %s on %s: %s", j.Task, j.ID, verb, orNone(al.a.Labels[LabelDependency]), j.Error)
+		s.Summary = a.cfg.Redactor.String(fmt.Sprintf("%s job %s %s on %s: %s", j.Task, j.ID, verb, orNone(al.a.Labels[LabelDependency]), j.Error))
+	}
+	s.Labels = make(Labels, len(al.a.Labels))
+	for k, v := range al.a.Labels {
+		s.Labels[k] = v
 	}
 	return s
 }
 
 // enqueueLocked puts a notification in the receiver's outbox. An alert whose
-// fingerprint already waits there updates the waiting notification instead
-// of being sent twice; a full outbox folds the rest into its newest waiting
-// notification, so that no fingerprint is ever dropped, and raises an
-// overflow alert.
-func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int, repeat time.Duration, isCopy bool, now time.Time) {
+// same snapshot (same instance, same status) already waits there updates the
+// waiting one instead of being sent twice; anything else keeps its place in
+// line, so a receiver always hears firing before resolved. A full outbox
+// folds the notification into its newest waiting one, so that no
+// fingerprint is ever dropped, and raises an overflow alert.
+func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int, isCopy bool, now time.Time) {
 	ob := a.outbox[receiver]
-	fresh := alerts[:0:0]
+	var fresh []Alert
 	for _, x := range alerts {
-		if it := ob.byFP[x.Fingerprint]; it != nil && !supersedes(it, x) {
-			for i := range it.n.Alerts {
-				if it.n.Alerts[i].Fingerprint == x.Fingerprint {
-					it.n.Alerts[i] = x
-				}
+		if it := ob.byFP[x.Fingerprint]; it != nil {
+			if i := slices.IndexFunc(it.n.Alerts, func(y Alert) bool {
+				return y.Fingerprint == x.Fingerprint && y.instance == x.instance && y.Status == x.Status
+			}); i >= 0 {
+				it.n.Alerts[i] = x
+				a.stats.Coalesced++
+				continue
 			}
-			a.stats.Coalesced++
-			continue
 		}
 		fresh = append(fresh, x)
 	}
@@ -668,17 +753,21 @@ func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int
 					ob.byFP[x.Fingerprint] = it
 				}
 				a.stats.Coalesced += uint64(len(fresh))
-				a.overflowAlertLocked(receiver, now)
+				if it.failedOver {
+					a.stats.FailedOver++
+					a.enqueueLocked(a.receivers[receiver].Secondary, gkey, slices.Clone(fresh), still, true, now)
+				}
+				a.overflowLocked(ob, now)
 				return
 			}
 		}
 		// Every waiting notification is in flight: exceed the bound by one
 		// rather than lose the alerts.
-		defer a.overflowAlertLocked(receiver, now)
+		defer a.overflowLocked(ob, now)
 	}
 	a.nextID++
 	it := &item{n: Notification{ID: a.nextID, Receiver: receiver, GroupKey: gkey, Alerts: fresh, StillFiring: still, CreatedAt: now},
-		repeat: repeat, queuedAt: now, isCopy: isCopy}
+		queuedAt: now, isCopy: isCopy}
 	ob.items = append(ob.items, it)
 	for _, x := range fresh {
 		ob.byFP[x.Fingerprint] = it
@@ -686,34 +775,20 @@ func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int
 	a.stats.Notifications++
 	a.pending++
 	a.kickLocked(ob, 0)
-	if r := a.receivers[receiver]; r.Secondary != "" && !isCopy {
-		if a.bad[receiver] {
+	if !isCopy {
+		r := a.receivers[receiver]
+		if a.bad[receiver] && r.Secondary != "" {
 			a.failoverLocked(it, now)
-		} else {
-			it.failover = a.clk.AfterFunc(a.cfg.Outbox.FailoverAfter, func() { a.failoverDue(it) })
 		}
+		it.deadline = a.clk.AfterFunc(a.cfg.Outbox.FailoverAfter, func() { a.deadlinePassed(it) })
 	}
 }
 
-// supersedes reports whether x, firing, would overwrite a waiting resolved
-// notice of its fingerprint: a new firing after a resolution must not erase
-// the resolution, so it is queued on its own.
-func supersedes(it *item, x Alert) bool {
-	if x.Status != Firing {
-		return false
-	}
-	for i := range it.n.Alerts {
-		if it.n.Alerts[i].Fingerprint == x.Fingerprint {
-			return it.n.Alerts[i].Status == Resolved
-		}
-	}
-	return false
-}
-
-func (a *Alerter) overflowAlertLocked(receiver string, now time.Time) {
-	s := Signal{Name: NameOutboxOverflow, Severity: classify.High, Labels: Labels{LabelReceiver: receiver},
-		Summary: fmt.Sprintf("the outbox of receiver %s is full (%d notifications); alerts are being coalesced", receiver, a.cfg.Outbox.Capacity)}
-	a.raiseLocked(s, a.receivers[receiver].Fallback, now)
+func (a *Alerter) overflowLocked(ob *outbox, now time.Time) {
+	ob.overflowing = true
+	s := Signal{Name: NameOutboxOverflow, Severity: classify.High, Labels: Labels{LabelReceiver: ob.name},
+		Summary: fmt.Sprintf("the outbox of receiver %s is full (%d notifications); alerts are being coalesced", ob.name, a.cfg.Outbox.Capacity)}
+	a.raiseLocked(s, a.receivers[ob.name].Fallback, now)
 }
 
 // kickLocked schedules the receiver's next delivery attempt after delay,
@@ -730,30 +805,16 @@ func (a *Alerter) kickLocked(ob *outbox, delay time.Duration) {
 // timer. A receiver's notifications go out one at a time, in order: a
 // resolution is never overtaken by a later firing of the same alert, and a
 // receiver that asked to be left alone (429, Retry-After) is left alone by
-// all of them. Send runs without the lock held.
+// all of them. Send runs without the lock held, and so does OnDelivered.
 func (a *Alerter) deliverNext(recv string) {
 	a.mu.Lock()
 	ob := a.outbox[recv]
 	ob.timer = nil
-	if ob.sending {
+	if ob.sending || len(ob.items) == 0 {
 		a.mu.Unlock()
 		return
 	}
-	now := a.clk.Now()
-	var it *item
-	for len(ob.items) > 0 {
-		head := ob.items[0]
-		a.dropDeliveredLocked(head, now)
-		if len(head.n.Alerts) > 0 {
-			it = head
-			break
-		}
-		a.removeLocked(head)
-	}
-	if it == nil {
-		a.mu.Unlock()
-		return
-	}
+	it := ob.items[0]
 	it.n.Attempt++
 	it.inFlight, ob.sending = true, true
 	for _, x := range it.n.Alerts {
@@ -774,28 +835,36 @@ func (a *Alerter) deliverNext(recv string) {
 	cancel()
 
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	now = a.clk.Now()
+	now := a.clk.Now()
 	it.inFlight, ob.sending = false, false
 	if err == nil {
 		a.deliveredLocked(it, n, now)
 		a.kickLocked(ob, 0)
+		a.mu.Unlock()
+		if a.cfg.OnDelivered != nil {
+			a.cfg.OnDelivered(n, now)
+		}
 		return
 	}
+	defer a.mu.Unlock()
 	for _, x := range it.n.Alerts {
 		if ob.byFP[x.Fingerprint] == nil {
 			ob.byFP[x.Fingerprint] = it
 		}
 	}
-	a.log.Warn("alert delivery failed", "receiver", recv, "notification", n.ID, "attempt", n.Attempt, "error", err.Error())
+	msg := a.cfg.Redactor.String(err.Error())
+	a.log.Warn("alert delivery failed", "receiver", recv, "notification", n.ID, "attempt", n.Attempt, "error", msg)
 	r := a.receivers[recv]
 	var he *failure.HTTPError
 	if errors.As(err, &he) && misconfigured(he.Code) {
 		a.stats.FailedMisconfigured++
 		if !a.bad[recv] {
 			a.bad[recv] = true
+			if r.Fallback == "" {
+				a.log.Error("alert receiver refuses notifications and has no fallback to tell", "receiver", recv, "status", he.Code)
+			}
 			a.raiseLocked(Signal{Name: NameReceiverMisconfigure, Severity: classify.High, Labels: Labels{LabelReceiver: recv},
-				Summary: fmt.Sprintf("receiver %s refuses notifications (HTTP %d %s); they are held until it is fixed", recv, he.Code, a.cfg.Redactor.String(he.Body))}, r.Fallback, now)
+				Summary: fmt.Sprintf("receiver %s refuses notifications (HTTP %d %s); they are held until it is fixed", recv, he.Code, he.Body)}, r.Fallback, now)
 			if r.Secondary != "" {
 				for _, x := range ob.items {
 					if !x.failedOver && !x.isCopy {
@@ -809,7 +878,7 @@ func (a *Alerter) deliverNext(recv string) {
 	}
 	a.stats.FailedRetryable++
 	a.stats.Retried++
-	delay := a.backoffLocked(n.Attempt)
+	delay := a.backoffLocked(recv, n.Attempt)
 	if he != nil {
 		if hint, ok := classify.ParseRetryAfter(he.RetryAfterHeader(), now); ok && hint > 0 {
 			delay = min(hint, a.cfg.Outbox.MaxRetryAfter)
@@ -818,54 +887,34 @@ func (a *Alerter) deliverNext(recv string) {
 	a.kickLocked(ob, delay)
 }
 
-// dropDeliveredLocked removes from a waiting notification the firing alerts
-// its receiver accepted within their repeat interval: a repeat queued while
-// the page was still on its way is not sent twice.
-func (a *Alerter) dropDeliveredLocked(it *item, now time.Time) {
-	ob := a.outbox[it.n.Receiver]
-	it.n.Alerts = slices.DeleteFunc(it.n.Alerts, func(x Alert) bool {
-		if x.Status != Firing {
-			return false
-		}
-		al := a.alerts[x.Fingerprint]
-		if al == nil {
-			return false
-		}
-		at, ok := al.lastDelivered[it.n.Receiver]
-		if !ok || !now.Before(at.Add(it.repeat)) {
-			return false
-		}
-		a.stats.Coalesced++
-		if ob.byFP[x.Fingerprint] == it {
-			delete(ob.byFP, x.Fingerprint)
-		}
-		return true
-	})
-}
-
-// deliveredLocked records an accepted notification.
+// deliveredLocked records an accepted notification: each firing alert's
+// member learns it was delivered, and its repeat is due RepeatInterval from
+// now.
 func (a *Alerter) deliveredLocked(it *item, n Notification, now time.Time) {
 	recv := n.Receiver
 	a.stats.Sent++
 	a.stats.AlertsSent += uint64(len(n.Alerts))
 	for _, x := range n.Alerts {
-		al := a.alerts[x.Fingerprint]
-		switch {
-		case al == nil:
-		case x.Status == Firing:
-			if al.lastDelivered == nil {
-				al.lastDelivered = map[string]time.Time{}
-			}
-			al.lastDelivered[recv] = now
-		default:
-			// Told resolved: a new firing is a new page.
-			delete(al.lastDelivered, recv)
+		if x.Status != Firing {
+			continue
+		}
+		g := a.groups[recv+x.group]
+		if g == nil {
+			continue
+		}
+		if m := g.members[x.instance]; m != nil && m.notified {
+			m.delivered, m.lastDelivered = true, now
+			a.flushAtLocked(g, maxTime(now.Add(g.timing.RepeatInterval), g.lastFlush.Add(g.timing.GroupInterval)), now)
 		}
 	}
 	a.removeLocked(it)
 	if a.bad[recv] {
 		a.bad[recv] = false
-		a.clearLocked(signalFingerprint(NameReceiverMisconfigure, Labels{LabelReceiver: recv}), now)
+		a.clearLocked(a.signalFingerprint(NameReceiverMisconfigure, Labels{LabelReceiver: recv}), now)
+	}
+	if a.late[recv] && !slices.ContainsFunc(a.outbox[recv].items, func(x *item) bool { return !now.Before(x.queuedAt.Add(a.cfg.Outbox.FailoverAfter)) }) {
+		a.late[recv] = false
+		a.clearLocked(a.signalFingerprint(NameDeliveryLate, Labels{LabelReceiver: recv}), now)
 	}
 }
 
@@ -879,49 +928,66 @@ func misconfigured(code int) bool {
 	return false
 }
 
-// backoffLocked draws a full-jitter delay for the attempt-th retry.
-func (a *Alerter) backoffLocked(attempt int) time.Duration {
+// backoffLocked draws a full-jitter delay for the attempt-th retry from the
+// receiver's own stream.
+func (a *Alerter) backoffLocked(recv string, attempt int) time.Duration {
 	ceiling := a.cfg.Outbox.RetryMax
 	if shift := attempt - 1; shift < 62 {
 		if d := a.cfg.Outbox.RetryBase << shift; d > 0 && d < ceiling {
 			ceiling = d
 		}
 	}
-	return time.Duration(a.rng.Int64N(int64(ceiling) + 1))
+	return time.Duration(a.rngs[recv].Int64N(int64(ceiling) + 1))
 }
 
-func (a *Alerter) failoverDue(it *item) {
+// deadlinePassed runs FailoverAfter after a notification was made, if it is
+// still waiting: the secondary receiver gets a copy, and the fallback hears
+// that the receiver is late. Independent of the grouping timers.
+func (a *Alerter) deadlinePassed(it *item) {
 	now := a.clk.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	it.failover = nil
-	if it.done || it.failedOver {
+	it.deadline = nil
+	if it.done {
 		return
 	}
-	a.failoverLocked(it, now)
+	recv := it.n.Receiver
+	r := a.receivers[recv]
+	if r.Secondary != "" && !it.failedOver {
+		a.failoverLocked(it, now)
+	}
+	if !a.late[recv] && !a.bad[recv] { // a misconfigured receiver has its own alert
+		a.late[recv] = true
+		a.raiseLocked(Signal{Name: NameDeliveryLate, Severity: classify.High, Labels: Labels{LabelReceiver: recv},
+			Summary: fmt.Sprintf("receiver %s has not accepted notification %d in %s", recv, it.n.ID, a.cfg.Outbox.FailoverAfter)}, r.Fallback, now)
+	}
 }
 
 func (a *Alerter) failoverLocked(it *item, now time.Time) {
 	it.failedOver = true
 	a.stats.FailedOver++
 	sec := a.receivers[it.n.Receiver].Secondary
-	a.enqueueLocked(sec, it.n.GroupKey, slices.Clone(it.n.Alerts), it.n.StillFiring, it.repeat, true, now)
+	a.enqueueLocked(sec, it.n.GroupKey, slices.Clone(it.n.Alerts), it.n.StillFiring, true, now)
 }
 
 func (a *Alerter) removeLocked(it *item) {
 	it.done = true
 	ob := a.outbox[it.n.Receiver]
 	ob.items = slices.DeleteFunc(ob.items, func(x *item) bool { return x == it })
-	for fp, x := range ob.byFP {
-		if x == it {
-			delete(ob.byFP, fp)
+	for _, x := range it.n.Alerts {
+		if ob.byFP[x.Fingerprint] == it {
+			delete(ob.byFP, x.Fingerprint)
 		}
 	}
-	if it.failover != nil {
-		it.failover.Stop()
-		it.failover = nil
+	if it.deadline != nil {
+		it.deadline.Stop()
+		it.deadline = nil
 	}
 	a.pending--
+	if ob.overflowing && len(ob.items) < a.cfg.Outbox.Capacity {
+		ob.overflowing = false
+		a.clearLocked(a.signalFingerprint(NameOutboxOverflow, Labels{LabelReceiver: ob.name}), a.clk.Now())
+	}
 }
 
 // Stats returns a snapshot of the counters.
@@ -938,14 +1004,13 @@ func (a *Alerter) Stats() Stats {
 	return s
 }
 
-// Alerts returns the alerts currently known, firing or resolved and not yet
-// notified, sorted by fingerprint.
+// Alerts returns the live alerts, sorted by fingerprint, texts redacted.
 func (a *Alerter) Alerts() []Alert {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]Alert, 0, len(a.alerts))
 	for _, fp := range sortedKeys(a.alerts) {
-		out = append(out, a.alerts[fp].snapshot())
+		out = append(out, a.snapshotLocked(a.alerts[fp], &group{}))
 	}
 	return out
 }
@@ -962,11 +1027,11 @@ func (a *Alerter) Pending() []Notification {
 			out = append(out, n)
 		}
 	}
-	slices.SortFunc(out, func(x, y Notification) int { return int64Cmp(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y Notification) int { return cmpUint(x.ID, y.ID) })
 	return out
 }
 
-func int64Cmp(x, y uint64) int {
+func cmpUint(x, y uint64) int {
 	switch {
 	case x < y:
 		return -1
@@ -976,28 +1041,16 @@ func int64Cmp(x, y uint64) int {
 	return 0
 }
 
-// fingerprint joins the values of keys: "alertname=job-failed,task=charge,...".
-func fingerprint(labels Labels, keys []string) string {
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(labels[k])
-	}
-	return b.String()
-}
-
-func signalFingerprint(name string, labels Labels) string {
+// signalFingerprint is "alertname=NAME,k=v,..." over the label keys in order,
+// values redacted: fingerprints leave the process as dedup keys.
+func (a *Alerter) signalFingerprint(name string, labels Labels) string {
 	var b strings.Builder
 	b.WriteString(LabelAlertName + "=" + name)
 	for _, k := range labels.Keys() {
 		if k == LabelAlertName {
 			continue
 		}
-		b.WriteString("," + k + "=" + labels[k])
+		b.WriteString("," + k + "=" + a.cfg.Redactor.String(labels[k]))
 	}
 	return b.String()
 }

@@ -25,6 +25,7 @@ const (
 	DefaultFailoverAfter   = 2 * time.Minute
 	DefaultHeldRetry       = 5 * time.Minute
 	DefaultSendTimeout     = 10 * time.Second
+	DefaultMaxAlerts       = 10_000
 )
 
 // DefaultFingerprintLabels are the labels whose values identify a job-failure
@@ -111,9 +112,10 @@ type OutboxConfig struct {
 	RetryBase, RetryMax time.Duration
 	// MaxRetryAfter caps a receiver's Retry-After.
 	MaxRetryAfter time.Duration
-	// FailoverAfter is how long a notification may stay undelivered before
-	// it is also sent to the receiver's Secondary. It is independent of the
-	// grouping timers.
+	// FailoverAfter is the delivery deadline: a notification not accepted
+	// this long after it was made is also sent to the receiver's Secondary,
+	// and a delivery-late alert goes to its Fallback. It is independent of
+	// the grouping timers.
 	FailoverAfter time.Duration
 	// HeldRetry is how often the notifications held for a misconfigured
 	// receiver are tried again.
@@ -153,8 +155,18 @@ type Config struct {
 	BreakerSeverity classify.Severity
 	Flapping        FlapConfig
 	Outbox          OutboxConfig
-	// Redactor masks job payloads and error texts; required.
+	// MaxAlerts bounds the distinct alerts held at once (default 10,000).
+	// Past it, new fingerprints are counted in one alert-limit alert
+	// instead: a label with a value per customer cannot exhaust memory or
+	// flood the receivers.
+	MaxAlerts int
+	// Redactor masks job payloads, error texts, summaries and label values
+	// before they leave; required.
 	Redactor Redactor
+	// OnDelivered, if set, is called after a sink accepted a notification,
+	// outside the alerter's lock, on the delivering timer callback: the
+	// simulator's ledger hears of every page here.
+	OnDelivered func(n Notification, at time.Time)
 	// Logger receives delivery errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -173,6 +185,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxJobsPerAlert == 0 {
 		c.MaxJobsPerAlert = DefaultMaxJobsPerAlert
+	}
+	if c.MaxAlerts == 0 {
+		c.MaxAlerts = DefaultMaxAlerts
 	}
 	if c.BreakerSeverity == classify.SeverityNone {
 		c.BreakerSeverity = classify.High
@@ -276,11 +291,24 @@ func (c Config) Validate() error {
 	if err := checkTiming("Timing", c.Timing, false); err != nil {
 		return err
 	}
+	// A job-failure alert resolves after DedupWindow of quiet; one that
+	// resolved before its group waited out would first be heard of as
+	// resolved, and a resolve alone pages nobody.
+	if c.DedupWindow < c.Timing.GroupWait {
+		return bad("DedupWindow", "must be at least Timing.GroupWait (%s), or a failure resolves before it is paged", c.Timing.GroupWait)
+	}
+	for i, r := range c.Routes {
+		if r.Timing.GroupWait > c.DedupWindow {
+			return bad(fmt.Sprintf("Routes[%d].Timing.GroupWait", i), "must be at most DedupWindow (%s), or a failure resolves before it is paged", c.DedupWindow)
+		}
+	}
 	switch {
 	case c.DedupWindow < 0:
 		return bad("DedupWindow", "must not be negative")
 	case c.MaxJobsPerAlert < 1:
 		return bad("MaxJobsPerAlert", "must be at least 1")
+	case c.MaxAlerts < 2:
+		return bad("MaxAlerts", "must be at least 2")
 	case c.BreakerSeverity > classify.High:
 		return bad("BreakerSeverity", "not a severity (%d)", c.BreakerSeverity)
 	case c.Flapping.Threshold < 2:

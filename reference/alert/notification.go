@@ -87,6 +87,11 @@ type Alert struct {
 	ResolvedAt time.Time
 	// Jobs are the latest jobs the alert is about (a bounded sample).
 	Jobs []JobRef
+
+	// instance and group tie a snapshot to the alert it was taken of, so
+	// that a delivery is credited to the right alert.
+	instance uint64
+	group    string
 }
 
 // Notification is one message to one receiver: the alerts of one group that

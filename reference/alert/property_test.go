@@ -13,11 +13,12 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/failure"
 )
 
 var _ = Describe("Alerter properties", func() {
-	It("delivers every critical fingerprint at least once, and pages a firing one at most once per repeat interval, whatever the failures, sink errors and clock steps", func() {
+	It("pages every critical fingerprint firing at least once, and a firing one at most once per repeat interval, whatever the failures, breaker transitions, sink errors and clock steps", func() {
 		rapid.Check(GinkgoT(), func(t *rapid.T) {
 			timing := alert.Timing{GroupWait: 10 * s, GroupInterval: mn, RepeatInterval: 10 * mn}
 			clk := clock.NewVirtual(t0)
@@ -49,9 +50,15 @@ var _ = Describe("Alerter properties", func() {
 			var trail []string
 			logf := func(format string, args ...any) { trail = append(trail, fmt.Sprintf(format, args...)) }
 			critical := map[string]bool{}
+			breakerState := degrade.Closed
 			steps := rapid.IntRange(1, 120).Draw(t, "steps")
 			for i := range steps {
-				switch rapid.IntRange(0, 3).Draw(t, fmt.Sprint("op", i)) {
+				switch rapid.IntRange(0, 4).Draw(t, fmt.Sprint("op", i)) {
+				case 4:
+					to := rapid.SampledFrom([]degrade.State{degrade.Open, degrade.HalfOpen, degrade.Closed}).Draw(t, fmt.Sprint("breaker", i))
+					logf("%v: breaker gw -> %v", clk.Now().Sub(t0), to)
+					a.BreakerChanged(degrade.Transition{Breaker: "gw", From: breakerState, To: to})
+					breakerState = to
 				case 0, 1:
 					task := rapid.SampledFrom([]string{"charge", "refund", "email"}).Draw(t, fmt.Sprint("task", i))
 					dep := rapid.SampledFrom([]string{"gw", "smtp"}).Draw(t, fmt.Sprint("dep", i))
@@ -73,17 +80,23 @@ var _ = Describe("Alerter properties", func() {
 			mode = 0
 			clk.Advance(48 * time.Hour)
 
-			delivered := map[string]bool{}
+			delivered := map[string]bool{} // fingerprints paged firing
 			lastFiring := map[string]time.Duration{}
+			lastSeverity := map[string]classify.Severity{}
 			for _, d := range sink.deliveries() {
 				logf("delivered at %v: #%d attempt %d %v", d.At, d.N.ID, d.N.Attempt, d.fingerprints())
 				for _, x := range d.N.Alerts {
-					delivered[x.Fingerprint] = true
+					if x.Status == alert.Firing {
+						delivered[x.Fingerprint] = true
+					}
 					if x.Status == alert.Resolved {
 						delete(lastFiring, x.Fingerprint)
+						delete(lastSeverity, x.Fingerprint)
 						continue
 					}
-					if prev, ok := lastFiring[x.Fingerprint]; ok && d.At-prev < timing.RepeatInterval {
+					escalated := x.Severity == classify.High && lastSeverity[x.Fingerprint] < classify.High
+					lastSeverity[x.Fingerprint] = x.Severity
+					if prev, ok := lastFiring[x.Fingerprint]; ok && d.At-prev < timing.RepeatInterval && !escalated {
 						t.Fatalf("%s paged at %v and again at %v, within the repeat interval; trail:\n%s", x.Fingerprint, prev, d.At, strings.Join(trail, "\n"))
 					}
 					lastFiring[x.Fingerprint] = d.At
@@ -91,7 +104,7 @@ var _ = Describe("Alerter properties", func() {
 			}
 			for f := range critical {
 				if !delivered[f] {
-					t.Fatalf("critical %s was never delivered; pending: %d; trail:\n%s", f, len(a.Pending()), strings.Join(trail, "\n"))
+					t.Fatalf("critical %s was never paged firing; pending: %d; trail:\n%s", f, len(a.Pending()), strings.Join(trail, "\n"))
 				}
 			}
 			if p := a.Pending(); len(p) > 0 {

@@ -138,7 +138,9 @@ var _ = Describe("Alerter delivering to Slack over HTTP", func() {
 			Expect(ops.Sent()[0].Alerts[0].Summary).NotTo(ContainSubstring("SUPERSECRET"))
 
 			clk.RunUntil(t0.Add(20 * time.Minute)) // fixed after the second refusal
-			Expect(srv.accepted()).To(HaveLen(1))
+			Expect(srv.accepted()).To(HaveLen(2), "the held page, then its resolution, in that order")
+			Expect(string(srv.accepted()[0])).To(ContainSubstring(`"text":"[FIRING:1] high`))
+			Expect(string(srv.accepted()[1])).To(ContainSubstring(`"text":"[RESOLVED:1] high`))
 			Expect(a.Pending()).To(BeEmpty())
 			Expect(ops.Sent()).To(HaveLen(2))
 			Expect(ops.Sent()[1].Alerts[0].Status).To(Equal(alert.Resolved))

@@ -13,9 +13,10 @@ import (
 // The queue stores implement it; a Fallback calls it while its breaker is
 // closed, to drain the backlog, and while it is half-open, to supply probes.
 type Drainer interface {
-	// DrainBatch moves up to max jobs and reports how many it moved and
-	// whether more are left. An error means the batch may be retried.
-	DrainBatch(ctx context.Context, max int) (moved int, more bool, err error)
+	// DrainBatch moves up to max jobs at time now (from the fallback's
+	// clock) and reports how many it moved and whether more are left. An
+	// error means the batch may be retried.
+	DrainBatch(ctx context.Context, now time.Time, max int) (moved int, more bool, err error)
 }
 
 // Route is where a job should go: to the primary, with a Permit to give back
@@ -416,7 +417,7 @@ func (f *Fallback) beginCall(session uint64) bool {
 func (f *Fallback) drain(n int) (moved int, more bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.DrainTimeout)
 	defer cancel()
-	return f.d.DrainBatch(ctx, n)
+	return f.d.DrainBatch(ctx, f.clk.Now(), n)
 }
 
 // endCallLocked clears the in-flight mark and counts a drain call's result.

@@ -42,7 +42,10 @@ type fakeDrainer struct {
 
 var errStoreDown = errors.New("batch store down")
 
-func (d *fakeDrainer) DrainBatch(ctx context.Context, n int) (int, bool, error) {
+func (d *fakeDrainer) DrainBatch(ctx context.Context, now time.Time, n int) (int, bool, error) {
+	if !now.Equal(d.clk.Now()) {
+		panic("DrainBatch's now is not the fallback clock's")
+	}
 	d.active++
 	d.maxActive = max(d.maxActive, d.active)
 	defer func() { d.active-- }()

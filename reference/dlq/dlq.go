@@ -1,0 +1,309 @@
+// Package dlq defines the dead letter queue: where a job goes when its
+// failure handling gives up on it, with everything an operator needs to
+// decide what to do, and the moves that send it back.
+//
+// An Entry keeps the job, the full history of its failed attempts, its
+// classification, its source queue and a status with its own history. The
+// store is bounded, and an overflow is never silent. Every move (dead-letter
+// from a lease, requeue, delete, restore, quarantine, purge, eviction) is one
+// atomic step guarded like a compare-and-set: when the entry is not where the
+// caller expects, the answer says so (RequeueOutcome), so a retried call
+// answers "already requeued" instead of requeueing twice, and a crash between
+// two steps cannot lose or double a job.
+//
+// Implementations share a namespace with a queue.Queue (memstore,
+// redisstore). The conformance suite in dlqtest holds them, and a team's
+// own, to the same semantics.
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+)
+
+// EncodingVersion is written in every encoded entry; a store refuses to
+// decode a newer one (it is listed as corrupt, never dropped).
+const EncodingVersion = 1
+
+// Errors returned by stores.
+var (
+	// ErrNotFound: no entry for that job ID.
+	ErrNotFound = errors.New("dlq entry not found")
+	// ErrFull: the store is at capacity and its policy is to reject.
+	ErrFull = errors.New("dlq is full")
+	// ErrWrongStatus: the entry's status does not allow the move (restore
+	// of an entry that is not deleted, say).
+	ErrWrongStatus = errors.New("dlq entry has the wrong status for that")
+)
+
+// Status is an entry's state in the DLQ.
+type Status uint8
+
+// The statuses.
+const (
+	// Failed: dead-lettered and waiting for a decision.
+	Failed Status = iota + 1
+	// Requeued: sent back to a queue; kept for the record until purged.
+	Requeued
+	// Deleted: soft-deleted by an operator; can be restored.
+	Deleted
+	// Quarantined: a poison job that failed its automatic retries; only an
+	// operator may requeue it.
+	Quarantined
+)
+
+var statusNames = [...]string{"", "failed", "requeued", "deleted", "quarantined"}
+
+// Statuses lists every status.
+var Statuses = []Status{Failed, Requeued, Deleted, Quarantined}
+
+// String returns the status's name.
+func (s Status) String() string {
+	if s >= Failed && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// MarshalText writes the status's name.
+func (s Status) MarshalText() ([]byte, error) {
+	if s < Failed || int(s) >= len(statusNames) {
+		return nil, fmt.Errorf("dlq: invalid status %d", uint8(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText reads a status's name.
+func (s *Status) UnmarshalText(b []byte) error {
+	v, err := ParseStatus(string(b))
+	if err == nil {
+		*s = v
+	}
+	return err
+}
+
+// ParseStatus reads "failed", "requeued", "deleted" or "quarantined".
+func ParseStatus(s string) (Status, error) {
+	for i := Failed; int(i) < len(statusNames); i++ {
+		if strings.EqualFold(s, statusNames[i]) {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown DLQ status %q (allowed: failed, requeued, deleted, quarantined)", s)
+}
+
+// Failure is one failed attempt in an entry's history.
+type Failure struct {
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt"`
+	Error   string    `json:"error"`
+	// ErrorType is the Go type of the error, e.g. "*failure.HTTPError".
+	ErrorType string                  `json:"error_type,omitempty"`
+	Verdict   classify.Classification `json:"verdict"`
+}
+
+// StatusChange is one change of an entry's status.
+type StatusChange struct {
+	At   time.Time `json:"at"`
+	From Status    `json:"from,omitempty"`
+	To   Status    `json:"to"`
+	// By names who made the change: an operator, "auto-retry", "worker".
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Entry is one job in the DLQ.
+type Entry struct {
+	Version int     `json:"version"`
+	Job     job.Job `json:"job"`
+	// History is every failed attempt, oldest first; a job that dies again
+	// after a requeue extends it.
+	History       []Failure `json:"history"`
+	FirstFailedAt time.Time `json:"first_failed_at"`
+	LastFailedAt  time.Time `json:"last_failed_at"`
+	// Verdict is the classification of the last failure, and Reason why the
+	// job was dead-lettered (the retry policy's reason).
+	Verdict     classify.Classification `json:"verdict"`
+	Reason      string                  `json:"reason"`
+	SourceQueue string                  `json:"source_queue"`
+	Status      Status                  `json:"status"`
+	Changes     []StatusChange          `json:"changes"`
+	// Requeues counts requeues by anyone; AutoRetries those of the off-peak
+	// auto-retry, which quarantines the entry past its limit.
+	Requeues    int `json:"requeues,omitempty"`
+	AutoRetries int `json:"auto_retries,omitempty"`
+
+	// Corrupt is set on an entry read back from bytes that could not be
+	// decoded (written by something else, or by a newer version): Raw holds
+	// them and DecodeError says why. Corrupt entries are listed, counted and
+	// purgeable, never dropped and never crashed on.
+	Corrupt     bool   `json:"-"`
+	Raw         []byte `json:"-"`
+	DecodeError string `json:"-"`
+}
+
+// ID returns the entry's job ID.
+func (e *Entry) ID() string { return e.Job.ID }
+
+// Severity is the last failure's severity.
+func (e *Entry) Severity() classify.Severity { return e.Verdict.Severity }
+
+// ErrorType is the last failure's error type, or "".
+func (e *Entry) ErrorType() string {
+	if len(e.History) == 0 {
+		return ""
+	}
+	return e.History[len(e.History)-1].ErrorType
+}
+
+// Filter selects entries. Every field set must hold; within a list, any
+// element may match. The zero Filter selects every entry.
+type Filter struct {
+	Severities []classify.Severity
+	Tasks      []string
+	Classes    []classify.Class
+	ErrorTypes []string
+	Statuses   []Status
+	// Since and Until bound LastFailedAt (Since inclusive, Until exclusive);
+	// zero means unbounded.
+	Since, Until time.Time
+}
+
+// Page is one page of a listing, newest first; Next is the cursor of the
+// next page, "" after the last.
+type Page struct {
+	Entries []Entry
+	Next    string
+}
+
+// Stats summarises the store.
+type Stats struct {
+	Total      int
+	BySeverity map[string]int
+	ByTask     map[string]int
+	ByClass    map[string]int
+	ByStatus   map[string]int
+	Corrupt    int
+	// Oldest is the earliest LastFailedAt among entries still Failed, and
+	// OldestID its job; zero when there is none.
+	Oldest   time.Time
+	OldestID string
+	// Evicted and Rejected count overflows since the store was opened.
+	Evicted, Rejected int
+}
+
+// Budget is the attempt budget a manual requeue gives the job.
+type Budget uint8
+
+// The budgets.
+const (
+	// OneMoreAttempt keeps the job's attempt count, so the retry policy
+	// allows it one more attempt before dead-lettering it again.
+	OneMoreAttempt Budget = iota + 1
+	// ResetAttempts sets the attempt count to zero: a full retry budget.
+	ResetAttempts
+)
+
+// RequeueOptions says where a requeue sends the job and with what budget.
+type RequeueOptions struct {
+	// Queue is the target queue; "" means the entry's source queue.
+	Queue string
+	// Budget is required: the caller decides.
+	Budget Budget
+	// By names who asked, for the status history.
+	By string
+	// Auto marks a requeue by the off-peak auto-retry (counted in
+	// AutoRetries).
+	Auto bool
+}
+
+// RequeueOutcome is what a requeue of one entry did.
+type RequeueOutcome uint8
+
+// The outcomes. Only OutcomeRequeued changed anything.
+const (
+	// OutcomeRequeued: the job is on its queue again and the entry says so.
+	OutcomeRequeued RequeueOutcome = iota + 1
+	// OutcomeAlreadyRequeued: the entry was requeued before (a retried
+	// call).
+	OutcomeAlreadyRequeued
+	// OutcomeNotFound: no entry with that ID.
+	OutcomeNotFound
+	// OutcomeBusy: a job with that ID is queued or in flight already.
+	OutcomeBusy
+	// OutcomeNotRequeueable: the entry is deleted (restore it first) or
+	// corrupt.
+	OutcomeNotRequeueable
+)
+
+var outcomeNames = [...]string{"", "requeued", "already-requeued", "not-found", "busy", "not-requeueable"}
+
+// String returns the outcome's name.
+func (o RequeueOutcome) String() string {
+	if o >= OutcomeRequeued && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// BulkResult is what a requeue by filter did (or, on a dry run, would do).
+type BulkResult struct {
+	DryRun bool
+	// Matched entries were Failed (or Quarantined) and matched the filter
+	// when the run began; Requeued of them were requeued; Skipped were
+	// Busy or changed under the run.
+	Matched, Requeued, Skipped int
+	// Batches is the number of bounded steps the run took.
+	Batches int
+}
+
+// AddResult says what an add did.
+type AddResult struct {
+	// Created is false when the job already had an entry, whose history
+	// was extended.
+	Created bool
+	// Evicted lists the job IDs pushed out to make room (evict-oldest
+	// policy); their payloads are gone with them, and the store raised its
+	// overflow report.
+	Evicted []string
+}
+
+// Store is the DLQ of one namespace.
+type Store interface {
+	// Add records a dead job: a new entry, or the history of an existing one
+	// extended (idempotent per job ID). Used for imports and by the
+	// simulator; the worker uses DeadLetter.
+	Add(ctx context.Context, e Entry, now time.Time) (AddResult, error)
+	// DeadLetter moves a leased job into the DLQ in one step: fenced by the
+	// lease like queue.Queue.Ack (queue.ErrLeaseLost), so a late completion
+	// cannot dead-letter a job that came back.
+	DeadLetter(ctx context.Context, l queue.Lease, e Entry, now time.Time) (AddResult, error)
+	// Get returns one entry (ErrNotFound), possibly Corrupt.
+	Get(ctx context.Context, id string) (Entry, error)
+	// List returns up to limit matching entries, newest LastFailedAt first,
+	// from cursor ("" for the first page).
+	List(ctx context.Context, f Filter, cursor string, limit int) (Page, error)
+	// Stats summarises the store.
+	Stats(ctx context.Context) (Stats, error)
+	// Requeue sends one entry's job back to a queue.
+	Requeue(ctx context.Context, id string, opts RequeueOptions, now time.Time) (RequeueOutcome, error)
+	// RequeueMatching requeues every Failed entry matching f whose last
+	// failure is before now (the cut-off: an entry that fails again during
+	// the run is not picked up twice), in bounded batches. A dry run counts.
+	RequeueMatching(ctx context.Context, f Filter, opts RequeueOptions, now time.Time, dryRun bool) (BulkResult, error)
+	// Delete soft-deletes an entry; Restore undoes it.
+	Delete(ctx context.Context, id, by string, now time.Time) error
+	Restore(ctx context.Context, id, by string, now time.Time) error
+	// Quarantine marks an entry as poison.
+	Quarantine(ctx context.Context, id, reason string, now time.Time) error
+	// Purge removes entries (any status, corrupt ones too) whose last
+	// failure is before olderThan, and returns how many.
+	Purge(ctx context.Context, olderThan time.Time, now time.Time) (int, error)
+}

@@ -1,0 +1,86 @@
+// Package queue defines the work queue: where jobs wait, how a worker leases
+// one, and how a job moves on after its attempt — succeeded, scheduled for a
+// retry, released, or diverted to the fallback (batch) queue.
+//
+// Implementations live beside it, one per technology, and share a namespace
+// with a DLQ so that moves between them are atomic: memstore (in memory, one
+// lock) and redisstore (Redis, one hash tag, one Lua script per move). The
+// conformance suite in queuetest holds every implementation to the same
+// semantics; a team runs it against its own.
+//
+// Time enters only as arguments taken from the caller's clock (a lease's
+// expiry, a retry's due time), so the same store runs under the simulator's
+// virtual time and the live runner's wall clock. Nothing blocks: Dequeue
+// returns a job or reports there is none.
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/faultline/faultline/reference/job"
+)
+
+// Errors returned by queues.
+var (
+	// ErrDuplicate: a job with this ID is already queued, in flight,
+	// scheduled or in the fallback queue.
+	ErrDuplicate = errors.New("job already in the queue")
+	// ErrLeaseLost: the lease is not the job's current one (it expired and
+	// the job was recovered, perhaps leased again): the completion is
+	// refused, so that it is never applied twice.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNotFound: no such job.
+	ErrNotFound = errors.New("job not found")
+)
+
+// Lease is a worker's claim on a job. Its Token fences: a completion carrying
+// an older token than the job's current one is refused with ErrLeaseLost.
+type Lease struct {
+	JobID   string
+	Queue   string
+	Token   uint64
+	Expires time.Time
+}
+
+// Counts are how many jobs are where, for the ledger and for metrics.
+type Counts struct {
+	Queued, InFlight, Scheduled, Fallback int
+}
+
+// Queue is the work queue of one namespace.
+type Queue interface {
+	// Enqueue puts a new job at the tail of its queue. A job whose ID is
+	// anywhere in the queue's structures is refused with ErrDuplicate; an
+	// invalid job with job.ErrInvalid, and nothing is written.
+	Enqueue(ctx context.Context, j job.Job, now time.Time) error
+	// Dequeue leases the job at the head of the named queue until now+ttl.
+	// It reports false when the queue is empty; it never blocks.
+	Dequeue(ctx context.Context, queue string, now time.Time, ttl time.Duration) (job.Job, Lease, bool, error)
+	// Heartbeat extends a lease to now+ttl and returns the new lease.
+	Heartbeat(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error)
+	// Ack removes a job whose attempt succeeded.
+	Ack(ctx context.Context, l Lease, now time.Time) error
+	// Retry moves a leased job to the retry schedule, due at `at`, storing j
+	// (its attempt count updated) in place of the leased copy.
+	Retry(ctx context.Context, l Lease, j job.Job, at time.Time, now time.Time) error
+	// Release puts a leased job back at the head of its queue at once,
+	// storing j (whose attempt, stopped by a shutdown, did not count).
+	Release(ctx context.Context, l Lease, j job.Job, now time.Time) error
+	// Divert moves a leased job to the fallback (batch) queue.
+	Divert(ctx context.Context, l Lease, j job.Job, now time.Time) error
+	// ForwardDue moves up to limit scheduled retries due at or before now to
+	// the tails of their queues, oldest due first, and returns how many.
+	ForwardDue(ctx context.Context, now time.Time, limit int) (int, error)
+	// RecoverExpired puts up to limit jobs whose lease expired at or before
+	// now back at the heads of their queues; whether that uses an attempt is
+	// the store's configuration (by default it does not: the worker died,
+	// not the job). It returns how many.
+	RecoverExpired(ctx context.Context, now time.Time, limit int) (int, error)
+	// DrainBatch moves up to max jobs from the fallback queue back to the
+	// tails of their queues, oldest diverted first (degrade.Drainer).
+	DrainBatch(ctx context.Context, now time.Time, max int) (moved int, more bool, err error)
+	// Counts reports how many jobs are where.
+	Counts(ctx context.Context) (Counts, error)
+}

@@ -1,0 +1,153 @@
+// Package store holds what the queue-and-DLQ backends of a namespace share:
+// their configuration and the overflow report. The backends are its
+// sub-packages, one per technology, each implementing queue.Queue and
+// dlq.Store on one namespace so that moves between the two are atomic:
+// memstore (in memory, one lock) and redisstore (Redis, one hash tag, one
+// Lua script per move).
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/job"
+)
+
+// Defaults for Config.
+const (
+	DefaultNamespace   = "default"
+	DefaultDLQCapacity = 100_000
+	DefaultBatchSize   = 100
+)
+
+// OverflowPolicy says what a full DLQ does with one more dead job.
+type OverflowPolicy uint8
+
+// The policies. Both report every overflow (a returned value, a counter and
+// the OnOverflow callback, which the wiring turns into an alert).
+const (
+	// Reject refuses the new entry with dlq.ErrFull; the caller keeps the
+	// job (the worker leaves it leased, so it comes back). Nothing is lost.
+	Reject OverflowPolicy = iota + 1
+	// EvictOldest deletes the oldest entries, payloads and all, in the same
+	// step, and reports their IDs.
+	EvictOldest
+)
+
+// String returns "reject" or "evict-oldest".
+func (p OverflowPolicy) String() string {
+	switch p {
+	case Reject:
+		return "reject"
+	case EvictOldest:
+		return "evict-oldest"
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// Overflow reports one overflow of a DLQ.
+type Overflow struct {
+	Namespace string
+	Policy    OverflowPolicy
+	At        time.Time
+	// JobID is the job that did not fit (Reject) or that made room be made
+	// (EvictOldest); Evicted lists the entries evicted.
+	JobID    string
+	Evicted  []string
+	Capacity int
+}
+
+// Config configures a backend.
+type Config struct {
+	// Namespace separates independent sets of queues and DLQ in one store
+	// (in Redis, the hash tag {faultline:NAMESPACE}).
+	Namespace string
+	// MaxPayload bounds a job's payload (default job.DefaultMaxPayload).
+	MaxPayload int
+	// DLQCapacity bounds the DLQ's entries (default 100,000).
+	DLQCapacity int
+	// CountInactive makes Requeued and Deleted entries count toward
+	// DLQCapacity too; by default only Failed and Quarantined ones do.
+	CountInactive bool
+	// Overflow is the policy of a full DLQ (default Reject).
+	Overflow OverflowPolicy
+	// LostLeaseUsesAttempt makes a job recovered from an expired lease
+	// count the attempt it lost; by default it does not (the worker died,
+	// not the job).
+	LostLeaseUsesAttempt bool
+	// BatchSize bounds the work of one step of a bulk operation (requeue by
+	// filter, purge): asynq's lesson that a long script stalls Redis.
+	BatchSize int
+	// Observer, if set, hears every move of every job, after it happened.
+	Observer disposition.Observer
+	// OnOverflow, if set, hears every DLQ overflow, after it happened.
+	OnOverflow func(Overflow)
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = job.DefaultMaxPayload
+	}
+	if c.DLQCapacity == 0 {
+		c.DLQCapacity = DefaultDLQCapacity
+	}
+	if c.Overflow == 0 {
+		c.Overflow = Reject
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	return c
+}
+
+// ErrInvalidConfig is matched by every *ConfigError.
+var ErrInvalidConfig = errors.New("invalid store config")
+
+// ConfigError names the invalid field of a Config.
+type ConfigError struct {
+	Field, Reason string
+}
+
+// Error returns "store config: Field: reason".
+func (e *ConfigError) Error() string { return "store config: " + e.Field + ": " + e.Reason }
+
+// Is matches ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate reports the first invalid field of c with defaults applied.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case len(c.Namespace) > 64 || !validName(c.Namespace):
+		return &ConfigError{"Namespace", "must be 1-64 characters of letters, digits, '-', '_' and '.'"}
+	case c.MaxPayload < 0:
+		return &ConfigError{"MaxPayload", "must not be negative"}
+	case c.DLQCapacity < 1:
+		return &ConfigError{"DLQCapacity", "must be at least 1"}
+	case c.Overflow != Reject && c.Overflow != EvictOldest:
+		return &ConfigError{"Overflow", "must be Reject or EvictOldest"}
+	case c.BatchSize < 1 || c.BatchSize > 10_000:
+		return &ConfigError{"BatchSize", "must be between 1 and 10,000"}
+	}
+	return nil
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -259,7 +259,7 @@ func (a *Alerter) JobFailed(f Failure) string {
 		}
 		for k, v := range f.Labels {
 			if _, builtin := labels[k]; !builtin {
-				labels[k] = a.cfg.Redactor.String(v)
+				labels[k] = a.redactLabel(k, v)
 			}
 		}
 	}
@@ -299,7 +299,19 @@ func (a *Alerter) failureLabel(f *Failure, k string) string {
 	case LabelSeverity:
 		return f.Severity.String()
 	}
-	return a.cfg.Redactor.String(f.Labels[k])
+	return a.redactLabel(k, f.Labels[k])
+}
+
+// redactLabel masks a label value, knowing its key: a value is secret by
+// what it is called ("customer_token") as much as by what it looks like.
+func (a *Alerter) redactLabel(k, v string) string {
+	if v == "" {
+		return v
+	}
+	if s, ok := a.cfg.Redactor.Fields(map[string]any{k: v})[k].(string); ok {
+		return s
+	}
+	return a.cfg.Redactor.String(v)
 }
 
 // Raise reports that a condition holds. Raising a firing condition again only
@@ -400,7 +412,7 @@ func (a *Alerter) raiseLocked(s Signal, receiver string, now time.Time) {
 	labels := Labels{LabelAlertName: s.Name, LabelSeverity: s.Severity.String()}
 	for k, v := range s.Labels {
 		if k != LabelAlertName {
-			labels[k] = a.cfg.Redactor.String(v)
+			labels[k] = a.redactLabel(k, v)
 		}
 	}
 	a.occurLocked(a.signalFingerprint(s.Name, s.Labels), s.Name, s.Severity, labels, a.cfg.Redactor.String(s.Summary), receiver, now)
@@ -1050,7 +1062,7 @@ func (a *Alerter) signalFingerprint(name string, labels Labels) string {
 		if k == LabelAlertName {
 			continue
 		}
-		b.WriteString("," + k + "=" + a.cfg.Redactor.String(labels[k]))
+		b.WriteString("," + k + "=" + a.redactLabel(k, labels[k]))
 	}
 	return b.String()
 }

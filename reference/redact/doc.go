@@ -1,0 +1,38 @@
+// Package redact masks secrets before anything leaves the process: the job
+// payloads and error texts that alerts (Slack, webhooks, logs) and reports
+// carry.
+//
+// A Redactor is built once from a Config by New (or shared, by Default) and
+// is immutable, deterministic and safe for concurrent use. It has four
+// entry points:
+//
+//   - String masks secrets inside free text: card numbers that pass the Luhn
+//     check, credentials after Bearer, Basic and Token, the values of
+//     sensitive keys in key=value, key: value and JSON pairs, URL passwords,
+//     Slack webhook URLs, well-known token shapes (Slack, Stripe, GitHub,
+//     AWS, JWT) and the configured Patterns. It is idempotent.
+//   - Fields returns a redacted deep copy of a JSON-like payload: the value
+//     of a sensitive key is masked whole, every other string goes through
+//     String.
+//   - Header returns a redacted copy of an http.Header.
+//   - URL returns a URL safe to print: scheme, host and first path segment.
+//
+// The formats are fixed so that a masked text stays readable and masking it
+// again changes nothing:
+//
+//	secret values          [REDACTED]              (Config.Mask)
+//	card numbers           [CARD ****4242]         (last four digits kept)
+//	Authorization values   Bearer [REDACTED]       (a known scheme is kept)
+//	URL parts              https://host/first/****?key=****
+//	unparseable URLs       [REDACTED URL]
+//
+// SecretURL holds a URL that is itself a credential, such as a Slack
+// incoming-webhook URL, in a config struct: every way of printing, logging
+// or encoding it gives the redacted form, and only Reveal returns the real
+// one.
+//
+// Redaction is a last line of defence, built on patterns: it catches the
+// secrets that have a recognisable shape or a telling key, not a password
+// pasted into prose. Keep secrets out of payloads and errors in the first
+// place; run what still goes out through a Redactor.
+package redact

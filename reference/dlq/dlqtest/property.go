@@ -1,0 +1,713 @@
+package dlqtest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"pgregory.net/rapid"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
+)
+
+// describeConservation declares the property: a random sequence of every
+// operation of both interfaces, checked after every step against a model of
+// the contract.
+func describeConservation(newHarness func(store.Config) Harness) {
+	Describe("under random operation sequences", func() {
+		It("never loses, doubles or splits a job: after every step the store, its events and a model agree, and every enqueued job is in exactly one place", func() {
+			rapid.Check(GinkgoT(), func(t *rapid.T) {
+				cfg := store.Config{
+					DLQCapacity:          rapid.IntRange(1, 6).Draw(t, "capacity"),
+					Overflow:             rapid.SampledFrom([]store.OverflowPolicy{store.Reject, store.EvictOldest}).Draw(t, "overflow"),
+					CountInactive:        rapid.Bool().Draw(t, "countInactive"),
+					LostLeaseUsesAttempt: rapid.Bool().Draw(t, "lostLeaseUsesAttempt"),
+					BatchSize:            rapid.IntRange(1, 4).Draw(t, "batchSize"),
+				}
+				m := newModel(t, newHarness, cfg)
+				actions := m.actions()
+				// The actions that bring jobs in and through come first:
+				// rapid draws early elements more often, so the queues and
+				// the DLQ fill.
+				first := []string{"enqueue", "dequeue", "advance", "deadLetter", "ack", "retry"}
+				names := first
+				for _, name := range slices.Sorted(maps.Keys(actions)) {
+					if !slices.Contains(first, name) {
+						names = append(names, name)
+					}
+				}
+				m.check(t)
+				for range rapid.IntRange(40, 200).Draw(t, "steps") {
+					name := rapid.SampledFrom(names).Draw(t, "action")
+					actions[name](t)
+					m.check(t)
+				}
+			})
+		})
+	})
+}
+
+// The queues of the property.
+var propQueues = []string{job.DefaultQueue, "emails"}
+
+// mjob is where the model says a job is.
+type mjob struct {
+	id       string
+	queue    string
+	attempts int
+	where    disposition.State
+	token    uint64    // the current lease's, when in flight
+	expires  time.Time // when in flight
+	due      time.Time // when scheduled
+}
+
+// mentry is the model of a DLQ entry.
+type mentry struct {
+	status dlq.Status
+	// before is the status a Deleted entry had.
+	before dlq.Status
+	at     time.Time
+	source string
+}
+
+// model is the contract's reference model, driven alongside a backend.
+type model struct {
+	ctx context.Context
+	h   Harness
+	rec *recorder
+	cfg store.Config
+
+	now time.Time
+	// ms hands out distinct millisecond offsets, so that no two lease
+	// expiries or due times tie and every order is defined.
+	ms int
+
+	jobs     map[string]*mjob
+	ids      []string
+	queues   map[string][]string
+	fallback []string
+	entries  map[string]*mentry
+	leases   []queue.Lease
+
+	enqueued, acked, removed, evicted, rejected int
+
+	ledger map[string]disposition.State
+	seen   int
+}
+
+func newModel(t *rapid.T, newHarness func(store.Config) Harness, cfg store.Config) *model {
+	m := &model{
+		ctx:     context.Background(),
+		rec:     &recorder{},
+		now:     T0,
+		jobs:    map[string]*mjob{},
+		queues:  map[string][]string{},
+		entries: map[string]*mentry{},
+		ledger:  map[string]disposition.State{},
+	}
+	c := cfg
+	c.Observer = m.rec.event
+	c.OnOverflow = m.rec.overflow
+	m.h = newHarness(c)
+	m.cfg = cfg.WithDefaults()
+	if m.h.Queue == nil || m.h.DLQ == nil {
+		t.Fatalf("the harness needs a Queue and a DLQ")
+	}
+	return m
+}
+
+func (m *model) events() []disposition.Event {
+	if m.h.Events != nil {
+		return m.h.Events()
+	}
+	return m.rec.allEvents()
+}
+
+// uniq returns a millisecond offset no earlier call returned.
+func (m *model) uniq(t *rapid.T) (time.Duration, bool) {
+	if m.ms >= 999 {
+		return 0, false
+	}
+	m.ms++
+	return time.Duration(m.ms) * time.Millisecond, true
+}
+
+func (m *model) jobValue(j *mjob) job.Job {
+	return job.Job{ID: j.id, Task: "charge", Queue: j.queue, Attempts: j.attempts, Payload: []byte(j.id), IdempotencyKey: "k-" + j.id}
+}
+
+func live(s disposition.State) bool {
+	return s == disposition.Queued || s == disposition.InFlight || s == disposition.Scheduled || s == disposition.Fallback
+}
+
+// deadStatus reports whether an entry of that status holds a dead job.
+func deadStatus(s dlq.Status) bool {
+	return s == dlq.Failed || s == dlq.Quarantined || s == dlq.Deleted
+}
+
+func (m *model) counted(s dlq.Status) bool {
+	return s == dlq.Failed || s == dlq.Quarantined || (m.cfg.CountInactive && (s == dlq.Requeued || s == dlq.Deleted))
+}
+
+// sortedEntries returns the IDs of the entries accepted by keep, oldest
+// LastFailedAt first, lowest ID first among equal times.
+func (m *model) sortedEntries(keep func(*mentry) bool) []string {
+	var ids []string
+	for id, e := range m.entries {
+		if keep(e) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := m.entries[a].at.Compare(m.entries[b].at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return ids
+}
+
+// pickLease draws one of every lease handed out so far (most of them stale).
+func (m *model) pickLease(t *rapid.T) (queue.Lease, bool) {
+	if len(m.leases) == 0 {
+		return queue.Lease{}, false
+	}
+	// Favour the recent leases, which are more often current.
+	i := len(m.leases) - 1 - rapid.IntRange(0, len(m.leases)-1).Draw(t, "leaseAge")%4
+	if rapid.Bool().Draw(t, "anyLease") {
+		i = rapid.IntRange(0, len(m.leases)-1).Draw(t, "lease")
+	}
+	return m.leases[i], true
+}
+
+// current reports whether l is its job's current lease.
+func (m *model) current(l queue.Lease) bool {
+	j := m.jobs[l.JobID]
+	return j != nil && j.where == disposition.InFlight && j.token == l.Token
+}
+
+func expectErr(t *rapid.T, what string, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%s: unexpected error %v", what, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got error %v, want %v", what, err, want)
+	}
+}
+
+func (m *model) entryFor(j job.Job) dlq.Entry {
+	v := classify.Classification{Class: classify.Permanent, Severity: classify.Medium, Source: classify.Data}
+	return dlq.Entry{
+		Job:     j,
+		History: []dlq.Failure{{At: m.now, Attempt: j.Attempts, Error: "boom", ErrorType: "*errors.errorString", Verdict: v}},
+		Verdict: v,
+		Reason:  "permanent",
+	}
+}
+
+// toTail appends a job to the tail of its queue.
+func (m *model) toTail(j *mjob) {
+	j.where = disposition.Queued
+	m.queues[j.queue] = append(m.queues[j.queue], j.id)
+}
+
+// remove drops an entry (eviction, purge); a dead job leaves the system.
+func (m *model) remove(id string) {
+	e := m.entries[id]
+	delete(m.entries, id)
+	if deadStatus(e.status) {
+		m.jobs[id].where = disposition.None
+		m.removed++
+	}
+}
+
+// requeueOutcome is what the contract says a requeue of id does.
+func (m *model) requeueOutcome(id string, auto bool) dlq.RequeueOutcome {
+	e := m.entries[id]
+	switch {
+	case e == nil:
+		return dlq.OutcomeNotFound
+	case e.status == dlq.Deleted, e.status == dlq.Quarantined && auto:
+		return dlq.OutcomeNotRequeueable
+	case e.status == dlq.Requeued:
+		return dlq.OutcomeAlreadyRequeued
+	case live(m.jobs[id].where):
+		return dlq.OutcomeBusy
+	}
+	return dlq.OutcomeRequeued
+}
+
+// applyRequeue performs a requeue the model decided on.
+func (m *model) applyRequeue(id string, opts dlq.RequeueOptions) {
+	e := m.entries[id]
+	j := m.jobs[id]
+	e.status = dlq.Requeued
+	j.queue = cmp.Or(opts.Queue, e.source)
+	if opts.Budget == dlq.ResetAttempts {
+		j.attempts = 0
+	}
+	m.toTail(j)
+}
+
+func (m *model) drawRequeueOptions(t *rapid.T) dlq.RequeueOptions {
+	return dlq.RequeueOptions{
+		Queue:  rapid.SampledFrom([]string{"", "", "emails"}).Draw(t, "target"),
+		Budget: rapid.SampledFrom([]dlq.Budget{dlq.OneMoreAttempt, dlq.ResetAttempts}).Draw(t, "budget"),
+		By:     "prop",
+		Auto:   rapid.IntRange(0, 3).Draw(t, "auto") == 0,
+	}
+}
+
+// drawEntryID draws the ID of an entry, or of none.
+func (m *model) drawEntryID(t *rapid.T) string {
+	ids := slices.Sorted(maps.Keys(m.entries))
+	if len(ids) == 0 || rapid.IntRange(0, 9).Draw(t, "unknownID") == 0 {
+		return "nobody"
+	}
+	return rapid.SampledFrom(ids).Draw(t, "entry")
+}
+
+func (m *model) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"advance": func(t *rapid.T) {
+			m.now = m.now.Add(time.Duration(rapid.IntRange(1, 40).Draw(t, "seconds")) * time.Second)
+		},
+		"enqueue": func(t *rapid.T) {
+			id := fmt.Sprintf("j%03d", len(m.ids))
+			j := &mjob{id: id, queue: rapid.SampledFrom(propQueues).Draw(t, "queue")}
+			err := m.h.Queue.Enqueue(m.ctx, m.jobValue(j), m.now)
+			expectErr(t, "Enqueue", err, nil)
+			m.jobs[id] = j
+			m.ids = append(m.ids, id)
+			m.enqueued++
+			m.toTail(j)
+		},
+		"enqueueDuplicate": func(t *rapid.T) {
+			var ids []string
+			for _, id := range m.ids {
+				if live(m.jobs[id].where) {
+					ids = append(ids, id)
+				}
+			}
+			if len(ids) == 0 {
+				return
+			}
+			j := *m.jobs[rapid.SampledFrom(ids).Draw(t, "dup")]
+			j.queue = rapid.SampledFrom(propQueues).Draw(t, "queue")
+			expectErr(t, "Enqueue of a live ID", m.h.Queue.Enqueue(m.ctx, m.jobValue(&j), m.now), queue.ErrDuplicate)
+		},
+		"dequeue": func(t *rapid.T) {
+			q := rapid.SampledFrom(propQueues).Draw(t, "queue")
+			off, ok := m.uniq(t)
+			if !ok {
+				return
+			}
+			ttl := time.Duration(rapid.IntRange(1, 60).Draw(t, "ttl"))*time.Second + off
+			got, l, ok, err := m.h.Queue.Dequeue(m.ctx, q, m.now, ttl)
+			expectErr(t, "Dequeue", err, nil)
+			if len(m.queues[q]) == 0 {
+				if ok {
+					t.Fatalf("Dequeue(%s) returned %s from a queue the model has empty", q, got.ID)
+				}
+				return
+			}
+			id := m.queues[q][0]
+			j := m.jobs[id]
+			switch {
+			case !ok:
+				t.Fatalf("Dequeue(%s) reported empty; the model has %v", q, m.queues[q])
+			case got.ID != id:
+				t.Fatalf("Dequeue(%s) = %s; the model's head is %s (queue %v)", q, got.ID, id, m.queues[q])
+			case got.Attempts != j.attempts || got.QueueName() != q || got.IdempotencyKey != "k-"+id:
+				t.Fatalf("Dequeue(%s) = %+v; want attempts %d, queue %s, its key", q, got, j.attempts, q)
+			case l.JobID != id || l.Queue != q || !l.Expires.Equal(m.now.Add(ttl)) || l.Token == 0 || l.Token == j.token:
+				t.Fatalf("Dequeue(%s) lease %+v: want job %s, expiry %v, a new non-zero token (last %d)", q, l, id, m.now.Add(ttl), j.token)
+			}
+			m.queues[q] = m.queues[q][1:]
+			j.where, j.token, j.expires = disposition.InFlight, l.Token, l.Expires
+			m.leases = append(m.leases, l)
+		},
+		"heartbeat": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			off, ok2 := m.uniq(t)
+			if !ok || !ok2 {
+				return
+			}
+			ttl := time.Duration(rapid.IntRange(1, 60).Draw(t, "ttl"))*time.Second + off
+			cur := m.current(l)
+			nl, err := m.h.Queue.Heartbeat(m.ctx, l, m.now, ttl)
+			if !cur {
+				expectErr(t, "Heartbeat of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			expectErr(t, "Heartbeat", err, nil)
+			if nl.Token != l.Token || nl.JobID != l.JobID || !nl.Expires.Equal(m.now.Add(ttl)) {
+				t.Fatalf("Heartbeat(%+v) = %+v; want the token kept and expiry %v", l, nl, m.now.Add(ttl))
+			}
+			m.jobs[l.JobID].expires = nl.Expires
+			m.leases = append(m.leases, nl)
+		},
+		"ack": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			if !ok {
+				return
+			}
+			cur := m.current(l)
+			err := m.h.Queue.Ack(m.ctx, l, m.now)
+			if !cur {
+				expectErr(t, "Ack of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			expectErr(t, "Ack", err, nil)
+			m.jobs[l.JobID].where = disposition.Succeeded
+			m.acked++
+		},
+		"retry": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			off, ok2 := m.uniq(t)
+			if !ok || !ok2 {
+				return
+			}
+			due := m.now.Add(time.Duration(rapid.IntRange(0, 60).Draw(t, "delay"))*time.Second + off)
+			cur := m.current(l)
+			j := m.jobs[l.JobID]
+			v := m.jobValue(j)
+			v.Attempts++
+			err := m.h.Queue.Retry(m.ctx, l, v, due, m.now)
+			if !cur {
+				expectErr(t, "Retry of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			expectErr(t, "Retry", err, nil)
+			j.attempts++
+			j.where, j.due = disposition.Scheduled, due
+		},
+		"release": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			if !ok {
+				return
+			}
+			cur := m.current(l)
+			j := m.jobs[l.JobID]
+			err := m.h.Queue.Release(m.ctx, l, m.jobValue(j), m.now)
+			if !cur {
+				expectErr(t, "Release of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			expectErr(t, "Release", err, nil)
+			j.where = disposition.Queued
+			m.queues[j.queue] = append([]string{j.id}, m.queues[j.queue]...)
+		},
+		"divert": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			if !ok {
+				return
+			}
+			cur := m.current(l)
+			j := m.jobs[l.JobID]
+			err := m.h.Queue.Divert(m.ctx, l, m.jobValue(j), m.now)
+			if !cur {
+				expectErr(t, "Divert of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			expectErr(t, "Divert", err, nil)
+			j.where = disposition.Fallback
+			m.fallback = append(m.fallback, j.id)
+		},
+		"deadLetter": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			if !ok {
+				return
+			}
+			cur := m.current(l)
+			j := m.jobs[l.JobID]
+			v := m.jobValue(j)
+			v.Attempts++
+			res, err := m.h.DLQ.DeadLetter(m.ctx, l, m.entryFor(v), m.now)
+			if !cur {
+				expectErr(t, "DeadLetter of a stale lease", err, queue.ErrLeaseLost)
+				return
+			}
+			e := m.entries[j.id]
+			var victims []string
+			if e == nil || !m.counted(e.status) {
+				counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
+				if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
+					if m.cfg.Overflow == store.Reject {
+						expectErr(t, "DeadLetter into a full DLQ", err, dlq.ErrFull)
+						m.rejected++
+						return
+					}
+					victims = counted[:over]
+				}
+			}
+			expectErr(t, "DeadLetter", err, nil)
+			if res.Created != (e == nil) || !slices.Equal(res.Evicted, victims) {
+				t.Fatalf("DeadLetter(%s) = %+v; want Created %v, Evicted %v", j.id, res, e == nil, victims)
+			}
+			for _, id := range victims {
+				m.remove(id)
+				m.evicted++
+			}
+			m.entries[j.id] = &mentry{status: dlq.Failed, at: m.now, source: j.queue}
+			j.attempts++
+			j.where = disposition.DeadLettered
+		},
+		"forwardDue": func(t *rapid.T) {
+			limit := rapid.IntRange(0, 3).Draw(t, "limit")
+			n, err := m.h.Queue.ForwardDue(m.ctx, m.now, limit)
+			expectErr(t, "ForwardDue", err, nil)
+			var due []*mjob
+			for _, id := range m.ids {
+				if j := m.jobs[id]; j.where == disposition.Scheduled && !j.due.After(m.now) {
+					due = append(due, j)
+				}
+			}
+			slices.SortFunc(due, func(a, b *mjob) int { return a.due.Compare(b.due) })
+			due = due[:min(len(due), max(limit, 0))]
+			if n != len(due) {
+				t.Fatalf("ForwardDue(limit %d) = %d; want %d", limit, n, len(due))
+			}
+			for _, j := range due {
+				m.toTail(j)
+			}
+		},
+		"recoverExpired": func(t *rapid.T) {
+			limit := rapid.IntRange(0, 3).Draw(t, "limit")
+			n, err := m.h.Queue.RecoverExpired(m.ctx, m.now, limit)
+			expectErr(t, "RecoverExpired", err, nil)
+			var exp []*mjob
+			for _, id := range m.ids {
+				if j := m.jobs[id]; j.where == disposition.InFlight && !j.expires.After(m.now) {
+					exp = append(exp, j)
+				}
+			}
+			slices.SortFunc(exp, func(a, b *mjob) int { return a.expires.Compare(b.expires) })
+			exp = exp[:min(len(exp), max(limit, 0))]
+			if n != len(exp) {
+				t.Fatalf("RecoverExpired(limit %d) = %d; want %d", limit, n, len(exp))
+			}
+			for i := len(exp) - 1; i >= 0; i-- {
+				j := exp[i]
+				j.where = disposition.Queued
+				if m.cfg.LostLeaseUsesAttempt {
+					j.attempts++
+				}
+				m.queues[j.queue] = append([]string{j.id}, m.queues[j.queue]...)
+			}
+		},
+		"drainBatch": func(t *rapid.T) {
+			limit := rapid.IntRange(0, 3).Draw(t, "max")
+			moved, more, err := m.h.Queue.DrainBatch(m.ctx, m.now, limit)
+			expectErr(t, "DrainBatch", err, nil)
+			k := min(len(m.fallback), max(limit, 0))
+			if moved != k || more != (len(m.fallback) > k) {
+				t.Fatalf("DrainBatch(%d) = %d, %v; want %d, %v", limit, moved, more, k, len(m.fallback) > k)
+			}
+			for _, id := range m.fallback[:k] {
+				m.toTail(m.jobs[id])
+			}
+			m.fallback = m.fallback[k:]
+		},
+		"requeue": func(t *rapid.T) {
+			id := m.drawEntryID(t)
+			opts := m.drawRequeueOptions(t)
+			want := m.requeueOutcome(id, opts.Auto)
+			got, err := m.h.DLQ.Requeue(m.ctx, id, opts, m.now)
+			expectErr(t, "Requeue", err, nil)
+			if got != want {
+				t.Fatalf("Requeue(%s, %+v) = %v; want %v", id, opts, got, want)
+			}
+			if want == dlq.OutcomeRequeued {
+				m.applyRequeue(id, opts)
+			}
+		},
+		"requeueMatching": func(t *rapid.T) {
+			filter := rapid.SampledFrom([]dlq.Filter{
+				{},
+				{Statuses: []dlq.Status{dlq.Quarantined}},
+				{Statuses: []dlq.Status{dlq.Failed, dlq.Quarantined}},
+				{Since: m.now.Add(-30 * time.Second)},
+			}).Draw(t, "filter")
+			opts := m.drawRequeueOptions(t)
+			dry := rapid.Bool().Draw(t, "dryRun")
+			pick := map[dlq.Status]bool{dlq.Failed: true}
+			if len(filter.Statuses) > 0 {
+				pick = map[dlq.Status]bool{}
+				for _, s := range filter.Statuses {
+					pick[s] = s == dlq.Failed || s == dlq.Quarantined && !opts.Auto
+				}
+			}
+			ids := m.sortedEntries(func(e *mentry) bool {
+				return pick[e.status] && e.at.Before(m.now) && !e.at.Before(filter.Since)
+			})
+			r, err := m.h.DLQ.RequeueMatching(m.ctx, filter, opts, m.now, dry)
+			expectErr(t, "RequeueMatching", err, nil)
+			want := dlq.BulkResult{DryRun: dry, Matched: len(ids), Requeued: len(ids)}
+			if dry {
+				want.Requeued = 0
+			}
+			r.Batches = 0
+			if r != want {
+				t.Fatalf("RequeueMatching(%+v, %+v, dry %v) = %+v; want %+v (entries %v)", filter, opts, dry, r, want, ids)
+			}
+			if !dry {
+				for _, id := range ids {
+					m.applyRequeue(id, opts)
+				}
+			}
+		},
+		"delete": func(t *rapid.T) {
+			id := m.drawEntryID(t)
+			err := m.h.DLQ.Delete(m.ctx, id, "prop", m.now)
+			e := m.entries[id]
+			switch {
+			case e == nil:
+				expectErr(t, "Delete of an unknown ID", err, dlq.ErrNotFound)
+			case e.status == dlq.Failed || e.status == dlq.Quarantined:
+				expectErr(t, "Delete", err, nil)
+				e.before, e.status = e.status, dlq.Deleted
+			default:
+				expectErr(t, "Delete of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
+			}
+		},
+		"restore": func(t *rapid.T) {
+			id := m.drawEntryID(t)
+			err := m.h.DLQ.Restore(m.ctx, id, "prop", m.now)
+			e := m.entries[id]
+			switch {
+			case e == nil:
+				expectErr(t, "Restore of an unknown ID", err, dlq.ErrNotFound)
+			case e.status == dlq.Deleted:
+				expectErr(t, "Restore", err, nil)
+				e.status = e.before
+			default:
+				expectErr(t, "Restore of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
+			}
+		},
+		"quarantine": func(t *rapid.T) {
+			id := m.drawEntryID(t)
+			err := m.h.DLQ.Quarantine(m.ctx, id, "poison", m.now)
+			e := m.entries[id]
+			switch {
+			case e == nil:
+				expectErr(t, "Quarantine of an unknown ID", err, dlq.ErrNotFound)
+			case e.status == dlq.Failed:
+				expectErr(t, "Quarantine", err, nil)
+				e.status = dlq.Quarantined
+			default:
+				expectErr(t, "Quarantine of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
+			}
+		},
+		"purge": func(t *rapid.T) {
+			olderThan := m.now.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "age")) * time.Second)
+			n, err := m.h.DLQ.Purge(m.ctx, olderThan, m.now)
+			expectErr(t, "Purge", err, nil)
+			ids := m.sortedEntries(func(e *mentry) bool { return e.at.Before(olderThan) })
+			if n != len(ids) {
+				t.Fatalf("Purge(%v) = %d; want %d (%v)", olderThan, n, len(ids), ids)
+			}
+			for _, id := range ids {
+				m.remove(id)
+			}
+		},
+	}
+}
+
+// check compares the backend with the model after a step: the counts, the
+// DLQ's stats, every new event (each must start where the job was and end
+// where the model says it is), and conservation.
+func (m *model) check(t *rapid.T) {
+	t.Helper()
+	c, err := m.h.Queue.Counts(m.ctx)
+	expectErr(t, "Counts", err, nil)
+	var want queue.Counts
+	dead := 0
+	for _, id := range m.ids {
+		switch m.jobs[id].where {
+		case disposition.Queued:
+			want.Queued++
+		case disposition.InFlight:
+			want.InFlight++
+		case disposition.Scheduled:
+			want.Scheduled++
+		case disposition.Fallback:
+			want.Fallback++
+		case disposition.DeadLettered:
+			dead++
+		}
+	}
+	if c != want {
+		t.Fatalf("Counts = %+v; the model has %+v", c, want)
+	}
+	queued := 0
+	for _, q := range m.queues {
+		queued += len(q)
+	}
+	if queued != want.Queued || len(m.fallback) != want.Fallback {
+		t.Fatalf("model inconsistent: %d in queues, %d in fallback; %+v", queued, len(m.fallback), want)
+	}
+
+	st, err := m.h.DLQ.Stats(m.ctx)
+	expectErr(t, "Stats", err, nil)
+	byStatus := map[string]int{}
+	deadEntries := 0
+	for _, e := range m.entries {
+		byStatus[e.status.String()]++
+		if deadStatus(e.status) {
+			deadEntries++
+		}
+	}
+	if st.Total != len(m.entries) || !maps.Equal(nonZero(st.ByStatus), nonZero(byStatus)) ||
+		st.Evicted != m.evicted || st.Rejected != m.rejected || st.Corrupt != 0 {
+		t.Fatalf("Stats = %+v; the model has %d entries %v, %d evicted, %d rejected", st, len(m.entries), byStatus, m.evicted, m.rejected)
+	}
+	if deadEntries != dead {
+		t.Fatalf("model inconsistent: %d dead entries, %d dead jobs", deadEntries, dead)
+	}
+
+	all := m.events()
+	if len(all) < m.seen {
+		t.Fatalf("events disappeared: %d, had %d", len(all), m.seen)
+	}
+	moved := map[string]bool{}
+	for _, e := range all[m.seen:] {
+		if from := m.ledger[e.JobID]; e.From != from {
+			t.Fatalf("event %v: the job was %v (no ID may be in two places)", e, from)
+		}
+		if moved[e.JobID] {
+			t.Fatalf("event %v: the job moved twice in one step", e)
+		}
+		moved[e.JobID] = true
+		j := m.jobs[e.JobID]
+		if j == nil || e.To != j.where || !e.At.Equal(m.now) || e.Attempts != j.attempts || e.Task != "charge" {
+			t.Fatalf("event %v (attempts %d, task %q): the model has the job %+v at %v", e, e.Attempts, e.Task, j, m.now)
+		}
+		m.ledger[e.JobID] = e.To
+	}
+	m.seen = len(all)
+	for _, id := range m.ids {
+		if m.ledger[id] != m.jobs[id].where {
+			t.Fatalf("job %s: the events put it %v; it is %v", id, m.ledger[id], m.jobs[id].where)
+		}
+	}
+
+	if got := c.Queued + c.InFlight + c.Scheduled + c.Fallback + dead + m.acked + m.removed; got != m.enqueued {
+		t.Fatalf("conservation: %d enqueued, but %+v + %d dead-lettered + %d succeeded + %d evicted or purged = %d",
+			m.enqueued, c, dead, m.acked, m.removed, got)
+	}
+}

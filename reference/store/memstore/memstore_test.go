@@ -1,0 +1,272 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/memstore"
+)
+
+var t0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+
+func charge(id string) job.Job {
+	return job.Job{ID: id, Task: "charge", Payload: []byte(`{"cents":1299}`)}
+}
+
+func entryOf(j job.Job, at time.Time) dlq.Entry {
+	v := classify.Classification{Class: classify.Permanent, Severity: classify.Medium, Source: classify.Data}
+	return dlq.Entry{Job: j, History: []dlq.Failure{{At: at, Error: "declined", Verdict: v}}, Verdict: v, Reason: "permanent"}
+}
+
+var _ = Describe("memstore specifics", func() {
+	ctx := context.Background()
+
+	DescribeTable("New refuses an invalid config, naming the field",
+		func(cfg store.Config, field string) {
+			_, err := memstore.New(cfg)
+			Expect(err).To(MatchError(store.ErrInvalidConfig))
+			var ce *store.ConfigError
+			Expect(errors.As(err, &ce)).To(BeTrue())
+			Expect(ce.Field).To(Equal(field))
+		},
+		Entry("a namespace with a space", store.Config{Namespace: "bad ns"}, "Namespace"),
+		Entry("a negative capacity", store.Config{DLQCapacity: -1}, "DLQCapacity"),
+		Entry("an unknown policy", store.Config{Overflow: 9}, "Overflow"),
+		Entry("a huge batch", store.Config{BatchSize: 10_001}, "BatchSize"),
+		Entry("a negative payload bound", store.Config{MaxPayload: -1}, "MaxPayload"),
+	)
+
+	It("applies the defaults", func() {
+		s, err := memstore.New(store.Config{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Config()).To(Equal(store.Config{}.WithDefaults()))
+	})
+
+	It("calls observers without holding its lock, so that they may call it, in the order of the moves", func() {
+		var (
+			s      *memstore.Store
+			seen   []string
+			counts []queue.Counts
+		)
+		s, err := memstore.New(store.Config{
+			Observer: func(e disposition.Event) {
+				seen = append(seen, e.JobID+":"+string(e.Reason))
+				c, err := s.Counts(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				counts = append(counts, c)
+				if e.Reason == disposition.Enqueued && e.JobID == "parent" {
+					// A move from inside a callback: delivered after this
+					// callback returns, never reordered.
+					Expect(s.Enqueue(ctx, charge("child"), e.At)).To(Succeed())
+					seen = append(seen, "parent-callback-done")
+				}
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Enqueue(ctx, charge("parent"), t0)).To(Succeed())
+		Expect(seen).To(Equal([]string{"parent:enqueued", "parent-callback-done", "child:enqueued"}))
+		Expect(counts).To(Equal([]queue.Counts{{Queued: 1}, {Queued: 2}}))
+	})
+
+	It("reports an overflow without holding its lock", func() {
+		var stats []dlq.Stats
+		var s *memstore.Store
+		s, err := memstore.New(store.Config{DLQCapacity: 1, OnOverflow: func(o store.Overflow) {
+			st, err := s.Stats(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			stats = append(stats, st)
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = s.Add(ctx, entryOf(charge("a"), t0), t0)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = s.Add(ctx, entryOf(charge("b"), t0), t0)
+		Expect(err).To(MatchError(dlq.ErrFull))
+		Expect(stats).To(HaveLen(1))
+		Expect(stats[0].Rejected).To(Equal(1))
+	})
+
+	It("keeps working after an observer panics", func() {
+		boom := true
+		var heard []string
+		s, err := memstore.New(store.Config{Observer: func(e disposition.Event) {
+			if boom {
+				boom = false
+				panic("observer bug")
+			}
+			heard = append(heard, e.JobID)
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(func() { _ = s.Enqueue(ctx, charge("a"), t0) }).To(PanicWith("observer bug"))
+		Expect(s.Enqueue(ctx, charge("b"), t0)).To(Succeed())
+		Expect(heard).To(Equal([]string{"b"}))
+		c, err := s.Counts(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Queued).To(Equal(2), "the move happened before its callback")
+	})
+
+	It("delivers each job's events in order when many goroutines move jobs at once", func() {
+		var mu sync.Mutex
+		state := map[string]disposition.State{}
+		var bad []string
+		s, err := memstore.New(store.Config{Observer: func(e disposition.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if state[e.JobID] != e.From {
+				bad = append(bad, e.String())
+			}
+			state[e.JobID] = e.To
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for i := range 300 {
+					id := fmt.Sprintf("w%d-%d", w, i)
+					Expect(s.Enqueue(ctx, charge(id), t0)).To(Succeed())
+					j, l, ok, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Minute)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(ok).To(BeTrue())
+					if i%3 == 0 {
+						Expect(s.Release(ctx, l, j, t0)).To(Succeed())
+						continue
+					}
+					Expect(s.Ack(ctx, l, t0)).To(Succeed())
+				}
+			})
+		}
+		wg.Wait()
+		Expect(bad).To(BeEmpty())
+		c, err := s.Counts(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c).To(Equal(queue.Counts{Queued: 8 * 100}))
+	})
+
+	It("refuses a lease of no duration", func() {
+		s, _ := memstore.New(store.Config{})
+		Expect(s.Enqueue(ctx, charge("a"), t0)).To(Succeed())
+		_, _, _, err := s.Dequeue(ctx, job.DefaultQueue, t0, 0)
+		Expect(err).To(HaveOccurred())
+		_, l, _, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = s.Heartbeat(ctx, l, t0, -time.Second)
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("refuses a listing of no entries and a cursor it did not make", func() {
+		s, _ := memstore.New(store.Config{})
+		_, err := s.List(ctx, dlq.Filter{}, "", 0)
+		Expect(err).To(HaveOccurred())
+		_, err = s.List(ctx, dlq.Filter{}, "%%%", 10)
+		Expect(err).To(HaveOccurred())
+		_, err = s.List(ctx, dlq.Filter{}, "bm90LWpzb24", 10) // "not-json"
+		Expect(err).To(HaveOccurred())
+	})
+
+	It("keeps its own copy of an enqueued payload", func() {
+		s, _ := memstore.New(store.Config{})
+		j := charge("a")
+		Expect(s.Enqueue(ctx, j, t0)).To(Succeed())
+		j.Payload[0] = 'X'
+		got, _, _, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Second)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got.Payload)).To(Equal(`{"cents":1299}`))
+	})
+
+	It("takes planted bytes that decode as an ordinary entry", func() {
+		s, _ := memstore.New(store.Config{})
+		e := entryOf(charge("a"), t0)
+		e.Status, e.LastFailedAt, e.FirstFailedAt, e.SourceQueue = dlq.Failed, t0, t0, job.DefaultQueue
+		raw, err := dlq.Encode(e)
+		Expect(err).NotTo(HaveOccurred())
+		s.PlantRaw("a", raw)
+		got, err := s.Get(ctx, "a")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Corrupt).To(BeFalse())
+		st, _ := s.Stats(ctx)
+		Expect(st.ByStatus).To(Equal(map[string]int{"failed": 1}))
+		Expect(s.Requeue(ctx, "a", dlq.RequeueOptions{Budget: dlq.OneMoreAttempt}, t0.Add(time.Second))).To(Equal(dlq.OutcomeRequeued))
+	})
+
+	It("refuses to extend an entry that does not decode, keeping its bytes", func() {
+		s, _ := memstore.New(store.Config{})
+		s.PlantRaw("a", []byte("junk"))
+		_, err := s.Add(ctx, entryOf(charge("a"), t0), t0)
+		Expect(err).To(MatchError(dlq.ErrWrongStatus))
+		got, err := s.Get(ctx, "a")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got.Raw)).To(Equal("junk"))
+	})
+
+	It("refuses, writing nothing, an entry that would not decode back", func() {
+		s, _ := memstore.New(store.Config{})
+		Expect(s.Enqueue(ctx, charge("a"), t0)).To(Succeed())
+		_, l, _, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		e := entryOf(charge("a"), t0)
+		e.Verdict = classify.Classification{} // "none" names: encoded, never decoded
+		_, err = s.DeadLetter(ctx, l, e, t0)
+		Expect(err).To(MatchError(memstore.ErrUnreadable))
+		_, err = s.Get(ctx, "a")
+		Expect(err).To(MatchError(dlq.ErrNotFound))
+		c, _ := s.Counts(ctx)
+		Expect(c).To(Equal(queue.Counts{InFlight: 1}), "the job stays leased")
+
+		e = entryOf(charge("a"), t0)
+		e.History = append(e.History, dlq.Failure{At: t0, Error: "unclassified"})
+		_, err = s.Add(ctx, e, t0)
+		Expect(err).To(MatchError(memstore.ErrUnreadable))
+		// Proof that the check is needed: the bytes would come back corrupt.
+		e.Status, e.LastFailedAt = dlq.Failed, t0
+		raw, err := dlq.Encode(e)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(dlq.Decode("a", raw).Corrupt).To(BeTrue())
+	})
+
+	It("keeps its time index bounded while it evicts", func() {
+		s, _ := memstore.New(store.Config{DLQCapacity: 10, Overflow: store.EvictOldest})
+		for i := range 20_000 {
+			_, err := s.Add(ctx, entryOf(charge(fmt.Sprintf("e%05d", i)), t0.Add(time.Duration(i)*time.Millisecond)), t0.Add(time.Duration(i)*time.Millisecond))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(s.OrderLen()).To(BeNumerically("<=", 2*1024+10))
+		p, err := s.List(ctx, dlq.Filter{}, "", 100)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Entries).To(HaveLen(10))
+		Expect(p.Entries[0].ID()).To(Equal("e19999"))
+		Expect(p.Entries[9].ID()).To(Equal("e19990"))
+		st, _ := s.Stats(ctx)
+		Expect(st.Evicted).To(Equal(19_990))
+	})
+
+	It("lists correctly after entries arrive out of time order and change status", func() {
+		s, _ := memstore.New(store.Config{})
+		for _, d := range []int{5, 1, 4, 2, 3} {
+			id := fmt.Sprintf("e%d", d)
+			at := t0.Add(time.Duration(d) * time.Minute)
+			_, err := s.Add(ctx, entryOf(charge(id), at), at)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(s.Delete(ctx, "e3", "ops", t0.Add(time.Hour))).To(Succeed())
+		Expect(s.Quarantine(ctx, "e4", "poison", t0.Add(time.Hour))).To(Succeed())
+		p, err := s.List(ctx, dlq.Filter{}, "", 10)
+		Expect(err).NotTo(HaveOccurred())
+		var ids []string
+		for _, e := range p.Entries {
+			ids = append(ids, e.ID()+":"+e.Status.String())
+		}
+		Expect(ids).To(Equal([]string{"e5:failed", "e4:quarantined", "e3:deleted", "e2:failed", "e1:failed"}))
+	})
+})

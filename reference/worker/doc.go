@@ -1,0 +1,72 @@
+// Package worker is the pipeline a job goes through when a worker runs it:
+// the breaker's permit, the handler's error classified, the retry policy's
+// decision, the dead letter queue, the alert — and the store moves that
+// carry the decision out, fenced by the job's lease.
+//
+// # The core
+//
+// Core is a synchronous state machine: no goroutines, no wall clock, no
+// per-job memory. Begin(job, now) asks the job's dependency for leave to
+// call it (a Router: the degrade.Fallback) and stamps the attempt;
+// Complete(attempt, err, now) classifies the error, tells the breaker, asks
+// the retry policy, builds the DLQ entry when the job dies, raises the alert
+// and returns an Outcome value: Succeed, Retry at T, DeadLetter (with the
+// entry to write), Release (the attempt is not counted) or, from Begin,
+// Divert (the breaker refused; the job goes to the fallback queue). The
+// simulator drives it on virtual time; the Runner drives it with goroutines
+// on the wall clock. Neither has logic the other lacks.
+//
+// Every collaborator is a narrow interface declared here, on the consumer
+// side (Classifier, Policy, Alerter, Router, Recorder, and the store
+// operations of Pipeline, Runner, AutoRetry and Monitor), so a team plugs in
+// its own; the reference types satisfy them.
+//
+// # Where the failure history lives between attempts
+//
+// A DLQ entry carries every failed attempt of its job, but job.Job has no
+// field for them and the queue stores only job.Job. The core keeps nothing
+// between calls, so the history travels in values: an Attempt carries the
+// failures of the job's earlier attempts in (Attempt.History), and an
+// Outcome carries this attempt's failure out (Outcome.Failure), and, for a
+// dead job, the whole history in Outcome.Entry. Between the two, the
+// Pipeline keeps the failures in a History keyed by job ID: it reads them
+// into the Attempt when an attempt starts; it records a failure once its
+// Retry is carried out, or when the move could not be written (a DLQ that
+// is full or down: the job comes back, and the failure was real), but not
+// when the completion was fenced off (for the job, that completion never
+// happened); and it forgets them once the job succeeds or its entry is in
+// the DLQ, whose store extends the entry's history if a requeued job dies
+// again.
+//
+// MemoryHistory, the default, lives in the process: a worker process that
+// dies takes the histories of its jobs' earlier attempts with it (the jobs
+// themselves are safe in the queue, and their DLQ entries then start at the
+// failures seen after the restart), and two processes sharing a queue each
+// see only their own. A failure recorded just after its Retry was written
+// can, in a live runner, miss the next attempt if that attempt starts in
+// between (a retry due at once, forwarded and leased by another worker in
+// that instant); its entry then lacks that one failure. A durable History,
+// or a history field on job.Job written by the same store move, would
+// close both gaps.
+//
+// # Applying an outcome
+//
+// Apply carries an Outcome out on the stores: Ack, Retry, DeadLetter,
+// Release or Divert, each fenced by the lease, so a completion that arrives
+// after its lease was lost is refused (queue.ErrLeaseLost) and never
+// applied twice. A dead letter the DLQ refuses because it is full
+// (dlq.ErrFull) leaves the job leased: its lease expires and it comes back,
+// nothing lost. Pipeline wraps Core and Apply with the history, the hooks
+// (OnError per error, OnDead once per death), the disposition events and
+// counters.
+//
+// # Around the pipeline
+//
+// Runner is the wall-clock edge: N workers started by Run, leases and
+// heartbeats, a ticker for ForwardDue and RecoverExpired, and a graceful
+// shutdown that releases the jobs in flight without using an attempt.
+// AutoRetry requeues dead jobs inside an off-peak window at a bounded rate
+// and quarantines the ones that keep dying; Monitor raises and clears
+// alerts on the DLQ's depth, its oldest entry's age and its overflows. Both
+// run on clock timers, so the simulator drives them in virtual time.
+package worker

@@ -1,0 +1,222 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"pgregory.net/rapid"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/failure"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/worker"
+)
+
+// fault is one thing a handler may return, and whether a shutdown stopped
+// it.
+type fault struct {
+	name     string
+	err      error
+	shutdown bool
+}
+
+var faults = []fault{
+	{name: "ok"},
+	{name: "timeout", err: &failure.TimeoutError{Op: "call", After: time.Second}},
+	{name: "503", err: &failure.HTTPError{Code: 503}},
+	{name: "429", err: failure.WithRetryAfter(&failure.HTTPError{Code: 429}, 20*time.Second)},
+	{name: "declined", err: &failure.CardError{Code: "card_declined", Decline: "insufficient_funds"}},
+	{name: "auth", err: fmt.Errorf("token: %w", failure.ErrAuthentication)},
+	{name: "bad-data", err: fmt.Errorf("row: %w", failure.ErrInvalidInput)},
+	{name: "local-permission", err: fmt.Errorf("open: %w", fs.ErrPermission)},
+	{name: "unknown", err: errors.New("something odd")},
+	{name: "shutdown", err: context.Canceled, shutdown: true},
+}
+
+// running is an attempt a worker holds.
+type running struct {
+	a worker.Attempt
+	l queue.Lease
+}
+
+var _ = Describe("Pipeline properties", func() {
+	It("conserves every job after every step of any sequence of faults, crashes, late completions, "+
+		"recoveries, requeues and breaker trips on the virtual clock", func() {
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			w := newWorld()
+			ctx := context.Background()
+			var (
+				created, finishedWithErr int
+				inFlight, zombies        []running
+			)
+			take := func(list *[]running, label string) running {
+				i := rapid.IntRange(0, len(*list)-1).Draw(t, label)
+				r := (*list)[i]
+				*list = append((*list)[:i], (*list)[i+1:]...)
+				return r
+			}
+			// A completion is fenced off when its lease was recovered: the
+			// crashed worker's late one, or a slow one the clock overtook.
+			finish := func(r running, f fault) {
+				r.a.ShuttingDown = f.shutdown
+				o, err := w.p.Finish(ctx, r.a, r.l, f.err, w.now())
+				if f.err != nil {
+					finishedWithErr++
+				}
+				switch {
+				case err == nil:
+				case errors.Is(err, queue.ErrLeaseLost):
+					return
+				default:
+					t.Fatalf("finish %s with %s: %v", r.a.Job.ID, f.name, err)
+				}
+				// The policy's rules, as the outcome shows them.
+				if o.Action == worker.Retry && !o.Verdict.Class.Retryable() {
+					t.Fatalf("%s retried a %s failure", r.a.Job.ID, o.Verdict)
+				}
+				if o.Action == worker.Retry && o.Verdict.Class == classify.Indeterminate && o.Job.IdempotencyKey == "" {
+					t.Fatalf("%s retried an indeterminate failure without an idempotency key", r.a.Job.ID)
+				}
+				if o.Job.Attempts > retry.DefaultMaxAttempts {
+					t.Fatalf("%s made %d attempts", r.a.Job.ID, o.Job.Attempts)
+				}
+				if o.Action == worker.Release && o.Job.Attempts != r.a.Job.Attempts {
+					t.Fatalf("%s: a release counted an attempt", r.a.Job.ID)
+				}
+				if o.Action == worker.DeadLetter && len(o.Entry.History) == 0 {
+					t.Fatalf("%s dead-lettered without a history", r.a.Job.ID)
+				}
+			}
+
+			t.Repeat(map[string]func(*rapid.T){
+				"enqueue": func(t *rapid.T) {
+					for range rapid.IntRange(1, 4).Draw(t, "jobs") {
+						id := fmt.Sprintf("j%d", created)
+						var j job.Job
+						switch rapid.IntRange(0, 3).Draw(t, "kind") {
+						case 0:
+							j = newJob(id, "email", "smtp")
+						case 1:
+							j = newJob(id, "report", "")
+						case 2:
+							j = paymentJob(id, true)
+						default:
+							j = paymentJob(id, false)
+						}
+						if err := w.st.Enqueue(ctx, j, w.now()); err != nil {
+							t.Fatalf("enqueue: %v", err)
+						}
+						created++
+					}
+				},
+				"start": func(t *rapid.T) {
+					for range rapid.IntRange(1, 3).Draw(t, "leases") {
+						j, l, ok, err := w.st.Dequeue(ctx, job.DefaultQueue, w.now(), 30*time.Second)
+						if err != nil || !ok {
+							return
+						}
+						a, started, err := w.p.Start(ctx, j, l, w.now())
+						if err != nil {
+							t.Fatalf("start %s: %v", j.ID, err)
+						}
+						if started {
+							inFlight = append(inFlight, running{a, l})
+						}
+					}
+				},
+				"finish": func(t *rapid.T) {
+					for range rapid.IntRange(1, 3).Draw(t, "completions") {
+						if len(inFlight) > 0 {
+							finish(take(&inFlight, "attempt"), rapid.SampledFrom(faults).Draw(t, "fault"))
+						}
+					}
+				},
+				"crash": func(t *rapid.T) {
+					if len(inFlight) > 0 {
+						zombies = append(zombies, take(&inFlight, "attempt"))
+					}
+				},
+				"late completion": func(t *rapid.T) {
+					if len(zombies) > 0 {
+						finish(take(&zombies, "zombie"), rapid.SampledFrom(faults).Draw(t, "fault"))
+					}
+				},
+				"advance": func(t *rapid.T) {
+					w.clk.Advance(time.Duration(rapid.IntRange(0, 40).Draw(t, "seconds")) * time.Second)
+				},
+				"forward due": func(t *rapid.T) {
+					if _, err := w.st.ForwardDue(ctx, w.now(), 100); err != nil {
+						t.Fatalf("forward: %v", err)
+					}
+				},
+				"recover expired": func(t *rapid.T) {
+					if _, err := w.st.RecoverExpired(ctx, w.now(), 100); err != nil {
+						t.Fatalf("recover: %v", err)
+					}
+				},
+				"requeue from the DLQ": func(t *rapid.T) {
+					page, err := w.st.List(ctx, dlq.Filter{Statuses: []dlq.Status{dlq.Failed}}, "", 100)
+					if err != nil {
+						t.Fatalf("list: %v", err)
+					}
+					if len(page.Entries) == 0 {
+						return
+					}
+					e := rapid.SampledFrom(page.Entries).Draw(t, "entry")
+					out, err := w.st.Requeue(ctx, e.ID(), dlq.RequeueOptions{Budget: dlq.ResetAttempts, By: "ops"}, w.now())
+					if err != nil || out != dlq.OutcomeRequeued {
+						t.Fatalf("requeue %s: %v %v", e.ID(), out, err)
+					}
+				},
+				"": func(t *rapid.T) {
+					// Conservation: every job is in exactly one place, and
+					// the places add up to the jobs created.
+					if errs := w.led.errs(); len(errs) > 0 {
+						t.Fatalf("ledger: %v", errs)
+					}
+					counts := w.led.counts()
+					total := 0
+					for _, n := range counts {
+						total += n
+					}
+					if total != created {
+						t.Fatalf("%d jobs accounted for, %d created: %v", total, created, counts)
+					}
+					c, err := w.st.Counts(ctx)
+					if err != nil {
+						t.Fatalf("counts: %v", err)
+					}
+					if want := (queue.Counts{Queued: counts[disposition.Queued], InFlight: counts[disposition.InFlight],
+						Scheduled: counts[disposition.Scheduled], Fallback: counts[disposition.Fallback]}); c != want {
+						t.Fatalf("store counts %+v, ledger %+v", c, want)
+					}
+					st, err := w.st.Stats(ctx)
+					if err != nil {
+						t.Fatalf("stats: %v", err)
+					}
+					if st.ByStatus["failed"] != counts[disposition.DeadLettered] {
+						t.Fatalf("%d failed DLQ entries, %d dead jobs", st.ByStatus["failed"], counts[disposition.DeadLettered])
+					}
+					if counts[disposition.InFlight] > len(inFlight)+len(zombies) {
+						t.Fatalf("%d jobs in flight, %d attempts held", counts[disposition.InFlight], len(inFlight)+len(zombies))
+					}
+					// The hooks: one OnError per error, one OnDead per death.
+					if n := len(w.errorCalls()); n != finishedWithErr {
+						t.Fatalf("OnError called %d times for %d errors", n, finishedWithErr)
+					}
+					if n := len(w.deadIDs()); uint64(n) != w.p.Stats().Applied[worker.DeadLetter] {
+						t.Fatalf("OnDead called %d times for %d deaths", n, w.p.Stats().Applied[worker.DeadLetter])
+					}
+				},
+			})
+		})
+	})
+})

@@ -1,0 +1,453 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+)
+
+// Handler runs one attempt at a job. Its context is canceled, with cause
+// ErrShutdown, when the runner stops (return promptly: the job is released
+// without using an attempt), and with cause queue.ErrLeaseLost when the
+// job's lease is lost (another worker may have it now).
+type Handler func(ctx context.Context, j job.Job) error
+
+// ErrShutdown is the cause of a handler's context canceled because the
+// runner is stopping.
+var ErrShutdown = errors.New("worker shutting down")
+
+// ErrRunning: Run was called while the runner was already running.
+var ErrRunning = errors.New("runner already running")
+
+// PanicError is a handler's panic, turned into its error (classified like
+// any error no rule knows: transient, so the retry policy's limit decides).
+type PanicError struct {
+	Value any
+}
+
+// Error returns "handler panicked: VALUE".
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
+
+// Source is what the Runner needs of a queue besides the moves Apply makes:
+// leasing, heartbeats, and the two clock-driven moves. queue.Queue
+// implements it.
+type Source interface {
+	Dequeue(ctx context.Context, queue string, now time.Time, ttl time.Duration) (job.Job, queue.Lease, bool, error)
+	Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl time.Duration) (queue.Lease, error)
+	ForwardDue(ctx context.Context, now time.Time, limit int) (int, error)
+	RecoverExpired(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+var _ Source = queue.Queue(nil)
+
+// Defaults for RunnerConfig.
+const (
+	DefaultWorkers      = 4
+	DefaultLeaseTTL     = 30 * time.Second
+	DefaultPollMin      = 10 * time.Millisecond
+	DefaultPollMax      = time.Second
+	DefaultTickInterval = time.Second
+	DefaultTickLimit    = 100
+	DefaultStoreTimeout = 10 * time.Second
+)
+
+// maxTickBatches bounds the ForwardDue or RecoverExpired calls of one tick,
+// so a backlog is moved in bounded steps without starving the workers.
+const maxTickBatches = 10
+
+// Log attribute keys.
+const (
+	logJob    = "job"
+	logQueue  = "queue"
+	logAction = "action"
+	logErr    = "err"
+)
+
+// RunnerConfig configures a Runner.
+type RunnerConfig struct {
+	// Pipeline, Source and Handler are required. Clock defaults to
+	// clock.Real.
+	Pipeline *Pipeline
+	Source   Source
+	Handler  Handler
+	Clock    clock.Clock
+	// Workers is the number of jobs run at once (default 4).
+	Workers int
+	// Queues are the queues polled, each worker starting at a different
+	// one (default job.DefaultQueue).
+	Queues []string
+	// LeaseTTL is how long a lease lasts without a heartbeat (default 30s);
+	// HeartbeatInterval how often a running job's lease is extended
+	// (default LeaseTTL/3).
+	LeaseTTL, HeartbeatInterval time.Duration
+	// PollMin and PollMax bound the backoff of a worker that found its
+	// queues empty (doubling from PollMin; default 10ms and 1s).
+	PollMin, PollMax time.Duration
+	// TickInterval is how often due retries are forwarded and expired
+	// leases recovered (default 1s), TickLimit the jobs moved per call
+	// (default 100).
+	TickInterval time.Duration
+	TickLimit    int
+	// StoreTimeout bounds each store call made after a job was leased
+	// (start, heartbeat, completion). They do not use Run's context, so a
+	// shutdown still writes the completions of the jobs it stopped.
+	StoreTimeout time.Duration
+	// Logger receives store errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c RunnerConfig) WithDefaults() RunnerConfig {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = []string{job.DefaultQueue}
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.LeaseTTL / 3
+	}
+	if c.PollMin == 0 {
+		c.PollMin = DefaultPollMin
+	}
+	if c.PollMax == 0 {
+		c.PollMax = max(DefaultPollMax, c.PollMin)
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.TickLimit == 0 {
+		c.TickLimit = DefaultTickLimit
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = DefaultStoreTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c with defaults applied.
+func (c RunnerConfig) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.Pipeline == nil:
+		return &ConfigError{"Pipeline", "is required"}
+	case c.Source == nil:
+		return &ConfigError{"Source", "is required"}
+	case c.Handler == nil:
+		return &ConfigError{"Handler", "is required"}
+	case c.Workers < 1:
+		return &ConfigError{"Workers", "must be at least 1"}
+	case c.LeaseTTL <= 0:
+		return &ConfigError{"LeaseTTL", "must be positive"}
+	case c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.LeaseTTL:
+		return &ConfigError{"HeartbeatInterval", "must be positive and shorter than LeaseTTL"}
+	case c.PollMin <= 0 || c.PollMax < c.PollMin:
+		return &ConfigError{"PollMin/PollMax", "must be positive, PollMax at least PollMin"}
+	case c.TickInterval <= 0:
+		return &ConfigError{"TickInterval", "must be positive"}
+	case c.TickLimit < 1:
+		return &ConfigError{"TickLimit", "must be at least 1"}
+	case c.StoreTimeout <= 0:
+		return &ConfigError{"StoreTimeout", "must be positive"}
+	}
+	for i, q := range c.Queues {
+		if q == "" {
+			return &ConfigError{fmt.Sprintf("Queues[%d]", i), "is empty"}
+		}
+	}
+	return nil
+}
+
+// Runner is the pipeline on the wall clock: N workers that lease jobs, run
+// the handler while heartbeating the lease, and complete the attempt
+// through the pipeline, and a ticker that forwards due retries and recovers
+// expired leases. Nothing starts until Run.
+type Runner struct {
+	cfg RunnerConfig
+
+	mu      sync.Mutex
+	running bool
+}
+
+// NewRunner returns a runner for cfg (defaults applied), or a *ConfigError.
+// It starts nothing.
+func NewRunner(cfg RunnerConfig) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Queues = append([]string(nil), cfg.Queues...)
+	return &Runner{cfg: cfg}, nil
+}
+
+// Run runs the workers and the ticker until ctx is canceled, then shuts
+// down gracefully: the workers stop leasing, the handlers still running
+// have their contexts canceled with cause ErrShutdown, and Run waits for
+// them. A handler stopped that way is classified with Scope.ShuttingDown,
+// so by the default rules its job is released to the head of its queue
+// without using an attempt, and every job ends up where the stores say:
+// succeeded, queued, scheduled, in the fallback queue or in the DLQ. (A
+// payment that was canceled mid-charge is the exception the classifier
+// makes: its outcome is unknown, so it counts.) Run returns nil after a
+// shutdown, ErrRunning if the runner is already running.
+func (r *Runner) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return ErrRunning
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running = false
+		r.mu.Unlock()
+	}()
+
+	// Handlers and store calls after a lease do not inherit ctx's
+	// cancellation: a shutdown cancels the handlers with its own cause, and
+	// their completions are still written.
+	base := context.WithoutCancel(ctx)
+	run := &run{r: r, ctx: ctx, base: base, inFlight: make(map[*inFlight]struct{})}
+	var wg sync.WaitGroup
+	for i := range r.cfg.Workers {
+		wg.Go(func() { run.work(i) })
+	}
+	wg.Go(run.tick)
+
+	<-ctx.Done()
+	run.shutdown()
+	wg.Wait()
+	return nil
+}
+
+// run is the state of one Run.
+type run struct {
+	r    *Runner
+	ctx  context.Context // Run's: done when the runner stops
+	base context.Context // Run's values, never canceled
+
+	mu       sync.Mutex
+	stopping bool
+	inFlight map[*inFlight]struct{}
+}
+
+// inFlight is one running handler.
+type inFlight struct {
+	cancel context.CancelCauseFunc
+}
+
+// shutdown stops the handlers in flight; the workers see ctx done and stop
+// leasing.
+func (rn *run) shutdown() {
+	rn.mu.Lock()
+	rn.stopping = true
+	stop := make([]*inFlight, 0, len(rn.inFlight))
+	for f := range rn.inFlight {
+		stop = append(stop, f)
+	}
+	rn.mu.Unlock()
+	for _, f := range stop {
+		f.cancel(ErrShutdown)
+	}
+}
+
+// wait waits d on the runner's clock, or until the run stops; it reports
+// false when the run stopped.
+func (rn *run) wait(d time.Duration) bool {
+	fired := make(chan struct{})
+	t := rn.r.cfg.Clock.AfterFunc(d, func() { close(fired) })
+	select {
+	case <-fired:
+		return true
+	case <-rn.ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// storeCtx returns a context for one store call after a lease.
+func (rn *run) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(rn.base, rn.r.cfg.StoreTimeout)
+}
+
+// work is one worker: lease a job, run it, poll with backoff when there is
+// none, until the run stops.
+func (rn *run) work(i int) {
+	cfg := &rn.r.cfg
+	backoff := cfg.PollMin
+	next := i % len(cfg.Queues)
+	for rn.ctx.Err() == nil {
+		found := false
+		for range cfg.Queues {
+			name := cfg.Queues[next]
+			next = (next + 1) % len(cfg.Queues)
+			j, l, ok, err := cfg.Source.Dequeue(rn.ctx, name, cfg.Clock.Now(), cfg.LeaseTTL)
+			if err != nil {
+				if rn.ctx.Err() == nil {
+					cfg.Logger.Error("dequeue failed", logQueue, name, logErr, err)
+				}
+				break
+			}
+			if ok {
+				found = true
+				rn.process(j, l)
+				break
+			}
+		}
+		if found {
+			backoff = cfg.PollMin
+			continue
+		}
+		if !rn.wait(backoff) {
+			return
+		}
+		backoff = min(2*backoff, cfg.PollMax)
+	}
+}
+
+// process runs one leased job through the pipeline.
+func (rn *run) process(j job.Job, l queue.Lease) {
+	cfg := &rn.r.cfg
+	p := cfg.Pipeline
+
+	hctx, cancel := context.WithCancelCause(rn.base)
+	defer cancel(nil)
+	f := &inFlight{cancel: cancel}
+	rn.mu.Lock()
+	if rn.stopping {
+		// Leased just as the runner stopped: back at once, no attempt.
+		rn.mu.Unlock()
+		sctx, done := rn.storeCtx()
+		defer done()
+		if err := p.Release(sctx, j, l, cfg.Clock.Now()); err != nil {
+			cfg.Logger.Error("release failed; the job comes back when its lease expires", logJob, j.ID, logErr, err)
+		}
+		return
+	}
+	rn.inFlight[f] = struct{}{}
+	rn.mu.Unlock()
+	defer func() {
+		rn.mu.Lock()
+		delete(rn.inFlight, f)
+		rn.mu.Unlock()
+	}()
+
+	sctx, done := rn.storeCtx()
+	a, ok, err := p.Start(sctx, j, l, cfg.Clock.Now())
+	done()
+	if err != nil {
+		cfg.Logger.Error("start failed; the job comes back when its lease expires", logJob, j.ID, logErr, err)
+		return
+	}
+	if !ok {
+		return // diverted to the fallback queue
+	}
+
+	beat := rn.heartbeat(hctx, l, cancel)
+	herr := callHandler(cfg.Handler, hctx, a.Job)
+	l = beat()
+
+	a.ShuttingDown = errors.Is(context.Cause(hctx), ErrShutdown)
+	sctx, done = rn.storeCtx()
+	defer done()
+	o, err := p.Finish(sctx, a, l, herr, cfg.Clock.Now())
+	switch {
+	case err == nil:
+	case errors.Is(err, queue.ErrLeaseLost):
+		cfg.Logger.Warn("completion fenced off: the lease was lost", logJob, j.ID, logAction, o.Action.String())
+	default:
+		cfg.Logger.Error("completion not written; the job comes back when its lease expires", logJob, j.ID, logAction, o.Action.String(), logErr, err)
+	}
+}
+
+// heartbeat extends l every HeartbeatInterval until the returned function
+// is called, which returns the latest lease. A lost lease cancels the
+// handler with cause queue.ErrLeaseLost.
+func (rn *run) heartbeat(hctx context.Context, l queue.Lease, cancel context.CancelCauseFunc) func() queue.Lease {
+	cfg := &rn.r.cfg
+	stop := make(chan struct{})
+	result := make(chan queue.Lease, 1)
+	go func() {
+		for {
+			fired := make(chan struct{})
+			t := cfg.Clock.AfterFunc(cfg.HeartbeatInterval, func() { close(fired) })
+			select {
+			case <-stop:
+				t.Stop()
+				result <- l
+				return
+			case <-fired:
+			}
+			sctx, done := rn.storeCtx()
+			nl, err := cfg.Source.Heartbeat(sctx, l, cfg.Clock.Now(), cfg.LeaseTTL)
+			done()
+			switch {
+			case err == nil:
+				l = nl
+			case errors.Is(err, queue.ErrLeaseLost):
+				cancel(queue.ErrLeaseLost)
+				<-stop
+				result <- l
+				return
+			case hctx.Err() == nil:
+				cfg.Logger.Warn("heartbeat failed", logJob, l.JobID, logErr, err)
+			}
+		}
+	}()
+	return func() queue.Lease {
+		close(stop)
+		return <-result
+	}
+}
+
+// callHandler runs h, turning a panic into a *PanicError.
+func callHandler(h Handler, ctx context.Context, j job.Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v}
+		}
+	}()
+	return h(ctx, j)
+}
+
+// tick forwards due retries and recovers expired leases every
+// TickInterval until the run stops.
+func (rn *run) tick() {
+	cfg := &rn.r.cfg
+	for rn.wait(cfg.TickInterval) {
+		for _, step := range []struct {
+			name string
+			f    func(context.Context, time.Time, int) (int, error)
+		}{{"forward due retries", cfg.Source.ForwardDue}, {"recover expired leases", cfg.Source.RecoverExpired}} {
+			for range maxTickBatches {
+				n, err := step.f(rn.ctx, cfg.Clock.Now(), cfg.TickLimit)
+				if err != nil {
+					if rn.ctx.Err() == nil {
+						cfg.Logger.Error(step.name+" failed", logErr, err)
+					}
+					break
+				}
+				if n < cfg.TickLimit {
+					break
+				}
+			}
+		}
+	}
+}

@@ -63,8 +63,14 @@ func (c Class) MarshalText() ([]byte, error) {
 	return []byte(c.String()), nil
 }
 
-// UnmarshalText reads a class name, as ParseClass does.
+// UnmarshalText reads a class name, as ParseClass does, and also "none",
+// the name MarshalText gives the zero value, so that what is written reads
+// back.
 func (c *Class) UnmarshalText(b []byte) error {
+	if string(b) == "none" {
+		*c = None
+		return nil
+	}
 	v, err := ParseClass(string(b))
 	if err != nil {
 		return err
@@ -119,8 +125,14 @@ func (s Severity) MarshalText() ([]byte, error) {
 	return []byte(s.String()), nil
 }
 
-// UnmarshalText reads a severity name, as ParseSeverity does.
+// UnmarshalText reads a severity name, as ParseSeverity does, and also "none",
+// the name MarshalText gives the zero value, so that what is written reads
+// back.
 func (s *Severity) UnmarshalText(b []byte) error {
+	if string(b) == "none" {
+		*s = SeverityNone
+		return nil
+	}
 	v, err := ParseSeverity(string(b))
 	if err != nil {
 		return err
@@ -178,8 +190,14 @@ func (s Source) MarshalText() ([]byte, error) {
 	return []byte(s.String()), nil
 }
 
-// UnmarshalText reads a source name, as ParseSource does.
+// UnmarshalText reads a source name, as ParseSource does, and also "none",
+// the name MarshalText gives the zero value, so that what is written reads
+// back.
 func (s *Source) UnmarshalText(b []byte) error {
+	if string(b) == "none" {
+		*s = SourceNone
+		return nil
+	}
 	v, err := ParseSource(string(b))
 	if err != nil {
 		return err

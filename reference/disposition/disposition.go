@@ -60,6 +60,7 @@ const (
 	DeadLetter   Reason = "dead-lettered"
 	Requeued     Reason = "requeued" // from the DLQ, by an operator or the auto-retry
 	Evicted      Reason = "evicted"  // pushed out of a full DLQ (reported, never silent)
+	Purged       Reason = "purged"   // removed from the DLQ by age
 )
 
 // Event is one move of one job.

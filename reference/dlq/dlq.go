@@ -41,6 +41,8 @@ var (
 	// ErrWrongStatus: the entry's status does not allow the move (restore
 	// of an entry that is not deleted, say).
 	ErrWrongStatus = errors.New("dlq entry has the wrong status for that")
+	// ErrInvalidOptions: a requeue's options are incomplete (no Budget).
+	ErrInvalidOptions = errors.New("invalid requeue options")
 )
 
 // Status is an entry's state in the DLQ.
@@ -72,16 +74,23 @@ func (s Status) String() string {
 	return fmt.Sprintf("status(%d)", uint8(s))
 }
 
-// MarshalText writes the status's name.
+// MarshalText writes the status's name; the zero Status writes "".
 func (s Status) MarshalText() ([]byte, error) {
-	if s < Failed || int(s) >= len(statusNames) {
+	if s == 0 {
+		return []byte{}, nil
+	}
+	if int(s) >= len(statusNames) {
 		return nil, fmt.Errorf("dlq: invalid status %d", uint8(s))
 	}
 	return []byte(s.String()), nil
 }
 
-// UnmarshalText reads a status's name.
+// UnmarshalText reads a status's name; "" is the zero Status.
 func (s *Status) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*s = 0
+		return nil
+	}
 	v, err := ParseStatus(string(b))
 	if err == nil {
 		*s = v

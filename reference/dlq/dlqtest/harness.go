@@ -112,9 +112,8 @@ import (
 )
 
 // ReasonPurged is the reason of the event a purge emits for each entry whose
-// job was dead-lettered. disposition has no constant for it yet; backends
-// write this same string.
-const ReasonPurged disposition.Reason = "purged"
+// job was dead-lettered.
+const ReasonPurged = disposition.Purged
 
 // Harness is one fresh, empty backend under test: a DLQ and the work queue
 // of its namespace.

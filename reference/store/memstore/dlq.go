@@ -3,13 +3,11 @@ package memstore
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
 
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
@@ -18,9 +16,8 @@ import (
 )
 
 // ReasonPurged is the reason of the event a purge emits for each entry whose
-// job was dead-lettered (the job leaves the system). disposition has no
-// constant for it; dlqtest.ReasonPurged is the same string.
-const ReasonPurged disposition.Reason = "purged"
+// job was dead-lettered (the job leaves the system).
+const ReasonPurged = disposition.Purged
 
 // By names who made the status changes the store makes itself.
 const (
@@ -146,39 +143,8 @@ func (s *Store) replaceInOrder(old, d *dent) bool {
 	return false
 }
 
-// ErrUnreadable is returned, and nothing written, for an entry that would
-// not decode back from its encoding: a store never writes what it would
-// then list as corrupt. Today that is an entry with a zero class, severity
-// or source in its verdict or in a failure of its history: classify
-// encodes them as "none" but does not decode "none".
-var ErrUnreadable = errors.New("dlq entry would not decode back")
-
-// checkReadable finds what would not decode back in e. It checks the
-// fields known to encode asymmetrically rather than decoding the bytes
-// again, which would more than double the cost of a dead-letter.
-func checkReadable(e *dlq.Entry) error {
-	check := func(where string, v classify.Classification) error {
-		if v.Class == classify.None || v.Severity == classify.SeverityNone || v.Source == classify.SourceNone {
-			return fmt.Errorf("%w: %s %s has a zero class, severity or source", ErrUnreadable, where, v)
-		}
-		return nil
-	}
-	if err := check("the verdict", e.Verdict); err != nil {
-		return err
-	}
-	for i := range e.History {
-		if err := check(fmt.Sprintf("failure %d", i+1), e.History[i].Verdict); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // encodeDent encodes e as the dent of its job.
 func encodeDent(e dlq.Entry) (*dent, error) {
-	if err := checkReadable(&e); err != nil {
-		return nil, err
-	}
 	raw, err := dlq.Encode(e)
 	if err != nil {
 		return nil, err
@@ -468,7 +434,7 @@ func (s *Store) Stats(ctx context.Context) (dlq.Stats, error) {
 // checkOptions validates a requeue's options.
 func checkOptions(opts dlq.RequeueOptions) error {
 	if opts.Budget != dlq.OneMoreAttempt && opts.Budget != dlq.ResetAttempts {
-		return fmt.Errorf("requeue options: Budget %d: must be OneMoreAttempt or ResetAttempts (the caller decides)", opts.Budget)
+		return fmt.Errorf("requeue options: Budget %d: must be OneMoreAttempt or ResetAttempts (the caller decides): %w", opts.Budget, dlq.ErrInvalidOptions)
 	}
 	return nil
 }

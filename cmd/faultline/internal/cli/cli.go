@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -95,11 +96,19 @@ Exit codes:
 		return usage(c, err)
 	}
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-	root.AddCommand(newRulesCommand())
+	root.AddCommand(newRulesCommand(), newDemoCommand())
 	return root
 }
 
 // usage wraps an argument error of c with a hint to its help.
 func usage(c *cobra.Command, err error) error {
 	return &InvalidInputError{Err: err, Hint: fmt.Sprintf("Try: %s --help", c.CommandPath())}
+}
+
+// defaultBackend is the store commands use unless told otherwise.
+const defaultBackend = "memory"
+
+func sortedStrings(s []string) []string {
+	slices.Sort(s)
+	return s
 }

@@ -1,0 +1,47 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/cmd/faultline/internal/demo"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/memstore"
+)
+
+func TestDemo(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Demo Suite")
+}
+
+func play(seed uint64) string {
+	GinkgoHelper()
+	var out bytes.Buffer
+	err := demo.Run(context.Background(), &out, demo.Options{Seed: seed, Name: "memory",
+		NewBackend: func(cfg store.Config) (demo.Backend, error) { return memstore.New(cfg) }})
+	Expect(err).NotTo(HaveOccurred(), out.String())
+	return out.String()
+}
+
+var _ = Describe("the payment challenge", func() {
+	It("reaches the seed's outcomes and accounts for every job, the same way every time", func() {
+		out := play(1)
+		Expect(out).To(ContainSubstring("attempt 1: permanent/low/data (card-declined) → dead-lettered (permanent)"))
+		Expect(out).To(ContainSubstring("attempt 1: indeterminate/medium/dependency (payment-timeout) → dead-lettered (indeterminate-without-key)"))
+		Expect(out).To(ContainSubstring("attempt 4: transient/medium/dependency (http-timeout) → dead-lettered (exhausted)"), "DLQ after 3 retries")
+		Expect(out).To(ContainSubstring("attempt 1: critical/high/auth (auth-status) → dead-lettered (critical)"))
+		Expect(out).To(ContainSubstring("on-call ← [FIRING high] charge job pay-12 dead-lettered on payment-gateway: http 401 Unauthorized: invalid api key [REDACTED]"))
+		Expect(out).To(ContainSubstring("breaker open: diverted to the batch queue"))
+		Expect(out).To(ContainSubstring("breaker payment-gateway: half-open → closed (probes-succeeded)"))
+		Expect(out).To(ContainSubstring("operator: reprocessed 2 medium-severity jobs from the DLQ"))
+		Expect(out).To(MatchRegexp(`every job accounted for: 13 created = \d+ succeeded \+ \d+ in the DLQ .* ✓`))
+		Expect(out).NotTo(ContainSubstring("sk_live_51Hdemo"), "secrets never printed")
+
+		Expect(play(1)).To(Equal(out), "same seed, same report, byte for byte")
+		Expect(play(2)).NotTo(Equal(out), "another seed draws other jitter")
+	})
+})

@@ -95,6 +95,10 @@ type RunnerConfig struct {
 	// (default 100).
 	TickInterval time.Duration
 	TickLimit    int
+	// ShutdownGrace is how long a shutdown lets the handlers in flight
+	// finish on their own before it cancels them (default 0: at once). A
+	// charge that finishes within it is not left with an unknown outcome.
+	ShutdownGrace time.Duration
 	// StoreTimeout bounds each store call made after a job was leased
 	// (start, heartbeat, completion). They do not use Run's context, so a
 	// shutdown still writes the completions of the jobs it stopped.
@@ -197,9 +201,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 }
 
 // Run runs the workers and the ticker until ctx is canceled, then shuts
-// down gracefully: the workers stop leasing, the handlers still running
-// have their contexts canceled with cause ErrShutdown, and Run waits for
-// them. A handler stopped that way is classified with Scope.ShuttingDown,
+// down gracefully: the workers stop leasing, the handlers still running get
+// ShutdownGrace to finish, then have their contexts canceled with cause
+// ErrShutdown, and Run waits for them. A handler stopped that way is classified with Scope.ShuttingDown,
 // so by the default rules its job is released to the head of its queue
 // without using an attempt, and every job ends up where the stores say:
 // succeeded, queued, scheduled, in the fallback queue or in the DLQ. (A
@@ -224,7 +228,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	// cancellation: a shutdown cancels the handlers with its own cause, and
 	// their completions are still written.
 	base := context.WithoutCancel(ctx)
-	run := &run{r: r, ctx: ctx, base: base, inFlight: make(map[*inFlight]struct{})}
+	run := &run{r: r, ctx: ctx, base: base, inFlight: make(map[*inFlight]struct{}), finished: make(chan struct{})}
 	var wg sync.WaitGroup
 	for i := range r.cfg.Workers {
 		wg.Go(func() { run.work(i) })
@@ -232,9 +236,37 @@ func (r *Runner) Run(ctx context.Context) error {
 	wg.Go(run.tick)
 
 	<-ctx.Done()
+	run.grace(r.cfg.ShutdownGrace)
 	run.shutdown()
 	wg.Wait()
 	return nil
+}
+
+// grace stops the leasing and waits up to d, on the runner's clock, for the
+// handlers in flight to finish on their own.
+func (rn *run) grace(d time.Duration) {
+	rn.mu.Lock()
+	rn.stopping = true
+	rn.mu.Unlock()
+	if d <= 0 {
+		return
+	}
+	expired := make(chan struct{})
+	t := rn.r.cfg.Clock.AfterFunc(d, func() { close(expired) })
+	defer t.Stop()
+	for {
+		rn.mu.Lock()
+		n, finished := len(rn.inFlight), rn.finished
+		rn.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-finished:
+		case <-expired:
+			return
+		}
+	}
 }
 
 // run is the state of one Run.
@@ -246,6 +278,8 @@ type run struct {
 	mu       sync.Mutex
 	stopping bool
 	inFlight map[*inFlight]struct{}
+	// finished is closed, and replaced, whenever a handler leaves inFlight.
+	finished chan struct{}
 }
 
 // inFlight is one running handler.
@@ -346,6 +380,8 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	defer func() {
 		rn.mu.Lock()
 		delete(rn.inFlight, f)
+		close(rn.finished)
+		rn.finished = make(chan struct{})
 		rn.mu.Unlock()
 	}()
 

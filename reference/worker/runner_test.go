@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/worker"
 )
 
@@ -318,3 +319,39 @@ func (s *countingSource) Heartbeat(ctx context.Context, l queue.Lease, now time.
 	}
 	return s.Source.Heartbeat(ctx, l, now, ttl)
 }
+
+var _ = Describe("The runner's shutdown grace", func() {
+	It("lets a handler in flight finish within the grace instead of cancelling it", func() {
+		st, err := memstore.New(store.Config{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Enqueue(context.Background(), job.Job{ID: "charge-1", Task: "charge"}, time.Now())).To(Succeed())
+		started, release := make(chan struct{}), make(chan struct{})
+		var sawCancel atomic.Bool
+		r, err := worker.NewRunner(worker.RunnerConfig{
+			Pipeline: runnerPipeline(st), Source: st, Workers: 1, ShutdownGrace: time.Minute,
+			Handler: func(ctx context.Context, j job.Job) error {
+				close(started)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					sawCancel.Store(true)
+					return ctx.Err()
+				}
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		Eventually(started, runnerReacts, poll).Should(BeClosed())
+		cancel() // Ctrl-C while the charge is in flight
+		Consistently(done, 100*time.Millisecond, poll).ShouldNot(Receive(), "the runner waits for the handler")
+		close(release)
+		Eventually(done, runnerReacts, poll).Should(Receive(BeNil()))
+		Expect(sawCancel.Load()).To(BeFalse())
+		c, err := st.Counts(context.Background())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c).To(Equal(queue.Counts{}), "succeeded: nothing queued, in flight, scheduled or diverted")
+	})
+})

@@ -106,7 +106,7 @@ func usage(c *cobra.Command, err error) error {
 }
 
 // defaultBackend is the store commands use unless told otherwise.
-const defaultBackend = "memory"
+const defaultBackend = "miniredis"
 
 func sortedStrings(s []string) []string {
 	slices.Sort(s)

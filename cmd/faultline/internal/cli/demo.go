@@ -1,19 +1,49 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/cmd/faultline/internal/demo"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
+	"github.com/faultline/faultline/reference/store/redisstore"
 )
 
-// backends are the stores the demo can run on, by flag value.
-var backends = map[string]func(cfg store.Config) (demo.Backend, error){
-	"memory": func(cfg store.Config) (demo.Backend, error) { return memstore.New(cfg) },
+// backends are the stores the demo can run on, by flag value. Each returns
+// the store and what closes it.
+var backends = map[string]func(redisAddr string) (func(cfg store.Config) (demo.Backend, error), func(), error){
+	"memory": func(string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+		return func(cfg store.Config) (demo.Backend, error) { return memstore.New(cfg) }, func() {}, nil
+	},
+	// miniredis runs the same Lua scripts as a real Redis, embedded: the
+	// default, so that the demo needs no server.
+	"miniredis": func(string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return nil, nil, fmt.Errorf("start the embedded miniredis: %w", err)
+		}
+		client := redisstore.NewClient(m.Addr())
+		return func(cfg store.Config) (demo.Backend, error) { return redisstore.New(client, cfg) },
+			func() { _ = client.Close(); m.Close() }, nil
+	},
+	// redis runs on a real server (a staging drill); the demo's namespace
+	// is flushed first.
+	"redis": func(addr string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+		client := redisstore.NewClient(addr)
+		return func(cfg store.Config) (demo.Backend, error) {
+			if err := clearNamespace(context.Background(), client, cfg.Namespace); err != nil {
+				return nil, fmt.Errorf("clear namespace %q on %s: %w", cfg.Namespace, addr, err)
+			}
+			return redisstore.New(client, cfg)
+		}, func() { _ = client.Close() }, nil
+	},
 }
 
 func backendNames() string {
@@ -26,8 +56,9 @@ func backendNames() string {
 
 func newDemoCommand() *cobra.Command {
 	var (
-		seed    uint64
-		backend string
+		seed      uint64
+		backend   string
+		redisAddr string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -44,14 +75,45 @@ medium-severity DLQ entries. The same seed prints the same report, byte for byte
 			return nil
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
-			open, ok := backends[backend]
+			opener, ok := backends[backend]
 			if !ok {
 				return usage(c, fmt.Errorf("unknown --backend %q (allowed: %s)", backend, backendNames()))
 			}
-			return demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: backend, NewBackend: open})
+			open, closeStore, err := opener(redisAddr)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			name := backend
+			if backend == "redis" {
+				name = "redis at " + redisAddr
+			}
+			return demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open})
 		},
 	}
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed for every random stream")
 	c.Flags().StringVar(&backend, "backend", defaultBackend, "store to run on: "+backendNames())
+	c.Flags().StringVar(&redisAddr, "redis-addr", "localhost:6379", "the Redis server of --backend redis (host:port or redis:// URL)")
 	return c
+}
+
+// clearNamespace deletes every key of a namespace (they share its prefix),
+// so that a demo on a real Redis starts from nothing.
+func clearNamespace(ctx context.Context, client *redis.Client, namespace string) error {
+	iter := client.Scan(ctx, 0, redisstore.Prefix(namespace)+"*", 500).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		if err := client.Del(ctx, keys[:n]...).Err(); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
 }

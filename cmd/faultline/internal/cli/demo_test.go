@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -12,6 +14,15 @@ var _ = Describe("faultline demo", func() {
 		out, errOut, code := run("demo")
 		Expect(code).To(Equal(cli.ExitOK), errOut)
 		Expect(out).To(MatchRegexp(`every job accounted for: 13 created = .* ✓`))
+	})
+
+	It("tells the same story on miniredis (the Lua scripts) as in memory: one semantics", func() {
+		mini, errOut, code := run("demo", "--backend", "miniredis")
+		Expect(code).To(Equal(cli.ExitOK), errOut)
+		mem, errOut, code := run("demo", "--backend", "memory")
+		Expect(code).To(Equal(cli.ExitOK), errOut)
+		body := func(s string) string { return s[strings.Index(s, "\n"):] } // past the header naming the store
+		Expect(body(mini)).To(Equal(body(mem)))
 	})
 
 	It("says which backends exist when given another", func() {

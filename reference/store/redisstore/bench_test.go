@@ -1,0 +1,321 @@
+package redisstore_test
+
+// Benchmarks on a real redis-server (started by redistest, or skipped when
+// the binary is missing: benchmarks are not tests), each beside the raw
+// go-redis baseline of the nearest plain work:
+//
+//	go test ./reference/store/redisstore -run '^$' -bench . -benchtime 2s
+//	go test ./reference/store/redisstore -run '^$' -bench RequeueAll -benchtime 1x -v
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+)
+
+// benchDB is the database the benchmarks use on the shared redis-server
+// (the specs use 0-15 by Ginkgo process; a benchmark run has no specs).
+const benchDB = 15
+
+// benchClient returns a client of a flushed database of the process's real
+// redis-server, or skips the benchmark when there is none.
+func benchClient(b *testing.B) *redis.Client {
+	b.Helper()
+	srv, err := redistest.Shared()
+	if errors.Is(err, redistest.ErrNoServer) {
+		b.Skip("redis-server is not on PATH: the benchmarks need a real Redis")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := redisstore.NewClient(fmt.Sprintf("redis://%s/%d", srv.Addr, benchDB))
+	b.Cleanup(func() { _ = c.Close() })
+	if err := c.FlushDB(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// benchStore returns a store on a fresh database with room for any b.N.
+func benchStore(b *testing.B, c *redis.Client, cfg store.Config) *redisstore.Store {
+	b.Helper()
+	cfg.Namespace = "bench"
+	if cfg.DLQCapacity == 0 {
+		cfg.DLQCapacity = 1 << 30
+	}
+	s, err := redisstore.New(c, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+var (
+	benchTasks      = []string{"charge", "refund", "email", "report"}
+	benchSeverities = []classify.Severity{classify.Low, classify.Medium, classify.High}
+)
+
+// benchEntry is the i-th entry of a benchmark: a realistic one, of one of
+// four tasks and three severities.
+func benchEntry(i int) dlq.Entry {
+	e := deadEntry(fmt.Sprintf("job-%08d", i), t0)
+	e.Job.Task = benchTasks[i%len(benchTasks)]
+	e.Verdict.Severity = benchSeverities[i%len(benchSeverities)]
+	e.History[0].Verdict = e.Verdict
+	return e
+}
+
+// rawBytes are the bytes the store keeps for an entry, for the baselines.
+func rawBytes(b *testing.B) []byte {
+	e := benchEntry(0)
+	e.Status, e.FirstFailedAt, e.LastFailedAt = dlq.Failed, t0, t0
+	e.Changes = []dlq.StatusChange{{At: t0, To: dlq.Failed}}
+	raw, err := dlq.Encode(e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}
+
+// fillBench adds n entries with AddBatch.
+func fillBench(b *testing.B, s *redisstore.Store, n int) {
+	b.Helper()
+	const chunk = 1000
+	for start := 0; start < n; start += chunk {
+		batch := make([]dlq.Entry, 0, chunk)
+		for i := start; i < min(start+chunk, n); i++ {
+			batch = append(batch, benchEntry(i))
+		}
+		if _, err := s.AddBatch(context.Background(), batch, t0.Add(time.Duration(start)*time.Millisecond)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDLQAdd is one Add of a new entry: one script, one round trip.
+func BenchmarkDLQAdd(b *testing.B) {
+	c := benchClient(b)
+	s := benchStore(b, c, store.Config{})
+	ctx := context.Background()
+	entries := make([]dlq.Entry, b.N)
+	for i := range entries {
+		entries[i] = benchEntry(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.Add(ctx, entries[i], t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawLPUSH is the baseline of BenchmarkDLQAdd: one LPUSH of the
+// same bytes, the seed's whole DLQ write.
+func BenchmarkRawLPUSH(b *testing.B) {
+	c := benchClient(b)
+	raw := rawBytes(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := c.LPush(ctx, "bench:raw", raw).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDLQAddBatched adds entries with AddBatch, BatchSize (100) per
+// script call; ns/op is per entry.
+func BenchmarkDLQAddBatched(b *testing.B) {
+	c := benchClient(b)
+	s := benchStore(b, c, store.Config{})
+	ctx := context.Background()
+	batch := s.Config().BatchSize
+	entries := make([]dlq.Entry, b.N)
+	for i := range entries {
+		entries[i] = benchEntry(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < b.N; start += batch {
+		if _, err := s.AddBatch(ctx, entries[start:min(start+batch, b.N)], t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRawLPUSHPipelined is the baseline of BenchmarkDLQAddBatched:
+// LPUSHes of the same bytes, 100 per pipeline; ns/op is per LPUSH.
+func BenchmarkRawLPUSHPipelined(b *testing.B) {
+	c := benchClient(b)
+	raw := rawBytes(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < b.N; start += 100 {
+		pipe := c.Pipeline()
+		for range min(100, b.N-start) {
+			pipe.LPush(ctx, "bench:raw", raw)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkList reads one filtered page of 50 (medium charges, a twelfth of
+// the entries) from a DLQ of 10,000 entries.
+func BenchmarkList(b *testing.B) {
+	c := benchClient(b)
+	s := benchStore(b, c, store.Config{})
+	fillBench(b, s, 10_000)
+	ctx := context.Background()
+	f := dlq.Filter{Severities: []classify.Severity{classify.Medium}, Tasks: []string{"charge"}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		p, err := s.List(ctx, f, "", 50)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Entries) != 50 {
+			b.Fatalf("a page of %d entries", len(p.Entries))
+		}
+	}
+}
+
+// BenchmarkStats summarises a DLQ of 100,000 entries.
+func BenchmarkStats(b *testing.B) {
+	c := benchClient(b)
+	s := benchStore(b, c, store.Config{})
+	fillBench(b, s, 100_000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		st, err := s.Stats(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Total != 100_000 {
+			b.Fatalf("Total %d", st.Total)
+		}
+	}
+}
+
+// BenchmarkRequeueAll100k requeues every entry of a DLQ of 100,000 with
+// RequeueMatching, and reports the run's total time, its script calls and the
+// longest of them (SLOWLOG; every call is checked to be in it). Run it with
+// -benchtime 1x: each iteration refills the DLQ, outside the timer. Redis 7
+// logs the commands a script runs too, so with slowlog-log-slower-than 0 it
+// logs about twelve entries per requeued job, which slows the run; the
+// slowlog-1ms variant logs only the calls of 1 ms or more (the scripts: no
+// single command comes near), at no cost.
+func BenchmarkRequeueAll100k(b *testing.B) {
+	for _, slower := range []string{"0", "1000"} {
+		name := "slowlog-0"
+		if slower != "0" {
+			name = "slowlog-1ms"
+		}
+		b.Run(name, func(b *testing.B) { requeueAll(b, 100_000, slower) })
+	}
+}
+
+func requeueAll(b *testing.B, n int, slowerThan string) {
+	c := benchClient(b)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"slowlog-log-slower-than", slowerThan}, {"slowlog-max-len", "3000000"}} {
+		if err := c.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() {
+		c.ConfigSet(ctx, "slowlog-log-slower-than", "10000")
+		c.ConfigSet(ctx, "slowlog-max-len", "128")
+		c.SlowLogReset(ctx)
+	})
+	var longest, total time.Duration
+	scripts := 0
+	for range b.N {
+		b.StopTimer()
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		s := benchStore(b, c, store.Config{})
+		fillBench(b, s, n)
+		if err := c.SlowLogReset(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		b.StartTimer()
+		r, err := s.RequeueMatching(ctx, dlq.Filter{}, oneMore, t0.Add(time.Hour), false)
+		b.StopTimer()
+		total += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.Requeued != n {
+			b.Fatalf("requeued %d of %d", r.Requeued, n)
+		}
+		calls := evalCalls(b, c)
+		logs, err := c.SlowLogGet(ctx, -1).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		logged := 0
+		for _, l := range logs {
+			if len(l.Args) > 0 && (strings.EqualFold(l.Args[0], "evalsha") || strings.EqualFold(l.Args[0], "eval")) {
+				logged++
+				longest = max(longest, l.Duration)
+			}
+		}
+		if slowerThan == "0" && logged != calls {
+			b.Fatalf("SLOWLOG holds %d script calls of %d: the longest may be missing", logged, calls)
+		}
+		scripts += calls
+		b.StartTimer()
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/requeue-all")
+	b.ReportMetric(float64(longest.Microseconds())/1000, "ms-longest-script")
+	b.ReportMetric(float64(scripts)/float64(b.N), "scripts/requeue-all")
+}
+
+// evalCalls is how many EVALSHA and EVAL calls Redis ran since its stats
+// were reset (INFO commandstats).
+func evalCalls(b *testing.B, c *redis.Client) int {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				k, _ := strconv.Atoi(v)
+				n += k
+			}
+		}
+	}
+	return n
+}

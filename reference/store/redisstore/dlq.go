@@ -1,0 +1,511 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
+)
+
+// stored is an entry as read back with the revision a move of it must
+// expect ("0": the entry has no meta, it was written by something else) and
+// the status its index gives it.
+type stored struct {
+	entry   dlq.Entry
+	rev, st string
+}
+
+// misindexed reports whether an entry's bytes were replaced in place by
+// another writer: they do not decode, but the index still has its former
+// fields.
+func (c *stored) misindexed() bool { return c.entry.Corrupt && c.rev != "0" && c.st != "corrupt" }
+
+// load reads one entry and its revision at one instant.
+func (s *Store) load(ctx context.Context, id string) (stored, bool, error) {
+	r, err := s.run(ctx, dlqGetScript, id)
+	if errors.Is(err, redis.Nil) {
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, err
+	}
+	v := asSlice(r)
+	if len(v) != 3 {
+		return stored{}, false, fmt.Errorf("unexpected reply %v", r)
+	}
+	return stored{entry: dlq.Decode(id, []byte(asString(v[0]))), rev: asString(v[1]), st: asString(v[2])}, true, nil
+}
+
+// metaArgs are the fields of an entry the scripts keep beside its opaque
+// JSON, for counters, capacity and filters: status, severity, class, task,
+// attempts, last error type.
+func metaArgs(e *dlq.Entry) []any {
+	if e.Corrupt {
+		return []any{"corrupt", "", "", "", 0, ""}
+	}
+	return []any{e.Status.String(), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts, e.ErrorType()}
+}
+
+// putArgs are dlqPut's leading ARGV: capacity, policy and the fence.
+func (s *Store) putArgs(l *queue.Lease) []any {
+	inactive, policy := "0", "reject"
+	if s.cfg.CountInactive {
+		inactive = "1"
+	}
+	if s.cfg.Overflow == store.EvictOldest {
+		policy = "evict"
+	}
+	fenceID, tok := "", ""
+	if l != nil {
+		fenceID, tok = l.JobID, token(*l)
+	}
+	return []any{s.cfg.DLQCapacity, inactive, policy, fenceID, tok}
+}
+
+// putItem is one dlqPut item: the entry encoded, expecting revision rev.
+func putItem(e *dlq.Entry, rev string) ([]any, error) {
+	raw, err := dlq.Encode(*e)
+	if err != nil {
+		return nil, err
+	}
+	item := append([]any{e.Job.ID, rev, raw}, metaArgs(e)...)
+	return append(item, millis(e.LastFailedAt)), nil
+}
+
+// Add records a dead job: a new entry, or the history of its existing entry
+// extended (dlq.Store).
+func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	return s.put(ctx, "add", nil, e, now)
+}
+
+// DeadLetter moves a leased job into the DLQ in one step, fenced by its lease
+// (dlq.Store): the job leaves the processing set and its entry is written by
+// the same script, or neither happens.
+func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	if e.Job.ID != l.JobID {
+		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, notLeased(e.Job.ID))
+	}
+	return s.put(ctx, "dead-letter", &l, e, now)
+}
+
+// put writes one entry, merging it with the entry already stored for its
+// job: an optimistic read-merge-write whose write is the dlqPut script,
+// guarded by the revision the merge started from.
+func (s *Store) put(ctx context.Context, op string, l *queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	if err := job.Validate(&e.Job, s.cfg.MaxPayload); err != nil {
+		return dlq.AddResult{}, fmt.Errorf("%s: %w", op, err)
+	}
+	id := e.Job.ID
+	e = normalize(e, now)
+	var prev *stored // nil: expect no entry
+	for range casAttempts {
+		next, rev := e, "0"
+		if prev != nil {
+			next, rev = merge(prev.entry, e, now), prev.rev
+		}
+		item, err := putItem(&next, rev)
+		if err != nil {
+			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
+		}
+		r, err := s.run(ctx, dlqPutScript, append(s.putArgs(l), item...)...)
+		if err != nil {
+			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
+		}
+		res := asSlice(asSlice(r)[0])
+		switch code := asString(res[0]); code {
+		case "gone", "lost":
+			return dlq.AddResult{}, leaseErr(op, *l, code)
+		case "conflict":
+			cur, ok, err := s.load(ctx, id)
+			if err != nil {
+				return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
+			}
+			prev = nil
+			if ok {
+				prev = &cur
+			}
+		case "full":
+			s.overflow(id, nil, now)
+			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, dlq.ErrFull)
+		default:
+			return s.added(l != nil, prev, &next, res, now), nil
+		}
+	}
+	return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, ErrContended)
+}
+
+// added reports a successful dlqPut item {'ok', created, evicted}: the
+// evictions first (they happened first), then the entry's own move, then the
+// overflow report.
+func (s *Store) added(leased bool, prev *stored, e *dlq.Entry, res []any, now time.Time) dlq.AddResult {
+	out := dlq.AddResult{Created: asInt(res[1]) == 1}
+	ev := asSlice(res[2])
+	for i := 0; i+3 < len(ev); i += 4 {
+		id := asString(ev[i])
+		out.Evicted = append(out.Evicted, id)
+		if deadStatus(asString(ev[i+3])) {
+			s.emit(disposition.Event{JobID: id, Task: asString(ev[i+1]), From: disposition.DeadLettered, To: disposition.None,
+				Reason: disposition.Evicted, At: now, Attempts: int(asInt(ev[i+2]))})
+		}
+	}
+	switch {
+	case leased:
+		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.InFlight, To: disposition.DeadLettered,
+			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
+	case out.Created || prev != nil && prev.entry.Status == dlq.Requeued:
+		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.None, To: disposition.DeadLettered,
+			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
+	}
+	if len(out.Evicted) > 0 {
+		s.overflow(e.Job.ID, out.Evicted, now)
+	}
+	return out
+}
+
+// overflow hands an overflow to cfg.OnOverflow (the counter is already
+// written by the script).
+func (s *Store) overflow(id string, evicted []string, now time.Time) {
+	if s.cfg.OnOverflow == nil {
+		return
+	}
+	s.cfg.OnOverflow(store.Overflow{Namespace: s.cfg.Namespace, Policy: s.cfg.Overflow, At: now, JobID: id,
+		Evicted: evicted, Capacity: s.cfg.DLQCapacity})
+}
+
+// AddBatch adds many entries with one script call per BatchSize of them: the
+// batched form of Add, for imports and bulk loads (an entry whose job has an
+// entry already is merged one by one, as Add does). results[i] is
+// entries[i]'s result; the error joins the failures of single entries (each
+// naming its job; a full store is dlq.ErrFull), whose results are zero.
+func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time) ([]dlq.AddResult, error) {
+	results := make([]dlq.AddResult, len(entries))
+	var errs []error
+	for start := 0; start < len(entries); start += s.cfg.BatchSize {
+		args := s.putArgs(nil)
+		var idx []int
+		var batch []dlq.Entry
+		for i := start; i < min(start+s.cfg.BatchSize, len(entries)); i++ {
+			e := entries[i]
+			if err := job.Validate(&e.Job, s.cfg.MaxPayload); err != nil {
+				errs = append(errs, fmt.Errorf("add: %w", err))
+				continue
+			}
+			e = normalize(e, now)
+			item, err := putItem(&e, "0")
+			if err != nil {
+				errs = append(errs, fmt.Errorf("add %s: %w", e.Job.ID, err))
+				continue
+			}
+			args = append(args, item...)
+			idx = append(idx, i)
+			batch = append(batch, e)
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		r, err := s.run(ctx, dlqPutScript, args...)
+		if err != nil {
+			return results, errors.Join(append(errs, fmt.Errorf("add batch: %w", err))...)
+		}
+		for k, res := range asSlice(r) {
+			i, v := idx[k], asSlice(res)
+			switch asString(v[0]) {
+			case "ok":
+				results[i] = s.added(false, nil, &batch[k], v, now)
+			case "full":
+				s.overflow(batch[k].Job.ID, nil, now)
+				errs = append(errs, fmt.Errorf("add %s: %w", batch[k].Job.ID, dlq.ErrFull))
+			default: // the job has an entry: merge it as Add does
+				if results[i], err = s.put(ctx, "add", nil, entries[i], now); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// Get returns one entry, possibly Corrupt (dlq.Store). An entry whose bytes
+// another writer replaced in place is re-indexed as corrupt on the way.
+func (s *Store) Get(ctx context.Context, id string) (dlq.Entry, error) {
+	cur, ok, err := s.load(ctx, id)
+	if err != nil {
+		return dlq.Entry{}, fmt.Errorf("get %s: %w", id, err)
+	}
+	if !ok {
+		return dlq.Entry{}, fmt.Errorf("get %s: %w", id, dlq.ErrNotFound)
+	}
+	if cur.misindexed() {
+		if err := s.mark(ctx, []stored{cur}); err != nil {
+			return dlq.Entry{}, fmt.Errorf("get %s: %w", id, err)
+		}
+	}
+	return cur.entry, nil
+}
+
+// position is a place in an index: (score, id) order.
+type position struct {
+	score int64
+	id    string
+}
+
+// cursor encodes a position for Page.Next.
+func (p position) cursor() string { return strconv.FormatInt(p.score, 10) + ":" + p.id }
+
+func parseCursor(c string) (*position, error) {
+	if c == "" {
+		return nil, nil
+	}
+	sc, id, ok := strings.Cut(c, ":")
+	n, err := strconv.ParseInt(sc, 10, 64)
+	if !ok || err != nil {
+		return nil, fmt.Errorf("invalid cursor %q", c)
+	}
+	return &position{score: n, id: id}, nil
+}
+
+// scanned is one entry a scan matched.
+type scanned struct {
+	stored
+	at      position
+	present bool // false: the index names an id whose bytes are gone
+}
+
+// walk is one step of a scan: the entries it matched, and where it stopped.
+type walk struct {
+	matched []scanned
+	// last is the last index member examined (nil: none), and done
+	// reports that the index holds nothing more in range after it.
+	last *position
+	done bool
+}
+
+// filterArgs are dlqScan's filter ARGV: whether the filter sets any
+// condition, then its severities, classes, tasks, error types and statuses,
+// each as a count and names.
+func filterArgs(f *dlq.Filter) []any {
+	cond := len(f.Severities)+len(f.Classes)+len(f.Tasks)+len(f.ErrorTypes)+len(f.Statuses) > 0 ||
+		!f.Since.IsZero() || !f.Until.IsZero()
+	args := []any{"0"}
+	if cond {
+		args[0] = "1"
+	}
+	set := func(names []string) {
+		args = append(args, len(names))
+		for _, n := range names {
+			args = append(args, n)
+		}
+	}
+	set(names(f.Severities))
+	set(names(f.Classes))
+	set(f.Tasks)
+	set(f.ErrorTypes)
+	set(names(f.Statuses))
+	return args
+}
+
+func names[T fmt.Stringer](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	return out
+}
+
+// scan walks an index after position after (nil: from the range's start),
+// ascending or descending within scores [lo, hi], examining at most examine
+// members and returning at most want of those whose meta matches f. Go
+// decodes only the matches; callers check them with match again (the
+// precise time bounds, and bytes that no longer decode).
+func (s *Store) scan(ctx context.Context, index string, desc bool, lo, hi string, after *position, examine, want int,
+	f *dlq.Filter) (walk, error) {
+	dir, aS, aID := "asc", "", ""
+	if desc {
+		dir = "desc"
+	}
+	if after != nil {
+		aS, aID = strconv.FormatInt(after.score, 10), after.id
+	}
+	args := append([]any{index, dir, lo, hi, aS, aID, examine, want}, filterArgs(f)...)
+	r, err := s.run(ctx, dlqScanScript, args...)
+	if err != nil {
+		return walk{}, err
+	}
+	v := asSlice(r)
+	if len(v) < 3 {
+		return walk{}, fmt.Errorf("scan: unexpected reply %v", r)
+	}
+	var w walk
+	if examined := int(asInt(v[0])); examined > 0 {
+		w.last = &position{score: scoreOf(v[1]), id: asString(v[2])}
+	}
+	w.matched = make([]scanned, 0, (len(v)-3)/6)
+	for i := 3; i+5 < len(v); i += 6 {
+		id := asString(v[i])
+		sn := scanned{at: position{score: scoreOf(v[i+1]), id: id}, present: asInt(v[i+3]) == 1,
+			stored: stored{rev: asString(v[i+4]), st: asString(v[i+5])}}
+		if sn.present {
+			sn.entry = dlq.Decode(id, []byte(asString(v[i+2])))
+		}
+		w.matched = append(w.matched, sn)
+	}
+	// The walk stopped early only when it examined all it could or found
+	// all it wanted; otherwise the range is exhausted.
+	w.done = int(asInt(v[0])) < examine && len(w.matched) < want
+	return w, nil
+}
+
+func scoreOf(v any) int64 {
+	f, _ := strconv.ParseFloat(asString(v), 64)
+	return int64(f)
+}
+
+// listExamine times BatchSize is how many index members one List step may
+// examine (each costs the script one HMGET of its meta).
+const listExamine = 10
+
+// List returns up to limit matching entries, newest LastFailedAt first (by
+// job ID, descending, among equal times), from cursor (dlq.Store). It walks
+// the time index in bounded steps (at most 10×BatchSize members per script),
+// matching each entry's meta in the script, so that Go decodes only the
+// entries it returns: a filter that matches little costs an O(n) walk in
+// bounded steps. A filter on one status walks that status's index instead,
+// and a time range narrows the walk to its scores. A limit below 1 lists
+// everything. The cursor is the position of the page's last entry, so paging
+// is stable under concurrent writes: no entry is listed twice or skipped
+// because others moved.
+func (s *Store) List(ctx context.Context, f dlq.Filter, cursor string, limit int) (dlq.Page, error) {
+	after, err := parseCursor(cursor)
+	if err != nil {
+		return dlq.Page{}, fmt.Errorf("list: %w", err)
+	}
+	if after == nil {
+		if err := s.heal(ctx); err != nil {
+			return dlq.Page{}, fmt.Errorf("list: %w", err)
+		}
+	}
+	index := "bytime"
+	if len(f.Statuses) == 1 {
+		index = "st:" + f.Statuses[0].String()
+	}
+	lo, hi := "-inf", "+inf"
+	if !f.Since.IsZero() {
+		lo = millis(f.Since)
+	}
+	if !f.Until.IsZero() {
+		hi = millis(f.Until)
+	}
+	var page dlq.Page
+	var last position
+	for {
+		// Ask for one more match than the page holds, to know whether
+		// anything follows it.
+		want := limit - len(page.Entries) + 1
+		if limit < 1 {
+			want = listExamine * s.cfg.BatchSize
+		}
+		w, err := s.scan(ctx, index, true, lo, hi, after, listExamine*s.cfg.BatchSize, want, &f)
+		if err != nil {
+			return dlq.Page{}, fmt.Errorf("list: %w", err)
+		}
+		var misindexed []stored
+		full := false
+		for _, sn := range w.matched {
+			if !sn.present {
+				continue
+			}
+			if sn.misindexed() {
+				misindexed = append(misindexed, sn.stored)
+			}
+			if !match(f, &sn.entry) {
+				continue
+			}
+			if limit > 0 && len(page.Entries) == limit {
+				page.Next = last.cursor()
+				full = true
+				break
+			}
+			page.Entries = append(page.Entries, sn.entry)
+			last = sn.at
+		}
+		if err := s.mark(ctx, misindexed); err != nil {
+			return dlq.Page{}, fmt.Errorf("list: %w", err)
+		}
+		if full || w.done || w.last == nil {
+			return page, nil
+		}
+		after = w.last
+	}
+}
+
+// Stats summarises the store from the counters the scripts keep (dlq.Store):
+// O(counters), not O(entries). BySeverity, ByTask, ByClass and ByStatus
+// count the decodable entries of every status; Total counts every entry.
+func (s *Store) Stats(ctx context.Context) (dlq.Stats, error) {
+	st, indexed, err := s.stats(ctx)
+	if err == nil && st.Total > indexed { // bytes stored without an index: place them, read again
+		if err = s.heal(ctx); err == nil {
+			st, _, err = s.stats(ctx)
+		}
+	}
+	if err != nil {
+		return dlq.Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	return st, nil
+}
+
+// stats reads the counters, and how many entries they index.
+func (s *Store) stats(ctx context.Context) (dlq.Stats, int, error) {
+	r, err := s.run(ctx, dlqStatsScript)
+	if err != nil {
+		return dlq.Stats{}, 0, err
+	}
+	v := asSlice(r)
+	st := dlq.Stats{BySeverity: map[string]int{}, ByTask: map[string]int{}, ByClass: map[string]int{}, ByStatus: map[string]int{}}
+	counters := asSlice(v[0])
+	indexed := 0
+	for i := 0; i+1 < len(counters); i += 2 {
+		field, n := asString(counters[i]), int(asInt(counters[i+1]))
+		kind, name, _ := strings.Cut(field, ":")
+		switch kind {
+		case "evicted":
+			st.Evicted = n
+		case "rejected":
+			st.Rejected = n
+		case "st":
+			indexed += n
+			if name == "corrupt" {
+				st.Corrupt += n
+			} else {
+				st.ByStatus[name] = n
+			}
+		case "sev":
+			st.BySeverity[name] = n
+		case "cls":
+			st.ByClass[name] = n
+		case "task":
+			st.ByTask[name] = n
+		}
+	}
+	st.Total = int(asInt(v[1]))
+	// Bytes stored without an index (by another writer, after the heal)
+	// count as corrupt until a heal places them.
+	st.Corrupt += max(st.Total-indexed, 0)
+	if len(v) == 4 {
+		st.OldestID = asString(v[2])
+		if e := dlq.Decode(st.OldestID, []byte(asString(v[3]))); !e.Corrupt {
+			st.Oldest = e.LastFailedAt
+		}
+	}
+	return st, indexed, nil
+}

@@ -1,0 +1,98 @@
+// Package redisstore is the Redis backend of a namespace's work queue
+// (queue.Queue) and dead letter queue (dlq.Store): the store a live runner
+// uses, held to the same conformance suites (queuetest, dlqtest) as the
+// in-memory store the simulator uses.
+//
+// Build it on a client from NewClient, the one place clients are built:
+//
+//	s, err := redisstore.New(redisstore.NewClient("127.0.0.1:6379"), store.Config{Namespace: "payments"})
+//
+// # Guarantees
+//
+// Every move of a job or an entry is one Lua script, so Redis applies it
+// whole or not at all: a process that dies, or a context canceled, between
+// two steps of a bulk operation leaves every job in exactly one place. Each
+// script checks its preconditions before its first write, like a
+// compare-and-set, and answers distinctly when they do not hold: a
+// completion from a lost lease gets queue.ErrLeaseLost (the lease token
+// fences it), a retried requeue gets dlq.OutcomeAlreadyRequeued, a requeue of
+// a job that is queued or in flight gets dlq.OutcomeBusy. A DLQ entry is
+// read, changed in Go (its JSON is opaque to the scripts) and written back by
+// a script that checks the entry's revision is still the one read; when it is
+// not, the call reads again (at most 16 times, then ErrContended, having
+// written nothing).
+//
+// Time reaches Redis only as script arguments, in integer milliseconds taken
+// from the caller's now: no script calls TIME and no key has a TTL, so the
+// store runs under virtual time as well as the wall clock. Its resolution is
+// one millisecond; sorted-set scores are those milliseconds.
+//
+// Bulk work (RequeueMatching, Purge, ForwardDue, RecoverExpired, DrainBatch)
+// goes in steps of at most Config.BatchSize jobs or entries per script, so no
+// script stalls Redis: a requeue of 100,000 entries is about a thousand short
+// scripts. RequeueMatching walks the failed index by (last failure, id) with
+// the call's now as cut-off, so an entry that fails again during the run is
+// not picked twice, and two runs at once requeue each entry once.
+//
+// Overflow of the DLQ is checked, and resolved by the policy (reject, or
+// evict the oldest entries with their payloads), in the same script as the
+// add, and always reported: in the call's result or error, in counters kept
+// in Redis (Stats.Evicted, Stats.Rejected) and through Config.OnOverflow
+// after the call. Disposition events reach Config.Observer after each
+// script, in order. A script whose reply never arrives (the connection
+// broke after Redis ran it) did its move but the caller hears no event for
+// it; NewClient turns off go-redis's automatic retries so that such a script
+// is never run twice behind the caller's back, and the caller's own retry
+// gets the guarded answer.
+//
+// Bytes in the DLQ that do not decode (another writer's, or a newer
+// version's) are listed, counted and purgeable as corrupt entries, never
+// dropped: bytes written without an index (a raw HSET of a new id) are
+// indexed by the next List, Stats or Purge; bytes replaced in place are
+// re-indexed as corrupt when a List or Get reads them.
+//
+// # Key layout
+//
+// Every key of namespace NS starts with the prefix {faultline:NS}, its hash
+// tag, so that all of them live in one Redis Cluster slot and a move between
+// the queue and the DLQ is one script. Scripts receive the prefix as KEYS[1]
+// and derive the keys below from it.
+//
+//	{faultline:NS}:q:<queue>       list   job IDs waiting, head first
+//	{faultline:NS}:queues          set    the names of the queues
+//	{faultline:NS}:job:<id>        hash   a job in the queue: data (job JSON), task,
+//	                                      q (its queue), att (attempts), loc (queued,
+//	                                      inflight, scheduled, fallback), tok and exp
+//	                                      (its lease token and expiry, ms)
+//	{faultline:NS}:lease           string the last lease token handed out (INCR)
+//	{faultline:NS}:processing      zset   leased job IDs by lease expiry (ms)
+//	{faultline:NS}:retry           zset   scheduled job IDs by due time (ms)
+//	{faultline:NS}:fallback        list   diverted job IDs, oldest first
+//	{faultline:NS}:dlq:entries     hash   job ID → encoded entry (dlq.Encode; opaque)
+//	{faultline:NS}:dlq:m:<id>      hash   an entry's meta: rev (its revision), st
+//	                                      (status, or corrupt), sev, cls, task, att
+//	                                      (job attempts), et (last error type)
+//	{faultline:NS}:dlq:bytime      zset   job IDs by last failure (ms; the zero time
+//	                                      for a corrupt entry)
+//	{faultline:NS}:dlq:st:<status> zset   the same, one per status (failed, requeued,
+//	                                      deleted, quarantined, corrupt)
+//	{faultline:NS}:dlq:stats       hash   counters: st:<status>, sev:<severity>,
+//	                                      cls:<class>, task:<task>, evicted, rejected
+//
+// Stats reads the counters (O(counters), not O(entries)) and the head of the
+// failed index. List walks the time index, or one status's index, in bounded
+// steps, matching the filter on the meta inside the script, so that Go
+// decodes only the entries it returns; a filter that matches little costs an
+// O(n) walk in bounded steps.
+//
+// # Scripts
+//
+// Each starts with a comment giving its KEYS and ARGV and what it
+// guarantees (scripts.go): enqueue, dequeue, heartbeat, ack, retry, release,
+// divert, forwardDue, recoverExpired, drainBatch and counts for the queue;
+// dlqPut (add and dead-letter, with capacity and eviction), dlqSet (requeue,
+// delete, restore, quarantine), dlqPurge, dlqIndex (indexing bytes written by
+// another writer), and the read-only dlqGet, dlqScan and dlqStats for the
+// DLQ. All of them run on miniredis too (its Lua has no bit, struct or
+// cmsgpack libraries, which they do not use).
+package redisstore

@@ -1,0 +1,58 @@
+package redisstore
+
+import (
+	"slices"
+	"time"
+
+	"github.com/faultline/faultline/reference/dlq"
+)
+
+// normalize returns a new entry as Add and DeadLetter store it: Failed,
+// failed last and first at now, its source queue defaulting to the job's,
+// with one status change (none→failed at now) appended.
+func normalize(e dlq.Entry, now time.Time) dlq.Entry {
+	e.Corrupt, e.Raw, e.DecodeError = false, nil, ""
+	if e.SourceQueue == "" {
+		e.SourceQueue = e.Job.QueueName()
+	}
+	e.FirstFailedAt, e.LastFailedAt = now, now
+	e.Changes = append(slices.Clip(e.Changes), dlq.StatusChange{At: now, To: dlq.Failed})
+	e.Status = dlq.Failed
+	return e
+}
+
+// merge extends the stored entry old with a new death of its job, e
+// (normalized): the job is e's (its latest copy), the history grows, the last
+// failure's fields and time are e's, the first failure time and the requeue
+// counts are old's, and the entry is Failed again with one status change
+// (old's status→failed) appended. A corrupt old entry cannot be extended: e
+// replaces it.
+func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
+	if old.Corrupt {
+		return e
+	}
+	m := old
+	m.Job = e.Job
+	m.History = append(slices.Clip(old.History), e.History...)
+	m.LastFailedAt = now
+	m.Verdict, m.Reason, m.SourceQueue = e.Verdict, e.Reason, e.SourceQueue
+	m.Changes = append(slices.Clip(old.Changes), dlq.StatusChange{At: now, From: old.Status, To: dlq.Failed})
+	m.Status = dlq.Failed
+	return m
+}
+
+// match reports whether f selects e. A corrupt entry has no fields to match:
+// only a filter without conditions selects it.
+func match(f dlq.Filter, e *dlq.Entry) bool {
+	if e.Corrupt {
+		return len(f.Severities) == 0 && len(f.Tasks) == 0 && len(f.Classes) == 0 && len(f.ErrorTypes) == 0 &&
+			len(f.Statuses) == 0 && f.Since.IsZero() && f.Until.IsZero()
+	}
+	return (len(f.Severities) == 0 || slices.Contains(f.Severities, e.Severity())) &&
+		(len(f.Tasks) == 0 || slices.Contains(f.Tasks, e.Job.Task)) &&
+		(len(f.Classes) == 0 || slices.Contains(f.Classes, e.Verdict.Class)) &&
+		(len(f.ErrorTypes) == 0 || slices.Contains(f.ErrorTypes, e.ErrorType())) &&
+		(len(f.Statuses) == 0 || slices.Contains(f.Statuses, e.Status)) &&
+		(f.Since.IsZero() || !e.LastFailedAt.Before(f.Since)) &&
+		(f.Until.IsZero() || e.LastFailedAt.Before(f.Until))
+}

@@ -1,0 +1,283 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+)
+
+// Enqueue puts a new job at the tail of its queue (queue.Queue).
+func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
+	if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("enqueue %s: %w", j.ID, err)
+	}
+	r, err := s.run(ctx, enqueueScript, j.ID, j.QueueName(), data, j.Task, j.Attempts)
+	if err != nil {
+		return fmt.Errorf("enqueue %s: %w", j.ID, err)
+	}
+	if asInt(r) == 0 {
+		return fmt.Errorf("enqueue %s: %w", j.ID, queue.ErrDuplicate)
+	}
+	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.None, To: disposition.Queued,
+		Reason: disposition.Enqueued, At: now, Attempts: j.Attempts})
+	return nil
+}
+
+// Dequeue leases the job at the head of the named queue until now+ttl
+// (queue.Queue). It never blocks.
+func (s *Store) Dequeue(ctx context.Context, q string, now time.Time, ttl time.Duration) (job.Job, queue.Lease, bool, error) {
+	if q == "" {
+		q = job.DefaultQueue
+	}
+	if ttl <= 0 {
+		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: lease ttl %v is not positive", q, ttl)
+	}
+	expires := now.Add(ttl)
+	r, err := s.run(ctx, dequeueScript, q, millis(expires), strayBound)
+	if errors.Is(err, redis.Nil) {
+		return job.Job{}, queue.Lease{}, false, nil
+	}
+	if err != nil {
+		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: %w", q, err)
+	}
+	v := asSlice(r)
+	if len(v) != 4 {
+		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: unexpected reply %v", q, r)
+	}
+	id := asString(v[0])
+	var j job.Job
+	if err := json.Unmarshal([]byte(asString(v[1])), &j); err != nil {
+		// The job is leased: its lease expires and RecoverExpired puts it
+		// back, so nothing is lost by reporting this.
+		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: job %s: %w", q, id, err)
+	}
+	j.Attempts = int(asInt(v[2]))
+	l := queue.Lease{JobID: id, Queue: j.QueueName(), Token: uint64(asInt(v[3])), Expires: expires}
+	s.emit(disposition.Event{JobID: id, Task: j.Task, From: disposition.Queued, To: disposition.InFlight,
+		Reason: disposition.Leased, At: now, Attempts: j.Attempts})
+	return j, l, true, nil
+}
+
+// leaseErr turns a fence refusal into an error: always queue.ErrLeaseLost,
+// and queue.ErrNotFound too when the job is nowhere in the queue any more.
+func leaseErr(op string, l queue.Lease, why string) error {
+	if why == "gone" {
+		return fmt.Errorf("%s %s: %w (%w)", op, l.JobID, queue.ErrLeaseLost, queue.ErrNotFound)
+	}
+	return fmt.Errorf("%s %s: %w", op, l.JobID, queue.ErrLeaseLost)
+}
+
+// notLeased refuses a completion carrying another job than the lease's.
+func notLeased(id string) error {
+	return &job.InvalidError{Field: "ID", Reason: fmt.Sprintf("%q is not the leased job", id)}
+}
+
+func token(l queue.Lease) string { return fmt.Sprint(l.Token) }
+
+// Heartbeat extends a lease to now+ttl (queue.Queue).
+func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl time.Duration) (queue.Lease, error) {
+	if ttl <= 0 {
+		return l, fmt.Errorf("heartbeat %s: lease ttl %v is not positive", l.JobID, ttl)
+	}
+	expires := now.Add(ttl)
+	r, err := s.run(ctx, heartbeatScript, l.JobID, token(l), millis(expires))
+	if err != nil {
+		return l, fmt.Errorf("heartbeat %s: %w", l.JobID, err)
+	}
+	if why := asString(r); why != "ok" {
+		return l, leaseErr("heartbeat", l, why)
+	}
+	l.Expires = expires
+	return l, nil
+}
+
+// Ack removes a job whose attempt succeeded (queue.Queue).
+func (s *Store) Ack(ctx context.Context, l queue.Lease, now time.Time) error {
+	r, err := s.run(ctx, ackScript, l.JobID, token(l))
+	if err != nil {
+		return fmt.Errorf("ack %s: %w", l.JobID, err)
+	}
+	v := asSlice(r)
+	if len(v) != 3 {
+		return leaseErr("ack", l, asString(v[0]))
+	}
+	s.emit(disposition.Event{JobID: l.JobID, Task: asString(v[1]), From: disposition.InFlight, To: disposition.Succeeded,
+		Reason: disposition.Acked, At: now, Attempts: int(asInt(v[2]))})
+	return nil
+}
+
+// settle runs one of the fenced moves of a leased job that store a new copy
+// of it (retry, release, divert) and reports it.
+func (s *Store) settle(ctx context.Context, op string, sc *redis.Script, l queue.Lease, j job.Job, now time.Time,
+	to disposition.State, reason disposition.Reason, extra ...any) error {
+	if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.JobID, err)
+	}
+	if j.ID != l.JobID {
+		return fmt.Errorf("%s %s: %w", op, l.JobID, notLeased(j.ID))
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.JobID, err)
+	}
+	args := append([]any{l.JobID, token(l), data, j.Attempts}, extra...)
+	r, err := s.run(ctx, sc, args...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, l.JobID, err)
+	}
+	if why := asString(r); why != "ok" {
+		return leaseErr(op, l, why)
+	}
+	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.InFlight, To: to, Reason: reason, At: now, Attempts: j.Attempts})
+	return nil
+}
+
+// Retry moves a leased job to the retry schedule, due at `at` (queue.Queue).
+func (s *Store) Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Time, now time.Time) error {
+	return s.settle(ctx, "retry", retryScript, l, j, now, disposition.Scheduled, disposition.RetryLater, millis(at))
+}
+
+// Release puts a leased job back at the head of its queue (queue.Queue).
+func (s *Store) Release(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error {
+	return s.settle(ctx, "release", releaseScript, l, j, now, disposition.Queued, disposition.Released)
+}
+
+// Divert moves a leased job to the fallback (batch) queue (queue.Queue).
+func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error {
+	return s.settle(ctx, "divert", divertScript, l, j, now, disposition.Fallback, disposition.Diverted)
+}
+
+// bulk runs a bulk queue move in steps of at most BatchSize jobs until limit
+// jobs moved or a step finds no more, and reports every move in order; a
+// limit below 1 moves nothing. step runs one script for at most n jobs and
+// returns the jobs it moved and whether more may be waiting.
+func (s *Store) bulk(limit int, step func(n int) ([]moved, bool, error), from, to disposition.State,
+	reason disposition.Reason, now time.Time) (total int, more bool, err error) {
+	for total < limit {
+		var got []moved
+		got, more, err = step(min(s.cfg.BatchSize, limit-total))
+		total += len(got)
+		for _, m := range got {
+			s.emit(disposition.Event{JobID: m.id, Task: m.task, From: from, To: to, Reason: reason, At: now, Attempts: m.attempts})
+		}
+		if err != nil || !more {
+			break
+		}
+	}
+	return total, more, err
+}
+
+// ForwardDue moves up to limit scheduled retries due at or before now to the
+// tails of their queues, oldest due first (queue.Queue), in steps of at most
+// BatchSize. A limit below 1 moves nothing.
+func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, _, err := s.bulk(limit, func(n int) ([]moved, bool, error) {
+		r, err := s.run(ctx, forwardDueScript, millis(now), n)
+		if err != nil {
+			return nil, false, fmt.Errorf("forward due retries: %w", err)
+		}
+		got, examined := triples(asSlice(r))
+		return got, examined == int64(n), nil
+	}, disposition.Scheduled, disposition.Queued, disposition.Due, now)
+	return n, err
+}
+
+// RecoverExpired puts up to limit jobs whose lease expired at or before now
+// back at the heads of their queues, the earliest-expired first
+// (queue.Queue). It reads which leases to take (the processing set is
+// ordered by expiry, so they are its first ranks), then moves them in steps
+// of at most BatchSize, the latest-expired step first, so that the jobs of
+// the whole call land in expiry order ahead of the jobs waiting; each step is
+// one script that checks every lease is still expired and in flight. A limit
+// below 1 moves nothing.
+func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit < 1 {
+		return 0, nil
+	}
+	var ids []string
+	nowMs := now.UnixMilli()
+	for len(ids) < limit {
+		n := min(s.cfg.BatchSize, limit-len(ids))
+		page, err := s.rdb.ZRangeWithScores(ctx, s.prefix+":processing", int64(len(ids)), int64(len(ids)+n-1)).Result()
+		if err != nil {
+			return 0, fmt.Errorf("recover expired leases: %w", err)
+		}
+		for _, z := range page {
+			if int64(z.Score) > nowMs {
+				page = nil // past the expired prefix
+				break
+			}
+			ids = append(ids, z.Member.(string))
+		}
+		if len(page) < n {
+			break
+		}
+	}
+	useAttempt := "0"
+	if s.cfg.LostLeaseUsesAttempt {
+		useAttempt = "1"
+	}
+	total := 0
+	for end := len(ids); end > 0; end -= s.cfg.BatchSize {
+		args := []any{millis(now), useAttempt}
+		for _, id := range ids[max(0, end-s.cfg.BatchSize):end] {
+			args = append(args, id)
+		}
+		r, err := s.run(ctx, recoverScript, args...)
+		if err != nil {
+			return total, fmt.Errorf("recover expired leases: %w", err)
+		}
+		got, _ := triples(asSlice(r))
+		total += len(got)
+		for _, m := range got {
+			s.emit(disposition.Event{JobID: m.id, Task: m.task, From: disposition.InFlight, To: disposition.Queued,
+				Reason: disposition.LeaseExpired, At: now, Attempts: m.attempts})
+		}
+	}
+	return total, nil
+}
+
+// DrainBatch moves up to max jobs from the fallback queue back to the tails
+// of their queues, oldest diverted first (queue.Queue, degrade.Drainer), in
+// steps of at most BatchSize; more reports whether jobs remain in the
+// fallback queue. A max below 1 moves nothing.
+func (s *Store) DrainBatch(ctx context.Context, now time.Time, max int) (int, bool, error) {
+	step := func(n int) ([]moved, bool, error) {
+		r, err := s.run(ctx, drainScript, n)
+		if err != nil {
+			return nil, false, fmt.Errorf("drain fallback queue: %w", err)
+		}
+		got, remaining := triples(asSlice(r))
+		return got, remaining > 0, nil
+	}
+	if max < 1 { // moves nothing, but says whether jobs wait
+		_, more, err := step(0)
+		return 0, more, err
+	}
+	return s.bulk(max, step, disposition.Fallback, disposition.Queued, disposition.Drained, now)
+}
+
+// Counts reports how many jobs are where, read at one instant (queue.Queue).
+func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
+	r, err := s.run(ctx, countsScript)
+	if err != nil {
+		return queue.Counts{}, fmt.Errorf("counts: %w", err)
+	}
+	v := asSlice(r)
+	if len(v) != 4 {
+		return queue.Counts{}, fmt.Errorf("counts: unexpected reply %v", r)
+	}
+	return queue.Counts{Queued: int(asInt(v[0])), InFlight: int(asInt(v[1])), Scheduled: int(asInt(v[2])), Fallback: int(asInt(v[3]))}, nil
+}

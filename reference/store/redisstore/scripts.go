@@ -1,0 +1,688 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Every script below is one move (or one bounded batch of independent moves,
+// or one consistent read). Conventions shared by all of them:
+//
+//   - KEYS[1] is the namespace prefix "{faultline:NS}". Every key a script
+//     touches is derived from it (see the key layout in doc.go), so all of them
+//     share its hash tag: one Redis Cluster slot, routed by KEYS[1].
+//   - Time arrives only as ARGV, in integer milliseconds taken from the
+//     caller's clock. No script calls TIME; no key has a TTL.
+//   - Entry JSON is opaque: scripts store and return its bytes; the fields a
+//     script needs (status, severity, class, task, attempts, last error type,
+//     time) arrive as separate ARGV and live in the entry's meta hash.
+//   - A move checks its preconditions before its first write and returns a
+//     distinct result when they do not hold; then it writes nothing. A batch
+//     script checks each item before writing that item (items are independent
+//     moves), and the DLQ status script checks every item before any write.
+//   - Strings are compared bytewise by less() (Redis's Lua compares with
+//     strcoll, which depends on the server's locale; sorted sets use memcmp).
+
+// prelude is prepended to every script after its contract comment: key names
+// derived from the prefix, and the helpers that keep the DLQ's indexes and
+// counters in step with its entries.
+const prelude = `
+local P = KEYS[1]
+local ENTRIES, BYTIME, STATS = P .. ':dlq:entries', P .. ':dlq:bytime', P .. ':dlq:stats'
+local PROCESSING, RETRY, FALLBACK, QUEUES = P .. ':processing', P .. ':retry', P .. ':fallback', P .. ':queues'
+local function jobKey(id) return P .. ':job:' .. id end
+local function queueKey(q) return P .. ':q:' .. q end
+local function metaKey(id) return P .. ':dlq:m:' .. id end
+local function statusKey(st) return P .. ':dlq:st:' .. st end
+
+-- less compares two strings bytewise, as sorted sets order their members.
+local function less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- bump adds by to a counter. The changes of a script's moves are summed and
+-- written once, by flush, after the moves (a batch of a hundred entries of
+-- one task writes a handful of counters, not hundreds).
+local deltas, dorder = {}, {}
+local function bump(field, by)
+  if not deltas[field] then
+    deltas[field] = 0
+    dorder[#dorder + 1] = field
+  end
+  deltas[field] = deltas[field] + by
+end
+
+-- flush writes the counters' changes in the order they were first bumped,
+-- deleting a counter that reaches zero.
+local function flush()
+  for _, f in ipairs(dorder) do
+    local d = deltas[f]
+    if d ~= 0 and redis.call('HINCRBY', STATS, f, d) == 0 then redis.call('HDEL', STATS, f) end
+  end
+end
+
+-- count adds by (1 or -1) to the counters of an entry with meta m: its
+-- status, and for a decodable entry its severity, class and task.
+local function count(m, by)
+  bump('st:' .. m.st, by)
+  if m.st == 'corrupt' then return end
+  if m.sev ~= '' then bump('sev:' .. m.sev, by) end
+  if m.cls ~= '' then bump('cls:' .. m.cls, by) end
+  if m.task ~= '' then bump('task:' .. m.task, by) end
+end
+
+-- readMeta returns an entry's meta, or nil when it has none.
+local function readMeta(id)
+  local v = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'att', 'et')
+  if not v[1] then return nil end
+  return {rev = v[1], st = v[2], sev = v[3] or '', cls = v[4] or '', task = v[5] or '', att = v[6] or '0', et = v[7] or ''}
+end
+
+-- metaAt reads the meta fields of an item from ARGV[i..i+5]: status,
+-- severity, class, task, attempts, error type.
+local function metaAt(i)
+  return {st = ARGV[i], sev = ARGV[i + 1], cls = ARGV[i + 2], task = ARGV[i + 3], att = ARGV[i + 4], et = ARGV[i + 5]}
+end
+
+-- index writes an entry's meta (revision rev) and indexes it at score,
+-- replacing the indexes of its previous meta old, if any.
+local function index(id, old, m, rev, score)
+  if old then
+    redis.call('ZREM', statusKey(old.st), id)
+    count(old, -1)
+  end
+  redis.call('HSET', metaKey(id), 'rev', rev, 'st', m.st, 'sev', m.sev, 'cls', m.cls, 'task', m.task, 'att', m.att, 'et', m.et)
+  redis.call('ZADD', BYTIME, score, id)
+  redis.call('ZADD', statusKey(m.st), score, id)
+  count(m, 1)
+end
+
+-- drop removes an entry, its meta, its indexes and its counts.
+local function drop(id, m)
+  redis.call('HDEL', ENTRIES, id)
+  redis.call('ZREM', BYTIME, id)
+  if m then
+    redis.call('DEL', metaKey(id))
+    redis.call('ZREM', statusKey(m.st), id)
+    count(m, -1)
+  end
+end
+
+-- fence returns a leased job's fields when tok is its current lease token;
+-- otherwise nil and 'gone' (no such job) or 'lost' (not in flight under tok).
+local function fence(id, tok)
+  local v = redis.call('HMGET', jobKey(id), 'loc', 'tok', 'q', 'task', 'att')
+  if not v[1] then return nil, 'gone' end
+  if v[1] ~= 'inflight' or v[2] ~= tok then return nil, 'lost' end
+  return {q = v[3], task = v[4], att = v[5]}
+end
+`
+
+// script builds a script from its contract comment and body.
+func script(contract, body string) *redis.Script {
+	return redis.NewScript(contract + prelude + body)
+}
+
+var enqueueScript = script(`
+-- enqueue: KEYS[1] prefix. ARGV[1] job id, ARGV[2] queue, ARGV[3] job JSON,
+-- ARGV[4] task, ARGV[5] attempts.
+-- Puts a new job at the tail of its queue. Returns 1; or 0, writing nothing,
+-- when the job's hash exists (the job is queued, in flight, scheduled or in
+-- the fallback queue).
+`, `
+local jk = jobKey(ARGV[1])
+if redis.call('EXISTS', jk) == 1 then return 0 end
+redis.call('HSET', jk, 'data', ARGV[3], 'task', ARGV[4], 'q', ARGV[2], 'loc', 'queued', 'att', ARGV[5])
+redis.call('RPUSH', queueKey(ARGV[2]), ARGV[1])
+redis.call('SADD', QUEUES, ARGV[2])
+return 1
+`)
+
+var dequeueScript = script(`
+-- dequeue: KEYS[1] prefix. ARGV[1] queue, ARGV[2] lease expiry (ms),
+-- ARGV[3] bound on stray ids skipped.
+-- Leases the job at the head of the queue: pops it, gives it a new lease token
+-- (INCR of P:lease, so tokens only grow) and puts it in the processing set
+-- scored by its lease expiry, in one step. Returns {id, job JSON, attempts,
+-- token}, or nil when the queue is empty. The head is checked before it is
+-- popped; an id whose job is not queued (a stray written by something else)
+-- is popped and skipped, at most ARGV[3] of them per call.
+`, `
+local q = queueKey(ARGV[1])
+for _ = 1, tonumber(ARGV[3]) do
+  local id = redis.call('LINDEX', q, 0)
+  if not id then return nil end
+  local jk = jobKey(id)
+  local v = redis.call('HMGET', jk, 'loc', 'data', 'att')
+  redis.call('LPOP', q)
+  if v[1] == 'queued' then
+    local tok = redis.call('INCR', P .. ':lease')
+    redis.call('HSET', jk, 'loc', 'inflight', 'tok', tok, 'exp', ARGV[2])
+    redis.call('ZADD', PROCESSING, ARGV[2], id)
+    return {id, v[2], tonumber(v[3]) or 0, tok}
+  end
+end
+return nil
+`)
+
+var heartbeatScript = script(`
+-- heartbeat: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] new
+-- lease expiry (ms).
+-- Extends the lease when ARGV[2] is the job's current token. Returns 'ok', or
+-- 'gone' / 'lost' writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return why end
+redis.call('HSET', jobKey(ARGV[1]), 'exp', ARGV[3])
+redis.call('ZADD', PROCESSING, ARGV[3], ARGV[1])
+return 'ok'
+`)
+
+var ackScript = script(`
+-- ack: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token.
+-- Removes a job whose attempt succeeded, fenced by its lease token. Returns
+-- {'ok', task, attempts}, or {'gone'} / {'lost'} writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return {why} end
+redis.call('ZREM', PROCESSING, ARGV[1])
+redis.call('DEL', jobKey(ARGV[1]))
+return {'ok', j.task, tonumber(j.att) or 0}
+`)
+
+var retryScript = script(`
+-- retry: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
+-- JSON, ARGV[4] attempts, ARGV[5] due time (ms).
+-- Moves a leased job from the processing set to the retry schedule (scored
+-- by its due time), storing the new job copy, fenced by its lease token.
+-- Returns 'ok', or 'gone' / 'lost' writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return why end
+redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'scheduled')
+redis.call('ZREM', PROCESSING, ARGV[1])
+redis.call('ZADD', RETRY, ARGV[5], ARGV[1])
+return 'ok'
+`)
+
+var releaseScript = script(`
+-- release: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
+-- JSON, ARGV[4] attempts.
+-- Puts a leased job back at the head of its queue, storing the new job copy,
+-- fenced by its lease token. Returns 'ok', or 'gone' / 'lost' writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return why end
+redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'queued')
+redis.call('ZREM', PROCESSING, ARGV[1])
+redis.call('LPUSH', queueKey(j.q), ARGV[1])
+redis.call('SADD', QUEUES, j.q)
+return 'ok'
+`)
+
+var divertScript = script(`
+-- divert: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
+-- JSON, ARGV[4] attempts.
+-- Moves a leased job to the tail of the fallback (batch) queue, storing the
+-- new job copy, fenced by its lease token. Returns 'ok', or 'gone' / 'lost'
+-- writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return why end
+redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'fallback')
+redis.call('ZREM', PROCESSING, ARGV[1])
+redis.call('RPUSH', FALLBACK, ARGV[1])
+return 'ok'
+`)
+
+var forwardDueScript = script(`
+-- forwardDue: KEYS[1] prefix. ARGV[1] now (ms), ARGV[2] limit.
+-- Moves up to limit scheduled jobs due at or before now (oldest due first;
+-- equal due times by job id) from the retry schedule to the tails of their
+-- queues. Each job is checked to be scheduled before it moves; a stray
+-- member is removed without a move. Returns {id, task, attempts, ...} of the
+-- jobs moved, and how many members it examined as the last element.
+`, `
+local ids = redis.call('ZRANGEBYSCORE', RETRY, '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, id in ipairs(ids) do
+  local jk = jobKey(id)
+  local v = redis.call('HMGET', jk, 'loc', 'q', 'task', 'att')
+  redis.call('ZREM', RETRY, id)
+  if v[1] == 'scheduled' then
+    redis.call('HSET', jk, 'loc', 'queued')
+    redis.call('RPUSH', queueKey(v[2]), id)
+    redis.call('SADD', QUEUES, v[2])
+    out[#out + 1] = id
+    out[#out + 1] = v[3]
+    out[#out + 1] = tonumber(v[4]) or 0
+  end
+end
+out[#out + 1] = #ids
+return out
+`)
+
+var recoverScript = script(`
+-- recoverExpired: KEYS[1] prefix. ARGV[1] now (ms), ARGV[2] '1' when a lost
+-- lease uses an attempt, ARGV[3..] job ids, earliest lease expiry first.
+-- Puts the jobs back at the heads of their queues, in the order given (the
+-- first lands first), ahead of the jobs waiting there. Each is checked before
+-- it moves: still in flight, its lease expired at or before now (a job whose
+-- lease was extended or settled since the caller read it is skipped). The
+-- lease token is kept, so the lost lease stays fenced off; the next lease
+-- gets a new one. Returns {id, task, attempts, ...} of the jobs moved, and
+-- their number as the last element.
+`, `
+local out, back = {}, {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local jk = jobKey(id)
+  local exp = redis.call('ZSCORE', PROCESSING, id)
+  local v = redis.call('HMGET', jk, 'loc', 'q', 'task', 'att')
+  if exp and tonumber(exp) <= tonumber(ARGV[1]) and v[1] == 'inflight' then
+    local att = tonumber(v[4]) or 0
+    redis.call('ZREM', PROCESSING, id)
+    if ARGV[2] == '1' then att = redis.call('HINCRBY', jk, 'att', 1) end
+    redis.call('HSET', jk, 'loc', 'queued')
+    back[#back + 1] = {id, v[2]}
+    out[#out + 1] = id
+    out[#out + 1] = v[3]
+    out[#out + 1] = att
+  end
+end
+for i = #back, 1, -1 do
+  redis.call('LPUSH', queueKey(back[i][2]), back[i][1])
+  redis.call('SADD', QUEUES, back[i][2])
+end
+out[#out + 1] = #back
+return out
+`)
+
+var drainScript = script(`
+-- drainBatch: KEYS[1] prefix. ARGV[1] max.
+-- Moves up to max jobs from the head of the fallback queue (oldest diverted
+-- first) to the tails of their queues, each checked to be in the fallback
+-- before it moves (a stray id is popped without a move). Returns {id, task,
+-- attempts, ...} of the jobs moved, and the fallback queue's remaining length
+-- as the last element.
+`, `
+local out = {}
+for _ = 1, tonumber(ARGV[1]) do
+  local id = redis.call('LINDEX', FALLBACK, 0)
+  if not id then break end
+  local jk = jobKey(id)
+  local v = redis.call('HMGET', jk, 'loc', 'q', 'task', 'att')
+  redis.call('LPOP', FALLBACK)
+  if v[1] == 'fallback' then
+    redis.call('HSET', jk, 'loc', 'queued')
+    redis.call('RPUSH', queueKey(v[2]), id)
+    redis.call('SADD', QUEUES, v[2])
+    out[#out + 1] = id
+    out[#out + 1] = v[3]
+    out[#out + 1] = tonumber(v[4]) or 0
+  end
+end
+out[#out + 1] = redis.call('LLEN', FALLBACK)
+return out
+`)
+
+var countsScript = script(`
+-- counts (read-only): KEYS[1] prefix.
+-- Returns {queued, in flight, scheduled, fallback} read at one instant.
+`, `
+local queued = 0
+for _, q in ipairs(redis.call('SMEMBERS', QUEUES)) do
+  queued = queued + redis.call('LLEN', queueKey(q))
+end
+return {queued, redis.call('ZCARD', PROCESSING), redis.call('ZCARD', RETRY), redis.call('LLEN', FALLBACK)}
+`)
+
+var dlqPutScript = script(`
+-- dlqPut: KEYS[1] prefix. ARGV[1] capacity, ARGV[2] '1' when requeued and
+-- deleted entries count toward it, ARGV[3] 'reject' or 'evict', ARGV[4] the
+-- job id of a lease to fence on ('' for none), ARGV[5] its token, then items
+-- of 10 ARGV each: id, expected revision ('0': no entry yet), entry JSON,
+-- status, severity, class, task, attempts, last error type, last failure
+-- (ms).
+-- Writes dead-lettered entries, each guarded like a compare-and-set:
+--   * with a fence, the leased job must be in flight under the token, else
+--     {{'gone'}} or {{'lost'}} and nothing is written; on success the job
+--     leaves the processing set and its hash is deleted in the same step;
+--   * the entry's revision must be the expected one, else {'conflict'} for
+--     that item (the caller merges with the current entry and retries);
+--   * when the item adds one to the entries counting toward capacity and the
+--     store is full: 'reject' counts the rejection and answers {'full'};
+--     'evict' deletes the oldest counting entries (by last failure, then id;
+--     never the item itself), payloads, meta and indexes, in the same step.
+-- Each item is checked before it is written. Returns one result per item:
+-- {'ok', created (1/0), {evicted id, task, attempts, status, ...}}.
+`, `
+local cap, policy, fenceID = tonumber(ARGV[1]), ARGV[3], ARGV[4]
+local counting = {failed = true, quarantined = true}
+if ARGV[2] == '1' then counting.requeued = true; counting.deleted = true end
+local order = {'failed', 'quarantined', 'requeued', 'deleted'}
+
+-- used is how many entries count toward capacity, kept up to date below.
+local used = 0
+for _, st in ipairs(order) do
+  if counting[st] then used = used + tonumber(redis.call('HGET', STATS, 'st:' .. st) or '0') end
+end
+
+-- oldest picks the n oldest counting entries other than exclude.
+local function oldest(n, exclude)
+  local sts, pos, picked = {}, {}, {}
+  for _, st in ipairs(order) do
+    if counting[st] then sts[#sts + 1] = st; pos[#sts] = 0 end
+  end
+  while #picked < n do
+    local best, bestScore, bestI
+    for i, st in ipairs(sts) do
+      local r = redis.call('ZRANGE', statusKey(st), pos[i], pos[i], 'WITHSCORES')
+      if r[1] == exclude then
+        pos[i] = pos[i] + 1
+        r = redis.call('ZRANGE', statusKey(st), pos[i], pos[i], 'WITHSCORES')
+      end
+      if r[1] then
+        local sc = tonumber(r[2])
+        if not best or sc < bestScore or (sc == bestScore and less(r[1], best)) then
+          best, bestScore, bestI = r[1], sc, i
+        end
+      end
+    end
+    if not best then break end
+    picked[#picked + 1] = best
+    pos[bestI] = pos[bestI] + 1
+  end
+  return picked
+end
+
+local function put(i)
+  local id, expect = ARGV[i], ARGV[i + 1]
+  local m = metaAt(i + 3)
+  local old = readMeta(id)
+  if (expect == '0' and old) or (expect ~= '0' and (not old or old.rev ~= expect)) then
+    return {'conflict'}
+  end
+  local victims = {}
+  local delta = (counting[m.st] and 1 or 0) - ((old and counting[old.st]) and 1 or 0)
+  if delta > 0 then
+    local excess = used + delta - cap
+    if excess > 0 then
+      if policy == 'evict' then victims = oldest(excess, id) end
+      if #victims < excess then
+        bump('rejected', 1)
+        return {'full'}
+      end
+    end
+  end
+  -- checks done: write
+  local evicted = {}
+  for _, v in ipairs(victims) do
+    local vm = readMeta(v)
+    drop(v, vm)
+    vm = vm or {st = 'corrupt', task = '', att = '0'}
+    evicted[#evicted + 1] = v
+    evicted[#evicted + 1] = vm.task
+    evicted[#evicted + 1] = tonumber(vm.att) or 0
+    evicted[#evicted + 1] = vm.st
+  end
+  if #victims > 0 then bump('evicted', #victims) end
+  used = used + delta - #victims
+  if fenceID ~= '' then
+    redis.call('ZREM', PROCESSING, fenceID)
+    redis.call('DEL', jobKey(fenceID))
+  end
+  redis.call('HSET', ENTRIES, id, ARGV[i + 2])
+  index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 9])
+  return {'ok', old and 0 or 1, evicted}
+end
+
+if fenceID ~= '' then
+  local _, why = fence(fenceID, ARGV[5])
+  if why then return {{why}} end
+end
+local out = {}
+for i = 6, #ARGV, 10 do out[#out + 1] = put(i) end
+flush()
+return out
+`)
+
+var dlqSetScript = script(`
+-- dlqSet: KEYS[1] prefix. Items of 8 ARGV each: id, expected revision, new
+-- entry JSON, new status, target queue ('' when the move is not a requeue),
+-- job JSON, task, attempts.
+-- Changes entries' status (requeue, delete, restore, quarantine), each
+-- guarded like a compare-and-set. Every item is checked before anything is
+-- written: the entry must exist ({'notfound'}) at the expected revision
+-- ({'changed', current status}), and a requeue needs the job to be nowhere
+-- in the queue's structures ({'busy'}). Then each item that passed is
+-- written: the entry, its status in the meta, the status index and the
+-- status counters, and for a requeue the job at the tail of the target queue,
+-- in the same step. Returns one result per item: {'ok'} or the refusal.
+`, `
+local res, metas = {}, {}
+for i = 1, #ARGV, 8 do
+  local id = ARGV[i]
+  local m = readMeta(id)
+  if not m then
+    res[#res + 1] = {'notfound'}
+  elseif m.rev ~= ARGV[i + 1] then
+    res[#res + 1] = {'changed', m.st}
+  elseif ARGV[i + 4] ~= '' and redis.call('EXISTS', jobKey(id)) == 1 then
+    res[#res + 1] = {'busy'}
+  else
+    res[#res + 1] = {'ok'}
+  end
+  metas[#res] = m
+end
+-- checks done: write
+for n = 1, #res do
+  if res[n][1] == 'ok' then
+    local i = (n - 1) * 8 + 1
+    local id, old = ARGV[i], metas[n]
+    local st = ARGV[i + 3]
+    redis.call('HSET', ENTRIES, id, ARGV[i + 2])
+    redis.call('HSET', metaKey(id), 'rev', tonumber(old.rev) + 1, 'st', st)
+    if st ~= old.st then
+      redis.call('ZREM', statusKey(old.st), id)
+      redis.call('ZADD', statusKey(st), redis.call('ZSCORE', BYTIME, id) or '0', id)
+      bump('st:' .. old.st, -1)
+      bump('st:' .. st, 1)
+    end
+    local q = ARGV[i + 4]
+    if q ~= '' then
+      redis.call('HSET', jobKey(id), 'data', ARGV[i + 5], 'task', ARGV[i + 6], 'q', q, 'loc', 'queued', 'att', ARGV[i + 7])
+      redis.call('RPUSH', queueKey(q), id)
+      redis.call('SADD', QUEUES, q)
+    end
+  end
+end
+flush()
+return res
+`)
+
+var dlqPurgeScript = script(`
+-- dlqPurge: KEYS[1] prefix. ARGV[1] cut-off (ms, exclusive), ARGV[2] limit.
+-- Removes up to limit entries of any status (corrupt ones too) whose last
+-- failure is before the cut-off, oldest first: bytes, meta, indexes and
+-- counts in one step. Returns {id, task, attempts, status, ...} of the
+-- entries removed.
+`, `
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', BYTIME, '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
+  local m = readMeta(id)
+  drop(id, m)
+  out[#out + 1] = id
+  out[#out + 1] = m and m.task or ''
+  out[#out + 1] = m and (tonumber(m.att) or 0) or 0
+  out[#out + 1] = m and m.st or 'corrupt'
+end
+flush()
+return out
+`)
+
+var dlqIndexScript = script(`
+-- dlqIndex: KEYS[1] prefix. ARGV[1] 'write', 'adopt' or 'mark', then items of
+-- 9 ARGV each: id, entry bytes, status, severity, class, task, attempts, last
+-- error type, last failure (ms).
+-- Indexes bytes that did not come through Add or DeadLetter, with the fields
+-- the caller decoded from them ('corrupt' for bytes that do not decode, at
+-- the zero time):
+--   'write' stores the bytes as they are and indexes them (the test hook
+--           standing for another writer);
+--   'adopt' indexes an entry another writer stored without an index: only
+--           when it has no meta and its bytes are still ARGV's;
+--   'mark'  re-indexes an indexed entry whose bytes another writer replaced
+--           in place: only when its bytes are still ARGV's and its meta does
+--           not say so already; it keeps the entry's place in the time index,
+--           so that a listing in progress neither repeats nor skips it.
+-- An item whose check fails is skipped, nothing written. Returns how many it
+-- indexed.
+`, `
+local mode, n = ARGV[1], 0
+for i = 2, #ARGV, 9 do
+  local id = ARGV[i]
+  local m = metaAt(i + 2)
+  local old = readMeta(id)
+  local ok = mode == 'write'
+  if mode == 'adopt' then ok = (not old) and redis.call('HGET', ENTRIES, id) == ARGV[i + 1] end
+  if mode == 'mark' then
+    ok = old ~= nil and old.st ~= m.st and redis.call('HGET', ENTRIES, id) == ARGV[i + 1]
+  end
+  if ok then
+    if mode == 'write' then redis.call('HSET', ENTRIES, id, ARGV[i + 1]) end
+    local score = ARGV[i + 8]
+    if mode == 'mark' then score = redis.call('ZSCORE', BYTIME, id) or score end
+    index(id, old, m, old and (tonumber(old.rev) + 1) or 1, score)
+    n = n + 1
+  end
+end
+flush()
+return n
+`)
+
+var dlqGetScript = script(`
+-- dlqGet (read-only): KEYS[1] prefix. ARGV[1] id.
+-- Returns {entry bytes, revision, indexed status} read at one instant; nil
+-- when there is no entry. A revision of '0' means the entry has no meta
+-- (another writer stored it).
+`, `
+local b = redis.call('HGET', ENTRIES, ARGV[1])
+if not b then return nil end
+local m = redis.call('HMGET', metaKey(ARGV[1]), 'rev', 'st')
+return {b, m[1] or '0', m[2] or ''}
+`)
+
+var dlqScanScript = script(`
+-- dlqScan (read-only): KEYS[1] prefix. ARGV[1] index ('bytime' or
+-- 'st:<status>'), ARGV[2] 'asc' or 'desc', ARGV[3] lowest score, ARGV[4]
+-- highest score (both inclusive; '-inf' / '+inf' for none), ARGV[5] anchor
+-- score ('' to start at the range's end), ARGV[6] anchor id, ARGV[7] how many
+-- index members to examine at most, ARGV[8] how many matches to return at
+-- most, ARGV[9] '1' when the filter sets any condition, then five sets, each
+-- as a count followed by its names: severities, classes, tasks, error types,
+-- statuses (an empty set allows any).
+-- Walks the index strictly after the anchor in (score, id) order (reversed
+-- for 'desc') within the score range, matching each member's meta against the
+-- sets (a corrupt entry matches only a filter without conditions), and stops
+-- after ARGV[7] members or ARGV[8] matches. Finding the anchor costs O(log n)
+-- whether or not it is still in the index, so a walk whose entries move away
+-- under it neither skips nor repeats any. Returns {examined, last examined
+-- score, last examined id, then per match: id, score, bytes ('' when none),
+-- 1 if it has bytes else 0, revision, status}.
+`, `
+local Z = P .. ':dlq:' .. ARGV[1]
+local desc, lo, hi, aS, aID = ARGV[2] == 'desc', ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local examine, want, anyCond = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
+local function readSet(i)
+  local n, set = tonumber(ARGV[i]), nil
+  if n > 0 then
+    set = {}
+    for k = 1, n do set[ARGV[i + k]] = true end
+  end
+  return set, i + n + 1
+end
+local sev, cls, task, et, st, i
+sev, i = readSet(10)
+cls, i = readSet(i)
+task, i = readSet(i)
+et, i = readSet(i)
+st, i = readSet(i)
+local function matches(m)
+  if not m[1] then return false end
+  if m[2] == 'corrupt' then return not anyCond end
+  return (not st or st[m[2]]) and (not sev or sev[m[3]]) and (not cls or cls[m[4]]) and
+    (not task or task[m[5]]) and (not et or et[m[6]]) or false
+end
+local function at(r)
+  if desc then return redis.call('ZREVRANGE', Z, r, r)[1] end
+  return redis.call('ZRANGE', Z, r, r)[1]
+end
+local start
+if aS ~= '' then
+  local first
+  if desc then first = redis.call('ZCOUNT', Z, '(' .. aS, '+inf') else first = redis.call('ZCOUNT', Z, '-inf', '(' .. aS) end
+  -- the first rank among the anchor's ties that comes after the anchor id
+  local a, b = first, first + redis.call('ZCOUNT', Z, aS, aS)
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    local m = at(mid)
+    local after
+    if desc then after = less(m, aID) else after = less(aID, m) end
+    if after then b = mid else a = mid + 1 end
+  end
+  start = a
+elseif desc then
+  start = (hi == '+inf') and 0 or redis.call('ZCOUNT', Z, '(' .. hi, '+inf')
+else
+  start = (lo == '-inf') and 0 or redis.call('ZCOUNT', Z, '-inf', '(' .. lo)
+end
+local r
+if desc then r = redis.call('ZREVRANGE', Z, start, start + examine - 1, 'WITHSCORES')
+else r = redis.call('ZRANGE', Z, start, start + examine - 1, 'WITHSCORES') end
+local out, examined, lastScore, lastID = {}, 0, '', ''
+local found = {}
+for k = 1, #r, 2 do
+  local id, sc = r[k], tonumber(r[k + 1])
+  if desc and lo ~= '-inf' and sc < tonumber(lo) then break end
+  if (not desc) and hi ~= '+inf' and sc > tonumber(hi) then break end
+  examined, lastScore, lastID = examined + 1, r[k + 1], id
+  local m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et')
+  if matches(m) then
+    local b = redis.call('HGET', ENTRIES, id)
+    found[#found + 1] = {id, r[k + 1], b or '', b and 1 or 0, m[1], m[2]}
+    if #found >= want then break end
+  end
+end
+out[1], out[2], out[3] = examined, lastScore, lastID
+for _, f in ipairs(found) do
+  for _, v in ipairs(f) do out[#out + 1] = v end
+end
+return out
+`)
+
+var dlqStatsScript = script(`
+-- dlqStats (read-only): KEYS[1] prefix.
+-- Returns {counters (HGETALL of P:dlq:stats: st:<status>, sev:<severity>,
+-- cls:<class>, task:<task>, evicted, rejected), entries stored, oldest failed
+-- entry's id, its bytes} read at one instant; the last two are absent when no
+-- entry is failed. O(counters), not O(entries).
+`, `
+local out = {redis.call('HGETALL', STATS), redis.call('HLEN', ENTRIES)}
+local o = redis.call('ZRANGE', statusKey('failed'), 0, 0)
+if o[1] then
+  out[3] = o[1]
+  out[4] = redis.call('HGET', ENTRIES, o[1]) or ''
+end
+return out
+`)
+
+// allScripts lists every script, for loading them ahead of a pipeline and
+// for the spec that runs each on miniredis.
+var allScripts = []*redis.Script{
+	enqueueScript, dequeueScript, heartbeatScript, ackScript, retryScript, releaseScript, divertScript,
+	forwardDueScript, recoverScript, drainScript, countsScript,
+	dlqPutScript, dlqSetScript, dlqPurgeScript, dlqIndexScript, dlqGetScript, dlqScanScript, dlqStatsScript,
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 )
 
@@ -150,4 +151,14 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// FirstFailure is the FirstFailedAt a backend stores for a new DLQ entry: the
+// entry's own, when it gives one no later than now (the worker sends its
+// first failed attempt's time), else now. An existing entry keeps its own.
+func FirstFailure(e dlq.Entry, now time.Time) time.Time {
+	if e.FirstFailedAt.IsZero() || e.FirstFailedAt.After(now) {
+		return now
+	}
+	return e.FirstFailedAt
 }

@@ -176,6 +176,19 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				Expect(f.take()).To(Equal([]string{ev("imp", none, dead, disposition.DeadLetter, time.Second, 5)}))
 			})
 
+			It("keeps the first failure's time the caller gives, never a time after the add", func() {
+				e := deadEntry(newJob("first"), at(time.Second))
+				e.FirstFailedAt = at(-time.Minute) // the job's first failed attempt
+				f.add(e, time.Second)
+				Expect(f.get("first").FirstFailedAt).To(BeTemporally("==", at(-time.Minute)))
+				f.take()
+				late := deadEntry(newJob("late"), at(time.Second))
+				late.FirstFailedAt = at(time.Hour)
+				f.add(late, 2*time.Second)
+				Expect(f.get("late").FirstFailedAt).To(BeTemporally("==", at(2*time.Second)))
+				f.take()
+			})
+
 			It("is idempotent per job ID: a second add extends the history and creates nothing", func() {
 				e1 := deadEntry(newJob("imp"), at(time.Second))
 				f.add(e1, time.Second)

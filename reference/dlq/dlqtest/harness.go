@@ -26,8 +26,9 @@
 // The specs pin down what dlq.Store's comments leave open:
 //
 //   - Add and DeadLetter write Version = dlq.EncodingVersion and Status =
-//     Failed, set LastFailedAt to now, set FirstFailedAt to now on a new
-//     entry (an existing entry keeps its own), default SourceQueue to the
+//     Failed, set LastFailedAt to now, set FirstFailedAt on a new entry to
+//     the entry's own when it gives one no later than now, else to now (an
+//     existing entry keeps its own), default SourceQueue to the
 //     job's queue, store the entry's Job as given (its latest copy, the
 //     idempotency key included), append the entry's History to the
 //     existing one, and append one StatusChange{At: now, From: previous

@@ -227,7 +227,7 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	prevStatus := dlq.Status(0)
 	if old == nil {
 		next = e
-		next.FirstFailedAt = now
+		next.FirstFailedAt = store.FirstFailure(e, now)
 		next.Changes = slices.Clone(e.Changes)
 	} else {
 		if old.corrupt {

@@ -5,17 +5,18 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
 )
 
 // normalize returns a new entry as Add and DeadLetter store it: Failed,
-// failed last and first at now, its source queue defaulting to the job's,
+// failed last at now and first at its first failure (store.FirstFailure), its source queue defaulting to the job's,
 // with one status change (none→failed at now) appended.
 func normalize(e dlq.Entry, now time.Time) dlq.Entry {
 	e.Corrupt, e.Raw, e.DecodeError = false, nil, ""
 	if e.SourceQueue == "" {
 		e.SourceQueue = e.Job.QueueName()
 	}
-	e.FirstFailedAt, e.LastFailedAt = now, now
+	e.FirstFailedAt, e.LastFailedAt = store.FirstFailure(e, now), now
 	e.Changes = append(slices.Clip(e.Changes), dlq.StatusChange{At: now, To: dlq.Failed})
 	e.Status = dlq.Failed
 	return e

@@ -670,17 +670,21 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Time, now time.Time) (
 func (s *Store) purgeBatch(olderThan, now time.Time) int {
 	s.mu.Lock()
 	defer s.unlock()
-	n := 0
+	// Pick first, drop after: dropping may compact the time index, which
+	// must not happen under a range over it.
+	var victims []*dent
 	for _, d := range s.sorted() {
-		if n == s.cfg.BatchSize || !d.at.Before(olderThan) {
+		if len(victims) == s.cfg.BatchSize || !d.at.Before(olderThan) {
 			break
 		}
 		if !d.gone {
-			s.drop(d, now, ReasonPurged)
-			n++
+			victims = append(victims, d)
 		}
 	}
-	return n
+	for _, d := range victims {
+		s.drop(d, now, ReasonPurged)
+	}
+	return len(victims)
 }
 
 // PlantRaw stores raw as the bytes of the entry of job id, replacing any,

@@ -261,3 +261,33 @@ var _ = Describe("memstore specifics", func() {
 		Expect(ids).To(Equal([]string{"e5:failed", "e4:quarantined", "e3:deleted", "e2:failed", "e1:failed"}))
 	})
 })
+
+var _ = Describe("memstore purge over a compacting index", func() {
+	DescribeTable("purges every eligible entry exactly once, whatever the batch size",
+		func(batch int) {
+			ctx := context.Background()
+			s, err := memstore.New(store.Config{BatchSize: batch})
+			Expect(err).NotTo(HaveOccurred())
+			// 3,000 entries, the last 2,000 of which fail again later: the
+			// time index holds gone places behind the 1,000 eligible ones, and
+			// purging those compacts it midway.
+			for i := range 3000 {
+				id := fmt.Sprintf("j%04d", i)
+				_, err := s.Add(ctx, entryOf(charge(id), t0), t0.Add(time.Duration(i)*time.Millisecond))
+				Expect(err).NotTo(HaveOccurred())
+			}
+			for i := 1000; i < 3000; i++ {
+				id := fmt.Sprintf("j%04d", i)
+				_, err := s.Add(ctx, entryOf(charge(id), t0), t0.Add(time.Hour+time.Duration(i)*time.Millisecond))
+				Expect(err).NotTo(HaveOccurred())
+			}
+			n, err := s.Purge(ctx, t0.Add(time.Minute), t0.Add(2*time.Hour))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(Equal(1000))
+			st, err := s.Stats(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.Total).To(Equal(2000))
+		},
+		Entry("batch 100", 100), Entry("batch 1,000", 1000), Entry("batch 10,000", 10000),
+	)
+})

@@ -254,6 +254,17 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 			)
 		})
 
+		It("keeps a job on the queue it was leased from when a completion's copy names another", func() {
+			f.enqueue(newJob("j1"), 0)
+			_, l := f.dequeue(job.DefaultQueue, 0)
+			moved := newJob("j1")
+			moved.Queue = "elsewhere"
+			Expect(f.q.Release(f.ctx, l, moved, at(time.Second))).To(Succeed())
+			got, _ := f.dequeue(job.DefaultQueue, 2*time.Second)
+			Expect(got.ID).To(Equal("j1"))
+			Expect(got.QueueName()).To(Equal(job.DefaultQueue))
+		})
+
 		Describe("Ack", func() {
 			It("removes the job for good", func() {
 				f.enqueue(newJob("j1"), 0)

@@ -215,6 +215,11 @@ func (s *Store) checkCompletion(l queue.Lease, j *job.Job) error {
 	if j.ID != l.JobID {
 		return &job.InvalidError{Field: "ID", Reason: fmt.Sprintf("is %q; the lease is of job %q", j.ID, l.JobID)}
 	}
+	if l.Queue != "" && j.QueueName() != l.Queue {
+		// A completion cannot move a job to another queue: it stays where
+		// it was leased from (the same rule in every backend).
+		j.Queue = l.Queue
+	}
 	return nil
 }
 

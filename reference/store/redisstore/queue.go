@@ -128,6 +128,11 @@ func (s *Store) settle(ctx context.Context, op string, sc *redis.Script, l queue
 	if j.ID != l.JobID {
 		return fmt.Errorf("%s %s: %w", op, l.JobID, notLeased(j.ID))
 	}
+	if l.Queue != "" && j.QueueName() != l.Queue {
+		// A completion cannot move a job to another queue: it stays where
+		// it was leased from (the same rule in every backend).
+		j.Queue = l.Queue
+	}
 	data, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, l.JobID, err)

@@ -33,6 +33,10 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrNotFound: no such job.
 	ErrNotFound = errors.New("job not found")
+	// ErrDeadLettered: the job is in the DLQ (its entry failed, quarantined
+	// or deleted); it goes back through a DLQ requeue, not a new enqueue,
+	// so it is never in two places.
+	ErrDeadLettered = errors.New("job is in the dead letter queue")
 )
 
 // Lease is a worker's claim on a job. Its Token fences: a completion carrying
@@ -52,8 +56,9 @@ type Counts struct {
 // Queue is the work queue of one namespace.
 type Queue interface {
 	// Enqueue puts a new job at the tail of its queue. A job whose ID is
-	// anywhere in the queue's structures is refused with ErrDuplicate; an
-	// invalid job with job.ErrInvalid, and nothing is written.
+	// anywhere in the queue's structures is refused with ErrDuplicate, one
+	// in the DLQ with ErrDeadLettered; an invalid job with job.ErrInvalid,
+	// and nothing is written.
 	Enqueue(ctx context.Context, j job.Job, now time.Time) error
 	// Dequeue leases the job at the head of the named queue until now+ttl.
 	// It reports false when the queue is empty; it never blocks.

@@ -439,6 +439,25 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 			})
 		})
 
+		Describe("a dead-lettered job's ID", func() {
+			It("cannot be enqueued anew while its entry holds it, so it is never in two places", func() {
+				f.kill(newJob("p"), time.Second, deadEntry(newJob("p"), at(time.Second)))
+				f.take()
+				Expect(f.q.Enqueue(f.ctx, newJob("p"), at(2*time.Second))).To(MatchError(queue.ErrDeadLettered))
+				Expect(f.counts()).To(Equal(queue.Counts{}))
+				Expect(f.take()).To(BeEmpty())
+
+				Expect(f.d.Delete(f.ctx, "p", "ops", at(3*time.Second))).To(Succeed())
+				Expect(f.q.Enqueue(f.ctx, newJob("p"), at(4*time.Second))).To(MatchError(queue.ErrDeadLettered), "a deleted entry can be restored")
+
+				Expect(f.d.Restore(f.ctx, "p", "ops", at(5*time.Second))).To(Succeed())
+				Expect(f.requeue("p", oneMore, 6*time.Second)).To(Equal(dlq.OutcomeRequeued))
+				Expect(f.drainIDs(job.DefaultQueue, 7*time.Second)).To(Equal([]string{"p"}))
+				f.take()
+				Expect(f.q.Enqueue(f.ctx, newJob("p"), at(8*time.Second))).To(Succeed(), "a requeued entry is only a record")
+			})
+		})
+
 		Describe("Requeue", func() {
 			It("sends the job back to the tail of its source queue with one more attempt", func() {
 				j := newJob("j1")

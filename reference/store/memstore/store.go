@@ -249,6 +249,9 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 	if s.jobs[j.ID] != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, queue.ErrDuplicate)
 	}
+	if d := s.entries[j.ID]; d != nil && !d.corrupt && deadStatus(d.status) {
+		return fmt.Errorf("enqueue %s: %w (requeue it from there)", j.ID, queue.ErrDeadLettered)
+	}
 	r := s.newRec(j, disposition.Queued)
 	s.jobs[j.ID] = r
 	s.queueOf(j.QueueName()).pushBack(r)

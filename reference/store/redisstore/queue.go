@@ -27,8 +27,11 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, err)
 	}
-	if asInt(r) == 0 {
+	switch asInt(r) {
+	case 0:
 		return fmt.Errorf("enqueue %s: %w", j.ID, queue.ErrDuplicate)
+	case 2:
+		return fmt.Errorf("enqueue %s: %w (requeue it from there)", j.ID, queue.ErrDeadLettered)
 	}
 	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.None, To: disposition.Queued,
 		Reason: disposition.Enqueued, At: now, Attempts: j.Attempts})

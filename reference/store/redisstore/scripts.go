@@ -130,10 +130,13 @@ var enqueueScript = script(`
 -- ARGV[4] task, ARGV[5] attempts.
 -- Puts a new job at the tail of its queue. Returns 1; or 0, writing nothing,
 -- when the job's hash exists (the job is queued, in flight, scheduled or in
--- the fallback queue).
+-- the fallback queue); or 2, writing nothing, when the job is dead-lettered
+-- (its DLQ entry is failed, quarantined or deleted: requeue it from there).
 `, `
 local jk = jobKey(ARGV[1])
 if redis.call('EXISTS', jk) == 1 then return 0 end
+local st = redis.call('HGET', metaKey(ARGV[1]), 'st')
+if st == 'failed' or st == 'quarantined' or st == 'deleted' then return 2 end
 redis.call('HSET', jk, 'data', ARGV[3], 'task', ARGV[4], 'q', ARGV[2], 'loc', 'queued', 'att', ARGV[5])
 redis.call('RPUSH', queueKey(ARGV[2]), ARGV[1])
 redis.call('SADD', QUEUES, ARGV[2])

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -315,4 +316,19 @@ type Store interface {
 	// Purge removes entries (any status, corrupt ones too) whose last
 	// failure is before olderThan, and returns how many.
 	Purge(ctx context.Context, olderThan time.Time, now time.Time) (int, error)
+}
+
+// MergeHistory returns old with the failures of add that it does not hold
+// yet (the same time, attempt and error): a retried add, whose first try
+// landed but whose answer was lost, does not record a failure twice.
+func MergeHistory(old, add []Failure) []Failure {
+	out := slices.Clip(old)
+	for _, f := range add {
+		if !slices.ContainsFunc(old, func(o Failure) bool {
+			return o.At.Equal(f.At) && o.Attempt == f.Attempt && o.Error == f.Error
+		}) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

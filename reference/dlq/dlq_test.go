@@ -78,3 +78,13 @@ var _ = Describe("entry encoding", func() {
 		Expect(dlq.OutcomeAlreadyRequeued.String()).To(Equal("already-requeued"))
 	})
 })
+
+var _ = Describe("MergeHistory", func() {
+	It("adds only the failures not already recorded, so a retried add is not counted twice", func() {
+		a := dlq.Failure{At: t0, Attempt: 1, Error: "http 504"}
+		b := dlq.Failure{At: t0.Add(time.Second), Attempt: 2, Error: "http 504"}
+		c := dlq.Failure{At: t0.Add(2 * time.Second), Attempt: 3, Error: "http 500"}
+		Expect(dlq.MergeHistory([]dlq.Failure{a, b}, []dlq.Failure{b, c})).To(Equal([]dlq.Failure{a, b, c}))
+		Expect(dlq.MergeHistory(nil, []dlq.Failure{a})).To(Equal([]dlq.Failure{a}))
+	})
+})

@@ -236,7 +236,7 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 		next = dlq.Decode(id, old.raw)
 		prevStatus = next.Status
 		next.Job = e.Job
-		next.History = append(next.History, e.History...)
+		next.History = dlq.MergeHistory(next.History, e.History)
 		next.Verdict, next.Reason = e.Verdict, e.Reason
 	}
 	next.SourceQueue = cmp.Or(e.SourceQueue, e.Job.QueueName())

@@ -34,7 +34,7 @@ func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
 	}
 	m := old
 	m.Job = e.Job
-	m.History = append(slices.Clip(old.History), e.History...)
+	m.History = dlq.MergeHistory(old.History, e.History)
 	m.LastFailedAt = now
 	m.Verdict, m.Reason, m.SourceQueue = e.Verdict, e.Reason, e.SourceQueue
 	m.Changes = append(slices.Clip(old.Changes), dlq.StatusChange{At: now, From: old.Status, To: dlq.Failed})

@@ -82,6 +82,9 @@ func NewClient(addr string) *redis.Client {
 		}
 	}
 	opt.MaxRetries = -1
+	// Without this go-redis ignores context deadlines (it uses its own
+	// read/write timeouts), and a caller's StoreTimeout would mean nothing.
+	opt.ContextTimeoutEnabled = true
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return redis.NewClient(opt)
 }

@@ -343,20 +343,33 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	if err != nil {
 		return err
 	}
-	succeeded := 0
+	// Account for every job by its own last move, then check the sums
+	// against what the store says: a lost job and a doubled one cannot
+	// cancel out.
+	where := map[string]disposition.State{}
 	for _, ev := range events {
-		if ev.To == disposition.Succeeded {
-			succeeded++
-		}
+		where[ev.JobID] = ev.To
 	}
-	failed := stats.ByStatus[dlq.Failed.String()] + stats.ByStatus[dlq.Quarantined.String()]
-	total := len(planned)
-	accounted := succeeded + failed + counts.Queued + counts.InFlight + counts.Scheduled + counts.Fallback
+	byState := map[disposition.State]int{}
+	var lost []string
+	for _, pj := range planned {
+		st, ok := where[pj.j.ID]
+		if !ok || st == disposition.None {
+			lost = append(lost, pj.j.ID)
+			continue
+		}
+		byState[st]++
+	}
+	failed := stats.ByStatus[dlq.Failed.String()] + stats.ByStatus[dlq.Quarantined.String()] + stats.ByStatus[dlq.Deleted.String()]
+	storeAgrees := byState[disposition.Queued] == counts.Queued && byState[disposition.InFlight] == counts.InFlight &&
+		byState[disposition.Scheduled] == counts.Scheduled && byState[disposition.Fallback] == counts.Fallback &&
+		byState[disposition.DeadLettered] == failed && len(where) == len(planned)
 	fmt.Fprintf(w, "\nevery job accounted for: %d created = %d succeeded + %d in the DLQ + %d queued + %d in flight + %d scheduled + %d in fallback",
-		total, succeeded, failed, counts.Queued, counts.InFlight, counts.Scheduled, counts.Fallback)
-	if accounted != total {
-		fmt.Fprintf(w, "  ← %d LOST\n", total-accounted)
-		return fmt.Errorf("demo: %d jobs unaccounted for", total-accounted)
+		len(planned), byState[disposition.Succeeded], byState[disposition.DeadLettered], byState[disposition.Queued],
+		byState[disposition.InFlight], byState[disposition.Scheduled], byState[disposition.Fallback])
+	if len(lost) > 0 || !storeAgrees {
+		fmt.Fprintf(w, "  ← LOST %v, or the store disagrees (%+v, %d failed entries)\n", lost, counts, failed)
+		return fmt.Errorf("demo: jobs unaccounted for: %v", lost)
 	}
 	fmt.Fprintln(w, "  ✓")
 	return nil

@@ -149,6 +149,9 @@ type Entry struct {
 	// auto-retry, which quarantines the entry past its limit.
 	Requeues    int `json:"requeues,omitempty"`
 	AutoRetries int `json:"auto_retries,omitempty"`
+	// Superseded holds the bytes of an undecodable entry this one replaced
+	// when its job died again: never dropped, still there to inspect.
+	Superseded []byte `json:"superseded,omitempty"`
 
 	// Corrupt is set on an entry read back from bytes that could not be
 	// decoded (written by something else, or by a newer version): Raw holds

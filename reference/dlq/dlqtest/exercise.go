@@ -1169,6 +1169,16 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				Expect(bytes.Equal(p.Entries[2].Raw, newer)).To(BeTrue())
 			})
 
+			It("is replaced, bytes kept, when its job dies again: in every backend alike", func() {
+				r := f.kill(newJob("garbage"), 3*time.Minute, deadEntry(newJob("garbage"), at(3*time.Minute)))
+				Expect(r.Evicted).To(BeEmpty())
+				e := f.get("garbage")
+				Expect(e.Corrupt).To(BeFalse())
+				Expect(e.Status).To(Equal(dlq.Failed))
+				Expect(string(e.Superseded)).To(Equal("{{{ not json"))
+				Expect(f.stats().Corrupt).To(Equal(4))
+			})
+
 			It("counts them in Stats", func() {
 				st := f.stats()
 				Expect(st.Total).To(Equal(7))

@@ -225,14 +225,16 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	old := s.entries[id]
 	var next dlq.Entry
 	prevStatus := dlq.Status(0)
-	if old == nil {
+	if old == nil || old.corrupt {
+		// A corrupt entry cannot be extended: the new one replaces it and
+		// keeps its bytes (the same rule in every backend).
 		next = e
 		next.FirstFailedAt = store.FirstFailure(e, now)
 		next.Changes = slices.Clone(e.Changes)
-	} else {
-		if old.corrupt {
-			return dlq.AddResult{}, fmt.Errorf("the stored entry does not decode, so it cannot be extended (purge it first): %w", dlq.ErrWrongStatus)
+		if old != nil {
+			next.Superseded = slices.Clone(old.raw)
 		}
+	} else {
 		next = dlq.Decode(id, old.raw)
 		prevStatus = next.Status
 		next.Job = e.Job

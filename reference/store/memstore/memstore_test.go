@@ -200,14 +200,15 @@ var _ = Describe("memstore specifics", func() {
 		Expect(s.Requeue(ctx, "a", dlq.RequeueOptions{Budget: dlq.OneMoreAttempt}, t0.Add(time.Second))).To(Equal(dlq.OutcomeRequeued))
 	})
 
-	It("refuses to extend an entry that does not decode, keeping its bytes", func() {
+	It("replaces an entry that does not decode when its job dies again, keeping its bytes", func() {
 		s, _ := memstore.New(store.Config{})
 		s.PlantRaw("a", []byte("junk"))
 		_, err := s.Add(ctx, entryOf(charge("a"), t0), t0)
-		Expect(err).To(MatchError(dlq.ErrWrongStatus))
+		Expect(err).NotTo(HaveOccurred())
 		got, err := s.Get(ctx, "a")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(got.Raw)).To(Equal("junk"))
+		Expect(got.Corrupt).To(BeFalse())
+		Expect(string(got.Superseded)).To(Equal("junk"))
 	})
 
 	It("stores an entry with a zero verdict and reads it back, not as corrupt", func() {

@@ -27,9 +27,10 @@ func normalize(e dlq.Entry, now time.Time) dlq.Entry {
 // failure's fields and time are e's, the first failure time and the requeue
 // counts are old's, and the entry is Failed again with one status change
 // (old's status→failed) appended. A corrupt old entry cannot be extended: e
-// replaces it.
+// replaces it, keeping its bytes in Superseded.
 func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
 	if old.Corrupt {
+		e.Superseded = slices.Clone(old.Raw)
 		return e
 	}
 	m := old

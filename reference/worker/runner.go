@@ -442,6 +442,15 @@ func (rn *run) heartbeat(hctx context.Context, l queue.Lease, cancel context.Can
 				<-stop
 				result <- l
 				return
+			case !cfg.Clock.Now().Before(l.Expires.Add(-cfg.HeartbeatInterval)):
+				// The store cannot be reached and the lease runs out before
+				// the next heartbeat: another worker will recover the job,
+				// so this one must stop rather than run it twice.
+				cfg.Logger.Warn("heartbeat failed and the lease is about to expire; stopping the handler", logJob, l.JobID, logErr, err)
+				cancel(queue.ErrLeaseLost)
+				<-stop
+				result <- l
+				return
 			case hctx.Err() == nil:
 				cfg.Logger.Warn("heartbeat failed", logJob, l.JobID, logErr, err)
 			}

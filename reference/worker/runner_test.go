@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -249,6 +250,31 @@ var _ = Describe("The runner", func() {
 		Expect(led.errs()).To(BeEmpty())
 	})
 
+	It("stops a handler whose heartbeats cannot reach the store before its lease runs out", func() {
+		clk := clock.NewVirtual(t0)
+		st := newBackend(store.Config{})
+		src := &countingSource{Source: st}
+		src.down.Store(true)
+		Expect(st.Enqueue(context.Background(), newJob("cut-off", "report", ""), clk.Now())).To(Succeed())
+		cause := make(chan error, 1)
+		r, err := worker.NewRunner(worker.RunnerConfig{
+			Pipeline: runnerPipeline(st), Source: src, Clock: clk, Workers: 1,
+			LeaseTTL: 30 * time.Second, HeartbeatInterval: 10 * time.Second, TickInterval: time.Hour,
+			Handler: func(ctx context.Context, j job.Job) error {
+				<-ctx.Done()
+				cause <- context.Cause(ctx)
+				return ctx.Err()
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		stop := startRunner(r)
+		src.beat(clk, 1) // at 10s: failed, 20s of lease left: keep going
+		Consistently(cause, 50*time.Millisecond, poll).ShouldNot(Receive())
+		src.beat(clk, 2) // at 20s: failed, and the lease ends before the next beat
+		Eventually(cause, runnerReacts).Should(Receive(MatchError(queue.ErrLeaseLost)))
+		stop()
+	})
+
 	It("turns a handler's panic into a failure the retry policy handles", func() {
 		led := newLedger()
 		st := newBackend(store.Config{Observer: led.observe})
@@ -300,6 +326,8 @@ type countingSource struct {
 	worker.Source
 	beats   atomic.Int64
 	swallow atomic.Bool
+	// down makes heartbeats fail as if the store could not be reached.
+	down atomic.Bool
 }
 
 // beat waits until the heartbeat's timer is set (the runner's two timers:
@@ -314,6 +342,9 @@ func (s *countingSource) beat(clk *clock.Virtual, n int64) {
 
 func (s *countingSource) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl time.Duration) (queue.Lease, error) {
 	defer s.beats.Add(1)
+	if s.down.Load() {
+		return queue.Lease{}, errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	}
 	if s.swallow.Load() {
 		return l, nil
 	}

@@ -144,6 +144,10 @@ type Monitor struct {
 	firing  map[string]bool
 	// overflowed says an overflow was reported since the last check.
 	overflowed bool
+	// seenEvicted and seenRejected are the store's overflow counters at
+	// the last check (-1 before the first): an increase is an overflow
+	// another process caused, which this one never heard of.
+	seenEvicted, seenRejected int
 }
 
 // NewMonitor returns a monitor for cfg (defaults applied), or a
@@ -154,9 +158,10 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 		return nil, err
 	}
 	return &Monitor{
-		cfg:    cfg,
-		labels: alert.Labels{LabelNamespace: cfg.Namespace},
-		firing: make(map[string]bool),
+		cfg:         cfg,
+		labels:      alert.Labels{LabelNamespace: cfg.Namespace},
+		firing:      make(map[string]bool),
+		seenEvicted: -1, seenRejected: -1,
 	}, nil
 }
 
@@ -243,6 +248,13 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 		hold[AlertDLQOverflow] = nil // still holds; raised by Overflow
 	}
 	m.overflowed = false
+	// The store's counters see every process's overflows; the callback
+	// only this process's.
+	if grew := (m.seenEvicted >= 0 && st.Evicted > m.seenEvicted) || (m.seenRejected >= 0 && st.Rejected > m.seenRejected); grew {
+		hold[AlertDLQOverflow] = &alert.Signal{Name: AlertDLQOverflow, Severity: classify.High, Labels: m.labels,
+			Summary: fmt.Sprintf("DLQ %s overflowed since the last check: %d evicted, %d refused in all", m.cfg.Namespace, st.Evicted, st.Rejected)}
+	}
+	m.seenEvicted, m.seenRejected = st.Evicted, st.Rejected
 	m.mu.Unlock()
 	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable})
 	h.Firing = m.firingNames()

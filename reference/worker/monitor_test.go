@@ -129,6 +129,29 @@ var _ = Describe("The DLQ monitor", func() {
 		Expect(sig.take()).To(Equal([]string{"clear dlq-overflow ns=payments"}))
 	})
 
+	It("raises the overflow alert for an overflow another process caused, from the store's own counters", func() {
+		w = newWorld(func(c *worldConfig) {
+			// No OnOverflow here: the overflow happens in "another worker".
+			c.store = store.Config{Namespace: "payments", DLQCapacity: 1, Overflow: store.Reject}
+		})
+		mon, err := worker.NewMonitor(worker.MonitorConfig{Store: w.st, Alerter: sig, Clock: w.clk, Namespace: "payments"})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = mon.Check(w.ctx, w.now()) // the baseline
+		Expect(err).NotTo(HaveOccurred())
+		die("a")
+		w.enqueue(newJob("b", "report", ""))
+		_, err = w.attempt("b", fmt.Errorf("bad: %w", failure.ErrInvalidInput))
+		Expect(err).To(MatchError(dlq.ErrFull))
+		Expect(sig.take()).To(BeEmpty(), "nobody told this monitor")
+		h, err := mon.Check(w.ctx, w.now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Firing).To(ContainElement(worker.AlertDLQOverflow))
+		Expect(sig.take()).To(ContainElement("raise dlq-overflow high ns=payments"))
+		_, err = mon.Check(w.ctx, w.now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sig.take()).To(ContainElement("clear dlq-overflow ns=payments"))
+	})
+
 	It("raises dlq-unavailable while the DLQ cannot be read, and clears it when it can", func() {
 		down := &flakyStats{StatsReader: w.st, err: errors.New("connection refused")}
 		m, err := worker.NewMonitor(worker.MonitorConfig{Store: down, Alerter: sig, Clock: w.clk, Namespace: "payments"})

@@ -65,8 +65,11 @@ type Queue interface {
 	Dequeue(ctx context.Context, queue string, now time.Time, ttl time.Duration) (job.Job, Lease, bool, error)
 	// Heartbeat extends a lease to now+ttl and returns the new lease.
 	Heartbeat(ctx context.Context, l Lease, now time.Time, ttl time.Duration) (Lease, error)
-	// Ack removes a job whose attempt succeeded.
-	Ack(ctx context.Context, l Lease, now time.Time) error
+	// Ack removes a job whose attempt succeeded; j is the job as the
+	// worker ends it (its attempts counted), checked like the other
+	// completions (job.Validate, ID = the lease's), and the succeeded
+	// event carries j.Attempts.
+	Ack(ctx context.Context, l Lease, j job.Job, now time.Time) error
 	// Retry moves a leased job to the retry schedule, due at `at`, storing j
 	// (its attempt count updated) in place of the leased copy.
 	Retry(ctx context.Context, l Lease, j job.Job, at time.Time, now time.Time) error

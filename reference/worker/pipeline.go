@@ -17,7 +17,7 @@ import (
 // Mover is what Apply needs of a queue: the moves of a leased job, each
 // fenced by its lease. queue.Queue implements it.
 type Mover interface {
-	Ack(ctx context.Context, l queue.Lease, now time.Time) error
+	Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error
 	Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Time, now time.Time) error
 	Release(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error
 	Divert(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error
@@ -54,7 +54,7 @@ func Apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o Outcom
 	var err error
 	switch o.Action {
 	case Succeed:
-		err = q.Ack(ctx, l, now)
+		err = q.Ack(ctx, l, o.Job, now)
 	case Retry:
 		err = q.Retry(ctx, l, o.Job, o.At, now)
 	case DeadLetter:

@@ -150,17 +150,17 @@ var _ = Describe("The runner", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(dst.Total).To(Equal(counts[disposition.DeadLettered]), "one DLQ entry per dead job")
 
-		// Attempts grow by exactly one at each counted failure and never
-		// otherwise: not at a release, not at a recovery. (A store's ack
-		// event carries the attempts of the leased copy: queue.Ack is not
-		// given the job, so it cannot count the attempt that succeeded.)
+		// Attempts grow by exactly one at each counted attempt — a failure
+		// or the success (queue.Ack is given the job with the attempt that
+		// succeeded counted) — and never otherwise: not at a release, not at
+		// a recovery.
 		released := 0
 		for i := range jobs {
 			id := fmt.Sprintf("job-%04d", i)
 			prev := 0
 			for _, e := range led.events(id) {
 				switch e.Reason {
-				case disposition.RetryLater, disposition.DeadLetter:
+				case disposition.RetryLater, disposition.DeadLetter, disposition.Acked:
 					Expect(e.Attempts).To(Equal(prev+1), "%s", e)
 				default:
 					Expect(e.Attempts).To(Equal(prev), "%s", e)

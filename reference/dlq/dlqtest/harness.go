@@ -304,7 +304,7 @@ func (f *fixture) drainIDs(q string, d time.Duration) []string {
 			return ids
 		}
 		ids = append(ids, j.ID)
-		Expect(f.q.Ack(f.ctx, l, at(d))).To(Succeed())
+		Expect(f.q.Ack(f.ctx, l, j, at(d))).To(Succeed())
 	}
 }
 

@@ -367,13 +367,17 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				return
 			}
 			cur := m.current(l)
-			err := m.h.Queue.Ack(m.ctx, l, m.now)
+			j := m.jobs[l.JobID]
+			v := m.jobValue(j)
+			v.Attempts++ // the attempt that succeeded counts
+			err := m.h.Queue.Ack(m.ctx, l, v, m.now)
 			if !cur {
 				expectErr(t, "Ack of a stale lease", err, queue.ErrLeaseLost)
 				return
 			}
 			expectErr(t, "Ack", err, nil)
-			m.jobs[l.JobID].where = disposition.Succeeded
+			j.attempts++
+			j.where = disposition.Succeeded
 			m.acked++
 		},
 		"retry": func(t *rapid.T) {

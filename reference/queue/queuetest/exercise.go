@@ -117,8 +117,8 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				_, l2 := f.dequeue(job.DefaultQueue, 2*time.Second)
 				Expect(l2.Token).NotTo(BeZero())
 				Expect(l2.Token).NotTo(Equal(l1.Token))
-				Expect(f.q.Ack(f.ctx, l1, at(3*time.Second))).To(MatchError(queue.ErrLeaseLost))
-				Expect(f.q.Ack(f.ctx, l2, at(3*time.Second))).To(Succeed())
+				Expect(f.q.Ack(f.ctx, l1, newJob("j1"), at(3*time.Second))).To(MatchError(queue.ErrLeaseLost))
+				Expect(f.q.Ack(f.ctx, l2, newJob("j1"), at(3*time.Second))).To(Succeed())
 			})
 
 			It("refuses a call whose context is canceled and writes nothing", func() {
@@ -172,8 +172,9 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 
 			It("accepts the ID again once the job succeeded", func() {
 				f.enqueue(newJob("j1"), 0)
-				_, l := f.dequeue(job.DefaultQueue, 0)
-				Expect(f.q.Ack(f.ctx, l, at(time.Second))).To(Succeed())
+				j, l := f.dequeue(job.DefaultQueue, 0)
+				j.Attempts = 1
+				Expect(f.q.Ack(f.ctx, l, j, at(time.Second))).To(Succeed())
 				f.enqueue(newJob("j1"), 2*time.Second)
 				f.expectCounts(1, 0, 0, 0)
 			})
@@ -236,8 +237,11 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					Expect(complete(f, l, bad)).To(MatchError(job.ErrInvalid))
 					f.expectCounts(0, 1, 0, 0)
 					Expect(f.take()).To(BeEmpty())
-					Expect(f.q.Ack(f.ctx, l, at(time.Second))).To(Succeed())
+					Expect(f.q.Ack(f.ctx, l, newJob("j1"), at(time.Second))).To(Succeed(), "the lease still works")
 				},
+				Entry("Ack", func(f *fixture, l queue.Lease, j job.Job) error {
+					return f.q.Ack(f.ctx, l, j, at(time.Second))
+				}),
 				Entry("Retry", func(f *fixture, l queue.Lease, j job.Job) error {
 					return f.q.Retry(f.ctx, l, j, at(time.Minute), at(time.Second))
 				}),
@@ -269,9 +273,10 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 			It("removes the job for good", func() {
 				f.enqueue(newJob("j1"), 0)
 				f.enqueue(newJob("j2"), 0)
-				_, l := f.dequeue(job.DefaultQueue, time.Second)
+				j, l := f.dequeue(job.DefaultQueue, time.Second)
 				f.expectCounts(1, 1, 0, 0)
-				Expect(f.q.Ack(f.ctx, l, at(2*time.Second))).To(Succeed())
+				j.Attempts = 1 // the successful attempt counts
+				Expect(f.q.Ack(f.ctx, l, j, at(2*time.Second))).To(Succeed())
 				f.expectCounts(1, 0, 0, 0)
 				n, err := f.q.RecoverExpired(f.ctx, at(time.Hour), 100)
 				Expect(err).NotTo(HaveOccurred())
@@ -281,16 +286,32 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					ev("j1", none, queued, disposition.Enqueued, 0, 0),
 					ev("j2", none, queued, disposition.Enqueued, 0, 0),
 					ev("j1", queued, inFlight, disposition.Leased, time.Second, 0),
-					ev("j1", inFlight, done, disposition.Acked, 2*time.Second, 0),
+					ev("j1", inFlight, done, disposition.Acked, 2*time.Second, 1),
 				}))
+			})
+
+			It("reports the attempts of the job passed to Ack in the succeeded event, not the stored ones", func() {
+				stored := newJob("j1")
+				stored.Attempts = 2
+				f.enqueue(stored, 0)
+				j, l := f.dequeue(job.DefaultQueue, time.Second)
+				Expect(j.Attempts).To(Equal(2))
+				f.take()
+				j.Attempts = 3 // the worker counted the attempt that succeeded
+				Expect(f.q.Ack(f.ctx, l, j, at(2*time.Second))).To(Succeed())
+				Expect(f.take()).To(Equal([]string{
+					ev("j1", inFlight, done, disposition.Acked, 2*time.Second, 3),
+				}))
+				f.expectCounts(0, 0, 0, 0)
 			})
 
 			It("refuses a second ack of the same lease with ErrLeaseLost", func() {
 				f.enqueue(newJob("j1"), 0)
-				_, l := f.dequeue(job.DefaultQueue, 0)
-				Expect(f.q.Ack(f.ctx, l, at(time.Second))).To(Succeed())
+				j, l := f.dequeue(job.DefaultQueue, 0)
+				j.Attempts = 1
+				Expect(f.q.Ack(f.ctx, l, j, at(time.Second))).To(Succeed())
 				f.take()
-				Expect(f.q.Ack(f.ctx, l, at(2*time.Second))).To(MatchError(queue.ErrLeaseLost))
+				Expect(f.q.Ack(f.ctx, l, j, at(2*time.Second))).To(MatchError(queue.ErrLeaseLost))
 				Expect(f.take()).To(BeEmpty())
 				f.expectCounts(0, 0, 0, 0)
 			})
@@ -403,7 +424,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				l2, err := f.q.Heartbeat(f.ctx, l2, at(time.Hour), TTL)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(l2.Expires).To(BeTemporally("==", at(time.Hour+TTL)))
-				Expect(f.q.Ack(f.ctx, l1, at(time.Hour))).To(Succeed())
+				Expect(f.q.Ack(f.ctx, l1, newJob("j1"), at(time.Hour))).To(Succeed())
 				f.expectCounts(0, 1, 0, 0)
 			})
 
@@ -430,7 +451,11 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 
 		Describe("fencing", func() {
 			type completion func(f *fixture, l queue.Lease, now time.Time) error
-			ack := completion(func(f *fixture, l queue.Lease, now time.Time) error { return f.q.Ack(f.ctx, l, now) })
+			ack := completion(func(f *fixture, l queue.Lease, now time.Time) error {
+				j := newJob(l.JobID)
+				j.Attempts = 1
+				return f.q.Ack(f.ctx, l, j, now)
+			})
 			retry := completion(func(f *fixture, l queue.Lease, now time.Time) error {
 				j := newJob(l.JobID)
 				j.Attempts = 1
@@ -467,7 +492,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				n, err := f.q.RecoverExpired(f.ctx, cur.Expires.Add(-time.Millisecond), 10)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(n).To(BeZero(), "the current lease was not changed")
-				Expect(f.q.Ack(f.ctx, cur, cur.Expires.Add(-time.Millisecond))).To(Succeed(), "the current lease still works")
+				Expect(f.q.Ack(f.ctx, cur, newJob(cur.JobID), cur.Expires.Add(-time.Millisecond))).To(Succeed(), "the current lease still works")
 			}
 
 			DescribeTable("refuses a completion from a lease that expired and was recovered, after the job was leased again",
@@ -512,8 +537,8 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 			DescribeTable("refuses a lease of a job that is no longer in flight",
 				func(op completion) {
 					f.enqueue(newJob("j1"), 0)
-					_, l := f.dequeue(job.DefaultQueue, 0)
-					Expect(f.q.Ack(f.ctx, l, at(time.Second))).To(Succeed())
+					j, l := f.dequeue(job.DefaultQueue, 0)
+					Expect(f.q.Ack(f.ctx, l, j, at(time.Second))).To(Succeed())
 					f.take()
 					Expect(op(f, l, at(2*time.Second))).To(MatchError(queue.ErrLeaseLost))
 					f.expectCounts(0, 0, 0, 0)
@@ -714,8 +739,9 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				out, err := f.h.DLQ.Requeue(f.ctx, "j1", dlq.RequeueOptions{Budget: dlq.OneMoreAttempt, By: "ops"}, at(2*time.Minute))
 				Expect(err).NotTo(HaveOccurred())
 				Expect(out).To(Equal(dlq.OutcomeRequeued))
-				_, l = f.dequeue(job.DefaultQueue, 3*time.Minute)
-				Expect(f.q.Ack(f.ctx, l, at(4*time.Minute))).To(Succeed())
+				j, l = f.dequeue(job.DefaultQueue, 3*time.Minute)
+				j.Attempts = 4 // the requeued job's extra attempt, which succeeded
+				Expect(f.q.Ack(f.ctx, l, j, at(4*time.Minute))).To(Succeed())
 
 				Expect(f.take()).To(Equal([]string{
 					ev("j1", none, queued, disposition.Enqueued, 0, 0),
@@ -733,7 +759,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					ev("j1", inFlight, dead, disposition.DeadLetter, 61*time.Second, 3),
 					ev("j1", dead, queued, disposition.Requeued, 2*time.Minute, 3),
 					ev("j1", queued, inFlight, disposition.Leased, 3*time.Minute, 3),
-					ev("j1", inFlight, done, disposition.Acked, 4*time.Minute, 3),
+					ev("j1", inFlight, done, disposition.Acked, 4*time.Minute, 4),
 				}))
 				f.expectCounts(0, 0, 0, 0)
 			})
@@ -748,7 +774,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				ja, la := f.dequeueID(job.DefaultQueue, time.Second, "a")
 				jb, lb := f.dequeueID(job.DefaultQueue, time.Second, "b")
 				jc, lc := f.dequeueID(job.DefaultQueue, time.Second, "c")
-				_, ld := f.dequeueID(job.DefaultQueue, time.Second, "d")
+				jd, ld := f.dequeueID(job.DefaultQueue, time.Second, "d")
 				f.expectCounts(2, 4, 0, 0)
 				Expect(f.q.Retry(f.ctx, la, ja, at(time.Minute), at(2*time.Second))).To(Succeed())
 				f.expectCounts(2, 3, 1, 0)
@@ -756,7 +782,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				f.expectCounts(2, 2, 1, 1)
 				Expect(f.q.Release(f.ctx, lc, jc, at(2*time.Second))).To(Succeed())
 				f.expectCounts(3, 1, 1, 1)
-				Expect(f.q.Ack(f.ctx, ld, at(2*time.Second))).To(Succeed())
+				Expect(f.q.Ack(f.ctx, ld, jd, at(2*time.Second))).To(Succeed())
 				f.expectCounts(3, 0, 1, 1)
 				_, le := f.dequeueID(job.DefaultQueue, 3*time.Second, "c")
 				f.expectCounts(2, 1, 1, 1)

@@ -33,8 +33,9 @@
 //     has not taken the job back. Any other lease, including one for a job
 //     that is no longer in flight at all, gets queue.ErrLeaseLost and
 //     changes nothing. Heartbeat keeps the token.
-//   - Retry, Release, Divert and DeadLetter refuse a job whose ID is not
-//     the lease's, or that is invalid, with job.ErrInvalid.
+//   - Ack, Retry, Release, Divert and DeadLetter refuse a job whose ID is
+//     not the lease's, or that is invalid, with job.ErrInvalid, and change
+//     nothing.
 //   - A store keeps a job exactly as given (Enqueue does not set
 //     EnqueuedAt; the producer does).
 //   - RecoverExpired takes the leases in order of expiry; jobs recovered
@@ -43,7 +44,9 @@
 //   - ForwardDue and DrainBatch append to the tails of the jobs' own
 //     queues, oldest due (diverted) first. A limit below 1 moves nothing.
 //   - Every move emits exactly one disposition.Event, At the call's now,
-//     with the job's task and its attempts after the move; Heartbeat and
+//     with the job's task and its attempts after the move (for a
+//     completion, those of the job it was given: Ack's succeeded event
+//     carries the attempts of the job passed to Ack); Heartbeat and
 //     refused calls emit none.
 //
 // Use the Harness's DLQ for the dead-letter move, which must be atomic with
@@ -219,7 +222,7 @@ func (f *fixture) drainIDs(q string, d time.Duration) []string {
 			return ids
 		}
 		ids = append(ids, j.ID)
-		Expect(f.q.Ack(f.ctx, l, at(d))).To(Succeed())
+		Expect(f.q.Ack(f.ctx, l, j, at(d))).To(Succeed())
 	}
 }
 

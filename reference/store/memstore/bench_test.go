@@ -63,7 +63,7 @@ func BenchmarkEnqueueDequeueAck(b *testing.B) {
 				if err != nil || !ok {
 					b.Fatal(ok, err)
 				}
-				if err := s.Ack(ctx, l, now); err != nil {
+				if err := s.Ack(ctx, l, j, now); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -143,7 +143,7 @@ var _ = Describe("memstore specifics", func() {
 						Expect(s.Release(ctx, l, j, t0)).To(Succeed())
 						continue
 					}
-					Expect(s.Ack(ctx, l, t0)).To(Succeed())
+					Expect(s.Ack(ctx, l, j, t0)).To(Succeed())
 				}
 			})
 		}

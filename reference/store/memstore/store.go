@@ -308,10 +308,15 @@ func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl
 	return queue.Lease{JobID: r.job.ID, Queue: r.job.QueueName(), Token: r.token, Expires: r.at}, nil
 }
 
-// Ack removes a job whose attempt succeeded.
-func (s *Store) Ack(ctx context.Context, l queue.Lease, now time.Time) error {
+// Ack removes a job whose attempt succeeded; j is the job as the worker
+// ends it (its attempts counted), and the succeeded event carries its
+// attempts.
+func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := s.checkCompletion(l, &j); err != nil {
+		return fmt.Errorf("ack: %w", err)
 	}
 	s.mu.Lock()
 	defer s.unlock()
@@ -321,7 +326,7 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, now time.Time) error {
 	}
 	s.leases.remove(r)
 	delete(s.jobs, r.job.ID)
-	s.emit(&r.job, disposition.InFlight, disposition.Succeeded, disposition.Acked, now)
+	s.emit(&j, disposition.InFlight, disposition.Succeeded, disposition.Acked, now)
 	s.freeRec(r)
 	return nil
 }

@@ -106,8 +106,21 @@ func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl
 	return l, nil
 }
 
-// Ack removes a job whose attempt succeeded (queue.Queue).
-func (s *Store) Ack(ctx context.Context, l queue.Lease, now time.Time) error {
+// Ack removes a job whose attempt succeeded (queue.Queue); j is the job as
+// the worker ends it, checked like the other completions, and the succeeded
+// event carries its attempts.
+func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error {
+	if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
+		return fmt.Errorf("ack %s: %w", l.JobID, err)
+	}
+	if j.ID != l.JobID {
+		return fmt.Errorf("ack %s: %w", l.JobID, notLeased(j.ID))
+	}
+	if l.Queue != "" && j.QueueName() != l.Queue {
+		// The same rule as the other completions (settle): the job stays
+		// where it was leased from.
+		j.Queue = l.Queue
+	}
 	r, err := s.run(ctx, ackScript, l.JobID, token(l))
 	if err != nil {
 		return fmt.Errorf("ack %s: %w", l.JobID, err)
@@ -116,8 +129,8 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, now time.Time) error {
 	if len(v) != 3 {
 		return leaseErr("ack", l, asString(v[0]))
 	}
-	s.emit(disposition.Event{JobID: l.JobID, Task: asString(v[1]), From: disposition.InFlight, To: disposition.Succeeded,
-		Reason: disposition.Acked, At: now, Attempts: int(asInt(v[2]))})
+	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.InFlight, To: disposition.Succeeded,
+		Reason: disposition.Acked, At: now, Attempts: j.Attempts})
 	return nil
 }
 

@@ -232,7 +232,7 @@ func workload(s *redisstore.Store) {
 	j, l := lease("a")
 	l, err := s.Heartbeat(ctx, l, at(2*time.Second), time.Minute)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(s.Ack(ctx, l, at(3*time.Second))).To(Succeed())
+	Expect(s.Ack(ctx, l, j, at(3*time.Second))).To(Succeed())
 	j, l = lease("b")
 	Expect(s.Retry(ctx, l, j, at(time.Minute), at(3*time.Second))).To(Succeed())
 	j, l = lease("c")

@@ -973,7 +973,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					Expect(st.Rejected).To(Equal(1))
 					Expect(st.Evicted).To(BeZero())
 					Expect(f.take()).To(BeEmpty())
-					ov := f.rec.allOverflows()
+					ov := f.rec.Overflows()
 					Expect(ov).To(HaveLen(1))
 					Expect(ov[0].Policy).To(Equal(store.Reject))
 					Expect(ov[0].JobID).To(Equal("c"))
@@ -994,7 +994,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					Expect(f.counts()).To(Equal(queue.Counts{InFlight: 1}))
 					Expect(f.take()).To(BeEmpty())
 					Expect(f.stats().Rejected).To(Equal(1))
-					Expect(f.rec.allOverflows()).To(HaveLen(1))
+					Expect(f.rec.Overflows()).To(HaveLen(1))
 					j.Attempts++
 					Expect(f.q.Ack(f.ctx, l, j, at(time.Hour))).To(Succeed(), "the lease is still the job's")
 				})
@@ -1004,7 +1004,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					r := f.add(deadEntry(newJob("a"), at(time.Hour)), time.Hour)
 					Expect(r.Created).To(BeFalse())
 					Expect(f.stats().Rejected).To(BeZero())
-					Expect(f.rec.allOverflows()).To(BeEmpty())
+					Expect(f.rec.Overflows()).To(BeEmpty())
 				})
 
 				It("does not count requeued and deleted entries by default", func() {
@@ -1063,7 +1063,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 						ev("a", dead, none, disposition.Evicted, time.Hour, 0),
 						ev("c", none, dead, disposition.DeadLetter, time.Hour, 0),
 					}))
-					ov := f.rec.allOverflows()
+					ov := f.rec.Overflows()
 					Expect(ov).To(HaveLen(1))
 					Expect(ov[0].Policy).To(Equal(store.EvictOldest))
 					Expect(ov[0].JobID).To(Equal("c"))

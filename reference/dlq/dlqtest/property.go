@@ -116,8 +116,8 @@ func newModel(t *rapid.T, newHarness func(store.Config) Harness, cfg store.Confi
 		ledger:  map[string]disposition.State{},
 	}
 	c := cfg
-	c.Observer = m.rec.event
-	c.OnOverflow = m.rec.overflow
+	c.Observer = m.rec.Event
+	c.OnOverflow = m.rec.Overflow
 	m.h = newHarness(c)
 	m.cfg = cfg.WithDefaults()
 	if m.h.Queue == nil || m.h.DLQ == nil {
@@ -130,7 +130,7 @@ func (m *model) events() []disposition.Event {
 	if m.h.Events != nil {
 		return m.h.Events()
 	}
-	return m.rec.allEvents()
+	return m.rec.Events()
 }
 
 // uniq returns a millisecond offset no earlier call returned.
@@ -576,46 +576,19 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			}
 		},
 		"delete": func(t *rapid.T) {
-			id := m.drawEntryID(t)
-			err := m.h.DLQ.Delete(m.ctx, id, "prop", m.now)
-			e := m.entries[id]
-			switch {
-			case e == nil:
-				expectErr(t, "Delete of an unknown ID", err, dlq.ErrNotFound)
-			case e.status == dlq.Failed || e.status == dlq.Quarantined:
-				expectErr(t, "Delete", err, nil)
-				e.before, e.status = e.status, dlq.Deleted
-			default:
-				expectErr(t, "Delete of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
-			}
+			m.statusMove(t, "Delete", func(id string) error { return m.h.DLQ.Delete(m.ctx, id, "prop", m.now) },
+				func(st dlq.Status) bool { return st == dlq.Failed || st == dlq.Quarantined },
+				func(e *mentry) { e.before, e.status = e.status, dlq.Deleted })
 		},
 		"restore": func(t *rapid.T) {
-			id := m.drawEntryID(t)
-			err := m.h.DLQ.Restore(m.ctx, id, "prop", m.now)
-			e := m.entries[id]
-			switch {
-			case e == nil:
-				expectErr(t, "Restore of an unknown ID", err, dlq.ErrNotFound)
-			case e.status == dlq.Deleted:
-				expectErr(t, "Restore", err, nil)
-				e.status = e.before
-			default:
-				expectErr(t, "Restore of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
-			}
+			m.statusMove(t, "Restore", func(id string) error { return m.h.DLQ.Restore(m.ctx, id, "prop", m.now) },
+				func(st dlq.Status) bool { return st == dlq.Deleted },
+				func(e *mentry) { e.status = e.before })
 		},
 		"quarantine": func(t *rapid.T) {
-			id := m.drawEntryID(t)
-			err := m.h.DLQ.Quarantine(m.ctx, id, "poison", m.now)
-			e := m.entries[id]
-			switch {
-			case e == nil:
-				expectErr(t, "Quarantine of an unknown ID", err, dlq.ErrNotFound)
-			case e.status == dlq.Failed:
-				expectErr(t, "Quarantine", err, nil)
-				e.status = dlq.Quarantined
-			default:
-				expectErr(t, "Quarantine of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
-			}
+			m.statusMove(t, "Quarantine", func(id string) error { return m.h.DLQ.Quarantine(m.ctx, id, "poison", m.now) },
+				func(st dlq.Status) bool { return st == dlq.Failed },
+				func(e *mentry) { e.status = dlq.Quarantined })
 		},
 		"purge": func(t *rapid.T) {
 			olderThan := m.now.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "age")) * time.Second)
@@ -629,6 +602,25 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				m.remove(id)
 			}
 		},
+	}
+}
+
+// statusMove is one of an operator's status changes (delete, restore,
+// quarantine) on a drawn entry: an unknown ID answers dlq.ErrNotFound, an
+// entry in an allowed status changes (apply updates the model), any other
+// answers dlq.ErrWrongStatus.
+func (m *model) statusMove(t *rapid.T, name string, call func(id string) error, allowed func(dlq.Status) bool, apply func(e *mentry)) {
+	id := m.drawEntryID(t)
+	err := call(id)
+	e := m.entries[id]
+	switch {
+	case e == nil:
+		expectErr(t, name+" of an unknown ID", err, dlq.ErrNotFound)
+	case allowed(e.status):
+		expectErr(t, name, err, nil)
+		apply(e)
+	default:
+		expectErr(t, name+" of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
 	}
 }
 

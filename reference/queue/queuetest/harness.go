@@ -55,9 +55,6 @@ package queuetest
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -65,6 +62,7 @@ import (
 
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/conformance"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
@@ -86,39 +84,17 @@ type Harness struct {
 }
 
 // T0 is the virtual instant every spec starts at.
-var T0 = time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+var T0 = conformance.T0
 
 // TTL is the lease the specs take.
-const TTL = 30 * time.Second
+const TTL = conformance.TTL
 
 // at returns T0+d.
-func at(d time.Duration) time.Time { return T0.Add(d) }
+func at(d time.Duration) time.Time { return conformance.At(d) }
 
 // recorder collects what a backend reports through its store.Config
-// callbacks. It is safe for concurrent use.
-type recorder struct {
-	mu        sync.Mutex
-	events    []disposition.Event
-	overflows []store.Overflow
-}
-
-func (r *recorder) event(e disposition.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *recorder) overflow(o store.Overflow) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.overflows = append(r.overflows, o)
-}
-
-func (r *recorder) allEvents() []disposition.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
+// callbacks.
+type recorder = conformance.Recorder
 
 // fixture is one spec's backend with the suite's bookkeeping.
 type fixture struct {
@@ -133,8 +109,8 @@ type fixture struct {
 func build(newHarness func(store.Config) Harness, cfg store.Config) *fixture {
 	GinkgoHelper()
 	f := &fixture{ctx: context.Background(), rec: &recorder{}}
-	cfg.Observer = f.rec.event
-	cfg.OnOverflow = f.rec.overflow
+	cfg.Observer = f.rec.Event
+	cfg.OnOverflow = f.rec.Overflow
 	f.h = newHarness(cfg)
 	Expect(f.h.Queue).NotTo(BeNil(), "the harness has no Queue")
 	Expect(f.h.DLQ).NotTo(BeNil(), "the harness has no DLQ")
@@ -148,27 +124,17 @@ func (f *fixture) allEvents() []disposition.Event {
 	if f.h.Events != nil {
 		return f.h.Events()
 	}
-	return f.rec.allEvents()
+	return f.rec.Events()
 }
 
 // take returns the events since the last take, formatted with show.
 func (f *fixture) take() []string {
 	GinkgoHelper()
-	all := f.allEvents()
-	Expect(len(all)).To(BeNumerically(">=", f.seen), "events disappeared")
-	out := make([]string, 0, len(all)-f.seen)
-	for _, e := range all[f.seen:] {
-		out = append(out, show(e))
-	}
-	f.seen = len(all)
-	return out
+	return conformance.Take(f.allEvents(), &f.seen)
 }
 
-// show formats an event for comparison: "j1 charge queued→in-flight leased
-// T0+1s a0".
-func show(e disposition.Event) string {
-	return fmt.Sprintf("%s %s %s→%s %s T0+%v a%d", e.JobID, e.Task, e.From, e.To, e.Reason, e.At.Sub(T0), e.Attempts)
-}
+// show formats an event for comparison (conformance.Show).
+var show = conformance.Show
 
 // ev is the expected form of an event of a job of task "charge".
 func ev(id string, from, to disposition.State, r disposition.Reason, d time.Duration, attempts int) string {

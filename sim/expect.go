@@ -1,0 +1,461 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reports"
+)
+
+// Expectation is one thing that must hold at the end of a run. It evaluates
+// to expected / actual / verdict. A team may write its own from the
+// Observation's facts.
+type Expectation interface {
+	Evaluate(o *Observation) reports.Expectation
+}
+
+// Snapshot is the ledger at one instant.
+type Snapshot struct {
+	At                                      time.Duration
+	Queued, InFlight, Scheduled, Fallback   int64
+	DeadLettered, Succeeded, Removed, Total int64
+	// Breakers are the breakers' states by name.
+	Breakers map[string]string
+}
+
+// Fate is where one job ended.
+type Fate struct {
+	State disposition.State
+	// LastMove is the reason of its last move (e.g. "dead-lettered",
+	// "drained", "requeued").
+	LastMove disposition.Reason
+	// Severity and Class are its latest failure's verdict, if it failed.
+	Severity classify.Severity
+	Class    classify.Class
+	// Requeued counts its requeues from the DLQ; Charged the charges of its
+	// payment.
+	Requeued, Charged int
+	EverDeadLettered  bool
+}
+
+// Observation is what a run found, for expectations to judge: the result
+// (ledger totals, alerts, breakers, confusion matrix) and the facts the
+// result does not list in full.
+type Observation struct {
+	Result *reports.Result
+	w      *world
+}
+
+// Fate returns where job id ended, if the run kept it: every explicit job,
+// and every generated job an expectation names (see Jobs).
+func (o *Observation) Fate(id string) (Fate, bool) {
+	r := o.w.led.jobs[id]
+	if r == nil {
+		return Fate{}, false
+	}
+	st := r.state
+	return Fate{State: st, LastMove: r.lastMove, Severity: r.severity, Class: r.class,
+		Requeued: int(r.requeued), Charged: int(r.charged), EverDeadLettered: r.everDLQ}, true
+}
+
+// Snapshot returns the ledger at offset at, if an expectation asked for
+// that instant (see Probes).
+func (o *Observation) Snapshot(at time.Duration) (*Snapshot, bool) {
+	s := o.w.probes[at]
+	return s, s != nil
+}
+
+// FirstCritical returns when the first critical failure happened.
+func (o *Observation) FirstCritical() (time.Duration, bool) { return o.w.firstCrit, o.w.hasCrit }
+
+// FirstPage returns when the first high-severity alert reached a receiver.
+func (o *Observation) FirstPage() (time.Duration, bool) { return o.w.firstPage, o.w.hasPage }
+
+// Pages counts the firing deliveries of alerts with fingerprint fp ("" =
+// any) and at least severity min, to receiver ("" = any).
+func (o *Observation) Pages(receiver, fp string, min classify.Severity) int64 {
+	var n int64
+	for k, c := range o.w.firing {
+		if (receiver == "" || k.receiver == receiver) && (fp == "" || k.fingerprint == fp) && k.severity >= min {
+			n += c
+		}
+	}
+	return n
+}
+
+func (w *world) snapshot() *Snapshot {
+	l := w.led
+	s := &Snapshot{At: w.now(), Queued: l.counts[disposition.Queued], InFlight: l.counts[disposition.InFlight],
+		Scheduled: l.counts[disposition.Scheduled], Fallback: l.counts[disposition.Fallback],
+		DeadLettered: l.counts[disposition.DeadLettered], Succeeded: l.counts[disposition.Succeeded],
+		Removed: l.counts[removed], Total: l.created, Breakers: map[string]string{}}
+	for _, br := range w.breakers {
+		s.Breakers[br.name] = br.b.State().String()
+	}
+	return s
+}
+
+// Op compares an actual count with an expected one.
+type Op uint8
+
+// The comparisons.
+const (
+	// Exactly: actual = N.
+	Exactly Op = iota
+	// AtLeast: actual ≥ N.
+	AtLeast
+	// AtMost: actual ≤ N.
+	AtMost
+)
+
+// String returns "=", "≥" or "≤".
+func (op Op) String() string {
+	switch op {
+	case AtLeast:
+		return "≥"
+	case AtMost:
+		return "≤"
+	}
+	return "="
+}
+
+func (op Op) holds(actual, n int64) bool {
+	switch op {
+	case AtLeast:
+		return actual >= n
+	case AtMost:
+		return actual <= n
+	}
+	return actual == n
+}
+
+func verdict(ok bool) reports.Verdict {
+	if ok {
+		return reports.Passed
+	}
+	return reports.Failed
+}
+
+// Metric is what a Count counts.
+type Metric string
+
+// The metrics.
+const (
+	// Created: jobs created.
+	Created Metric = "created"
+	// Succeeded: jobs that succeeded.
+	Succeeded Metric = "succeeded"
+	// DeadLettered: jobs in the DLQ at the end (failed, quarantined or
+	// deleted entries). With Task, Severity or Class: moves into the DLQ
+	// of that kind during the run.
+	DeadLettered Metric = "dead-lettered"
+	// Requeued: requeues from the DLQ.
+	Requeued Metric = "requeued"
+	// Retried: retries scheduled.
+	Retried Metric = "retried"
+	// InFallback: jobs in the fallback queue at the end.
+	InFallback Metric = "in-fallback"
+	// Diverted: diversions to the fallback queue.
+	Diverted Metric = "diverted"
+	// Pending: jobs queued, in flight or scheduled at the end.
+	Pending Metric = "pending"
+	// Pages: firing high-severity alerts delivered (with Receiver and
+	// Fingerprint filters; with Severity, alerts of at least that
+	// severity).
+	Pages Metric = "pages"
+	// Notifications: notifications receivers accepted.
+	Notifications Metric = "notifications"
+	// Lost: jobs created and not accounted for (always 0 when the ledger's
+	// invariants hold).
+	Lost Metric = "lost"
+	// Fenced: late completions refused.
+	Fenced Metric = "fenced"
+	// Held: dead letters held through a DLQ store outage.
+	Held Metric = "held"
+	// Evicted: DLQ entries evicted by overflow.
+	Evicted Metric = "evicted"
+	// Charges: payment charges.
+	Charges Metric = "charges"
+)
+
+// Count expects a count: "dead-lettered with severity high = 1".
+type Count struct {
+	Metric Metric
+	// Filters, for DeadLettered (Task, Severity, Class) and Pages
+	// (Receiver, Fingerprint, Severity).
+	Task, Receiver, Fingerprint string
+	Severity                    classify.Severity
+	Class                       classify.Class
+	Op                          Op
+	N                           int64
+}
+
+func (c Count) name() string {
+	var b strings.Builder
+	b.WriteString(string(c.Metric))
+	var f []string
+	if c.Task != "" {
+		f = append(f, "task "+c.Task)
+	}
+	if c.Severity != classify.SeverityNone {
+		f = append(f, "severity "+c.Severity.String())
+	}
+	if c.Class != 0 {
+		f = append(f, "class "+c.Class.String())
+	}
+	if c.Receiver != "" {
+		f = append(f, "receiver "+c.Receiver)
+	}
+	if c.Fingerprint != "" {
+		f = append(f, "fingerprint "+c.Fingerprint)
+	}
+	if len(f) > 0 {
+		b.WriteString(" with " + strings.Join(f, ", "))
+	}
+	fmt.Fprintf(&b, " %s %d", c.Op, c.N)
+	return b.String()
+}
+
+// Evaluate counts.
+func (c Count) Evaluate(o *Observation) reports.Expectation {
+	led := o.Result.Ledger
+	var n int64
+	switch c.Metric {
+	case Created:
+		n = led.Created
+	case Succeeded:
+		n = led.Succeeded
+	case DeadLettered:
+		if c.Task == "" && c.Severity == classify.SeverityNone && c.Class == 0 {
+			n = led.DeadLettered
+			break
+		}
+		for _, d := range led.DeadLetteredBy {
+			if (c.Task == "" || d.Task == c.Task) && (c.Severity == classify.SeverityNone || d.Severity == c.Severity.String()) &&
+				(c.Class == 0 || d.Class == c.Class.String()) {
+				n += d.Count
+			}
+		}
+	case Requeued:
+		n = led.Requeues
+	case Retried:
+		n = led.Retries
+	case InFallback:
+		n = led.Fallback
+	case Diverted:
+		n = led.Diversions
+	case Pending:
+		n = led.Queued + led.InFlight + led.Scheduled
+	case Pages:
+		sev := c.Severity
+		if sev == classify.SeverityNone {
+			sev = classify.High
+		}
+		n = o.Pages(c.Receiver, c.Fingerprint, sev)
+	case Notifications:
+		if c.Receiver != "" {
+			n = o.Result.Alerts.ByReceiver[c.Receiver]
+		} else {
+			n = o.Result.Alerts.Notifications
+		}
+	case Lost:
+		n = led.Created - (led.Queued + led.InFlight + led.Scheduled + led.Fallback + led.DeadLettered + led.Succeeded + led.Removed)
+	case Fenced:
+		n = led.Fenced
+	case Held:
+		n = led.Held
+	case Evicted:
+		n = led.Evicted
+	case Charges:
+		n = led.Charges
+	default:
+		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "unknown metric " + string(c.Metric), Verdict: reports.Failed}
+	}
+	return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.holds(n, c.N))}
+}
+
+// JobFate expects job JobID to end in State (and, when set, with its last
+// move Route and its latest failure's Severity).
+type JobFate struct {
+	JobID    string
+	State    disposition.State
+	Route    disposition.Reason
+	Severity classify.Severity
+}
+
+func (f JobFate) jobs() []string { return []string{f.JobID} }
+
+// Evaluate looks the job up.
+func (f JobFate) Evaluate(o *Observation) reports.Expectation {
+	want := f.State.String()
+	if f.Route != "" {
+		want += " (" + string(f.Route) + ")"
+	}
+	if f.Severity != classify.SeverityNone {
+		want += " with severity " + f.Severity.String()
+	}
+	e := reports.Expectation{Name: "job " + f.JobID + " ends " + want, Expected: want}
+	got, ok := o.Fate(f.JobID)
+	if !ok {
+		e.Actual, e.Verdict = "never created", reports.Failed
+		return e
+	}
+	e.Actual = got.State.String() + " (" + string(got.LastMove) + ")"
+	if got.Severity != classify.SeverityNone {
+		e.Actual += " with severity " + got.Severity.String()
+	}
+	e.Verdict = verdict(got.State == f.State && (f.Route == "" || got.LastMove == f.Route) &&
+		(f.Severity == classify.SeverityNone || got.Severity == f.Severity))
+	return e
+}
+
+// PageWithin expects a high-severity alert to reach a receiver within
+// Within of the first critical failure (and that there was one).
+type PageWithin struct{ Within time.Duration }
+
+// Evaluate compares the first page with the first critical failure.
+func (p PageWithin) Evaluate(o *Observation) reports.Expectation {
+	e := reports.Expectation{Name: fmt.Sprintf("a page within %s of the first critical failure", p.Within), Expected: "≤ " + p.Within.String()}
+	crit, ok := o.FirstCritical()
+	if !ok {
+		e.Actual, e.Verdict = "no critical failure happened", reports.Failed
+		return e
+	}
+	page, ok := o.FirstPage()
+	switch {
+	case !ok:
+		e.Actual, e.Verdict = "no page", reports.Failed
+	case page < crit:
+		e.Actual, e.Verdict = fmt.Sprintf("a page at %s, before the first critical failure at %s", fmtOffset(page), fmtOffset(crit)), reports.Passed
+	default:
+		e.Actual, e.Verdict = (page - crit).String(), verdict(page-crit <= p.Within)
+	}
+	return e
+}
+
+// DrainedBy expects the DLQ to hold no entry (failed, quarantined or
+// deleted) at offset At.
+type DrainedBy struct{ At time.Duration }
+
+func (d DrainedBy) probes() []time.Duration { return []time.Duration{d.At} }
+
+// Evaluate reads the snapshot at At.
+func (d DrainedBy) Evaluate(o *Observation) reports.Expectation {
+	e := reports.Expectation{Name: "the DLQ is drained by " + fmtOffset(d.At), Expected: "0 entries"}
+	s, ok := o.Snapshot(d.At)
+	if !ok {
+		e.Actual, e.Verdict = "the run ended before "+fmtOffset(d.At), reports.Failed
+		return e
+	}
+	e.Actual, e.Verdict = fmt.Sprintf("%d entries", s.DeadLettered), verdict(s.DeadLettered == 0)
+	return e
+}
+
+// BreakerOpened expects breaker Breaker to open at least AtLeast times.
+type BreakerOpened struct {
+	Breaker string
+	AtLeast int
+}
+
+// Evaluate counts the transitions to open.
+func (b BreakerOpened) Evaluate(o *Observation) reports.Expectation {
+	n := 0
+	for _, t := range o.Result.Breakers {
+		if t.Breaker == b.Breaker && t.To == "open" {
+			n++
+		}
+	}
+	return reports.Expectation{Name: fmt.Sprintf("breaker %s opened at least %d times", b.Breaker, b.AtLeast),
+		Expected: fmt.Sprintf("≥ %d", b.AtLeast), Actual: fmt.Sprint(n), Verdict: verdict(n >= b.AtLeast)}
+}
+
+// BreakerClosedBy expects breaker Breaker to be closed at offset At.
+type BreakerClosedBy struct {
+	Breaker string
+	At      time.Duration
+}
+
+func (b BreakerClosedBy) probes() []time.Duration { return []time.Duration{b.At} }
+
+// Evaluate reads the breaker's state at At.
+func (b BreakerClosedBy) Evaluate(o *Observation) reports.Expectation {
+	e := reports.Expectation{Name: fmt.Sprintf("breaker %s is closed by %s", b.Breaker, fmtOffset(b.At)), Expected: "closed"}
+	s, ok := o.Snapshot(b.At)
+	if !ok {
+		e.Actual, e.Verdict = "the run ended before "+fmtOffset(b.At), reports.Failed
+		return e
+	}
+	st, ok := s.Breakers[b.Breaker]
+	if !ok {
+		st = "no such breaker"
+	}
+	e.Actual, e.Verdict = st, verdict(st == "closed")
+	return e
+}
+
+// BreakerTransitions expects breaker Breaker to change state at most
+// AtMost times (hysteresis keeps a flapping dependency from flapping the
+// breaker).
+type BreakerTransitions struct {
+	Breaker string
+	AtMost  int
+}
+
+// Evaluate counts the transitions.
+func (b BreakerTransitions) Evaluate(o *Observation) reports.Expectation {
+	n := 0
+	for _, t := range o.Result.Breakers {
+		if t.Breaker == b.Breaker {
+			n++
+		}
+	}
+	return reports.Expectation{Name: fmt.Sprintf("breaker %s changes state at most %d times", b.Breaker, b.AtMost),
+		Expected: fmt.Sprintf("≤ %d", b.AtMost), Actual: fmt.Sprint(n), Verdict: verdict(n <= b.AtMost)}
+}
+
+// Confusion gates the classifier confusion matrix: of the failures whose
+// injected class is True, those the classifier called Said (0 = any) and
+// whose job took Route (0 = any): e.g. {True: Critical, Route: Retry, Op:
+// Exactly, N: 0} is "0 auth failures retried".
+type Confusion struct {
+	True  classify.Class
+	Said  classify.Class
+	Route worker.Action
+	Op    Op
+	N     int64
+}
+
+// Evaluate reads the matrix.
+func (c Confusion) Evaluate(o *Observation) reports.Expectation {
+	name := c.True.String() + " failures"
+	if c.Said != 0 {
+		name += " classified " + c.Said.String()
+	}
+	if c.Route != 0 {
+		name += " routed to " + c.Route.String()
+	}
+	name += fmt.Sprintf(" %s %d", c.Op, c.N)
+	var n int64
+	l := o.w.led
+	if int(c.True) < len(l.said) {
+		switch {
+		case c.Said != 0 && c.Route != 0:
+			// The matrix keeps the two margins; both filters together
+			// need the joint count.
+			n = l.joint[c.True][c.Said][c.Route]
+		case c.Said != 0:
+			n = l.said[c.True][c.Said]
+		case c.Route != 0:
+			n = l.routes[c.True][c.Route]
+		default:
+			for _, k := range l.said[c.True] {
+				n += k
+			}
+		}
+	}
+	return reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.holds(n, c.N))}
+}

@@ -1,0 +1,459 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/reference/worker"
+)
+
+// The invariants, by the name a violation carries.
+const (
+	InvConservation    = "conservation"
+	InvLegalMove       = "legal-move"
+	InvNoMoveAfterDone = "no-move-after-success"
+	InvOneDLQEntry     = "one-dlq-entry-per-job"
+	InvNoRetryOfFinal  = "no-retry-of-permanent-or-critical"
+	InvAttempts        = "attempts-within-policy"
+	InvNoDoubleCharge  = "no-double-charge"
+	InvCriticalPaged   = "critical-failure-paged"
+	InvOnePage         = "one-page-per-repeat-interval"
+	InvBreakerLegal    = "breaker-transitions-legal"
+)
+
+// Violation is a broken invariant; Run stops at the first one.
+type Violation = reports.Violation
+
+// states counted by the ledger: the disposition states plus Removed.
+const (
+	removed   = disposition.Succeeded + 1
+	numStates = removed + 1
+)
+
+// trailCap is how many recent moves a job's trail keeps.
+const trailCap = 16
+
+type trailKind uint8
+
+const (
+	trailMove trailKind = iota
+	trailAttempt
+	trailNote
+)
+
+// trailItem is one line of a job's trail, formatted only when a violation
+// needs it.
+type trailItem struct {
+	kind     trailKind
+	at       time.Duration
+	from, to disposition.State
+	reason   disposition.Reason
+	attempts int
+	// An attempt's outcome.
+	fault     string
+	trueClass classify.Class
+	verdict   classify.Classification
+	action    worker.Action
+	failed    bool
+	note      string
+}
+
+// rec is the ledger's record of one job that has not succeeded (or is
+// watched by an expectation).
+type rec struct {
+	id        string
+	task      int32
+	n         int64 // generated job number, 0 for an explicit job
+	state     disposition.State
+	watched   bool
+	severity  classify.Severity // of its latest failure
+	class     classify.Class
+	charged   int32
+	lastMove  disposition.Reason
+	trail     [trailCap]trailItem
+	trailLen  int // items written, ever
+	everDLQ   bool
+	requeued  int32
+	finalSeen bool
+}
+
+func (r *rec) add(it trailItem) {
+	r.trail[r.trailLen%trailCap] = it
+	r.trailLen++
+}
+
+// lines formats the trail, oldest first.
+func (r *rec) lines(start time.Time) []string {
+	n := min(r.trailLen, trailCap)
+	out := make([]string, 0, n+1)
+	if r.trailLen > trailCap {
+		out = append(out, fmt.Sprintf("(%d earlier moves not kept)", r.trailLen-trailCap))
+	}
+	for i := r.trailLen - n; i < r.trailLen; i++ {
+		out = append(out, formatTrail(r.trail[i%trailCap]))
+	}
+	return out
+}
+
+func formatTrail(it trailItem) string {
+	at := fmtOffset(it.at)
+	switch it.kind {
+	case trailAttempt:
+		if !it.failed {
+			return fmt.Sprintf("%s  attempt: succeeded", at)
+		}
+		truth := it.trueClass.String()
+		if it.fault != "" {
+			truth += " (fault " + it.fault + ")"
+		}
+		return fmt.Sprintf("%s  attempt failed: injected %s; classifier said %s by rule %q → %s", at, truth,
+			it.verdict.Class, it.verdict.Rule, it.action)
+	case trailNote:
+		return at + "  " + it.note
+	}
+	return fmt.Sprintf("%s  %s → %s (%s), attempts %d", at, it.from, it.to, it.reason, it.attempts)
+}
+
+// fmtOffset prints a virtual offset as "+1m02.500s".
+func fmtOffset(d time.Duration) string {
+	return "+" + d.Round(time.Millisecond).String()
+}
+
+// legal[from][to] says whether a store may move a job from → to.
+var legal = func() (t [numStates][numStates]bool) {
+	d := disposition.DeadLettered
+	for _, m := range [][2]disposition.State{
+		{disposition.None, disposition.Queued},
+		{disposition.None, d}, // an entry added directly (an import)
+		{disposition.Queued, disposition.InFlight},
+		{disposition.InFlight, disposition.Succeeded},
+		{disposition.InFlight, disposition.Scheduled},
+		{disposition.InFlight, d},
+		{disposition.InFlight, disposition.Queued},
+		{disposition.InFlight, disposition.Fallback},
+		{disposition.Scheduled, disposition.Queued},
+		{disposition.Fallback, disposition.Queued},
+		{d, disposition.Queued},
+		{d, disposition.None}, // evicted or purged
+	} {
+		t[m[0]][m[1]] = true
+	}
+	return t
+}()
+
+type dlKey struct {
+	task     int32
+	severity classify.Severity
+	class    classify.Class
+}
+
+// ledger follows every job from the store's disposition events and the
+// engine's attempt outcomes, and checks the invariants as it goes: O(1)
+// work per event, memory for the jobs not yet succeeded only.
+type ledger struct {
+	seed  uint64
+	start time.Time
+	now   func() time.Duration
+
+	jobs      map[string]*rec
+	free      []*rec
+	succeeded []uint64 // bitset of generated job numbers that succeeded
+
+	counts    [numStates]int64
+	created   int64
+	taskNames []string
+	taskIndex map[string]int32
+	byTask    [][numStates]int64
+	taskMade  []int64
+	dlqBySev  [classify.High + 1]int64
+	deadBy    map[dlKey]int64
+
+	totals reports.Ledger
+
+	maxAttempts int
+	// watched are job IDs an expectation names: kept after they succeed.
+	watched map[string]bool
+
+	// Confusion matrix: [true class][said class] and [true class][action].
+	said   [8][8]int64
+	routes [8][8]int64
+	joint  [8][8][8]int64
+
+	violation *Violation
+}
+
+func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *ledger {
+	return &ledger{
+		seed: seed, start: start, now: now,
+		jobs:        make(map[string]*rec),
+		taskIndex:   make(map[string]int32),
+		deadBy:      make(map[dlKey]int64),
+		maxAttempts: maxAttempts,
+		watched:     watched,
+	}
+}
+
+func (l *ledger) task(name string) int32 {
+	if i, ok := l.taskIndex[name]; ok {
+		return i
+	}
+	i := int32(len(l.taskNames))
+	l.taskIndex[name] = i
+	l.taskNames = append(l.taskNames, name)
+	l.byTask = append(l.byTask, [numStates]int64{})
+	l.taskMade = append(l.taskMade, 0)
+	return i
+}
+
+// fail records the run's violation (the first one only).
+func (l *ledger) fail(invariant string, r *rec, format string, args ...any) {
+	if l.violation != nil {
+		return
+	}
+	v := &Violation{Invariant: invariant, Message: fmt.Sprintf(format, args...), AtMs: l.now().Milliseconds(), Seed: l.seed}
+	if r != nil {
+		v.JobID = r.id
+		v.Trail = r.lines(l.start)
+	}
+	l.violation = v
+}
+
+// jobNumber returns the number of a generated job ID ("<task>-<n>").
+func jobNumber(id string) (int64, bool) {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(id[i+1:], 10, 64)
+	return n, err == nil && n > 0
+}
+
+func (l *ledger) isSucceeded(n int64) bool {
+	w := n >> 6
+	return w < int64(len(l.succeeded)) && l.succeeded[w]&(1<<(n&63)) != 0
+}
+
+func (l *ledger) markSucceeded(n int64) {
+	w := int(n >> 6)
+	if w >= len(l.succeeded) {
+		l.succeeded = slices.Grow(l.succeeded, w+1-len(l.succeeded))[:w+1]
+	}
+	l.succeeded[w] |= 1 << (n & 63)
+}
+
+// register tells the ledger a job is about to be enqueued: n is its
+// generated number (0 for an explicit job).
+func (l *ledger) register(id, task string, n int64) *rec {
+	var r *rec
+	if k := len(l.free); k > 0 {
+		r, l.free = l.free[k-1], l.free[:k-1]
+		*r = rec{}
+	} else {
+		r = new(rec)
+	}
+	r.id, r.task, r.n = id, l.task(task), n
+	r.watched = n == 0 || l.watched[id]
+	l.jobs[id] = r
+	return r
+}
+
+// unregister forgets a job whose enqueue failed before any move.
+func (l *ledger) unregister(id string) {
+	if r := l.jobs[id]; r != nil && r.state == disposition.None && r.trailLen == 0 {
+		delete(l.jobs, id)
+		l.free = append(l.free, r)
+	}
+}
+
+// observe is the store's Observer.
+func (l *ledger) observe(e disposition.Event) {
+	r := l.jobs[e.JobID]
+	if r == nil {
+		if n, ok := jobNumber(e.JobID); ok && l.isSucceeded(n) {
+			l.fail(InvNoMoveAfterDone, nil, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
+		} else {
+			l.fail(InvConservation, nil, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
+		}
+		return
+	}
+	at := e.At.Sub(l.start)
+	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, reason: e.Reason, attempts: e.Attempts})
+	if e.From != r.state {
+		l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
+		return
+	}
+	if e.From >= numStates || e.To >= numStates || !legal[e.From][e.To] {
+		l.fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
+		return
+	}
+	from, to := e.From, e.To
+	if to == disposition.None {
+		to = removed
+	}
+	if from == disposition.None {
+		l.created++
+		l.taskMade[r.task]++
+	} else {
+		l.counts[from]--
+		l.byTask[r.task][from]--
+	}
+	l.counts[to]++
+	l.byTask[r.task][to]++
+	r.state = e.To
+	r.lastMove = e.Reason
+	if to == removed {
+		r.state = removed
+	}
+
+	switch e.Reason {
+	case disposition.Leased:
+		l.totals.Attempts++
+	case disposition.RetryLater:
+		l.totals.Retries++
+		if l.maxAttempts > 0 && e.Attempts >= l.maxAttempts {
+			l.fail(InvAttempts, r, "job %s was scheduled for another attempt after %d attempts; the policy allows %d", e.JobID, e.Attempts, l.maxAttempts)
+		}
+	case disposition.DeadLetter:
+		l.totals.DeadLetters++
+	case disposition.Requeued:
+		l.totals.Requeues++
+		r.requeued++
+	case disposition.Diverted:
+		l.totals.Diversions++
+	case disposition.Drained:
+		l.totals.Drained++
+	case disposition.Released:
+		l.totals.Released++
+	case disposition.LeaseExpired:
+		l.totals.LeaseExpiries++
+	case disposition.Evicted:
+		l.totals.Evicted++
+	case disposition.Purged:
+		l.totals.Purged++
+	}
+	if from == disposition.DeadLettered && r.severity <= classify.High {
+		l.dlqBySev[r.severity]--
+	}
+	switch to {
+	case disposition.DeadLettered:
+		if r.severity <= classify.High {
+			l.dlqBySev[r.severity]++
+		}
+		l.deadBy[dlKey{r.task, r.severity, r.class}]++
+		r.everDLQ = true
+	case disposition.Succeeded:
+		if !r.watched {
+			l.markSucceeded(r.n)
+			delete(l.jobs, r.id)
+			l.free = append(l.free, r)
+		}
+	}
+}
+
+// attempt records the outcome of an attempt whose handler returned err with
+// injected true class truth (zero when the error was not injected).
+func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.Outcome) {
+	failed := o.Err != nil
+	r.add(trailItem{kind: trailAttempt, at: l.now(), fault: fault, trueClass: truth, verdict: o.Verdict, action: o.Action, failed: failed})
+	if !failed {
+		return
+	}
+	r.severity, r.class = o.Verdict.Severity, o.Verdict.Class
+	if int(truth) < len(l.said) && int(o.Verdict.Class) < len(l.said[0]) && int(o.Action) < len(l.routes[0]) {
+		l.said[truth][o.Verdict.Class]++
+		l.routes[truth][o.Action]++
+		l.joint[truth][o.Verdict.Class][o.Action]++
+	}
+	if o.Action == worker.Retry && (truth == classify.Permanent || truth == classify.Critical) {
+		l.fail(InvNoRetryOfFinal, r, "job %s: a %s failure (fault %s) was scheduled for a retry: the classifier said %s by rule %q",
+			r.id, truth, fault, o.Verdict.Class, o.Verdict.Rule)
+	}
+}
+
+// note adds a line to a job's trail.
+func (l *ledger) note(r *rec, format string, args ...any) {
+	r.add(trailItem{kind: trailNote, at: l.now(), note: fmt.Sprintf(format, args...)})
+}
+
+// bucket returns the number of jobs in state s (removed included).
+func (l *ledger) bucket(s disposition.State) int64 { return l.counts[s] }
+
+// checkConservation verifies that the buckets add up to the jobs created.
+func (l *ledger) checkConservation(made int64) {
+	var sum int64
+	for s := disposition.Queued; s < numStates; s++ {
+		sum += l.counts[s]
+	}
+	if sum != l.created || l.created != made {
+		l.fail(InvConservation, nil, "%d jobs were created (%d enqueued as the store reports), but the ledger's buckets add up to %d", made, l.created, sum)
+	}
+}
+
+func (l *ledger) report() reports.Ledger {
+	t := l.totals
+	t.Created = l.created
+	t.Queued = l.counts[disposition.Queued]
+	t.InFlight = l.counts[disposition.InFlight]
+	t.Scheduled = l.counts[disposition.Scheduled]
+	t.Fallback = l.counts[disposition.Fallback]
+	t.DeadLettered = l.counts[disposition.DeadLettered]
+	t.Succeeded = l.counts[disposition.Succeeded]
+	t.Removed = l.counts[removed]
+	t.ByTask = make([]reports.TaskTotals, 0, len(l.taskNames))
+	for _, i := range sortedIdx(l.taskNames) {
+		c := l.byTask[i]
+		t.ByTask = append(t.ByTask, reports.TaskTotals{
+			Task: l.taskNames[i], Created: l.taskMade[i],
+			Succeeded: c[disposition.Succeeded], DeadLettered: c[disposition.DeadLettered],
+			Pending: c[disposition.Queued] + c[disposition.InFlight] + c[disposition.Scheduled] + c[disposition.Fallback],
+			Removed: c[removed],
+		})
+	}
+	t.DeadLetteredBy = make([]reports.DeadLetterCount, 0, len(l.deadBy))
+	for k, n := range l.deadBy {
+		t.DeadLetteredBy = append(t.DeadLetteredBy, reports.DeadLetterCount{
+			Task: l.taskNames[k.task], Severity: k.severity.String(), Class: k.class.String(), Count: n,
+		})
+	}
+	slices.SortFunc(t.DeadLetteredBy, func(a, b reports.DeadLetterCount) int {
+		return strings.Compare(a.Task+"\x00"+a.Severity+"\x00"+a.Class, b.Task+"\x00"+b.Severity+"\x00"+b.Class)
+	})
+	return t
+}
+
+func (l *ledger) confusion() []reports.Confusion {
+	var out []reports.Confusion
+	for truth := range l.said {
+		row := reports.Confusion{True: classify.Class(truth).String(), Said: map[string]int64{}, Routes: map[string]int64{}}
+		for said, n := range l.said[truth] {
+			if n > 0 {
+				row.Said[classify.Class(said).String()] = n
+				row.Total += n
+			}
+		}
+		for action, n := range l.routes[truth] {
+			if n > 0 {
+				row.Routes[worker.Action(action).String()] = n
+			}
+		}
+		if row.Total > 0 {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func sortedIdx(names []string) []int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	return idx
+}

@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reports"
+)
+
+// result assembles the run's report model.
+func (w *world) result() *reports.Result {
+	if w.led.violation == nil && len(w.errs) == 0 {
+		w.led.checkConservation(w.made)
+		w.reconcile(true)
+	}
+	res := &reports.Result{
+		ReportVersion: reports.ReportVersion,
+		Scenario:      w.sc.Name,
+		Description:   w.sc.Description,
+		Seed:          w.seed,
+		DurationMs:    w.end.Milliseconds(),
+		EndedAtMs:     w.now().Milliseconds(),
+		Expectations:  []reports.Expectation{},
+		Violations:    []reports.Violation{},
+		Ledger:        w.led.report(),
+		Alerts:        w.alerts,
+		Breakers:      w.trans,
+		Confusion:     w.led.confusion(),
+		Steps:         w.stepLog,
+		Series:        w.series,
+		Engine:        reports.Engine{Events: w.events, Jobs: w.made, MaxQueue: w.maxQ},
+	}
+	res.Series.IntervalMs = w.sc.Sample.Milliseconds()
+	if res.Alerts.ByReceiver == nil {
+		res.Alerts.ByReceiver = map[string]int64{}
+	}
+	if res.Alerts.Deliveries == nil {
+		res.Alerts.Deliveries = []reports.Delivery{}
+	}
+	if res.Breakers == nil {
+		res.Breakers = []reports.Transition{}
+	}
+	if res.Confusion == nil {
+		res.Confusion = []reports.Confusion{}
+	}
+	if res.Steps == nil {
+		res.Steps = []reports.Step{}
+	}
+	res.Fates = w.fates()
+	res.DLQ = w.dlqSummary()
+	res.Faults = w.faultReport()
+
+	if len(w.errs) > 0 {
+		res.Verdict = reports.Errored
+		res.Error = errors.Join(w.errs...).Error()
+		return res
+	}
+	if v := w.led.violation; v != nil {
+		res.Violations = append(res.Violations, *v)
+	}
+	obs := &Observation{Result: res, w: w}
+	for _, e := range w.sc.Expect {
+		res.Expectations = append(res.Expectations, e.Evaluate(obs))
+	}
+	res.Verdict = reports.Passed
+	if len(res.Violations) > 0 {
+		res.Verdict = reports.Failed
+	}
+	for _, e := range res.Expectations {
+		if e.Verdict != reports.Passed {
+			res.Verdict = reports.Failed
+		}
+	}
+	return res
+}
+
+func (w *world) dlqSummary() reports.DLQ {
+	out := reports.DLQ{ByStatus: map[string]int{}, BySeverity: map[string]int{}, Entries: []reports.DLQEntry{}}
+	st, err := w.backend.Stats(w.ctx)
+	if err != nil {
+		return out
+	}
+	out.Total, out.Corrupt = st.Total, st.Corrupt
+	for k, v := range st.ByStatus {
+		out.ByStatus[k] = v
+	}
+	for k, v := range st.BySeverity {
+		out.BySeverity[k] = v
+	}
+	var all []dlq.Entry
+	cursor := ""
+	for {
+		p, err := w.backend.List(w.ctx, dlq.Filter{}, cursor, 1000)
+		if err != nil {
+			break
+		}
+		all = append(all, p.Entries...)
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	slices.SortFunc(all, func(a, b dlq.Entry) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	if len(all) > maxDLQEntries {
+		all, out.Truncated = all[:maxDLQEntries], true
+	}
+	for _, e := range all {
+		last := ""
+		if n := len(e.History); n > 0 {
+			last = e.History[n-1].Error
+		}
+		out.Entries = append(out.Entries, reports.DLQEntry{
+			JobID: e.Job.ID, Task: e.Job.Task, Status: e.Status.String(), Class: e.Verdict.Class.String(),
+			Severity: e.Verdict.Severity.String(), Rule: e.Verdict.Rule, Attempts: e.Job.Attempts, Reason: e.Reason,
+			Error: last, FirstFailedAtMs: e.FirstFailedAt.Sub(w.start).Milliseconds(), LastFailedAtMs: e.LastFailedAt.Sub(w.start).Milliseconds(),
+		})
+	}
+	return out
+}
+
+func (w *world) faultReport() []reports.Fault {
+	out := []reports.Fault{}
+	stats := w.inj.Stats()
+	wins := w.inj.Windows(w.end, maxWindows)
+	for i, s := range stats {
+		f := reports.Fault{Name: s.Name, Target: s.Target.String(), Model: s.Model, Hits: s.Hits, Windows: [][2]int64{}}
+		if s.Class != 0 {
+			f.Class = s.Class.String()
+		}
+		if s.Hits > 0 {
+			f.FirstHitMs, f.LastHitMs = s.FirstHit.Milliseconds(), s.LastHit.Milliseconds()
+		}
+		if i < len(wins) {
+			for _, win := range wins[i].Windows {
+				f.Windows = append(f.Windows, [2]int64{win.From.Milliseconds(), win.Until.Milliseconds()})
+			}
+			f.Truncated = wins[i].Truncated
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (w *world) fates() []reports.JobFate {
+	out := []reports.JobFate{}
+	for id, r := range w.led.jobs {
+		if !r.watched {
+			continue
+		}
+		f := reports.JobFate{JobID: id, Task: w.led.taskNames[r.task], State: r.state.String(), LastMove: string(r.lastMove),
+			Requeued: int(r.requeued), Charged: int(r.charged), EverDeadLettered: r.everDLQ}
+		if r.state == removed {
+			f.State = "removed"
+		}
+		if r.severity != classify.SeverityNone {
+			f.Severity, f.Class = r.severity.String(), r.class.String()
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b reports.JobFate) int { return strings.Compare(a.JobID, b.JobID) })
+	return out
+}

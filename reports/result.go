@@ -55,15 +55,15 @@ type Result struct {
 	Ledger       Ledger        `json:"ledger"`
 	// Fates are where the explicit jobs, and the jobs an expectation
 	// names, ended, by job ID.
-	Fates  []JobFate `json:"fates"`
-	DLQ    DLQ       `json:"dlq"`
-	Alerts       Alerts        `json:"alerts"`
-	Breakers     []Transition  `json:"breakers"`
-	Confusion    []Confusion   `json:"confusion"`
-	Faults       []Fault       `json:"faults"`
-	Steps        []Step        `json:"steps"`
-	Series       Series        `json:"series"`
-	Engine       Engine        `json:"engine"`
+	Fates     []JobFate    `json:"fates"`
+	DLQ       DLQ          `json:"dlq"`
+	Alerts    Alerts       `json:"alerts"`
+	Breakers  []Transition `json:"breakers"`
+	Confusion []Confusion  `json:"confusion"`
+	Faults    []Fault      `json:"faults"`
+	Steps     []Step       `json:"steps"`
+	Series    Series       `json:"series"`
+	Engine    Engine       `json:"engine"`
 }
 
 // Expectation is one expectation's outcome.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
-	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reports"
 )
 
 // The invariants, by the name a violation carries.

@@ -39,7 +39,7 @@ func (sc Scenario) withDefaults() Scenario {
 		sc.Workers.LeaseTTL = 30 * time.Second
 	}
 	if sc.Sample == 0 {
-		sc.Sample = max((sc.Duration/500).Truncate(time.Second), time.Second)
+		sc.Sample = max((sc.Duration / 500).Truncate(time.Second), time.Second)
 	}
 	if sc.Invariants.PageWithin == 0 {
 		sc.Invariants.PageWithin = 5 * time.Minute

@@ -1,0 +1,61 @@
+package sim_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/sim"
+)
+
+// busy is the benchmark workload: rate jobs a second for d, 30 % of the
+// calls to their dependency fail with a transient 503 and are retried.
+func busy(rate float64, d time.Duration) sim.Scenario {
+	return sim.Scenario{
+		Name: "bench", Seed: 1, Duration: d,
+		Workload: sim.Workload{
+			Tasks:    []sim.Task{{Name: "work", Dependency: "api", Service: 20 * time.Millisecond}},
+			Arrivals: sim.Arrivals{Kind: sim.Poisson, Rate: rate, Until: d - time.Minute},
+		},
+		Workers: sim.Workers{Count: 64},
+		System: sim.System{
+			Retry: retry.Config{MaxAttempts: 5, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Budget: retry.BudgetConfig{Disabled: true}},
+		},
+		Faults: []faults.Fault{{Name: "flaky", Target: faults.Target{Kind: faults.Dependency, Name: "api"},
+			Model: faults.HTTPStatus{Code: 503}, Schedule: faults.Schedule{Probability: 0.3}}},
+	}
+}
+
+func runBench(b *testing.B, sc sim.Scenario) {
+	b.ReportAllocs()
+	var jobs int64
+	for b.Loop() {
+		res, err := sim.Run(context.Background(), sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Failed() {
+			b.Fatalf("the run failed: %+v %+v", res.Violations, res.Expectations)
+		}
+		jobs += res.Ledger.Created
+	}
+	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+	}
+}
+
+// BenchmarkSim100k runs 100,000 jobs (1000 jobs/s for 100 s) with 30 %
+// transient failures.
+func BenchmarkSim100k(b *testing.B) { runBench(b, busy(1000, 101*time.Second)) }
+
+// BenchmarkSim1M runs about 1,000,000 jobs (run it with -benchtime 1x in
+// its own process to read its peak RSS).
+func BenchmarkSim1M(b *testing.B) { runBench(b, busy(1000, 1001*time.Second)) }
+
+// BenchmarkSim24h runs a 24-hour day at 100 jobs/s: 8.64 M jobs.
+func BenchmarkSim24h(b *testing.B) { runBench(b, busy(100, 24*time.Hour+time.Minute)) }

@@ -37,7 +37,7 @@ const (
 )
 
 // trailCap is how many recent moves a job's trail keeps.
-const trailCap = 16
+const trailCap = 12
 
 type trailKind uint8
 
@@ -47,21 +47,21 @@ const (
 	trailNote
 )
 
-// trailItem is one line of a job's trail, formatted only when a violation
-// needs it.
+// trailItem is one line of a job's trail, kept small (a job's trail is
+// written on every move) and formatted only when a violation needs it.
 type trailItem struct {
-	kind     trailKind
-	at       time.Duration
-	from, to disposition.State
-	reason   disposition.Reason
-	attempts int
-	// An attempt's outcome.
+	at time.Duration
+	// text is the reason of a move, the rule of an attempt's verdict, or a
+	// note.
+	text      string
 	fault     string
+	attempts  int32
+	kind      trailKind
+	from, to  disposition.State
 	trueClass classify.Class
-	verdict   classify.Classification
+	said      classify.Class
 	action    worker.Action
 	failed    bool
-	note      string
 }
 
 // rec is the ledger's record of one job that has not succeeded (or is
@@ -113,11 +113,11 @@ func formatTrail(it trailItem) string {
 			truth += " (fault " + it.fault + ")"
 		}
 		return fmt.Sprintf("%s  attempt failed: injected %s; classifier said %s by rule %q → %s", at, truth,
-			it.verdict.Class, it.verdict.Rule, it.action)
+			it.said, it.text, it.action)
 	case trailNote:
-		return at + "  " + it.note
+		return at + "  " + it.text
 	}
-	return fmt.Sprintf("%s  %s → %s (%s), attempts %d", at, it.from, it.to, it.reason, it.attempts)
+	return fmt.Sprintf("%s  %s → %s (%s), attempts %d", at, it.from, it.to, it.text, it.attempts)
 }
 
 // fmtOffset prints a virtual offset as "+1m02.500s".
@@ -283,7 +283,7 @@ func (l *ledger) observe(e disposition.Event) {
 		return
 	}
 	at := e.At.Sub(l.start)
-	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, reason: e.Reason, attempts: e.Attempts})
+	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, text: string(e.Reason), attempts: int32(e.Attempts)})
 	if e.From != r.state {
 		l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
 		return
@@ -360,7 +360,7 @@ func (l *ledger) observe(e disposition.Event) {
 // injected true class truth (zero when the error was not injected).
 func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.Outcome) {
 	failed := o.Err != nil
-	r.add(trailItem{kind: trailAttempt, at: l.now(), fault: fault, trueClass: truth, verdict: o.Verdict, action: o.Action, failed: failed})
+	r.add(trailItem{kind: trailAttempt, at: l.now(), fault: fault, trueClass: truth, said: o.Verdict.Class, text: o.Verdict.Rule, action: o.Action, failed: failed})
 	if !failed {
 		return
 	}
@@ -378,7 +378,7 @@ func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.O
 
 // note adds a line to a job's trail.
 func (l *ledger) note(r *rec, format string, args ...any) {
-	r.add(trailItem{kind: trailNote, at: l.now(), note: fmt.Sprintf(format, args...)})
+	r.add(trailItem{kind: trailNote, at: l.now(), text: fmt.Sprintf(format, args...)})
 }
 
 // bucket returns the number of jobs in state s (removed included).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -317,11 +318,11 @@ func errorText(err error) (s string) {
 // that is not a mere wrapper (fmt.Errorf's, errors.Join's), e.g.
 // "*failure.HTTPError" for fmt.Errorf("charge: %w", &failure.HTTPError{}).
 func errorType(err error) (s string) {
-	s = fmt.Sprintf("%T", err)
+	s = reflect.TypeOf(err).String()
 	defer func() { _ = recover() }() // an Unwrap that panics: keep the outer type
 	e := err
 	for range 100 { // a bound, in case of a cycle
-		switch t := fmt.Sprintf("%T", e); t {
+		switch t := reflect.TypeOf(e).String(); t {
 		case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
 		default:
 			return t

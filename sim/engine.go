@@ -62,6 +62,8 @@ type taskGen struct {
 	idx     int
 	queue   string
 	payload bool
+	// svc draws the task's service-time jitter: a stream per task.
+	svc *rand.Rand
 }
 
 type held struct {
@@ -129,7 +131,6 @@ type world struct {
 	made, seq int64
 	taskRand  *rand.Rand
 	arrRand   *rand.Rand
-	svcRand   *rand.Rand
 	arrivals  int64
 	arrT      float64 // Poisson: seconds since From
 
@@ -203,12 +204,12 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		probes:      map[time.Duration]*Snapshot{},
 	}
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
-	w.taskRand, w.arrRand, w.svcRand = w.stream("workload/task"), w.stream("workload/arrivals"), w.stream("workload/service")
+	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
 		w.deps[d.Name] = d
 	}
 	for i, t := range sc.Workload.Tasks {
-		g := &taskGen{Task: t, idx: i, queue: t.Queue, payload: t.Payload != ""}
+		g := &taskGen{Task: t, idx: i, queue: t.Queue, payload: t.Payload != "", svc: w.stream("workload/service/" + t.Name)}
 		if g.queue == "" {
 			g.queue = t.Name
 		}
@@ -624,7 +625,7 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	if t := w.byTask[j.Task]; t != nil {
 		d += t.Service
 		if t.ServiceJitter > 0 {
-			d += time.Duration(w.svcRand.Int64N(int64(2*t.ServiceJitter/time.Millisecond)+1))*time.Millisecond - t.ServiceJitter
+			d += time.Duration(t.svc.Int64N(int64(2*t.ServiceJitter/time.Millisecond)+1))*time.Millisecond - t.ServiceJitter
 		}
 	}
 	d = max(d, 0)
@@ -684,7 +685,9 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 	switch {
 	case err == nil:
 		if o.Action == worker.Retry {
-			w.at(o.At.Sub(w.start), w.forward)
+			// The wake is on a whole millisecond, the store's resolution
+			// (Redis scripts get integer milliseconds).
+			w.at(ceilMs(o.At.Sub(w.start)), w.forward)
 		}
 	case errors.Is(err, queue.ErrLeaseLost):
 		w.led.totals.Fenced++
@@ -710,6 +713,14 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		}
 		w.at(l.Expires.Sub(w.start), w.recover)
 	}
+}
+
+// ceilMs rounds d up to a whole millisecond.
+func ceilMs(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r > 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // holdEvery is how often held dead letters are retried; their leases are

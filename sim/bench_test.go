@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -29,11 +33,11 @@ func busy(rate float64, d time.Duration) sim.Scenario {
 	}
 }
 
-func runBench(b *testing.B, sc sim.Scenario) {
+func runBench(b *testing.B, sc sim.Scenario, opts ...sim.Option) {
 	b.ReportAllocs()
 	var jobs int64
 	for b.Loop() {
-		res, err := sim.Run(context.Background(), sc)
+		res, err := sim.Run(context.Background(), sc, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -59,3 +63,23 @@ func BenchmarkSim1M(b *testing.B) { runBench(b, busy(1000, 1001*time.Second)) }
 
 // BenchmarkSim24h runs a 24-hour day at 100 jobs/s: 8.64 M jobs.
 func BenchmarkSim24h(b *testing.B) { runBench(b, busy(100, 24*time.Hour+time.Minute)) }
+
+// BenchmarkSimMiniredis runs about 2,000 jobs of the same workload on the Redis
+// store against an embedded miniredis: every move is a Lua script over a
+// loopback connection.
+func BenchmarkSimMiniredis(b *testing.B) {
+	m, err := miniredis.Run()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	c := redisstore.NewClient(m.Addr())
+	defer c.Close()
+	sc := busy(100, 81*time.Second)
+	runBench(b, sc, sim.WithStore(func(ctx context.Context, _ sim.Env, cfg store.Config) (sim.Backend, error) {
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			return nil, err
+		}
+		return redisstore.New(c, cfg)
+	}))
+}

@@ -78,7 +78,7 @@ type Expectation struct {
 
 // Violation is a broken invariant: the run stopped there.
 type Violation struct {
-	// Invariant names the rule, e.g. "no-retry-of-critical".
+	// Invariant names the rule, e.g. "no-retry-of-permanent-or-critical".
 	Invariant string `json:"invariant"`
 	// Message says what happened, as a sentence.
 	Message string `json:"message"`
@@ -203,6 +203,9 @@ type Alerts struct {
 	Rejected      int64 `json:"rejected"`
 	// ByReceiver counts accepted notifications per receiver.
 	ByReceiver map[string]int64 `json:"byReceiver"`
+	// PagesByFingerprint counts the firing high-severity deliveries of
+	// each alert fingerprint (every receiver).
+	PagesByFingerprint map[string]int64 `json:"pagesByFingerprint"`
 	// Deliveries lists the first accepted alerts (one line per alert in a
 	// notification), at most a cap; Truncated says there were more.
 	Deliveries []Delivery `json:"deliveries"`

@@ -927,6 +927,10 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 		w.pages[k] = pageState{at: off, severity: a.Severity}
 		w.firing[firingKey{receiver, a.Fingerprint, a.Severity}]++
 		if a.Severity == classify.High {
+			if w.alerts.PagesByFingerprint == nil {
+				w.alerts.PagesByFingerprint = map[string]int64{}
+			}
+			w.alerts.PagesByFingerprint[a.Fingerprint]++
 			paged = true
 			w.highFiring[a.Fingerprint] = true
 			delete(w.pendingCrit, a.Fingerprint)

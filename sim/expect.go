@@ -58,6 +58,9 @@ func (o *Observation) Fate(id string) (Fate, bool) {
 		return Fate{}, false
 	}
 	st := r.state
+	if st == removed { // purged or evicted from the DLQ: out of the system
+		st = disposition.None
+	}
 	return Fate{State: st, LastMove: r.lastMove, Severity: r.severity, Class: r.class,
 		Requeued: int(r.requeued), Charged: int(r.charged), EverDeadLettered: r.everDLQ}, true
 }

@@ -284,7 +284,11 @@ func (l *ledger) observe(e disposition.Event) {
 	}
 	at := e.At.Sub(l.start)
 	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, text: string(e.Reason), attempts: int32(e.Attempts)})
-	if e.From != r.state {
+	state := r.state
+	if state == removed { // a purged or evicted job may come back (an import)
+		state = disposition.None
+	}
+	if e.From != state {
 		l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
 		return
 	}
@@ -296,10 +300,14 @@ func (l *ledger) observe(e disposition.Event) {
 	if to == disposition.None {
 		to = removed
 	}
-	if from == disposition.None {
+	switch {
+	case from == disposition.None && r.state == removed:
+		l.counts[removed]--
+		l.byTask[r.task][removed]--
+	case from == disposition.None:
 		l.created++
 		l.taskMade[r.task]++
-	} else {
+	default:
 		l.counts[from]--
 		l.byTask[r.task][from]--
 	}

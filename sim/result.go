@@ -37,6 +37,9 @@ func (w *world) result() *reports.Result {
 	if res.Alerts.ByReceiver == nil {
 		res.Alerts.ByReceiver = map[string]int64{}
 	}
+	if res.Alerts.PagesByFingerprint == nil {
+		res.Alerts.PagesByFingerprint = map[string]int64{}
+	}
 	if res.Alerts.Deliveries == nil {
 		res.Alerts.Deliveries = []reports.Delivery{}
 	}

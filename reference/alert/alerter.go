@@ -238,6 +238,7 @@ func (a *Alerter) JobFailed(f Failure) string {
 	// The labels map is built only for a new alert: a repeat occurrence, the
 	// common case in a failure storm, costs a fingerprint and a lookup.
 	var b strings.Builder
+	b.Grow(128)
 	for i, k := range a.cfg.FingerprintLabels {
 		if i > 0 {
 			b.WriteByte(',')

@@ -64,6 +64,9 @@ type taskGen struct {
 	payload bool
 	// svc draws the task's service-time jitter: a stream per task.
 	svc *rand.Rand
+	// dep is the task's dependency, if declared; target its fault target.
+	dep    *Dependency
+	target faults.Target
 }
 
 type held struct {
@@ -220,6 +223,10 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		}
 		w.tasks = append(w.tasks, g)
 		w.byTask[t.Name] = g
+		if d, ok := w.deps[t.Dependency]; ok {
+			g.dep = &d
+		}
+		g.target = faults.Target{Kind: faults.Dependency, Name: t.Dependency}
 		w.total += t.Weight
 		if !slices.Contains(w.queues, g.queue) {
 			w.queues = append(w.queues, g.queue)
@@ -241,6 +248,9 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		}
 	}
 	w.led = newLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
+	for _, t := range w.tasks { // the ledger's task index is the workload's
+		w.led.task(t.Name)
+	}
 
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
 	if err != nil {
@@ -629,16 +639,32 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		w.setIdle(s)
 		return
 	}
+	var t *taskGen
+	if r != nil && int(r.task) < len(w.tasks) {
+		t = w.tasks[r.task]
+	} else {
+		t = w.byTask[j.Task]
+	}
 	var eff faults.Effect
 	if j.Dependency != "" {
-		eff = w.inj.Call(faults.Target{Kind: faults.Dependency, Name: j.Dependency}, faults.Call{At: off, JobID: j.ID})
+		target := faults.Target{Kind: faults.Dependency, Name: j.Dependency}
+		if t != nil && t.Dependency == j.Dependency {
+			target = t.target
+		}
+		eff = w.inj.Call(target, faults.Call{At: off, JobID: j.ID})
 	}
 	slow := w.inj.Call(faults.Target{Kind: faults.Store}, faults.Call{At: off, JobID: j.ID})
-	if dep, ok := w.deps[j.Dependency]; ok && dep.Payment && r != nil && (eff.Err == nil || eff.Charged) {
-		w.charge(r, j, dep)
+	if eff.Err == nil || eff.Charged {
+		if t != nil && t.dep != nil && t.dep.Name == j.Dependency {
+			if t.dep.Payment && r != nil {
+				w.charge(r, j, *t.dep)
+			}
+		} else if dep, ok := w.deps[j.Dependency]; ok && dep.Payment && r != nil {
+			w.charge(r, j, dep)
+		}
 	}
 	d := eff.Latency + slow.Latency
-	if t := w.byTask[j.Task]; t != nil {
+	if t != nil {
 		d += t.Service
 		if t.ServiceJitter > 0 {
 			d += time.Duration(t.svc.Int64N(int64(2*t.ServiceJitter/time.Millisecond)+1))*time.Millisecond - t.ServiceJitter

@@ -161,7 +161,10 @@ type ledger struct {
 	start time.Time
 	now   func() time.Duration
 
-	jobs      map[string]*rec
+	jobs map[string]*rec
+	// last is the record of the latest event: a job's moves often come
+	// one after another.
+	last      *rec
 	free      []*rec
 	succeeded []uint64 // bitset of generated job numbers that succeeded
 
@@ -260,6 +263,7 @@ func (l *ledger) register(id, task string, n int64) *rec {
 	r.id, r.task, r.n = id, l.task(task), n
 	r.watched = n == 0 || l.watched[id]
 	l.jobs[id] = r
+	l.last = r
 	return r
 }
 
@@ -268,12 +272,17 @@ func (l *ledger) unregister(id string) {
 	if r := l.jobs[id]; r != nil && r.state == disposition.None && r.trailLen == 0 {
 		delete(l.jobs, id)
 		l.free = append(l.free, r)
+		l.last = nil
 	}
 }
 
 // observe is the store's Observer.
 func (l *ledger) observe(e disposition.Event) {
-	r := l.jobs[e.JobID]
+	r := l.last
+	if r == nil || r.id != e.JobID {
+		r = l.jobs[e.JobID]
+		l.last = r
+	}
 	if r == nil {
 		if n, ok := jobNumber(e.JobID); ok && l.isSucceeded(n) {
 			l.fail(InvNoMoveAfterDone, nil, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
@@ -360,6 +369,7 @@ func (l *ledger) observe(e disposition.Event) {
 			l.markSucceeded(r.n)
 			delete(l.jobs, r.id)
 			l.free = append(l.free, r)
+			l.last = nil
 		}
 	}
 }

@@ -26,7 +26,7 @@ func busy(rate float64, d time.Duration) sim.Scenario {
 		},
 		Workers: sim.Workers{Count: 64},
 		System: sim.System{
-			Retry: retry.Config{MaxAttempts: 5, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Budget: retry.BudgetConfig{Disabled: true}},
+			Retry: retry.Config{MaxAttempts: 10, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Budget: retry.BudgetConfig{Disabled: true}},
 		},
 		Faults: []faults.Fault{{Name: "flaky", Target: faults.Target{Kind: faults.Dependency, Name: "api"},
 			Model: faults.HTTPStatus{Code: 503}, Schedule: faults.Schedule{Probability: 0.3}}},

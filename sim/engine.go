@@ -157,6 +157,8 @@ type world struct {
 	firstPage    time.Duration
 	hasPage      bool
 	holds        []*held
+	// Callbacks bound once: a method value allocates each time it is made.
+	forwardFn, recoverFn func()
 	holdTimerSet bool
 	stepLog      []reports.Step
 
@@ -212,6 +214,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		probes:      map[time.Duration]*Snapshot{},
 	}
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
+	w.forwardFn, w.recoverFn = w.forward, w.recover
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
 		w.deps[d.Name] = d
@@ -551,7 +554,8 @@ func (w *world) create(t *taskGen, pj PlannedJob) {
 		j.ID = pj.ID
 	} else {
 		n = w.seq
-		j.ID = t.Name + "-" + strconv.FormatInt(n, 10)
+		var buf [64]byte
+		j.ID = string(strconv.AppendInt(append(append(buf[:0], t.Name...), '-'), n, 10))
 	}
 	switch {
 	case pj.IdempotencyKey != "":
@@ -631,7 +635,7 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		if r != nil {
 			w.led.note(r, "attempt could not start: %v", err)
 		}
-		w.at(l.Expires.Sub(w.start), w.recover)
+		w.at(l.Expires.Sub(w.start), w.recoverFn)
 		w.setIdle(s)
 		return
 	}
@@ -729,7 +733,7 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		if o.Action == worker.Retry {
 			// The wake is on a whole millisecond, the store's resolution
 			// (Redis scripts get integer milliseconds).
-			w.at(ceilMs(o.At.Sub(w.start)), w.forward)
+			w.at(ceilMs(o.At.Sub(w.start)), w.forwardFn)
 		}
 	case errors.Is(err, queue.ErrLeaseLost):
 		w.led.totals.Fenced++
@@ -742,7 +746,7 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		if r != nil {
 			w.led.note(r, "the DLQ is full: the dead letter was refused; the job comes back when its lease expires")
 		}
-		w.at(l.Expires.Sub(w.start), w.recover)
+		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	case o.Action == worker.DeadLetter:
 		if r != nil {
 			w.led.note(r, "the DLQ store failed (%v): the dead letter is held and retried", err)
@@ -753,7 +757,7 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		if r != nil {
 			w.led.note(r, "the store failed (%v): the job comes back when its lease expires", err)
 		}
-		w.at(l.Expires.Sub(w.start), w.recover)
+		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	}
 }
 
@@ -854,7 +858,7 @@ func (w *world) workerFault(name string) {
 				if s.rec != nil {
 					w.led.note(s.rec, "worker %s crashed mid-attempt: the job comes back when its lease expires at %s", s.name, fmtOffset(s.lease.Expires.Sub(w.start)))
 				}
-				w.at(s.lease.Expires.Sub(w.start), w.recover)
+				w.at(s.lease.Expires.Sub(w.start), w.recoverFn)
 				s.rec = nil
 			}
 			s.down = true

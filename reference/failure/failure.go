@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,14 +47,23 @@ func (e *HTTPError) Error() string {
 	if e == nil {
 		return "http error <nil>"
 	}
-	s := fmt.Sprintf("http %d %s", e.Code, http.StatusText(e.Code))
+	// One allocation: a failure storm builds this text for every attempt.
+	var b strings.Builder
+	text := http.StatusText(e.Code)
+	b.Grow(16 + len(text) + len(e.Body))
+	b.WriteString("http ")
+	b.WriteString(strconv.Itoa(e.Code))
+	b.WriteByte(' ')
+	b.WriteString(text)
 	if e.Body != "" {
-		s += ": " + e.Body
+		b.WriteString(": ")
+		b.WriteString(e.Body)
 	}
 	if e.Err != nil {
-		s += ": " + e.Err.Error()
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
 	}
-	return s
+	return b.String()
 }
 
 // StatusCode returns the HTTP status code.

@@ -170,7 +170,7 @@ type world struct {
 	nextCtx int
 }
 
-func (w *world) now() time.Duration { return w.clk.Now().Sub(w.start) }
+func (w *world) now() time.Duration { return w.clk.Elapsed() }
 
 func (w *world) stream(name string) *rand.Rand { return newStream(w.seed, name) }
 
@@ -213,6 +213,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		pageWithin:  sc.Invariants.PageWithin,
 		probes:      map[time.Duration]*Snapshot{},
 	}
+	w.start = w.clk.Now() // the clock's own start, to the nanosecond
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
 	w.forwardFn, w.recoverFn = w.forward, w.recover
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
@@ -413,19 +414,20 @@ func (w *world) run() *reports.Result {
 			w.dispatch()
 			continue
 		}
-		t, ok := w.clk.Next()
-		if w.arrOn {
-			if at := w.start.Add(w.arrAt); (!ok || at.Before(t)) && !at.After(endAt) {
-				w.clk.RunUntil(at) // no timer is due before at: this only moves the clock
-				w.events++
-				w.arrive()
-				continue
+		// Timers due by the next arrival (or the end) run first; an
+		// arrival at T comes after every timer due at T.
+		limit := endAt
+		arrival := w.arrOn && w.arrAt <= w.end
+		if arrival {
+			limit = w.start.Add(w.arrAt)
+		}
+		if !w.clk.StepUntil(limit) {
+			if !arrival {
+				break
 			}
+			w.clk.RunUntil(limit) // no timer is due by then: this only moves the clock
+			w.arrive()
 		}
-		if !ok || t.After(endAt) {
-			break
-		}
-		w.clk.Step()
 		w.events++
 		if w.nextCtx++; w.nextCtx >= 4096 {
 			w.nextCtx = 0

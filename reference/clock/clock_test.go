@@ -96,6 +96,21 @@ var _ = Describe("Virtual", func() {
 		Expect(order).To(Equal([]string{"one", "two"}))
 	})
 
+	It("steps only callbacks due by a limit, and tells the elapsed time", func() {
+		v.AfterFunc(time.Second, note("one"))
+		v.AfterFunc(3*time.Second, note("three"))
+		Expect(v.StepUntil(epoch.Add(500 * time.Millisecond))).To(BeFalse())
+		Expect(v.Elapsed()).To(BeZero())
+		Expect(v.StepUntil(epoch.Add(time.Second))).To(BeTrue())
+		Expect(v.Elapsed()).To(Equal(time.Second))
+		Expect(v.StepUntil(epoch.Add(2 * time.Second))).To(BeFalse())
+		Expect(v.Now()).To(Equal(epoch.Add(time.Second)), "a refused step leaves the clock alone")
+		Expect(v.StepUntil(epoch.Add(time.Hour))).To(BeTrue())
+		Expect(v.StepUntil(epoch.Add(time.Hour))).To(BeFalse())
+		Expect(order).To(Equal([]string{"one", "three"}))
+		Expect(v.Elapsed()).To(Equal(3 * time.Second))
+	})
+
 	It("lets a callback stop a timer due at the same instant", func() {
 		var victim clock.Timer
 		v.AfterFunc(time.Second, func() { Expect(victim.Stop()).To(BeTrue()) })

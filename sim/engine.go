@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -494,7 +495,7 @@ func (w *world) schedule() {
 		}
 	}
 	w.at(0, sample)
-	for at := range w.probes {
+	for _, at := range slices.Sorted(maps.Keys(w.probes)) {
 		w.at(at, func() { w.probes[at] = w.snapshot() })
 	}
 	if w.end > 0 {

@@ -177,6 +177,47 @@ func (in *Injector) Call(t Target, c Call) Effect {
 	return out
 }
 
+// CallFault is Call restricted to the i-th fault (in the order given to
+// NewInjector): what that fault alone does to call c on target t, counted
+// like a hit of Call. A driver that acts at a fault's own instants (a worker
+// crash at the start of each of its windows) uses it so that one fault's
+// instant does not fire the others. An index out of range, or a target the
+// fault does not hit, is no effect.
+func (in *Injector) CallFault(i int, t Target, c Call) Effect {
+	if i < 0 || i >= len(in.st) {
+		return Effect{}
+	}
+	f := &in.st[i]
+	if f.target.Kind != t.Kind || (f.target.Name != "" && f.target.Name != t.Name) {
+		return Effect{}
+	}
+	tm := millisFloor(c.At)
+	if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
+		return Effect{}
+	}
+	if f.limited {
+		if f.budget <= 0 {
+			return Effect{}
+		}
+		f.budget--
+	}
+	if f.drawP && !(f.rng.Float64() < f.p) {
+		return Effect{}
+	}
+	if f.hits == 0 || c.At < f.first {
+		f.first = c.At
+	}
+	if f.hits == 0 || c.At > f.last {
+		f.last = c.At
+	}
+	f.hits++
+	e := f.app.apply(c, f.rng)
+	if e.Err != nil || e.Crash || e.StallFor > 0 || e.Latency > 0 {
+		e.Fault = f.name
+	}
+	return e
+}
+
 func satAdd(a, b time.Duration) time.Duration {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64

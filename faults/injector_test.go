@@ -305,3 +305,26 @@ var _ = Describe("Injector", func() {
 		Expect(a.Uint64()).To(Equal(b.Uint64()))
 	})
 })
+
+var _ = Describe("Injector.CallFault", func() {
+	It("applies one fault alone, counted like a hit, and nothing for another target or index", func() {
+		in, err := faults.NewInjector(1, []faults.Fault{
+			{Name: "crash-w1", Target: faults.Target{Kind: faults.Worker, Name: "w1"}, Model: faults.WorkerCrash{RestartAfter: time.Second},
+				Schedule: faults.Schedule{From: 10 * time.Second}},
+			{Name: "stall-all", Target: faults.Target{Kind: faults.Worker}, Model: faults.WorkerStall{For: 5 * time.Second},
+				Schedule: faults.Schedule{From: 30 * time.Second}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		w1 := faults.Target{Kind: faults.Worker, Name: "w1"}
+		e := in.CallFault(1, w1, faults.Call{At: 30 * time.Second})
+		Expect(e.StallFor).To(Equal(5 * time.Second))
+		Expect(e.Crash).To(BeFalse(), "the crash fault, also on at 30s, is not applied")
+		Expect(e.Fault).To(Equal("stall-all"))
+		Expect(in.CallFault(0, faults.Target{Kind: faults.Worker, Name: "w2"}, faults.Call{At: 30 * time.Second})).To(BeZero())
+		Expect(in.CallFault(0, w1, faults.Call{At: 5 * time.Second})).To(BeZero(), "before its window")
+		Expect(in.CallFault(7, w1, faults.Call{At: 30 * time.Second})).To(BeZero())
+		st := in.Stats()
+		Expect(st[0].Hits).To(BeZero())
+		Expect(st[1].Hits).To(BeEquivalentTo(1))
+	})
+})

@@ -103,6 +103,10 @@ type Ledger struct {
 	// Removed counts jobs whose DLQ entry was evicted from a full DLQ or
 	// purged: reported, never silent.
 	Removed int64 `json:"removed"`
+	// Lost counts the jobs created that the store does not account for at
+	// the end (its queue counts and DLQ entries, with the succeeded and
+	// removed): 0 unless a job vanished without an event.
+	Lost int64 `json:"lost"`
 	// Moves counts what happened on the way.
 	Attempts      int64 `json:"attempts"`
 	Retries       int64 `json:"retries"`
@@ -137,8 +141,11 @@ type TaskTotals struct {
 	Created      int64  `json:"created"`
 	Succeeded    int64  `json:"succeeded"`
 	DeadLettered int64  `json:"deadLettered"`
-	Pending      int64  `json:"pending"`
-	Removed      int64  `json:"removed"`
+	// Pending are queued, in flight or scheduled; Fallback in the batch
+	// queue.
+	Pending  int64 `json:"pending"`
+	Fallback int64 `json:"fallback"`
+	Removed  int64 `json:"removed"`
 }
 
 // DeadLetterCount counts moves into the DLQ for one (task, severity, class).

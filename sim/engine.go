@@ -46,7 +46,10 @@ type slot struct {
 	// retired: a SetWorkers step removed it; it finishes its job first.
 	retired    bool
 	stallUntil time.Duration
-	gen        uint64
+	downUntil  time.Duration
+	// gen counts the slot's attempts and crashes: a heartbeat scheduled
+	// for one attempt does nothing for another.
+	gen uint64
 
 	job    job.Job
 	lease  queue.Lease
@@ -146,22 +149,30 @@ type world struct {
 	breakers []*breakerRun
 	trans    []reports.Transition
 
-	alerts       reports.Alerts
-	pages        map[pageKey]pageState
-	firing       map[firingKey]int64
-	highFiring   map[string]bool
-	pendingCrit  map[string]pending
-	pageWithin   time.Duration
-	repeatEvery  time.Duration
-	firstCrit    time.Duration
-	hasCrit      bool
-	firstPage    time.Duration
-	hasPage      bool
-	holds        []*held
+	alerts      reports.Alerts
+	pages       map[pageKey]pageState
+	firing      map[firingKey]int64
+	highFiring  map[string]bool
+	pendingCrit map[string]pending
+	pageWithin  time.Duration
+	repeatEvery time.Duration
+	firstCrit   time.Duration
+	hasCrit     bool
+	// critFPs are the alert fingerprints of critical failures; the first
+	// critical page is the first high-severity firing delivery of one of
+	// them at or after the first critical failure.
+	critFPs   map[string]bool
+	firstPage time.Duration
+	hasPage   bool
+	holds     []*held
+	// sharedKeys are the idempotency keys explicit jobs were given (two
+	// jobs may share one); keyCharges counts their charges per key.
+	sharedKeys map[string]bool
+	keyCharges map[string]int32
 	// Callbacks bound once: a method value allocates each time it is made.
 	forwardFn, recoverFn func()
-	holdTimerSet bool
-	stepLog      []reports.Step
+	holdTimerSet         bool
+	stepLog              []reports.Step
 
 	series  reports.Series
 	probes  map[time.Duration]*Snapshot
@@ -173,7 +184,9 @@ type world struct {
 
 func (w *world) now() time.Duration { return w.clk.Elapsed() }
 
-func (w *world) stream(name string) *rand.Rand { return newStream(w.seed, name) }
+// stream returns the engine's named random stream, namespaced "sim/" so that
+// no fault (whose stream is keyed by its own name) can share it.
+func (w *world) stream(name string) *rand.Rand { return newStream(w.seed, "sim/"+name) }
 
 // Run runs scenario sc with the reference system under test, or with the
 // components opts replace, and returns its result. The error is for a run
@@ -211,6 +224,9 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		firing:      map[firingKey]int64{},
 		highFiring:  map[string]bool{},
 		pendingCrit: map[string]pending{},
+		critFPs:     map[string]bool{},
+		sharedKeys:  map[string]bool{},
+		keyCharges:  map[string]int32{},
 		pageWithin:  sc.Invariants.PageWithin,
 		probes:      map[time.Duration]*Snapshot{},
 	}
@@ -220,6 +236,11 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
 		w.deps[d.Name] = d
+	}
+	for _, pj := range sc.Workload.Jobs {
+		if pj.IdempotencyKey != "" {
+			w.sharedKeys[pj.IdempotencyKey] = true
+		}
 	}
 	for i, t := range sc.Workload.Tasks {
 		g := &taskGen{Task: t, idx: i, queue: t.Queue, payload: t.Payload != "", svc: w.stream("workload/service/" + t.Name)}
@@ -257,6 +278,11 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		w.led.task(t.Name)
 	}
 
+	for _, f := range sc.Faults {
+		if err := simulated(f); err != nil {
+			return nil, fmt.Errorf("scenario %q: fault %q: %w", sc.Name, f.Name, err)
+		}
+	}
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: faults: %w", sc.Name, err)
@@ -468,13 +494,13 @@ func (w *world) schedule() {
 		st := st
 		w.at(st.At, func() { w.step(st) })
 	}
-	for _, f := range w.inj.Faults() {
+	for i, f := range w.inj.Faults() {
 		if f.Target.Kind != faults.Worker {
 			continue
 		}
 		ws, _ := f.Schedule.Windows(w.seed, f.Name, w.end, maxMaintenance)
 		for _, win := range ws {
-			w.at(win.From, func() { w.workerFault(f.Target.Name) })
+			w.at(win.From, func() { w.workerFault(i, f.Target.Name) })
 		}
 	}
 	// Maintenance: a safety net for scheduled retries and expired leases;
@@ -599,7 +625,8 @@ func (w *world) dispatch() {
 	now := w.clk.Now()
 	for len(w.idle) > 0 {
 		s := w.idle[len(w.idle)-1]
-		if !s.idle || s.busy || s.down || s.retired {
+		if !s.idle || s.busy || s.down || s.retired || s.stallUntil > w.now() {
+			// Off the stack; a stalled slot's stall timer puts it back.
 			w.idle = w.idle[:len(w.idle)-1]
 			s.idle = false
 			continue
@@ -630,8 +657,11 @@ func (w *world) dispatch() {
 // begin starts an attempt of job j on slot s.
 func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	now := w.clk.Now()
-	off := now.Sub(w.start)
-	r := w.led.jobs[j.ID]
+	off := w.now()
+	r := w.led.last // the Leased event just went through the ledger
+	if r == nil || r.id != j.ID {
+		r = w.led.jobs[j.ID]
+	}
 	a, run, err := w.pipeline.Start(w.ctx, j, l, now)
 	if err != nil {
 		// The job stays leased and comes back when the lease expires.
@@ -679,26 +709,57 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	}
 	d = max(d, 0)
 	s.busy, s.job, s.lease, s.att, s.eff, s.rec = true, j, l, a, eff, r
+	s.gen++
 	s.doneAt = off + d
 	s.timer = w.at(s.doneAt, s.fire)
+	// A long attempt keeps its lease alive, as the live runner's
+	// heartbeats do (every third of the lease).
+	if every := w.sc.Workers.LeaseTTL / 3; d > every {
+		gen := s.gen
+		var beat func()
+		beat = func() {
+			if !s.busy || s.gen != gen {
+				return
+			}
+			if s.stallUntil > w.now() { // a stalled process sends nothing
+				w.at(s.stallUntil, beat)
+				return
+			}
+			if nl, err := w.backend.Heartbeat(w.ctx, s.lease, w.clk.Now(), w.sc.Workers.LeaseTTL); err == nil {
+				s.lease = nl
+			}
+			if next := w.now() + every; next < s.doneAt {
+				w.at(next, beat)
+			}
+		}
+		w.at(off+every, beat)
+	}
 }
 
 // charge counts one charge of r's payment; a second charge is a violation
 // unless the gateway replayed the first for the same idempotency key.
 func (w *world) charge(r *rec, j job.Job, dep Dependency) {
-	if r.charged > 0 && j.IdempotencyKey != "" && !dep.IgnoresIdempotencyKeys {
+	// A payment is the job's, or its key's when explicit jobs share keys.
+	charged := &r.charged
+	if k := j.IdempotencyKey; k != "" && w.sharedKeys[k] {
+		n := w.keyCharges[k]
+		charged = &n
+		defer func() { w.keyCharges[k] = n }()
+	}
+	if *charged > 0 && j.IdempotencyKey != "" && !dep.IgnoresIdempotencyKeys {
 		w.led.note(r, "gateway %s replayed the charge for idempotency key %s", dep.Name, j.IdempotencyKey)
 		return
 	}
-	r.charged++
+	*charged++
+	r.charged = max(r.charged, *charged)
 	w.led.totals.Charges++
-	w.led.note(r, "gateway %s charged the payment (charge %d)", dep.Name, r.charged)
-	if r.charged > 1 {
+	w.led.note(r, "gateway %s charged the payment (charge %d)", dep.Name, *charged)
+	if *charged > 1 {
 		why := "the job has no idempotency key"
 		if j.IdempotencyKey != "" {
 			why = "the gateway ignored idempotency key " + j.IdempotencyKey
 		}
-		w.led.fail(InvNoDoubleCharge, r, "the payment of job %s was charged %d times: %s", j.ID, r.charged, why)
+		w.led.fail(InvNoDoubleCharge, r, "the payment of job %s was charged %d times: %s", j.ID, *charged, why)
 	}
 }
 
@@ -715,7 +776,13 @@ func (w *world) complete(s *slot) {
 	}
 	s.busy = false
 	o := w.core.Complete(s.att, s.eff.Err, now)
+	// The record is looked up again by the job's ID: a stalled worker's job
+	// may have been recovered and finished elsewhere meanwhile, and its
+	// record reused for another job.
 	r := s.rec
+	if r == nil || r.id != s.job.ID {
+		r = w.led.jobs[s.job.ID]
+	}
 	if r != nil {
 		w.led.attempt(r, s.eff.Fault, s.eff.Class, &o)
 		if o.Err != nil && (s.eff.Class == classify.Critical || o.Verdict.Class == classify.Critical) {
@@ -733,12 +800,14 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 	err := w.pipeline.Apply(w.ctx, l, o, w.clk.Now())
 	switch {
 	case err == nil:
+		w.led.settle(r, true)
 		if o.Action == worker.Retry {
 			// The wake is on a whole millisecond, the store's resolution
 			// (Redis scripts get integer milliseconds).
 			w.at(ceilMs(o.At.Sub(w.start)), w.forwardFn)
 		}
 	case errors.Is(err, queue.ErrLeaseLost):
+		w.led.settle(r, false)
 		w.led.totals.Fenced++
 		if r != nil {
 			w.led.note(r, "late completion (%s) fenced off: the lease was lost", o.Action)
@@ -746,22 +815,77 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 	case errors.Is(err, dlq.ErrFull):
 		// Held in flight by a full DLQ (reject policy): it comes back when
 		// the lease expires.
+		w.led.settle(r, false)
 		if r != nil {
 			w.led.note(r, "the DLQ is full: the dead letter was refused; the job comes back when its lease expires")
 		}
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	case o.Action == worker.DeadLetter:
+		// The DLQ store is down: the worker keeps the dead letter, keeps
+		// its lease alive, and writes it when the store is back. The
+		// verdict stays pending until then.
+		h := &held{lease: l, o: o, since: w.now(), rec: r}
 		if r != nil {
 			w.led.note(r, "the DLQ store failed (%v): the dead letter is held and retried", err)
 		}
-		w.holds = append(w.holds, &held{lease: l, o: o, since: w.now(), rec: r})
-		w.scheduleHolds()
+		if w.heartbeatHeld(h) {
+			w.holds = append(w.holds, h)
+			w.scheduleHolds()
+		}
 	default:
+		w.led.settle(r, false)
 		if r != nil {
 			w.led.note(r, "the store failed (%v): the job comes back when its lease expires", err)
 		}
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	}
+}
+
+// heartbeatHeld extends a held dead letter's lease when it would expire
+// before the next retry; it reports false, and lets go of the hold, when
+// the lease was lost.
+func (w *world) heartbeatHeld(h *held) bool {
+	if h.lease.Expires.Sub(w.start) > w.now()+2*w.holdEvery() {
+		return true
+	}
+	nl, err := w.backend.Heartbeat(w.ctx, h.lease, w.clk.Now(), w.sc.Workers.LeaseTTL)
+	switch {
+	case err == nil:
+		h.lease = nl
+		return true
+	case errors.Is(err, queue.ErrLeaseLost):
+		w.led.settle(h.rec, false)
+		w.led.totals.Fenced++
+		if h.rec != nil {
+			w.led.note(h.rec, "held dead letter let go: its lease was lost")
+		}
+		return false
+	}
+	return true // the queue store failed this time; the next round tries again
+}
+
+// ErrNotSimulated: a fault whose model and target the simulator does not
+// apply (it would be injected and change nothing: a silent pass).
+var ErrNotSimulated = errors.New("not simulated")
+
+// simulated refuses the fault/target pairs the engine does not apply: the
+// queue store only slows down (its outages are the live drills' Toxiproxy
+// work), the DLQ store only refuses writes.
+func simulated(f faults.Fault) error {
+	if f.Model == nil {
+		return nil // NewInjector reports it
+	}
+	switch f.Target.Kind {
+	case faults.Store:
+		if f.Model.Class() != classify.None {
+			return fmt.Errorf("%w: the queue store can only be slowed (slow-store, latency); model %s makes it fail: target dlq-store for DLQ outages", ErrNotSimulated, f.Model.Name())
+		}
+	case faults.DLQStore:
+		if f.Model.Class() == classify.None {
+			return fmt.Errorf("%w: the DLQ store can only refuse writes (store-outage, outage); model %s only adds latency", ErrNotSimulated, f.Model.Name())
+		}
+	}
+	return nil
 }
 
 // ceilMs rounds d up to a whole millisecond.
@@ -790,27 +914,47 @@ func (w *world) retryHolds() {
 	w.holdTimerSet = false
 	now := w.clk.Now()
 	keep := w.holds[:0]
+	down := false
 	for _, h := range w.holds {
-		if nl, err := w.backend.Heartbeat(w.ctx, h.lease, now, w.sc.Workers.LeaseTTL); err == nil {
-			h.lease = nl
+		if !w.heartbeatHeld(h) {
+			continue
 		}
-		err := w.pipeline.Apply(w.ctx, h.lease, h.o, now)
+		if down { // one probe a round: the store is still down
+			keep = append(keep, h)
+			continue
+		}
+		// worker.Apply, not the pipeline's: a refused write is not a new
+		// failure for the job's history.
+		err := worker.Apply(w.ctx, w.backend, w.dlqW, h.lease, h.o, now)
 		switch {
 		case err == nil:
+			w.pipeline.History().Forget(h.o.Job.ID)
+			w.led.settle(h.rec, true)
 			w.led.totals.Held++
 			w.led.totals.HeldMaxMs = max(w.led.totals.HeldMaxMs, (w.now() - h.since).Milliseconds())
 			if h.rec != nil {
 				w.led.note(h.rec, "held dead letter written after %s", w.now()-h.since)
 			}
 		case errors.Is(err, queue.ErrLeaseLost):
+			w.led.settle(h.rec, false)
 			w.led.totals.Fenced++
 			if h.rec != nil {
 				w.led.note(h.rec, "held dead letter fenced off: the lease was lost")
 			}
+		case errors.Is(err, dlq.ErrFull):
+			// The store is back but full (reject policy): as in apply, the
+			// job comes back when its lease expires.
+			w.led.settle(h.rec, false)
+			if h.rec != nil {
+				w.led.note(h.rec, "held dead letter refused by a full DLQ: the job comes back when its lease expires")
+			}
+			w.at(h.lease.Expires.Sub(w.start), w.recoverFn)
 		default:
+			down = true
 			keep = append(keep, h)
 		}
 	}
+	clear(w.holds[len(keep):])
 	w.holds = keep
 	w.scheduleHolds()
 }
@@ -845,13 +989,13 @@ func (w *world) recover() {
 
 // workerFault applies a worker fault (crash or stall) to the named worker,
 // or every worker.
-func (w *world) workerFault(name string) {
+func (w *world) workerFault(i int, name string) {
 	off := w.now()
 	for _, s := range w.slots {
 		if name != "" && s.name != name || s.retired {
 			continue
 		}
-		eff := w.inj.Call(faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
+		eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
 		switch {
 		case eff.Crash:
 			if s.busy {
@@ -865,7 +1009,13 @@ func (w *world) workerFault(name string) {
 				s.rec = nil
 			}
 			s.down = true
-			w.at(off+eff.RestartAfter, func() { s.down = false; w.setIdle(s) })
+			s.downUntil = max(s.downUntil, off+eff.RestartAfter)
+			w.at(s.downUntil, func() {
+				if s.down && w.now() >= s.downUntil { // a later crash keeps it down longer
+					s.down = false
+					w.setIdle(s)
+				}
+			})
 		case eff.StallFor > 0:
 			s.stallUntil = max(s.stallUntil, off+eff.StallFor)
 			if s.busy && s.rec != nil {
@@ -924,6 +1074,7 @@ func (w *world) critical(r *rec, fp string) {
 	if !w.hasCrit {
 		w.hasCrit, w.firstCrit = true, off
 	}
+	w.critFPs[fp] = true
 	if w.pageWithin < 0 || w.highFiring[fp] {
 		return
 	}
@@ -983,13 +1134,13 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 			paged = true
 			w.highFiring[a.Fingerprint] = true
 			delete(w.pendingCrit, a.Fingerprint)
+			if !w.hasPage && w.hasCrit && w.critFPs[a.Fingerprint] && off >= w.firstCrit {
+				w.hasPage, w.firstPage = true, off
+			}
 		}
 	}
 	if paged {
 		w.alerts.Pages++
-		if !w.hasPage {
-			w.hasPage, w.firstPage = true, off
-		}
 	}
 }
 
@@ -1150,7 +1301,7 @@ func (w *world) deleteMatching(f dlq.Filter, now time.Time) (int, error) {
 			return 0, err
 		}
 		for _, e := range p.Entries {
-			if e.Status != dlq.Deleted {
+			if e.Status == dlq.Failed || e.Status == dlq.Quarantined {
 				ids = append(ids, e.Job.ID)
 			}
 		}

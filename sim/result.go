@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reports"
 )
@@ -13,7 +14,7 @@ import (
 // result assembles the run's report model.
 func (w *world) result() *reports.Result {
 	if w.led.violation == nil && len(w.errs) == 0 {
-		w.led.checkConservation(w.made)
+		w.led.checkCreated(w.made)
 		w.reconcile(true)
 	}
 	res := &reports.Result{
@@ -52,6 +53,7 @@ func (w *world) result() *reports.Result {
 	if res.Steps == nil {
 		res.Steps = []reports.Step{}
 	}
+	res.Ledger.Lost = w.lost()
 	res.Fates = w.fates()
 	res.DLQ = w.dlqSummary()
 	res.Faults = w.faultReport()
@@ -145,6 +147,22 @@ func (w *world) faultReport() []reports.Fault {
 		out = append(out, f)
 	}
 	return out
+}
+
+// lost counts the jobs created that the store does not hold and that did
+// not succeed or leave the DLQ with an event.
+func (w *world) lost() int64 {
+	c, err := w.backend.Counts(w.ctx)
+	if err != nil {
+		return 0
+	}
+	st, err := w.backend.Stats(w.ctx)
+	if err != nil {
+		return 0
+	}
+	held := int64(c.Queued+c.InFlight+c.Scheduled+c.Fallback) +
+		int64(st.ByStatus[dlq.Failed.String()]+st.ByStatus[dlq.Quarantined.String()]+st.ByStatus[dlq.Deleted.String()]+st.Corrupt)
+	return max(w.made-held-w.led.counts[disposition.Succeeded]-w.led.counts[removed], 0)
 }
 
 func (w *world) fates() []reports.JobFate {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/reference/alert"
@@ -25,6 +26,15 @@ func (e *ScenarioError) Error() string {
 
 // Is matches ErrInvalidScenario.
 func (e *ScenarioError) Is(target error) bool { return target == ErrInvalidScenario }
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // withDefaults fills the zero fields a run needs.
 func (sc Scenario) withDefaults() Scenario {
@@ -146,6 +156,9 @@ func (sc Scenario) Validate() error {
 		if j.ID != "" {
 			if ids[j.ID] {
 				return bad(f+".ID", "duplicate job ID %q", j.ID)
+			}
+			if i := strings.LastIndexByte(j.ID, '-'); i > 0 && names[j.ID[:i]] && isDigits(j.ID[i+1:]) {
+				return bad(f+".ID", "%q has the form TASK-N, which generated jobs use; choose another", j.ID)
 			}
 			ids[j.ID] = true
 		}

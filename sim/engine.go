@@ -623,7 +623,7 @@ func (w *world) observe(e disposition.Event) {
 func (w *world) dispatch() {
 	w.kick = false
 	now := w.clk.Now()
-	for len(w.idle) > 0 {
+	for len(w.idle) > 0 && w.led.counts[disposition.Queued] > 0 {
 		s := w.idle[len(w.idle)-1]
 		if !s.idle || s.busy || s.down || s.retired || s.stallUntil > w.now() {
 			// Off the stack; a stalled slot's stall timer puts it back.

@@ -81,7 +81,8 @@ func Apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o Outcom
 // concurrent use.
 type History interface {
 	// Failures returns the job's recorded failures, oldest first, as a
-	// slice the caller may keep.
+	// slice the caller may keep and append to but must not modify in
+	// place.
 	Failures(jobID string) []dlq.Failure
 	// Record appends one failure.
 	Record(jobID string, f dlq.Failure)
@@ -104,7 +105,9 @@ func NewMemoryHistory() *MemoryHistory {
 	return &MemoryHistory{jobs: make(map[string][]dlq.Failure)}
 }
 
-// Failures returns a copy of the job's failures.
+// Failures returns the job's failures without copying them: the slice is
+// capped at its length, so an append by the caller copies, and Record only
+// ever appends beyond it.
 func (h *MemoryHistory) Failures(jobID string) []dlq.Failure {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -112,7 +115,7 @@ func (h *MemoryHistory) Failures(jobID string) []dlq.Failure {
 	if len(fs) == 0 {
 		return nil
 	}
-	return append([]dlq.Failure(nil), fs...)
+	return fs[:len(fs):len(fs)]
 }
 
 // Record appends f to the job's failures.

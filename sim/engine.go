@@ -198,7 +198,7 @@ func Run(ctx context.Context, sc Scenario, opts ...Option) (*reports.Result, err
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sc = sc.withDefaults()
+	sc = sc.WithDefaults()
 	if o.seed != nil {
 		sc.Seed = *o.seed
 	}

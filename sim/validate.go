@@ -36,8 +36,10 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// withDefaults fills the zero fields a run needs.
-func (sc Scenario) withDefaults() Scenario {
+// WithDefaults returns sc with the zero fields a run needs filled in: the
+// start, the workers, the sample interval, the page deadline, the retry
+// policy's defaults, task weights, the default receivers and redactor.
+func (sc Scenario) WithDefaults() Scenario {
 	if sc.Start.IsZero() {
 		sc.Start = DefaultStart
 	}

@@ -1,0 +1,668 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/sim"
+)
+
+// Problem is one thing wrong with a document: Path names the field the way
+// the file writes it ("faults[2].params.after"), Message says what was
+// expected. The loader turns paths into file:line:col.
+type Problem struct {
+	Path    string
+	Message string
+}
+
+// Error returns "path: message".
+func (p Problem) Error() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// converter gathers every problem instead of stopping at the first.
+type converter struct {
+	problems []Problem
+	// rules loads a classifier rule file named by the document.
+	rules func(path string) ([]classify.Rule, error)
+}
+
+func (c *converter) bad(path, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Convert maps a document (includes already merged) onto the simulator's
+// scenario. rules loads a rules file the document names (nil refuses
+// one). Every problem is returned, not only the first; the scenario is
+// only meaningful when there are none.
+func Convert(d *Document, rules func(path string) ([]classify.Rule, error)) (sim.Scenario, []Problem) {
+	c := &converter{rules: rules}
+	sc := c.convert(d)
+	if len(c.problems) == 0 {
+		if err := sc.WithDefaults().Validate(); err != nil {
+			c.bad("", "%v", err)
+		}
+	}
+	return sc, c.problems
+}
+
+func (c *converter) convert(d *Document) sim.Scenario {
+	if d.APIVersion != APIVersion {
+		c.bad("apiVersion", "expected %q, got %q", APIVersion, d.APIVersion)
+	}
+	if d.Kind != KindScenario {
+		c.bad("kind", "expected %q, got %q", KindScenario, d.Kind)
+	}
+	sc := sim.Scenario{
+		Name: d.Metadata.Name, Description: d.Metadata.Description, Tags: slices.Clone(d.Metadata.Tags),
+		Duration: d.Duration.D(), Sample: d.Sample.D(),
+	}
+	if sc.Name == "" {
+		c.bad("metadata.name", "expected a name")
+	}
+	if d.Duration == 0 {
+		c.bad("duration", "expected a positive duration like 10m")
+	}
+	if d.Seed != nil {
+		sc.Seed = *d.Seed
+	}
+	if d.Start != "" {
+		t, err := time.Parse(time.RFC3339, d.Start)
+		if err != nil {
+			c.bad("start", "expected an RFC 3339 time like 2026-01-05T09:00:00Z, got %q", d.Start)
+		}
+		sc.Start = t.UTC()
+	}
+	sc.Workload = c.workload(d.Workload)
+	sc.Workers = sim.Workers{Count: d.Workers.Count, LeaseTTL: d.Workers.LeaseTTL.D()}
+	for _, dep := range d.Dependencies {
+		sc.Dependencies = append(sc.Dependencies, sim.Dependency{Name: dep.Name, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
+	}
+	sc.System = c.system(d.System)
+	switch p := strings.TrimSpace(d.Invariants.PageWithin); p {
+	case "":
+	case "off":
+		sc.Invariants.PageWithin = -1
+	default:
+		v, err := ParseDuration(p)
+		if err != nil || v == 0 {
+			c.bad("invariants.pageWithin", "expected a positive duration or \"off\", got %q", p)
+		}
+		sc.Invariants.PageWithin = v.D()
+	}
+	for i, f := range d.Faults {
+		sc.Faults = append(sc.Faults, c.fault(fmt.Sprintf("faults[%d]", i), f))
+	}
+	for i, s := range d.Steps {
+		sc.Steps = append(sc.Steps, c.step(fmt.Sprintf("steps[%d]", i), s))
+	}
+	for i, e := range d.Expect {
+		if x := c.expect(fmt.Sprintf("expect[%d]", i), e); x != nil {
+			sc.Expect = append(sc.Expect, x)
+		}
+	}
+	return sc
+}
+
+func (c *converter) workload(w Workload) sim.Workload {
+	out := sim.Workload{}
+	for i, t := range w.Tasks {
+		if t.Name == "" {
+			c.bad(fmt.Sprintf("workload.tasks[%d].name", i), "expected a task name")
+		}
+		out.Tasks = append(out.Tasks, sim.Task{Name: t.Name, Queue: t.Queue, Dependency: t.Dependency, Weight: t.Weight,
+			IdempotencyKey: t.IdempotencyKey, Payload: t.Payload, Service: t.Service.D(), ServiceJitter: t.ServiceJitter.D()})
+	}
+	a := w.Arrivals
+	out.Arrivals = sim.Arrivals{Rate: float64(a.Rate), From: a.From.D(), Until: a.Until.D()}
+	switch a.Kind {
+	case "":
+		if a.Rate > 0 {
+			out.Arrivals.Kind = sim.Poisson
+		}
+	case "none":
+	case "constant":
+		out.Arrivals.Kind = sim.Constant
+	case "poisson":
+		out.Arrivals.Kind = sim.Poisson
+	default:
+		c.bad("workload.arrivals.kind", "expected none, constant or poisson, got %q%s", a.Kind, suggest(a.Kind, []string{"none", "constant", "poisson"}))
+	}
+	if out.Arrivals.Kind != sim.NoArrivals && a.Rate <= 0 {
+		c.bad("workload.arrivals.rate", "expected a positive rate like 100/s for %s arrivals", a.Kind)
+	}
+	for _, b := range a.Bursts {
+		out.Arrivals.Bursts = append(out.Arrivals.Bursts, sim.Burst{At: b.At.D(), Count: b.Count, Task: b.Task})
+	}
+	for _, j := range w.Jobs {
+		out.Jobs = append(out.Jobs, sim.PlannedJob{At: j.At.D(), ID: j.ID, Task: j.Task, IdempotencyKey: j.IdempotencyKey, Payload: j.Payload})
+	}
+	return out
+}
+
+func (c *converter) system(s System) sim.System {
+	out := sim.System{}
+	if s.RulesFile != "" {
+		if c.rules == nil {
+			c.bad("system.rulesFile", "rule files are not allowed here")
+		} else if rules, err := c.rules(s.RulesFile); err != nil {
+			c.bad("system.rulesFile", "%v", err)
+		} else {
+			out.Rules = rules
+		}
+	}
+	if s.Retry != nil {
+		out.Retry = c.retry("system.retry", *s.Retry)
+	}
+	if s.DLQ != nil {
+		out.DLQ = sim.DLQ{Capacity: s.DLQ.Capacity, LostLeaseUsesAttempt: s.DLQ.LostLeaseUsesAttempt}
+		switch s.DLQ.Overflow {
+		case "", "reject":
+			out.DLQ.Overflow = store.Reject
+		case "evict-oldest":
+			out.DLQ.Overflow = store.EvictOldest
+		default:
+			c.bad("system.dlq.overflow", "expected reject or evict-oldest, got %q%s", s.DLQ.Overflow, suggest(s.DLQ.Overflow, []string{"reject", "evict-oldest"}))
+		}
+	}
+	if a := s.Alerts; a != nil {
+		cfg := alert.Config{DefaultReceiver: a.DefaultReceiver, DefaultGroupBy: a.GroupBy, DedupWindow: a.DedupWindow.D(), MaxAlerts: a.MaxAlerts}
+		for _, r := range a.Receivers {
+			cfg.Receivers = append(cfg.Receivers, alert.Receiver{Name: r})
+		}
+		if a.Timing != nil {
+			cfg.Timing = timing(*a.Timing)
+		}
+		for i, r := range a.Routes {
+			p := fmt.Sprintf("system.alerts.routes[%d]", i)
+			route := alert.Route{Receiver: r.Receiver, Match: alert.Labels(r.Match), GroupBy: r.GroupBy, Continue: r.Continue}
+			for j, sv := range r.Severities {
+				route.Severities = append(route.Severities, c.severity(fmt.Sprintf("%s.severities[%d]", p, j), sv))
+			}
+			if r.Timing != nil {
+				route.Timing = timing(*r.Timing)
+			}
+			cfg.Routes = append(cfg.Routes, route)
+		}
+		out.Alerts = cfg
+	}
+	for i, b := range s.Breakers {
+		p := fmt.Sprintf("system.breakers[%d]", i)
+		if b.Dependency == "" {
+			c.bad(p+".dependency", "expected the dependency the breaker guards")
+		}
+		bc := degrade.BreakerConfig{Name: b.Dependency, ConsecutiveFailures: b.ConsecutiveFailures, FailureRatePercent: b.FailureRatePercent,
+			MinThroughput: b.MinThroughput, Window: b.Window.D(), OpenDuration: b.OpenDuration.D(), MaxOpenDuration: b.MaxOpenDuration.D(),
+			BackoffFactor: b.BackoffFactor, StablePeriod: b.StablePeriod.D(), HalfOpenProbes: b.HalfOpenProbes,
+			SuccessesToClose: b.SuccessesToClose, ProbeTimeout: b.ProbeTimeout.D(), RampStartPercent: b.RampStartPercent}
+		switch b.RampUp {
+		case "":
+		case "none":
+			bc.RampUp = degrade.NoRampUp
+		default:
+			v, err := ParseDuration(b.RampUp)
+			if err != nil {
+				c.bad(p+".rampUp", "expected a duration or \"none\", got %q", b.RampUp)
+			}
+			bc.RampUp = v.D()
+		}
+		spec := sim.BreakerSpec{Config: bc}
+		if b.Fallback != nil {
+			spec.Fallback = degrade.FallbackConfig{BatchSize: b.Fallback.BatchSize, DrainInterval: b.Fallback.DrainInterval.D()}
+		}
+		out.Breakers = append(out.Breakers, spec)
+	}
+	if a := s.AutoRetry; a != nil {
+		ar := &sim.AutoRetry{Window: worker.Window{Start: a.WindowStart.D(), End: a.WindowEnd.D()}, Rate: a.Rate, Interval: a.Interval.D(),
+			MaxAutoRetries: a.MaxAutoRetries, Budget: c.budget("system.autoRetry.budget", a.Budget)}
+		if a.Filter != nil {
+			ar.Filter = c.filter("system.autoRetry.filter", *a.Filter)
+		}
+		out.AutoRetry = ar
+	}
+	if m := s.Monitor; m != nil {
+		mon := &sim.Monitor{MaxDepth: m.MaxDepth, MaxAge: m.MaxAge.D(), Interval: m.Interval.D()}
+		if m.Severity != "" {
+			mon.Severity = c.severity("system.monitor.severity", m.Severity)
+		}
+		out.Monitor = mon
+	}
+	return out
+}
+
+func timing(t Timing) alert.Timing {
+	return alert.Timing{GroupWait: t.GroupWait.D(), GroupInterval: t.GroupInterval.D(), RepeatInterval: t.RepeatInterval.D()}
+}
+
+func (c *converter) retry(path string, r Retry) retry.Config {
+	cfg := retry.Config{MaxAttempts: r.MaxAttempts, BaseDelay: r.BaseDelay.D(), MaxDelay: r.MaxDelay.D(), MaxRetryAfter: r.MaxRetryAfter.D()}
+	if b := r.Budget; b != nil {
+		cfg.Budget = retry.BudgetConfig{Disabled: b.Disabled, Burst: b.Burst, Refill: b.Refill.D(), MaxWait: b.MaxWait.D()}
+	}
+	if err := cfg.Validate(); err != nil {
+		c.bad(path, "%v", err)
+	}
+	return cfg
+}
+
+func (c *converter) severity(path, s string) classify.Severity {
+	v, err := classify.ParseSeverity(s)
+	if err != nil || v == classify.SeverityNone {
+		c.bad(path, "expected low, medium or high, got %q%s", s, suggest(s, []string{"low", "medium", "high"}))
+	}
+	return v
+}
+
+func (c *converter) class(path, s string) classify.Class {
+	v, err := classify.ParseClass(s)
+	if err != nil || v == classify.None {
+		names := make([]string, len(classify.Classes))
+		for i, k := range classify.Classes {
+			names[i] = k.String()
+		}
+		c.bad(path, "expected one of %s, got %q%s", strings.Join(names, ", "), s, suggest(s, names))
+	}
+	return v
+}
+
+func (c *converter) budget(path, s string) dlq.Budget {
+	switch s {
+	case "", "one-more-attempt":
+		return dlq.OneMoreAttempt
+	case "reset-attempts":
+		return dlq.ResetAttempts
+	}
+	c.bad(path, "expected one-more-attempt or reset-attempts, got %q%s", s, suggest(s, []string{"one-more-attempt", "reset-attempts"}))
+	return dlq.OneMoreAttempt
+}
+
+func (c *converter) filter(path string, f Filter) dlq.Filter {
+	out := dlq.Filter{Tasks: f.Tasks}
+	for i, s := range f.Severities {
+		out.Severities = append(out.Severities, c.severity(fmt.Sprintf("%s.severities[%d]", path, i), s))
+	}
+	for i, s := range f.Classes {
+		out.Classes = append(out.Classes, c.class(fmt.Sprintf("%s.classes[%d]", path, i), s))
+	}
+	for i, s := range f.Statuses {
+		st, err := dlq.ParseStatus(s)
+		if err != nil {
+			c.bad(fmt.Sprintf("%s.statuses[%d]", path, i), "expected failed, requeued, deleted or quarantined, got %q", s)
+		}
+		out.Statuses = append(out.Statuses, st)
+	}
+	return out
+}
+
+func (c *converter) step(path string, s Step) sim.Step {
+	out := sim.Step{At: s.At.D(), OlderThan: s.OlderThan.D(), Workers: s.Workers}
+	switch s.Action {
+	case "requeue":
+		out.Kind = sim.Requeue
+		out.Budget = c.budget(path+".budget", s.Budget)
+	case "delete":
+		out.Kind = sim.Delete
+	case "purge":
+		out.Kind = sim.Purge
+		if s.OlderThan == 0 {
+			c.bad(path+".olderThan", "expected the age of the entries to purge, like 1h")
+		}
+	case "set-workers":
+		out.Kind = sim.SetWorkers
+	case "set-retry":
+		out.Kind = sim.SetRetry
+		if s.Retry == nil {
+			c.bad(path+".retry", "expected the new retry policy")
+		} else {
+			out.Retry = c.retry(path+".retry", *s.Retry)
+		}
+	default:
+		actions := []string{"requeue", "delete", "purge", "set-workers", "set-retry"}
+		c.bad(path+".action", "expected one of %s, got %q%s", strings.Join(actions, ", "), s.Action, suggest(s.Action, actions))
+	}
+	if s.Filter != nil {
+		out.Filter = c.filter(path+".filter", *s.Filter)
+	}
+	return out
+}
+
+// fault builds a fault from its catalogue model and parameters.
+func (c *converter) fault(path string, f Fault) faults.Fault {
+	out := faults.Fault{Name: f.Name}
+	if f.Name == "" {
+		c.bad(path+".name", "expected a fault name")
+	}
+	t, err := faults.ParseTarget(f.Target)
+	if err != nil {
+		c.bad(path+".target", "%v", err)
+	}
+	out.Target = t
+	m, err := faults.New(f.Model)
+	if err != nil {
+		c.bad(path+".model", "%v", err)
+		return out
+	}
+	out.Model = c.params(path+".params", m, f.Params)
+	s := f.Schedule
+	out.Schedule = faults.Schedule{From: s.From.D(), Until: s.Until.D(), FirstCalls: s.FirstCalls, Probability: s.Probability}
+	if s.Every != nil {
+		out.Schedule.Every = &faults.Periodic{Period: s.Every.Period.D(), Duty: s.Every.Duty, Jitter: s.Every.Jitter.D(), Phase: s.Every.Phase.D()}
+	}
+	if err := out.Validate(); err != nil && out.Model != nil {
+		c.bad(path, "%v", err)
+	}
+	return out
+}
+
+// params sets a model's parameters by their catalogue names.
+func (c *converter) params(path string, m faults.Model, params map[string]any) faults.Model {
+	v := reflect.New(reflect.TypeOf(m)).Elem()
+	v.Set(reflect.ValueOf(m))
+	fields := map[string]reflect.Value{}
+	var names []string
+	for i := range v.NumField() {
+		if sf := v.Type().Field(i); sf.IsExported() {
+			n := lowerFirst(sf.Name)
+			fields[n] = v.Field(i)
+			names = append(names, n)
+		}
+	}
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fv, ok := fields[k]
+		p := path + "." + k
+		if !ok {
+			if len(names) == 0 {
+				c.bad(p, "model %s takes no parameters", m.Name())
+			} else {
+				c.bad(p, "unknown parameter of model %s; expected one of %s%s", m.Name(), strings.Join(names, ", "), suggest(k, names))
+			}
+			continue
+		}
+		if err := setParam(fv, params[k]); err != nil {
+			c.bad(p, "%v", err)
+		}
+	}
+	return v.Interface().(faults.Model)
+}
+
+func lowerFirst(s string) string {
+	r := []rune(s)
+	// Leading initialisms stay lower together: "URL" → "url".
+	for i := 0; i < len(r) && unicode.IsUpper(r[i]); i++ {
+		if i > 0 && i+1 < len(r) && unicode.IsLower(r[i+1]) {
+			break
+		}
+		r[i] = unicode.ToLower(r[i])
+	}
+	return string(r)
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// setParam sets a model field from a decoded YAML value.
+func setParam(f reflect.Value, v any) error {
+	switch {
+	case f.Type() == durationType:
+		s, ok := v.(string)
+		if !ok {
+			if n, isNum := number(v); isNum && n == 0 {
+				f.SetInt(0)
+				return nil
+			}
+			return fmt.Errorf("expected a duration like 30s, got %v", v)
+		}
+		d, err := ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+	case f.Kind() == reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("expected true or false, got %v", v)
+		}
+		f.SetBool(b)
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64 || f.Kind() == reflect.Int32:
+		n, ok := number(v)
+		if !ok || n != math.Trunc(n) || math.Abs(n) > 1<<31 {
+			return fmt.Errorf("expected a whole number, got %v", v)
+		}
+		f.SetInt(int64(n))
+	case f.Kind() == reflect.Float64:
+		n, ok := number(v)
+		if !ok {
+			return fmt.Errorf("expected a number, got %v", v)
+		}
+		f.SetFloat(n)
+	case f.Kind() == reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("expected a string, got %v", v)
+		}
+		f.SetString(s)
+	case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.String:
+		items, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("expected a list of strings, got %v", v)
+		}
+		out := reflect.MakeSlice(f.Type(), 0, len(items))
+		for _, it := range items {
+			s, ok := it.(string)
+			if !ok {
+				return fmt.Errorf("expected a list of strings, got %v", it)
+			}
+			out = reflect.Append(out, reflect.ValueOf(s))
+		}
+		f.Set(out)
+	default:
+		return fmt.Errorf("parameter of unsupported type %s", f.Type())
+	}
+	return nil
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case string:
+		f, err := strconv.ParseFloat(n, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// expect builds one expectation.
+func (c *converter) expect(path string, e Expect) sim.Expectation {
+	kinds := []string{}
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"count", e.Count != ""}, {"job", e.Job != ""}, {"pageWithin", e.PageWithin != 0}, {"drainedBy", e.DrainedBy != 0},
+		{"breakerOpened", e.BreakerOpened != ""}, {"breakerClosedBy", e.BreakerClosedBy != ""},
+		{"breakerTransitions", e.BreakerTransitions != ""}, {"confusion", e.Confusion != ""}} {
+		if k.set {
+			kinds = append(kinds, k.name)
+		}
+	}
+	if len(kinds) != 1 {
+		c.bad(path, "expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got %d (%s)", len(kinds), strings.Join(kinds, ", "))
+		return nil
+	}
+	op, n, hasOp := c.comparison(path, e)
+	switch kinds[0] {
+	case "count":
+		metrics := []string{string(sim.Created), string(sim.Succeeded), string(sim.DeadLettered), string(sim.DeadLetters), string(sim.Requeued),
+			string(sim.Retried), string(sim.InFallback), string(sim.Diverted), string(sim.Pending), string(sim.Pages), string(sim.Notifications),
+			string(sim.Lost), string(sim.Fenced), string(sim.Held), string(sim.Evicted), string(sim.Charges)}
+		if !slices.Contains(metrics, e.Count) {
+			c.bad(path+".count", "expected one of %s, got %q%s", strings.Join(metrics, ", "), e.Count, suggest(e.Count, metrics))
+		}
+		if !hasOp {
+			c.bad(path, "expected one of equals, atLeast, atMost")
+		}
+		x := sim.Count{Metric: sim.Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
+		if e.Severity != "" {
+			x.Severity = c.severity(path+".severity", e.Severity)
+		}
+		if e.Class != "" {
+			x.Class = c.class(path+".class", e.Class)
+		}
+		return x
+	case "job":
+		x := sim.JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
+		states := []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
+		switch st := e.State; st {
+		case "queued":
+			x.State = disposition.Queued
+		case "in-flight":
+			x.State = disposition.InFlight
+		case "scheduled":
+			x.State = disposition.Scheduled
+		case "fallback":
+			x.State = disposition.Fallback
+		case "dead-lettered":
+			x.State = disposition.DeadLettered
+		case "succeeded":
+			x.State = disposition.Succeeded
+		case "none":
+			x.State = disposition.None
+		default:
+			c.bad(path+".state", "expected one of %s, got %q%s", strings.Join(states, ", "), st, suggest(st, states))
+		}
+		if e.Severity != "" {
+			x.Severity = c.severity(path+".severity", e.Severity)
+		}
+		return x
+	case "pageWithin":
+		return sim.PageWithin{Within: e.PageWithin.D()}
+	case "drainedBy":
+		return sim.DrainedBy{At: e.DrainedBy.D()}
+	case "breakerOpened":
+		if !hasOp || op != sim.AtLeast {
+			c.bad(path, "expected atLeast with breakerOpened")
+		}
+		return sim.BreakerOpened{Breaker: e.BreakerOpened, AtLeast: int(n)}
+	case "breakerClosedBy":
+		if e.At == 0 {
+			c.bad(path+".at", "expected the offset by which the breaker is closed")
+		}
+		return sim.BreakerClosedBy{Breaker: e.BreakerClosedBy, At: e.At.D()}
+	case "breakerTransitions":
+		if !hasOp || op != sim.AtMost {
+			c.bad(path, "expected atMost with breakerTransitions")
+		}
+		return sim.BreakerTransitions{Breaker: e.BreakerTransitions, AtMost: int(n)}
+	default: // confusion
+		x := sim.Confusion{True: c.class(path+".confusion", e.Confusion), Op: op, N: n}
+		if e.Said != "" {
+			x.Said = c.class(path+".said", e.Said)
+		}
+		switch e.Route {
+		case "":
+		case "retry":
+			x.Route = worker.Retry
+		case "dead-letter":
+			x.Route = worker.DeadLetter
+		case "release":
+			x.Route = worker.Release
+		case "divert":
+			x.Route = worker.Divert
+		default:
+			routes := []string{"retry", "dead-letter", "release", "divert"}
+			c.bad(path+".route", "expected one of %s, got %q%s", strings.Join(routes, ", "), e.Route, suggest(e.Route, routes))
+		}
+		if !hasOp {
+			c.bad(path, "expected one of equals, atLeast, atMost")
+		}
+		return x
+	}
+}
+
+func (c *converter) comparison(path string, e Expect) (sim.Op, int64, bool) {
+	var ops []string
+	var op sim.Op
+	var n int64
+	if e.Equals != nil {
+		ops, op, n = append(ops, "equals"), sim.Exactly, *e.Equals
+	}
+	if e.AtLeast != nil {
+		ops, op, n = append(ops, "atLeast"), sim.AtLeast, *e.AtLeast
+	}
+	if e.AtMost != nil {
+		ops, op, n = append(ops, "atMost"), sim.AtMost, *e.AtMost
+	}
+	if len(ops) > 1 {
+		c.bad(path, "expected one of equals, atLeast, atMost; got %s", strings.Join(ops, " and "))
+	}
+	if n < 0 {
+		c.bad(path+"."+ops[0], "expected a count of at least 0, got %d", n)
+	}
+	return op, n, len(ops) > 0
+}
+
+// suggest returns "; did you mean X?" for the closest candidate within a
+// small edit distance, or "".
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || s == "" {
+		return ""
+	}
+	return "; did you mean " + strconv.Quote(best) + "?"
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+var _ = store.Reject

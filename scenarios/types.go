@@ -1,0 +1,426 @@
+package scenarios
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// APIVersion is the version of the scenario format this package reads.
+const APIVersion = "faultline/v1"
+
+// The kinds of documents.
+const (
+	// KindScenario is a runnable scenario.
+	KindScenario = "Scenario"
+	// KindFragment is a part of a scenario (a fault set, a system config)
+	// that scenarios include.
+	KindFragment = "Fragment"
+)
+
+// Document is a scenario file as written: it maps one to one onto
+// sim.Scenario (Convert), with durations as "30s" and rates as "100/s".
+// A Fragment has the same fields, all optional; a scenario's own values
+// win over an included fragment's, and lists (faults, steps, expect, tasks,
+// jobs, dependencies, breakers) are concatenated, fragments first.
+type Document struct {
+	APIVersion string   `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string   `yaml:"kind" json:"kind"`
+	Metadata   Metadata `yaml:"metadata" json:"metadata"`
+	// Include lists fragment files, relative to this file.
+	Include []string `yaml:"include,omitempty" json:"include,omitempty"`
+	// Seed seeds every random stream; faultline run --seed overrides it.
+	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// Start is the virtual wall-clock instant the run starts at (RFC 3339;
+	// default 2026-01-05T09:00:00Z, a Monday morning).
+	Start string `yaml:"start,omitempty" json:"start,omitempty"`
+	// Duration is how long the run lasts in virtual time.
+	Duration Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Sample is the interval of the report's time series.
+	Sample       Duration     `yaml:"sample,omitempty" json:"sample,omitempty"`
+	Workload     Workload     `yaml:"workload,omitempty" json:"workload,omitempty"`
+	Workers      Workers      `yaml:"workers,omitempty" json:"workers,omitempty"`
+	Dependencies []Dependency `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
+	System       System       `yaml:"system,omitempty" json:"system,omitempty"`
+	Invariants   Invariants   `yaml:"invariants,omitempty" json:"invariants,omitempty"`
+	Faults       []Fault      `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Steps        []Step       `yaml:"steps,omitempty" json:"steps,omitempty"`
+	Expect       []Expect     `yaml:"expect,omitempty" json:"expect,omitempty"`
+}
+
+// Metadata names a scenario and says what it proves.
+type Metadata struct {
+	Name string `yaml:"name" json:"name"`
+	// Description says what the scenario proves, in a sentence.
+	Description string   `yaml:"description,omitempty" json:"description,omitempty"`
+	Tags        []string `yaml:"tags,omitempty" json:"tags,omitempty"`
+}
+
+// Workload is the jobs the scenario creates.
+type Workload struct {
+	Tasks    []Task       `yaml:"tasks,omitempty" json:"tasks,omitempty"`
+	Arrivals Arrivals     `yaml:"arrivals,omitempty" json:"arrivals,omitempty"`
+	Jobs     []PlannedJob `yaml:"jobs,omitempty" json:"jobs,omitempty"`
+}
+
+// Task is one task type.
+type Task struct {
+	Name string `yaml:"name" json:"name"`
+	// Queue defaults to the task's name.
+	Queue      string `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Dependency string `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	// Weight is the task's share of the arrivals (default 1).
+	Weight int `yaml:"weight,omitempty" json:"weight,omitempty"`
+	// IdempotencyKey gives each job a key recorded before its first attempt.
+	IdempotencyKey bool `yaml:"idempotencyKey,omitempty" json:"idempotencyKey,omitempty"`
+	// Payload is the job's payload; {n} and {id} are replaced.
+	Payload       string   `yaml:"payload,omitempty" json:"payload,omitempty"`
+	Service       Duration `yaml:"service,omitempty" json:"service,omitempty"`
+	ServiceJitter Duration `yaml:"serviceJitter,omitempty" json:"serviceJitter,omitempty"`
+}
+
+// Arrivals say when jobs arrive.
+type Arrivals struct {
+	// Kind is none, constant or poisson (default: poisson when a rate is
+	// given, else none).
+	Kind  string   `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Rate  Rate     `yaml:"rate,omitempty" json:"rate,omitempty"`
+	From  Duration `yaml:"from,omitempty" json:"from,omitempty"`
+	Until Duration `yaml:"until,omitempty" json:"until,omitempty"`
+	// Bursts add count jobs at once.
+	Bursts []Burst `yaml:"bursts,omitempty" json:"bursts,omitempty"`
+}
+
+// Burst is a number of jobs arriving at one instant.
+type Burst struct {
+	At    Duration `yaml:"at" json:"at"`
+	Count int      `yaml:"count" json:"count"`
+	Task  string   `yaml:"task,omitempty" json:"task,omitempty"`
+}
+
+// PlannedJob is one explicit job.
+type PlannedJob struct {
+	At             Duration `yaml:"at" json:"at"`
+	ID             string   `yaml:"id,omitempty" json:"id,omitempty"`
+	Task           string   `yaml:"task" json:"task"`
+	IdempotencyKey string   `yaml:"idempotencyKey,omitempty" json:"idempotencyKey,omitempty"`
+	Payload        string   `yaml:"payload,omitempty" json:"payload,omitempty"`
+}
+
+// Workers are the worker slots.
+type Workers struct {
+	Count    int      `yaml:"count,omitempty" json:"count,omitempty"`
+	LeaseTTL Duration `yaml:"leaseTTL,omitempty" json:"leaseTTL,omitempty"`
+}
+
+// Dependency is a service jobs call.
+type Dependency struct {
+	Name string `yaml:"name" json:"name"`
+	// Payment: every call that goes through charges the job's payment.
+	Payment bool `yaml:"payment,omitempty" json:"payment,omitempty"`
+	// IgnoresIdempotencyKeys makes the gateway charge again for a key it
+	// has seen (a broken gateway).
+	IgnoresIdempotencyKeys bool `yaml:"ignoresIdempotencyKeys,omitempty" json:"ignoresIdempotencyKeys,omitempty"`
+}
+
+// System is the configuration of the system under test.
+type System struct {
+	// RulesFile is a classifier rule file (reference/classify format),
+	// relative to this file; none means the default rules.
+	RulesFile string     `yaml:"rulesFile,omitempty" json:"rulesFile,omitempty"`
+	Retry     *Retry     `yaml:"retry,omitempty" json:"retry,omitempty"`
+	DLQ       *DLQ       `yaml:"dlq,omitempty" json:"dlq,omitempty"`
+	Alerts    *Alerts    `yaml:"alerts,omitempty" json:"alerts,omitempty"`
+	Breakers  []Breaker  `yaml:"breakers,omitempty" json:"breakers,omitempty"`
+	AutoRetry *AutoRetry `yaml:"autoRetry,omitempty" json:"autoRetry,omitempty"`
+	Monitor   *Monitor   `yaml:"monitor,omitempty" json:"monitor,omitempty"`
+}
+
+// Retry is the retry policy (reference/retry.Config).
+type Retry struct {
+	MaxAttempts   int      `yaml:"maxAttempts,omitempty" json:"maxAttempts,omitempty"`
+	BaseDelay     Duration `yaml:"baseDelay,omitempty" json:"baseDelay,omitempty"`
+	MaxDelay      Duration `yaml:"maxDelay,omitempty" json:"maxDelay,omitempty"`
+	MaxRetryAfter Duration `yaml:"maxRetryAfter,omitempty" json:"maxRetryAfter,omitempty"`
+	Budget        *Budget  `yaml:"budget,omitempty" json:"budget,omitempty"`
+}
+
+// Budget is the per-dependency retry budget.
+type Budget struct {
+	Disabled bool     `yaml:"disabled,omitempty" json:"disabled,omitempty"`
+	Burst    int      `yaml:"burst,omitempty" json:"burst,omitempty"`
+	Refill   Duration `yaml:"refill,omitempty" json:"refill,omitempty"`
+	MaxWait  Duration `yaml:"maxWait,omitempty" json:"maxWait,omitempty"`
+}
+
+// DLQ configures the dead letter queue.
+type DLQ struct {
+	Capacity int `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	// Overflow is reject (default) or evict-oldest.
+	Overflow             string `yaml:"overflow,omitempty" json:"overflow,omitempty"`
+	LostLeaseUsesAttempt bool   `yaml:"lostLeaseUsesAttempt,omitempty" json:"lostLeaseUsesAttempt,omitempty"`
+}
+
+// Alerts configures the alerter; the receivers are recorded by the
+// simulator. None means two: on-call (paged for high severity) and team.
+type Alerts struct {
+	Receivers       []string `yaml:"receivers,omitempty" json:"receivers,omitempty"`
+	Routes          []Route  `yaml:"routes,omitempty" json:"routes,omitempty"`
+	DefaultReceiver string   `yaml:"defaultReceiver,omitempty" json:"defaultReceiver,omitempty"`
+	GroupBy         []string `yaml:"groupBy,omitempty" json:"groupBy,omitempty"`
+	Timing          *Timing  `yaml:"timing,omitempty" json:"timing,omitempty"`
+	DedupWindow     Duration `yaml:"dedupWindow,omitempty" json:"dedupWindow,omitempty"`
+	MaxAlerts       int      `yaml:"maxAlerts,omitempty" json:"maxAlerts,omitempty"`
+}
+
+// Route sends matching alerts to a receiver.
+type Route struct {
+	Receiver   string            `yaml:"receiver" json:"receiver"`
+	Severities []string          `yaml:"severities,omitempty" json:"severities,omitempty"`
+	Match      map[string]string `yaml:"match,omitempty" json:"match,omitempty"`
+	GroupBy    []string          `yaml:"groupBy,omitempty" json:"groupBy,omitempty"`
+	Timing     *Timing           `yaml:"timing,omitempty" json:"timing,omitempty"`
+	Continue   bool              `yaml:"continue,omitempty" json:"continue,omitempty"`
+}
+
+// Timing is an alert route's grouping and repeat timing.
+type Timing struct {
+	GroupWait      Duration `yaml:"groupWait,omitempty" json:"groupWait,omitempty"`
+	GroupInterval  Duration `yaml:"groupInterval,omitempty" json:"groupInterval,omitempty"`
+	RepeatInterval Duration `yaml:"repeatInterval,omitempty" json:"repeatInterval,omitempty"`
+}
+
+// Breaker guards one dependency with a circuit breaker and a fallback
+// (batch) queue drained on recovery (reference/degrade).
+type Breaker struct {
+	Dependency          string   `yaml:"dependency" json:"dependency"`
+	ConsecutiveFailures int      `yaml:"consecutiveFailures,omitempty" json:"consecutiveFailures,omitempty"`
+	FailureRatePercent  int      `yaml:"failureRatePercent,omitempty" json:"failureRatePercent,omitempty"`
+	MinThroughput       int      `yaml:"minThroughput,omitempty" json:"minThroughput,omitempty"`
+	Window              Duration `yaml:"window,omitempty" json:"window,omitempty"`
+	OpenDuration        Duration `yaml:"openDuration,omitempty" json:"openDuration,omitempty"`
+	MaxOpenDuration     Duration `yaml:"maxOpenDuration,omitempty" json:"maxOpenDuration,omitempty"`
+	BackoffFactor       int      `yaml:"backoffFactor,omitempty" json:"backoffFactor,omitempty"`
+	StablePeriod        Duration `yaml:"stablePeriod,omitempty" json:"stablePeriod,omitempty"`
+	HalfOpenProbes      int      `yaml:"halfOpenProbes,omitempty" json:"halfOpenProbes,omitempty"`
+	SuccessesToClose    int      `yaml:"successesToClose,omitempty" json:"successesToClose,omitempty"`
+	ProbeTimeout        Duration `yaml:"probeTimeout,omitempty" json:"probeTimeout,omitempty"`
+	// RampUp is the time to ramp traffic back up after closing; "none"
+	// (NoRampUp) turns it off.
+	RampUp           string    `yaml:"rampUp,omitempty" json:"rampUp,omitempty"`
+	RampStartPercent int       `yaml:"rampStartPercent,omitempty" json:"rampStartPercent,omitempty"`
+	Fallback         *Fallback `yaml:"fallback,omitempty" json:"fallback,omitempty"`
+}
+
+// Fallback configures the batch queue's draining.
+type Fallback struct {
+	BatchSize     int      `yaml:"batchSize,omitempty" json:"batchSize,omitempty"`
+	DrainInterval Duration `yaml:"drainInterval,omitempty" json:"drainInterval,omitempty"`
+}
+
+// AutoRetry is the off-peak auto-retry of DLQ entries.
+type AutoRetry struct {
+	// WindowStart and WindowEnd are times of day (UTC) as durations since
+	// midnight, e.g. 22h and 6h.
+	WindowStart    Duration `yaml:"windowStart" json:"windowStart"`
+	WindowEnd      Duration `yaml:"windowEnd" json:"windowEnd"`
+	Filter         *Filter  `yaml:"filter,omitempty" json:"filter,omitempty"`
+	Rate           int      `yaml:"rate,omitempty" json:"rate,omitempty"`
+	Interval       Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	MaxAutoRetries int      `yaml:"maxAutoRetries,omitempty" json:"maxAutoRetries,omitempty"`
+	// Budget is one-more-attempt (default) or reset-attempts.
+	Budget string `yaml:"budget,omitempty" json:"budget,omitempty"`
+}
+
+// Monitor watches the DLQ's depth and age.
+type Monitor struct {
+	MaxDepth int      `yaml:"maxDepth,omitempty" json:"maxDepth,omitempty"`
+	MaxAge   Duration `yaml:"maxAge,omitempty" json:"maxAge,omitempty"`
+	Interval Duration `yaml:"interval,omitempty" json:"interval,omitempty"`
+	Severity string   `yaml:"severity,omitempty" json:"severity,omitempty"`
+}
+
+// Invariants tune the invariants that need a figure.
+type Invariants struct {
+	// PageWithin is how soon a critical failure must page (default 5m;
+	// "off" turns the check off).
+	PageWithin string `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
+}
+
+// Fault is one fault: a model from the catalogue (faults.Catalogue) with
+// its parameters, a target and a schedule.
+type Fault struct {
+	Name string `yaml:"name" json:"name"`
+	// Target is "dependency/NAME", "dlq-store", "alert-sink[/RECEIVER]",
+	// "worker[/NAME]" or "store".
+	Target string `yaml:"target" json:"target"`
+	// Model is a catalogue name, e.g. "gateway-timeout".
+	Model string `yaml:"model" json:"model"`
+	// Params are the model's parameters by name (see the catalogue).
+	Params   map[string]any `yaml:"params,omitempty" json:"params,omitempty"`
+	Schedule Schedule       `yaml:"schedule,omitempty" json:"schedule,omitempty"`
+}
+
+// Schedule says when a fault is on; every condition given must hold.
+type Schedule struct {
+	From        Duration  `yaml:"from,omitempty" json:"from,omitempty"`
+	Until       Duration  `yaml:"until,omitempty" json:"until,omitempty"`
+	Every       *Periodic `yaml:"every,omitempty" json:"every,omitempty"`
+	FirstCalls  int       `yaml:"firstCalls,omitempty" json:"firstCalls,omitempty"`
+	Probability float64   `yaml:"probability,omitempty" json:"probability,omitempty"`
+}
+
+// Periodic is on for duty of every period, jittered.
+type Periodic struct {
+	Period Duration `yaml:"period" json:"period"`
+	Duty   float64  `yaml:"duty" json:"duty"`
+	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	Phase  Duration `yaml:"phase,omitempty" json:"phase,omitempty"`
+}
+
+// Step is one operator action.
+type Step struct {
+	At Duration `yaml:"at" json:"at"`
+	// Action is requeue, delete, purge, set-workers or set-retry.
+	Action string  `yaml:"action" json:"action"`
+	Filter *Filter `yaml:"filter,omitempty" json:"filter,omitempty"`
+	// Budget is requeue's: one-more-attempt (default) or reset-attempts.
+	Budget    string   `yaml:"budget,omitempty" json:"budget,omitempty"`
+	OlderThan Duration `yaml:"olderThan,omitempty" json:"olderThan,omitempty"`
+	Workers   int      `yaml:"workers,omitempty" json:"workers,omitempty"`
+	Retry     *Retry   `yaml:"retry,omitempty" json:"retry,omitempty"`
+}
+
+// Filter selects DLQ entries.
+type Filter struct {
+	Tasks      []string `yaml:"tasks,omitempty" json:"tasks,omitempty"`
+	Severities []string `yaml:"severities,omitempty" json:"severities,omitempty"`
+	Classes    []string `yaml:"classes,omitempty" json:"classes,omitempty"`
+	Statuses   []string `yaml:"statuses,omitempty" json:"statuses,omitempty"`
+}
+
+// Expect is one expectation. Exactly one of its kinds is set: count, job,
+// pageWithin, drainedBy, breakerOpened, breakerClosedBy,
+// breakerTransitions or confusion; the other fields qualify it.
+type Expect struct {
+	// Count is a metric (sim.Metric): created, succeeded, dead-lettered,
+	// dead-letters, requeued, retried, in-fallback, diverted, pending,
+	// pages, notifications, lost, fenced, held, evicted, charges.
+	Count string `yaml:"count,omitempty" json:"count,omitempty"`
+	// Job expects the job with this ID to end in State (and Route, the
+	// reason of its last move, and Severity, when given).
+	Job   string `yaml:"job,omitempty" json:"job,omitempty"`
+	State string `yaml:"state,omitempty" json:"state,omitempty"`
+	Route string `yaml:"route,omitempty" json:"route,omitempty"`
+	// PageWithin expects a page within this long of the first critical
+	// failure.
+	PageWithin Duration `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
+	// DrainedBy expects the DLQ empty at this offset.
+	DrainedBy Duration `yaml:"drainedBy,omitempty" json:"drainedBy,omitempty"`
+	// BreakerOpened, BreakerClosedBy (with At) and BreakerTransitions name
+	// a breaker's dependency.
+	BreakerOpened      string   `yaml:"breakerOpened,omitempty" json:"breakerOpened,omitempty"`
+	BreakerClosedBy    string   `yaml:"breakerClosedBy,omitempty" json:"breakerClosedBy,omitempty"`
+	At                 Duration `yaml:"at,omitempty" json:"at,omitempty"`
+	BreakerTransitions string   `yaml:"breakerTransitions,omitempty" json:"breakerTransitions,omitempty"`
+	// Confusion is an injected (true) class; Said and Route filter the
+	// classifier's verdict and the job's route (retry, dead-letter,
+	// release, divert).
+	Confusion string `yaml:"confusion,omitempty" json:"confusion,omitempty"`
+	Said      string `yaml:"said,omitempty" json:"said,omitempty"`
+	// Filters of a count.
+	Task        string `yaml:"task,omitempty" json:"task,omitempty"`
+	Severity    string `yaml:"severity,omitempty" json:"severity,omitempty"`
+	Class       string `yaml:"class,omitempty" json:"class,omitempty"`
+	Receiver    string `yaml:"receiver,omitempty" json:"receiver,omitempty"`
+	Fingerprint string `yaml:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	// The comparison of a count, breakerOpened (atLeast),
+	// breakerTransitions (atMost) or confusion: exactly one.
+	Equals  *int64 `yaml:"equals,omitempty" json:"equals,omitempty"`
+	AtLeast *int64 `yaml:"atLeast,omitempty" json:"atLeast,omitempty"`
+	AtMost  *int64 `yaml:"atMost,omitempty" json:"atMost,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s", "2m", "1h30m" or "250ms":
+// a whole, non-negative number of milliseconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String returns e.g. "1m30s", "250ms", "0s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes d as String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads "30s", "2m", "1h30m", "250ms", or "0".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// ParseDuration reads a Duration, refusing negative values and fractions
+// of a millisecond.
+func ParseDuration(s string) (Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "0" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("expected a duration like 30s, 2m or 250ms, got %q", s)
+	case v < 0:
+		return 0, fmt.Errorf("expected a duration of at least 0, got %q", s)
+	case v%time.Millisecond != 0:
+		return 0, fmt.Errorf("expected a whole number of milliseconds, got %q", s)
+	}
+	return Duration(v), nil
+}
+
+// Rate is a number of jobs per second, written "100/s", "6000/m", "2/h"
+// or a plain number (per second).
+type Rate float64
+
+// String returns the rate per second, e.g. "100/s".
+func (r Rate) String() string { return strconv.FormatFloat(float64(r), 'g', -1, 64) + "/s" }
+
+// MarshalText writes r as String does.
+func (r Rate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads "100/s", "6000/m", "2/h" or "100".
+func (r *Rate) UnmarshalText(b []byte) error {
+	v, err := ParseRate(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// ParseRate reads a Rate.
+func ParseRate(s string) (Rate, error) {
+	s = strings.TrimSpace(s)
+	num, unit, _ := strings.Cut(s, "/")
+	per := 1.0
+	switch strings.TrimSpace(unit) {
+	case "", "s":
+	case "m", "min":
+		per = 60
+	case "h":
+		per = 3600
+	default:
+		return 0, fmt.Errorf("expected a rate like 100/s, 6000/m or 2/h, got %q", s)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v < 0 || v != v || v > 1e12 {
+		return 0, fmt.Errorf("expected a rate like 100/s, 6000/m or 2/h, got %q", s)
+	}
+	return Rate(v / per), nil
+}

@@ -96,7 +96,7 @@ Exit codes:
 		return usage(c, err)
 	}
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-	root.AddCommand(newRulesCommand(), newDemoCommand())
+	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newRulesCommand(), newDemoCommand())
 	return root
 }
 

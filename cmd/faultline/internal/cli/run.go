@@ -1,0 +1,529 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// ErrInterrupted: the run was stopped (Ctrl-C) before every scenario ran;
+// it is not a pass.
+var ErrInterrupted = errors.New("interrupted")
+
+type runFlags struct {
+	all       bool
+	seed      uint64
+	seeds     string
+	parallel  int
+	report    string
+	reportDir string
+	dryRun    bool
+	noShrink  bool
+	progress  string
+}
+
+func newRunCommand() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run (FILE | DIR | BUILTIN)... | --all",
+		Short: "Run scenarios on the simulator and tell, for each, whether the failure handling held",
+		Long: `Run scenarios on the deterministic simulator: scenario files, every scenario file
+in a directory, built-in scenarios by name (faultline list), or the whole built-in
+library (--all). Each run prints a verdict; a failure prints each failed expectation
+(expected vs actual), the invariant violation with the job's trail, the seed, the
+command that reproduces it, and the smallest failing fault schedule as a scenario
+file to save and rerun.
+
+The same scenario and seed give the same result, byte for byte; --parallel changes
+nothing but the time it takes.
+
+Exit codes: 0 every run passed; 1 an expectation or invariant failed (or the run
+was interrupted); 2 invalid input (a scenario file or a flag); 3 an internal error.`,
+		Example: `  faultline run --all
+  faultline run payment-challenge --seed 7
+  faultline run drills/ --seeds 1..1000 --parallel 2
+  faultline run my-scenario.yaml --report json --report-dir out/`,
+		Args: func(c *cobra.Command, args []string) error {
+			if f.all && len(args) > 0 {
+				return usage(c, errors.New("give scenarios or --all, not both"))
+			}
+			if !f.all && len(args) == 0 {
+				return usage(c, errors.New("run needs scenario files, directories or built-in names (faultline list), or --all"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runScenarios(c.Context(), c, args, f)
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&f.all, "all", false, "run the whole built-in library")
+	fl.Uint64Var(&f.seed, "seed", 0, "run with this seed instead of each scenario's own")
+	fl.StringVar(&f.seeds, "seeds", "", "run every seed of a range, e.g. 1..1000")
+	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "runs at once (results are the same as one at a time)")
+	fl.StringVar(&f.report, "report", "", "write reports in these formats: json")
+	fl.StringVar(&f.reportDir, "report-dir", "faultline-reports", "where --report writes")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print each effective scenario (includes merged, defaults filled in) without running it")
+	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
+	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
+	return c
+}
+
+// target is one scenario to run, and how to name it on a command line.
+type target struct {
+	arg    string // as the user would type it
+	loaded *scenarios.Loaded
+}
+
+// seedRange parses "A..B" (inclusive) or "N".
+func seedRange(s string) (uint64, uint64, error) {
+	a, b, ok := strings.Cut(s, "..")
+	if !ok {
+		b = a
+	}
+	lo, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 64)
+	hi, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || hi < lo {
+		return 0, 0, fmt.Errorf("--seeds: expected a range like 1..1000, got %q", s)
+	}
+	if hi-lo >= 1_000_000 {
+		return 0, 0, fmt.Errorf("--seeds: at most 1,000,000 seeds at once, got %q", s)
+	}
+	return lo, hi, nil
+}
+
+// resolve loads the scenarios the arguments name.
+func resolve(args []string, all bool) ([]target, error) {
+	if all {
+		var out []target
+		for _, b := range scenarios.Builtins() {
+			l, err := scenarios.LoadBuiltin(b.Name)
+			if err != nil {
+				return nil, fmt.Errorf("built-in %s: %w", b.Name, err)
+			}
+			out = append(out, target{arg: b.Name, loaded: l})
+		}
+		return out, nil
+	}
+	var out []target
+	var problems []string
+	for _, a := range args {
+		st, err := os.Stat(a)
+		switch {
+		case err == nil && st.IsDir():
+			files, err := scenarioFiles(a)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			if len(files) == 0 {
+				problems = append(problems, fmt.Sprintf("%s: no scenario files (*.yaml, *.yml) in this directory", a))
+			}
+			for _, f := range files {
+				l, err := scenarios.Load(f)
+				if err != nil {
+					problems = append(problems, err.Error())
+					continue
+				}
+				out = append(out, target{arg: f, loaded: l})
+			}
+		case err == nil:
+			l, err := scenarios.Load(a)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			out = append(out, target{arg: a, loaded: l})
+		case strings.ContainsAny(a, "/\\.") || !errors.Is(err, os.ErrNotExist):
+			problems = append(problems, err.Error())
+		default:
+			l, err := scenarios.LoadBuiltin(a)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("%q is neither a file nor a built-in scenario: %v", a, err))
+				continue
+			}
+			out = append(out, target{arg: a, loaded: l})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &InvalidInputError{Err: errors.New(strings.Join(problems, "\n")), Hint: "Try: faultline validate FILE, or faultline list"}
+	}
+	return out, nil
+}
+
+// scenarioFiles lists a directory's scenario files (not its fragments),
+// sorted.
+func scenarioFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if d, err := scenarios.Parse(p, data); err == nil && d.Kind == scenarios.KindFragment {
+			continue // included by scenarios, not run on its own
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// jobState is where a run is.
+type jobState uint8
+
+const (
+	pending jobState = iota
+	finished
+	canceled // stopped by Ctrl-C: no result
+)
+
+// job is one run: a scenario with a seed.
+type job struct {
+	t     *target
+	seed  uint64
+	res   *reports.Result
+	err   error
+	state jobState
+	done  bool // finished: res or err is its outcome
+}
+
+func (j *job) reproduce() string {
+	return fmt.Sprintf("faultline run %s --seed %d", shellQuote(j.t.arg), j.seed)
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFlags) error {
+	out, errw := c.OutOrStdout(), c.ErrOrStderr()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	switch f.progress {
+	case "auto", "always", "never":
+	default:
+		return usage(c, fmt.Errorf("--progress: expected auto, always or never, got %q", f.progress))
+	}
+	if f.parallel < 1 {
+		return usage(c, fmt.Errorf("--parallel: expected at least 1, got %d", f.parallel))
+	}
+	formats, err := reportFormats(f.report)
+	if err != nil {
+		return usage(c, err)
+	}
+	seedSet := c.Flags().Changed("seed")
+	if seedSet && f.seeds != "" {
+		return usage(c, errors.New("give --seed or --seeds, not both"))
+	}
+	var lo, hi uint64
+	sweep := f.seeds != ""
+	if sweep {
+		if lo, hi, err = seedRange(f.seeds); err != nil {
+			return usage(c, err)
+		}
+	}
+	targets, err := resolve(args, f.all)
+	if err != nil {
+		return err
+	}
+	if f.dryRun {
+		return dryRun(out, targets)
+	}
+
+	var jobs []*job
+	for i := range targets {
+		t := &targets[i]
+		switch {
+		case sweep:
+			for s := lo; ; s++ {
+				jobs = append(jobs, &job{t: t, seed: s})
+				if s == hi {
+					break
+				}
+			}
+		case seedSet:
+			jobs = append(jobs, &job{t: t, seed: f.seed})
+		default:
+			jobs = append(jobs, &job{t: t, seed: t.loaded.Scenario.Seed})
+		}
+	}
+
+	bar := newBar(errw, f.progress, len(jobs))
+	p := &printer{w: out, sweep: sweep}
+	execute(ctx, jobs, f.parallel, func(done []*job) {
+		for _, j := range done {
+			p.add(j)
+		}
+		if bar != nil {
+			_ = bar.Add(len(done))
+		}
+	})
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(errw)
+	}
+	p.flush()
+
+	interrupted := ctx.Err() != nil
+	failed, errored, ran := 0, 0, 0
+	for _, j := range jobs {
+		switch {
+		case !j.done:
+		case j.err != nil || j.res.Verdict == reports.Errored:
+			errored++
+			ran++
+		case j.res.Failed():
+			failed++
+			ran++
+		default:
+			ran++
+		}
+	}
+	if !interrupted && !f.noShrink {
+		shrinkFailures(ctx, out, jobs)
+	}
+	if len(formats) > 0 {
+		if err := writeReports(f.reportDir, formats, jobs, sweep); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "reports written to %s\n", f.reportDir)
+	}
+	fmt.Fprintf(out, "%d %s, %d %s: %d passed, %d failed", len(targets), plural(len(targets), "scenario", "scenarios"),
+		ran, plural(ran, "run", "runs"), ran-failed-errored, failed)
+	if errored > 0 {
+		fmt.Fprintf(out, ", %d errored", errored)
+	}
+	if interrupted {
+		fmt.Fprintf(out, "; interrupted: %d of %d runs not made", len(jobs)-ran, len(jobs))
+	}
+	fmt.Fprintln(out)
+	switch {
+	case errored > 0:
+		return fmt.Errorf("%d %s could not be carried out", errored, plural(errored, "run", "runs"))
+	case failed > 0:
+		return fmt.Errorf("%d of %d runs failed: %w", failed, ran, ErrChecksFailed)
+	case interrupted:
+		return fmt.Errorf("%w after %d of %d runs: not a pass: %w", ErrInterrupted, ran, len(jobs), ErrChecksFailed)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// execute runs the jobs on n workers and reports finished jobs in job
+// order (a job is reported once every job before it is finished or
+// canceled), so the output does not depend on n.
+func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
+	var mu sync.Mutex
+	next, reported := 0, 0
+	flush := func(final bool) {
+		var ready []*job
+		for reported < len(jobs) {
+			j := jobs[reported]
+			if j.state == pending && !final {
+				break
+			}
+			if j.state == finished {
+				ready = append(ready, j)
+			}
+			reported++
+		}
+		if len(ready) > 0 {
+			report(ready)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(n, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next >= len(jobs) || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				j := jobs[next]
+				next++
+				mu.Unlock()
+
+				res, err := sim.Run(ctx, j.t.loaded.Scenario, sim.WithSeed(j.seed), sim.WithReproduce(j.reproduce()))
+
+				mu.Lock()
+				if ctx.Err() != nil && (err != nil || res.Verdict == reports.Errored) {
+					j.state = canceled
+				} else {
+					j.res, j.err, j.state, j.done = res, err, finished, true
+				}
+				flush(false)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	flush(true)
+}
+
+func newBar(w io.Writer, mode string, n int) *progressbar.ProgressBar {
+	show := mode == "always"
+	if mode == "auto" {
+		f, ok := w.(*os.File)
+		show = ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) && n > 1
+	}
+	if !show {
+		return nil
+	}
+	return progressbar.NewOptions(n, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("running"),
+		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+}
+
+func reportFormats(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "json":
+			out = append(out, f)
+		default:
+			return nil, fmt.Errorf("--report: expected json (JUnit, Markdown and HTML come with the reports issue), got %q", f)
+		}
+	}
+	return out, nil
+}
+
+// writeReports writes each run's report; for a seed sweep, the failing
+// runs' reports and a summary of every run.
+func writeReports(dir string, formats []string, jobs []*job, sweep bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	type row struct {
+		Scenario string          `json:"scenario"`
+		Seed     uint64          `json:"seed"`
+		Verdict  reports.Verdict `json:"verdict"`
+		Failure  string          `json:"failure,omitempty"`
+	}
+	var summary []row
+	for _, j := range jobs {
+		if !j.done || j.res == nil {
+			continue
+		}
+		summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, scenarios.Signature(j.res)})
+		if sweep && !j.res.Failed() {
+			continue
+		}
+		name := fmt.Sprintf("%s.seed-%d.json", safeName(j.res.Scenario), j.seed)
+		b, err := j.res.JSON()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	if sweep {
+		b, err := json.MarshalIndent(summary, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// shrinkFailures shrinks the first failing seed of each scenario and
+// prints the smallest failing fault schedule as a scenario file.
+func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job) {
+	seen := map[*target]bool{}
+	for _, j := range jobs {
+		if !j.done || j.res == nil || !j.res.Failed() || j.res.Verdict == reports.Errored || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
+			continue
+		}
+		seen[j.t] = true
+		res, err := scenarios.Shrink(ctx, j.t.loaded, j.seed, func(ctx context.Context, sc sim.Scenario, seed uint64) (*reports.Result, error) {
+			return sim.Run(ctx, sc, sim.WithSeed(seed))
+		}, 200)
+		if err != nil {
+			fmt.Fprintf(w, "\nshrinking %s (seed %d) failed: %v\n", j.t.loaded.Scenario.Name, j.seed, err)
+			continue
+		}
+		doc := *res.Document
+		seed := j.seed
+		doc.Seed = &seed
+		doc.Metadata.Name = j.t.loaded.Scenario.Name + "-shrunk"
+		doc.Metadata.Description = fmt.Sprintf("%s, shrunk to the smallest fault schedule that still fails (%s) with seed %d", j.t.loaded.Scenario.Name, res.Signature, seed)
+		b, err := scenarios.Marshal(&doc)
+		if err != nil {
+			fmt.Fprintf(w, "\nshrinking %s: %v\n", j.t.loaded.Scenario.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "\nsmallest failing fault schedule for %s (seed %d): %d of %d faults kept, %d runs%s\n",
+			j.t.loaded.Scenario.Name, seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
+		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", doc.Metadata.Name, doc.Metadata.Name)
+		w.Write(b)
+		fmt.Fprintln(w, "---")
+	}
+}
+
+// dryRun prints each effective scenario.
+func dryRun(w io.Writer, targets []target) error {
+	for i, t := range targets {
+		b, err := scenarios.Marshal(scenarios.Effective(t.loaded))
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		fmt.Fprintf(w, "# %s (effective: includes merged, defaults filled in)\n", t.arg)
+		w.Write(b)
+	}
+	return nil
+}

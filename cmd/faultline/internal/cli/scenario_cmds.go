@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/scenarios"
+)
+
+func newValidateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate (FILE | DIR)...",
+		Short: "Check scenario files; every problem is reported with file:line:col",
+		Long: `Check scenario files (includes followed) without running them. Every problem in a
+file is reported with file:line:col, what was expected, and a suggestion for a misspelt
+key. Exit codes: 0 every file is valid; 2 a file is invalid.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usage(c, errors.New("validate needs scenario files or directories"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return validate(c.OutOrStdout(), c.ErrOrStderr(), args)
+		},
+	}
+}
+
+func validate(stdout, stderr io.Writer, args []string) error {
+	var files []string
+	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && st.IsDir() {
+			fs, err := scenarioFiles(a)
+			if err != nil {
+				return &InvalidInputError{Err: err}
+			}
+			files = append(files, fs...)
+			continue
+		}
+		files = append(files, a)
+	}
+	bad := 0
+	for _, f := range files {
+		l, err := scenarios.Load(f)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			bad++
+			continue
+		}
+		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", f, l.Scenario.Name, l.Scenario.Description)
+	}
+	if bad > 0 {
+		return &InvalidInputError{Err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(files))}
+	}
+	return nil
+}
+
+func newListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the built-in scenarios, one a line: its name, then what it proves",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usage(c, fmt.Errorf("list takes no arguments, got %q", args[0]))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
+			for _, b := range scenarios.Builtins() {
+				fmt.Fprintf(tw, "%s\t%s\n", b.Name, strings.TrimSpace(b.Description))
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,619 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/sim"
+)
+
+// SchemaID is the $id of the format's JSON Schema: where the checked-in
+// copy (schema/scenario.schema.json) lives in the repository.
+const SchemaID = "https://github.com/faultline/faultline/scenarios/schema/scenario.schema.json"
+
+// The Go types of the format's scalars that are not Go scalars.
+var (
+	docDurationType = reflect.TypeFor[Duration]()
+	docRateType     = reflect.TypeFor[Rate]()
+	documentType    = reflect.TypeFor[Document]()
+)
+
+// formatField is one key of the format: a field of a document type, with
+// its name in files (the yaml tag).
+type formatField struct {
+	key   string
+	index int
+	typ   reflect.Type
+}
+
+var formatFieldCache sync.Map // reflect.Type → []formatField
+
+// formatFields lists the keys of a document struct type, in field order:
+// the one description of the format that the decoder, Marshal, the JSON
+// Schema and the reference page share.
+func formatFields(t reflect.Type) []formatField {
+	if v, ok := formatFieldCache.Load(t); ok {
+		return v.([]formatField)
+	}
+	var out []formatField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		key, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if key == "-" {
+			continue
+		}
+		if key == "" {
+			key = lowerFirst(sf.Name)
+		}
+		out = append(out, formatField{key: key, index: i, typ: sf.Type})
+	}
+	formatFieldCache.Store(t, out)
+	return out
+}
+
+// formatKeys lists the keys valid in a mapping of type t, for "did you
+// mean" and "expected one of".
+func formatKeys(t reflect.Type) []string {
+	fs := formatFields(t)
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// formatStructs lists every struct type of the format reachable from
+// Document, Document first, in the order a reader meets them.
+func formatStructs() []reflect.Type {
+	var out []reflect.Type
+	var visit func(t reflect.Type)
+	visit = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || slices.Contains(out, t) {
+			return
+		}
+		out = append(out, t)
+		for _, f := range formatFields(t) {
+			visit(f.typ)
+		}
+	}
+	visit(documentType)
+	return out
+}
+
+// keyDoc says what a key means and constrains its values beyond its Go
+// type, for the JSON Schema and the reference page.
+type keyDoc struct {
+	doc string
+	// enum lists the values allowed (of the items, for a list).
+	enum []string
+	// pattern constrains a string (of the items, for a list).
+	pattern string
+	// min and max bound a number.
+	min, max *float64
+	// required marks a key a valid document always has (of kind Scenario
+	// for Document's keys).
+	required bool
+	// format is a JSON Schema format, e.g. "date-time".
+	format string
+}
+
+func bound(f float64) *float64 { return &f }
+
+// Patterns of the format's scalars.
+const (
+	durationPattern = `^(0|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`
+	ratePattern     = `^[0-9]+(\.[0-9]+)?(/(s|m|min|h))?$`
+	targetPattern   = `^(dependency/[^/]+|dlq-store|alert-sink(/[^/]+)?|worker(/[^/]+)?|store)$`
+)
+
+// Enumerations of the format, from the packages that define them.
+var (
+	arrivalKinds    = []string{"none", "constant", "poisson"}
+	overflowNames   = []string{"reject", "evict-oldest"}
+	stepActions     = []string{"requeue", "delete", "purge", "set-workers", "set-retry"}
+	requeueBudgets  = []string{"one-more-attempt", "reset-attempts"}
+	dlqStatusNames  = []string{"failed", "requeued", "deleted", "quarantined"}
+	jobStateNames   = []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
+	confusionRoutes = []string{"retry", "dead-letter", "release", "divert"}
+	countMetrics    = []string{string(sim.Created), string(sim.Succeeded), string(sim.DeadLettered), string(sim.DeadLetters),
+		string(sim.Requeued), string(sim.Retried), string(sim.InFallback), string(sim.Diverted), string(sim.Pending),
+		string(sim.Pages), string(sim.Notifications), string(sim.Lost), string(sim.Fenced), string(sim.Held),
+		string(sim.Evicted), string(sim.Charges)}
+	// moveReasons are the reasons of a job's last move (disposition),
+	// which a job expectation's route names.
+	moveReasons = []string{string(disposition.Enqueued), string(disposition.Leased), string(disposition.Acked),
+		string(disposition.RetryLater), string(disposition.Released), string(disposition.LeaseExpired), string(disposition.Due),
+		string(disposition.Diverted), string(disposition.Drained), string(disposition.DeadLetter), string(disposition.Requeued),
+		string(disposition.Evicted), string(disposition.Purged)}
+)
+
+func severityNames() []string {
+	out := make([]string, len(classify.Severities))
+	for i, s := range classify.Severities {
+		out[i] = s.String()
+	}
+	return out
+}
+
+func classNames() []string {
+	out := make([]string, len(classify.Classes))
+	for i, c := range classify.Classes {
+		out[i] = c.String()
+	}
+	return out
+}
+
+func catalogueNames() []string {
+	cat := faults.Catalogue()
+	out := make([]string, len(cat))
+	for i, e := range cat {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// routeNames are the values a route may take: a job's last move, or a
+// confusion's route.
+func routeNames() []string {
+	out := slices.Clone(moveReasons)
+	for _, r := range confusionRoutes {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// typeDocs say what each document type is.
+var typeDocs = map[string]string{
+	"Document":   "A scenario file (kind: Scenario) or a fragment that scenarios include (kind: Fragment). A fragment has the same keys, all optional.",
+	"Metadata":   "Names a scenario and says what it proves.",
+	"Workload":   "The jobs the scenario creates.",
+	"Task":       "One task type.",
+	"Arrivals":   "When jobs arrive.",
+	"Burst":      "A number of jobs arriving at one instant.",
+	"PlannedJob": "One explicit job.",
+	"Workers":    "The worker slots that run jobs.",
+	"Dependency": "A service jobs call.",
+	"System":     "The configuration of the system under test.",
+	"Retry":      "The retry policy: capped exponential backoff with full jitter, and a per-dependency retry budget.",
+	"Budget":     "The per-dependency retry budget: at most burst retries of one dependency run in any slot of burst × refill.",
+	"DLQ":        "The dead letter queue.",
+	"Alerts":     "The alerter: receivers, routes, grouping and timing.",
+	"Route":      "Sends the alerts it matches to a receiver.",
+	"Timing":     "An alert route's grouping and repeat timing.",
+	"Breaker":    "A circuit breaker guarding one dependency, with a fallback (batch) queue drained on recovery.",
+	"Fallback":   "The draining of a breaker's fallback (batch) queue.",
+	"AutoRetry":  "The off-peak auto-retry of DLQ entries.",
+	"Monitor":    "Watches the DLQ's depth and age and raises alerts.",
+	"Invariants": "Tunes the invariants that need a figure.",
+	"Fault":      "One fault: a model from the fault catalogue with its parameters, a target and a schedule.",
+	"Schedule":   "When a fault is on; every condition given must hold.",
+	"Periodic":   "Turns a fault on for duty of every period, each on-phase jittered.",
+	"Step":       "One operator action at an offset.",
+	"Filter":     "Selects DLQ entries; every list given must match (an empty list matches all).",
+	"Expect":     "One expectation. Exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions and confusion is given; the other keys qualify it.",
+}
+
+// keyDocs say what each key means, by "Type.key".
+var keyDocs = map[string]keyDoc{
+	"Document.apiVersion":   {doc: "The version of the format: " + APIVersion + ".", enum: []string{APIVersion}, required: true},
+	"Document.kind":         {doc: "Scenario, a runnable drill, or Fragment, a part scenarios include (a fragment cannot be run on its own).", enum: []string{KindScenario, KindFragment}, required: true},
+	"Document.metadata":     {doc: "The scenario's name, what it proves and its tags. A fragment's metadata is not merged into the scenarios that include it.", required: true},
+	"Document.include":      {doc: "Fragment files (kind: Fragment), relative to this file, merged in order: a fragment's values come first and this file's own values win; lists are concatenated, fragments first. Fragments may include fragments; a cycle is an error, and a fragment included twice is merged once."},
+	"Document.seed":         {doc: "Seeds every random stream of the run (default 0); `faultline run --seed` overrides it.", min: bound(0)},
+	"Document.start":        {doc: "The virtual wall-clock instant of offset 0, in RFC 3339 (default 2026-01-05T09:00:00Z, a Monday morning); it matters for time-of-day windows.", format: "date-time"},
+	"Document.duration":     {doc: "How long the run lasts in virtual time.", required: true},
+	"Document.sample":       {doc: "The interval of the report's time series (default: duration/500, at least 1s)."},
+	"Document.workload":     {doc: "The jobs the scenario creates."},
+	"Document.workers":      {doc: "The worker slots that run jobs."},
+	"Document.dependencies": {doc: "The services jobs call; a task's dependency not listed is a plain one (no charges)."},
+	"Document.system":       {doc: "The configuration of the system under test."},
+	"Document.invariants":   {doc: "Tunes the invariants that need a figure."},
+	"Document.faults":       {doc: "The faults injected."},
+	"Document.steps":        {doc: "The operator's actions."},
+	"Document.expect":       {doc: "What must hold at the end of the run, besides the invariants."},
+
+	"Metadata.name":        {doc: "Identifies the scenario in reports and on the command line.", required: true},
+	"Metadata.description": {doc: "What the scenario proves, in a sentence."},
+	"Metadata.tags":        {doc: "Labels for choosing scenarios."},
+
+	"Workload.tasks":    {doc: "The task types; each arrival chooses one by weight."},
+	"Workload.arrivals": {doc: "When jobs arrive."},
+	"Workload.jobs":     {doc: "Explicit jobs at given offsets, besides the arrivals."},
+
+	"Task.name":           {doc: "The task's name, unique in the workload.", required: true},
+	"Task.queue":          {doc: "The task's queue (default: the task's name)."},
+	"Task.dependency":     {doc: "The dependency the task's handler calls (default: none)."},
+	"Task.weight":         {doc: "The task's share of the arrivals (default 1).", min: bound(0)},
+	"Task.idempotencyKey": {doc: "Gives each job an idempotency key, recorded before its first attempt (payments)."},
+	"Task.payload":        {doc: "The job's payload; {n} and {id} are replaced by the job's number and ID."},
+	"Task.service":        {doc: "How long the handler works, besides its dependency's latency."},
+	"Task.serviceJitter":  {doc: "Spreads the service time uniformly by up to ± this much."},
+
+	"Arrivals.kind":   {doc: "How jobs arrive: none, constant (evenly spaced) or poisson (default: poisson when a rate is given, else none).", enum: arrivalKinds},
+	"Arrivals.rate":   {doc: "Jobs per unit of time, e.g. 100/s, 6000/m or 2/h; a plain number is per second."},
+	"Arrivals.from":   {doc: "The offset arrivals start at (default 0)."},
+	"Arrivals.until":  {doc: "The offset arrivals stop at (default: the end of the run)."},
+	"Arrivals.bursts": {doc: "Jobs arriving all at once, besides the rate."},
+
+	"Burst.at":    {doc: "The offset of the burst."},
+	"Burst.count": {doc: "How many jobs arrive.", min: bound(0)},
+	"Burst.task":  {doc: "The jobs' task (default: chosen by weight for each job)."},
+
+	"PlannedJob.at":             {doc: "The offset the job is created at."},
+	"PlannedJob.id":             {doc: "The job's ID, for job expectations (default: generated, TASK-N)."},
+	"PlannedJob.task":           {doc: "The job's task, one of the workload's.", required: true},
+	"PlannedJob.idempotencyKey": {doc: "The job's idempotency key (default: as its task says)."},
+	"PlannedJob.payload":        {doc: "The job's payload (default: its task's)."},
+
+	"Workers.count":    {doc: "The number of worker slots, named w1..wN (default 4).", min: bound(0)},
+	"Workers.leaseTTL": {doc: "How long a dequeued job is leased before it counts as lost (default 30s)."},
+
+	"Dependency.name":                   {doc: "The dependency's name, as tasks and fault targets (dependency/NAME) write it.", required: true},
+	"Dependency.payment":                {doc: "Every call that goes through charges the job's payment (a success, or an error that took effect anyway); a payment charged twice is an invariant violation."},
+	"Dependency.ignoresIdempotencyKeys": {doc: "The gateway charges again for a key it has seen (a broken gateway); by default a repeated key is a replay."},
+
+	"System.rulesFile": {doc: "A classifier rule file (the reference/classify format), relative to this file (default: the default rules)."},
+	"System.retry":     {doc: "The retry policy."},
+	"System.dlq":       {doc: "The dead letter queue."},
+	"System.alerts":    {doc: "The alerter (default: two receivers, on-call paged for high severity and team for the rest)."},
+	"System.breakers":  {doc: "Circuit breakers, one per guarded dependency, each with a fallback (batch) queue."},
+	"System.autoRetry": {doc: "The off-peak auto-retry of DLQ entries (default: off)."},
+	"System.monitor":   {doc: "The DLQ monitor (default: off)."},
+
+	"Retry.maxAttempts":   {doc: "The total number of attempts, the first one included; 1 means never retry (default 4).", min: bound(0)},
+	"Retry.baseDelay":     {doc: "The backoff ceiling of the first retry; it doubles with every retry after that (default 1s)."},
+	"Retry.maxDelay":      {doc: "Caps the backoff ceiling; at least baseDelay (default 5m)."},
+	"Retry.maxRetryAfter": {doc: "Caps a dependency's Retry-After hint (default 1h)."},
+	"Retry.budget":        {doc: "The retry budget each dependency gets."},
+
+	"Budget.disabled": {doc: "Turns the budget off: retries run at their backoff or hint time however many there are."},
+	"Budget.burst":    {doc: "The number of retries of one dependency that may run in one slot (default 10).", min: bound(0)},
+	"Budget.refill":   {doc: "The average time between retries the budget lets through once a burst is spent; a slot is burst × refill long (default 100ms)."},
+	"Budget.maxWait":  {doc: "The longest the budget delays a retry; a retry that finds no room within it runs anyway, counted as over budget (default: maxDelay)."},
+
+	"DLQ.capacity":             {doc: "The most entries the DLQ holds (default 100000).", min: bound(0)},
+	"DLQ.overflow":             {doc: "What a full DLQ does with a new dead letter: reject it (the default) or evict the oldest entry; either is reported, never silent.", enum: overflowNames},
+	"DLQ.lostLeaseUsesAttempt": {doc: "A job recovered from an expired lease counts the attempt it lost; by default it does not (the worker died, not the job)."},
+
+	"Alerts.receivers":       {doc: "The receivers' names; the simulator records their deliveries."},
+	"Alerts.routes":          {doc: "The routes, tried in order; an alert no route takes goes to defaultReceiver."},
+	"Alerts.defaultReceiver": {doc: "The receiver of alerts no route takes."},
+	"Alerts.groupBy":         {doc: "The labels that group the default route's alerts (default: dependency)."},
+	"Alerts.timing":          {doc: "The default timing of every route."},
+	"Alerts.dedupWindow":     {doc: "Occurrences of a fingerprint closer than this are one alert, and a job-failure alert resolves after this long without one (default 5m)."},
+	"Alerts.maxAlerts":       {doc: "The most distinct alerts held at once (default 10000); past it, new fingerprints are counted in one alert-limit alert.", min: bound(0)},
+
+	"Route.receiver":   {doc: "The receiver the route sends to.", required: true},
+	"Route.severities": {doc: "Limits the route to these severities.", enum: severityNames()},
+	"Route.match":      {doc: "Limits the route to alerts having all these labels (name: value)."},
+	"Route.groupBy":    {doc: "The labels whose values form a group: alerts with equal values are sent together (default: dependency)."},
+	"Route.timing":     {doc: "Overrides the alerts' default timing; keys not given take the default's."},
+	"Route.continue":   {doc: "Lets a matched alert also try the routes after this one."},
+
+	"Timing.groupWait":      {doc: "How long a new group collects alerts before its first notification; also the longest a new high-severity alert waits to be paged (default 30s)."},
+	"Timing.groupInterval":  {doc: "The shortest time between two notifications of a group about new or resolved alerts (default 5m)."},
+	"Timing.repeatInterval": {doc: "How often an alert that keeps firing is sent again (default 4h)."},
+
+	"Breaker.dependency":          {doc: "The dependency the breaker guards.", required: true},
+	"Breaker.consecutiveFailures": {doc: "Trips a closed breaker after this many counted failures in a row (default 5).", min: bound(0)},
+	"Breaker.failureRatePercent":  {doc: "Trips a closed breaker when counted failures are at least this percentage of the calls in the window (default 50).", min: bound(0), max: bound(100)},
+	"Breaker.minThroughput":       {doc: "The failure rate only counts once the window holds at least this many calls (default 20).", min: bound(0)},
+	"Breaker.window":              {doc: "The length of the rolling window of the failure rate (default 10s)."},
+	"Breaker.openDuration":        {doc: "How long the breaker stays open before it probes, before any backoff (default 5s)."},
+	"Breaker.maxOpenDuration":     {doc: "Caps the open duration as it backs off; at least openDuration (default 5m)."},
+	"Breaker.backoffFactor":       {doc: "Multiplies the open duration for each level of flapping; 1 turns the backoff off (default 2).", min: bound(0)},
+	"Breaker.stablePeriod":        {doc: "A trip less than this long after closing counts as flapping and backs off (default 1m)."},
+	"Breaker.halfOpenProbes":      {doc: "The most probe calls in flight at once while half-open (default 1).", min: bound(0)},
+	"Breaker.successesToClose":    {doc: "How many probe successes close the breaker (default 3).", min: bound(0)},
+	"Breaker.probeTimeout":        {doc: "A probe not recorded within this long counts as a failure, which re-opens (default 10s)."},
+	"Breaker.rampUp":              {doc: "After closing, the share of calls admitted grows linearly to 100% over this long; none turns ramp-up off (default 30s).", pattern: `^(none|0|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
+	"Breaker.rampStartPercent":    {doc: "The percentage of calls admitted just after closing (default 10).", min: bound(0), max: bound(100)},
+	"Breaker.fallback":            {doc: "The draining of the fallback (batch) queue that takes the dependency's jobs while the breaker is open."},
+
+	"Fallback.batchSize":     {doc: "The most jobs one drain moves back to their queues (default 100).", min: bound(0)},
+	"Fallback.drainInterval": {doc: "The time from the breaker closing, or going half-open, to the first drain, and between drains (default 1s)."},
+
+	"AutoRetry.windowStart":    {doc: "The start of the off-peak window, a time of day (UTC) written as a duration since midnight, e.g. 22h."},
+	"AutoRetry.windowEnd":      {doc: "The end of the off-peak window, e.g. 6h; a window may wrap past midnight."},
+	"AutoRetry.filter":         {doc: "Selects the entries retried (only failed entries are, whatever statuses says)."},
+	"AutoRetry.rate":           {doc: "The most requeues per interval inside the window (default 10).", min: bound(0)},
+	"AutoRetry.interval":       {doc: "The interval of rate (default 1m)."},
+	"AutoRetry.maxAutoRetries": {doc: "How many times one entry is requeued automatically (default 3); an entry that has used them and failed again is quarantined as poison.", min: bound(0)},
+	"AutoRetry.budget":         {doc: "The attempt budget of an automatic requeue: one-more-attempt (the default) or reset-attempts.", enum: requeueBudgets},
+
+	"Monitor.maxDepth": {doc: "Alerts when the DLQ holds more entries; 0 turns the check off.", min: bound(0)},
+	"Monitor.maxAge":   {doc: "Alerts when the oldest failed entry is older; 0 turns the check off."},
+	"Monitor.interval": {doc: "How often the monitor checks (default 1m)."},
+	"Monitor.severity": {doc: "The severity of the depth and age alerts (default medium); overflows are high.", enum: severityNames()},
+
+	"Invariants.pageWithin": {doc: "How soon a critical failure must reach a person as a high-severity alert (default 5m); off turns the check off.", pattern: `^(off|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
+
+	"Fault.name":     {doc: "Names the fault in reports; unique among the faults.", required: true},
+	"Fault.target":   {doc: "What the fault hits: dependency/NAME, dlq-store, alert-sink (every receiver) or alert-sink/RECEIVER, worker (every worker) or worker/NAME, or store.", pattern: targetPattern, required: true},
+	"Fault.model":    {doc: "A model of the fault catalogue.", enum: catalogueNames(), required: true},
+	"Fault.params":   {doc: "The model's parameters by name; each has a default (see the fault catalogue)."},
+	"Fault.schedule": {doc: "When the fault is on (default: the whole run, every call)."},
+
+	"Schedule.from":        {doc: "The offset from which the fault is on (default 0)."},
+	"Schedule.until":       {doc: "The offset before which the fault is on (default: the end of the run)."},
+	"Schedule.every":       {doc: "Makes the fault on for a part of every period."},
+	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold, over the whole run.", min: bound(0)},
+	"Schedule.probability": {doc: "The chance in [0,1] that a call reaching the fault is hit; 0 means 1.", min: bound(0), max: bound(1)},
+
+	"Periodic.period": {doc: "The length of one cycle.", required: true},
+	"Periodic.duty":   {doc: "The fraction of each period the fault is on, in (0,1].", min: bound(0), max: bound(1), required: true},
+	"Periodic.jitter": {doc: "Shifts each on-phase by up to ± this much, drawn from the seed; at most period/2."},
+	"Periodic.phase":  {doc: "The offset of the first on-phase's start (default 0)."},
+
+	"Step.at":        {doc: "The offset the operator acts at."},
+	"Step.action":    {doc: "What the operator does: requeue or delete the DLQ entries filter selects, purge the entries older than olderThan, set-workers to workers, or set-retry to retry.", enum: stepActions, required: true},
+	"Step.filter":    {doc: "Selects the DLQ entries requeue and delete act on (default: every entry)."},
+	"Step.budget":    {doc: "requeue's attempt budget: one-more-attempt (the default) or reset-attempts.", enum: requeueBudgets},
+	"Step.olderThan": {doc: "purge's age: the entries that failed more than this long ago go; required for purge."},
+	"Step.workers":   {doc: "set-workers' number of worker slots.", min: bound(0)},
+	"Step.retry":     {doc: "set-retry's new retry policy; required for set-retry."},
+
+	"Filter.tasks":      {doc: "The entries' tasks."},
+	"Filter.severities": {doc: "The severities of the entries' latest failure.", enum: severityNames()},
+	"Filter.classes":    {doc: "The classes of the entries' latest failure.", enum: classNames()},
+	"Filter.statuses":   {doc: "The entries' statuses.", enum: dlqStatusNames},
+
+	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost, and filtered by task, severity, class, receiver and fingerprint where the metric has them.", enum: countMetrics},
+	"Expect.job":                {doc: "Expects the job with this ID to end in state (and, when given, with route as its last move and severity as its latest failure's)."},
+	"Expect.state":              {doc: "A job expectation's state.", enum: jobStateNames},
+	"Expect.route":              {doc: "With job: the reason of the job's last move. With confusion: the route the jobs took (retry, dead-letter, release or divert).", enum: routeNames()},
+	"Expect.pageWithin":         {doc: "Expects a page within this long of the first critical failure."},
+	"Expect.drainedBy":          {doc: "Expects the DLQ empty at this offset."},
+	"Expect.breakerOpened":      {doc: "Expects the breaker of this dependency to open at least atLeast times."},
+	"Expect.breakerClosedBy":    {doc: "Expects the breaker of this dependency closed at offset at."},
+	"Expect.at":                 {doc: "breakerClosedBy's offset."},
+	"Expect.breakerTransitions": {doc: "Expects the breaker of this dependency to change state at most atMost times."},
+	"Expect.confusion":          {doc: "Expects a count of the jobs whose injected (true) class is this, filtered by said (the classifier's verdict) and route.", enum: classNames()},
+	"Expect.said":               {doc: "A confusion expectation's verdict of the classifier.", enum: classNames()},
+	"Expect.task":               {doc: "Counts only this task's jobs."},
+	"Expect.severity":           {doc: "Counts only failures (or, for pages, alerts of at least) this severity; with job, the job's latest failure's severity.", enum: severityNames()},
+	"Expect.class":              {doc: "Counts only failures of this class.", enum: classNames()},
+	"Expect.receiver":           {doc: "Counts only pages to this receiver."},
+	"Expect.fingerprint":        {doc: "Counts only pages of alerts with this fingerprint."},
+	"Expect.equals":             {doc: "The count must be exactly this.", min: bound(0)},
+	"Expect.atLeast":            {doc: "The count must be at least this.", min: bound(0)},
+	"Expect.atMost":             {doc: "The count must be at most this.", min: bound(0)},
+}
+
+// keyDocFor returns the description of key in type t.
+func keyDocFor(t reflect.Type, key string) keyDoc { return keyDocs[t.Name()+"."+key] }
+
+// Schema returns the JSON Schema (draft 2020-12) of the scenario format,
+// generated from the Document types and the fault catalogue, indented,
+// ending in a newline. The checked-in copy is schema/scenario.schema.json;
+// `go generate ./scenarios` rewrites it.
+func Schema() []byte {
+	defs := jsonObject{
+		{"duration", jsonObject{
+			{"description", "A duration: a whole number of milliseconds or more written with units, e.g. 30s, 2m, 1h30m or 250ms; 0 alone is allowed."},
+			{"anyOf", []any{
+				jsonObject{{"type", "string"}, {"pattern", durationPattern}},
+				jsonObject{{"const", 0}},
+			}},
+		}},
+		{"rate", jsonObject{
+			{"description", "A rate of jobs: 100/s, 6000/m (or /min) or 2/h; a plain number is per second."},
+			{"anyOf", []any{
+				jsonObject{{"type", "string"}, {"pattern", ratePattern}},
+				jsonObject{{"type", "number"}, {"minimum", 0}},
+			}},
+		}},
+	}
+	structs := formatStructs()
+	for _, t := range structs[1:] {
+		defs = append(defs, jsonMember{t.Name(), structSchema(t)})
+	}
+	root := jsonObject{
+		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+		{"$id", SchemaID},
+		{"title", "faultline scenario (" + APIVersion + ")"},
+	}
+	root = append(root, structSchema(documentType)...)
+	root = append(root,
+		jsonMember{"if", jsonObject{{"properties", jsonObject{{"kind", jsonObject{{"const", KindScenario}}}}}}},
+		jsonMember{"then", jsonObject{{"required", []string{"metadata", "duration"}}}},
+		jsonMember{"$defs", defs},
+	)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(root); err != nil {
+		panic("scenarios: the JSON Schema does not encode: " + err.Error()) // only plain values: cannot happen
+	}
+	return b.Bytes()
+}
+
+// structSchema is the schema of one document type: an object of its keys,
+// no others.
+func structSchema(t reflect.Type) jsonObject {
+	props := jsonObject{}
+	var required []string
+	for _, f := range formatFields(t) {
+		kd := keyDocFor(t, f.key)
+		props = append(props, jsonMember{f.key, slices.Insert(valueSchema(f.typ, kd), 0, jsonMember{"description", kd.doc})})
+		if kd.required && t != documentType {
+			required = append(required, f.key)
+		}
+		if kd.required && t == documentType && (f.key == "apiVersion" || f.key == "kind") {
+			required = append(required, f.key)
+		}
+	}
+	out := jsonObject{{"type", "object"}, {"description", typeDocs[t.Name()]}, {"properties", props}}
+	if len(required) > 0 {
+		out = append(out, jsonMember{"required", required})
+	}
+	out = append(out, jsonMember{"additionalProperties", false})
+	if t == reflect.TypeFor[Fault]() {
+		out = append(out, jsonMember{"allOf", paramSchemas()})
+	}
+	return out
+}
+
+// valueSchema is the schema of a value of type t, constrained by kd.
+func valueSchema(t reflect.Type, kd keyDoc) jsonObject {
+	switch {
+	case t == docDurationType:
+		return jsonObject{{"$ref", "#/$defs/duration"}}
+	case t == docRateType:
+		return jsonObject{{"$ref", "#/$defs/rate"}}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return valueSchema(t.Elem(), kd)
+	case reflect.Struct:
+		return jsonObject{{"$ref", "#/$defs/" + t.Name()}}
+	case reflect.Slice:
+		return jsonObject{{"type", "array"}, {"items", valueSchema(t.Elem(), kd)}}
+	case reflect.Map:
+		if t.Elem().Kind() == reflect.Interface {
+			return jsonObject{{"type", "object"}}
+		}
+		return jsonObject{{"type", "object"}, {"additionalProperties", valueSchema(t.Elem(), keyDoc{})}}
+	case reflect.String:
+		s := jsonObject{{"type", "string"}}
+		if len(kd.enum) > 0 {
+			s = append(s, jsonMember{"enum", kd.enum})
+		}
+		if kd.pattern != "" {
+			s = append(s, jsonMember{"pattern", kd.pattern})
+		}
+		if kd.format != "" {
+			s = append(s, jsonMember{"format", kd.format})
+		}
+		return s
+	case reflect.Bool:
+		return jsonObject{{"type", "boolean"}}
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		return numberSchema("integer", kd)
+	case reflect.Float64:
+		return numberSchema("number", kd)
+	}
+	panic("scenarios: no schema for a " + t.String()) // a new kind of field: teach the schema
+}
+
+func numberSchema(typ string, kd keyDoc) jsonObject {
+	s := jsonObject{{"type", typ}}
+	if kd.min != nil {
+		s = append(s, jsonMember{"minimum", *kd.min})
+	}
+	if kd.max != nil {
+		s = append(s, jsonMember{"maximum", *kd.max})
+	}
+	return s
+}
+
+// paramSchemas constrain a fault's params by its model: one if/then per
+// catalogue model.
+func paramSchemas() []any {
+	var out []any
+	for _, e := range faults.Catalogue() {
+		props := jsonObject{}
+		for _, p := range e.Params {
+			s := paramSchema(p)
+			doc := p.Doc
+			if p.Default != "" {
+				doc += " Default: " + p.Default + "."
+			}
+			props = append(props, jsonMember{p.Name, slices.Insert(s, 0, jsonMember{"description", doc})})
+		}
+		out = append(out, jsonObject{
+			{"if", jsonObject{{"properties", jsonObject{{"model", jsonObject{{"const", e.Name}}}}}, {"required", []string{"model"}}}},
+			{"then", jsonObject{{"properties", jsonObject{{"params", jsonObject{
+				{"description", "The parameters of " + e.Name + "."},
+				{"type", "object"},
+				{"properties", props},
+				{"additionalProperties", false},
+			}}}}}},
+		})
+	}
+	return out
+}
+
+// paramSchema is the schema of one catalogue parameter.
+func paramSchema(p faults.Param) jsonObject {
+	var s jsonObject
+	switch p.Type {
+	case "duration":
+		s = jsonObject{{"$ref", "#/$defs/duration"}}
+	case "float":
+		s = jsonObject{{"type", "number"}}
+	case "int":
+		s = jsonObject{{"type", "integer"}}
+	case "bool":
+		s = jsonObject{{"type", "boolean"}}
+	case "[]string":
+		s = jsonObject{{"type", "array"}, {"items", jsonObject{{"type", "string"}}}}
+	default:
+		s = jsonObject{{"type", "string"}}
+	}
+	if len(p.Enum) > 0 {
+		if p.Type == "int" {
+			var ns []int
+			for _, e := range p.Enum {
+				if n, err := strconv.Atoi(e); err == nil {
+					ns = append(ns, n)
+				}
+			}
+			s = append(s, jsonMember{"enum", ns})
+		} else {
+			s = append(s, jsonMember{"enum", p.Enum})
+		}
+	}
+	return s
+}
+
+// jsonObject is a JSON object that keeps its keys' order, so that the
+// schema reads in the types' order.
+type jsonObject []jsonMember
+
+type jsonMember struct {
+	key   string
+	value any
+}
+
+// MarshalJSON writes the members in order.
+func (o jsonObject) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j, v := range []any{m.key, m.value} {
+			var e bytes.Buffer
+			enc := json.NewEncoder(&e)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				return nil, err
+			}
+			b.Write(bytes.TrimRight(e.Bytes(), "\n"))
+			if j == 0 {
+				b.WriteByte(':')
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}

@@ -33,6 +33,9 @@ const (
 	Errored Verdict = "errored"
 )
 
+// String returns "passed", "failed" or "errored".
+func (v Verdict) String() string { return string(v) }
+
 // Result is one run of one scenario with one seed.
 type Result struct {
 	ReportVersion int    `json:"reportVersion"`

@@ -129,6 +129,14 @@ type Ledger struct {
 	// such wait.
 	Held      int64 `json:"held"`
 	HeldMaxMs int64 `json:"heldMaxMs"`
+	// Refused counts dead letters a full DLQ refused (reject policy): the
+	// job stayed leased and came back.
+	Refused int64 `json:"refused"`
+	// BudgetDelayed counts the retries the retry budget pushed later than
+	// their backoff; BudgetExceeded those that ran over the budget after
+	// waiting the longest it allows (the reference policy only).
+	BudgetDelayed  int64 `json:"budgetDelayed"`
+	BudgetExceeded int64 `json:"budgetExceeded"`
 	// Charges counts the calls that charged a payment.
 	Charges int64 `json:"charges"`
 	// ByTask splits the final states by task, in task order.

@@ -520,14 +520,26 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 	op, n, hasOp := c.comparison(path, e)
 	switch kinds[0] {
 	case "count":
-		metrics := []string{string(sim.Created), string(sim.Succeeded), string(sim.DeadLettered), string(sim.DeadLetters), string(sim.Requeued),
-			string(sim.Retried), string(sim.InFallback), string(sim.Diverted), string(sim.Pending), string(sim.Pages), string(sim.Notifications),
-			string(sim.Lost), string(sim.Fenced), string(sim.Held), string(sim.Evicted), string(sim.Charges)}
+		metrics := make([]string, len(sim.Metrics))
+		for i, m := range sim.Metrics {
+			metrics[i] = string(m)
+		}
 		if !slices.Contains(metrics, e.Count) {
 			c.bad(path+".count", "expected one of %s, got %q%s", strings.Join(metrics, ", "), e.Count, suggest(e.Count, metrics))
 		}
 		if !hasOp {
 			c.bad(path, "expected one of equals, atLeast, atMost")
+		}
+		allowed := sim.Metric(e.Count).Filters()
+		for _, fl := range []struct{ name, v string }{{"task", e.Task}, {"severity", e.Severity}, {"class", e.Class},
+			{"receiver", e.Receiver}, {"fingerprint", e.Fingerprint}} {
+			if fl.v != "" && !slices.Contains(allowed, fl.name) {
+				takes := "no filters"
+				if len(allowed) > 0 {
+					takes = "only " + strings.Join(allowed, ", ")
+				}
+				c.bad(path+"."+fl.name, "count %s takes %s", e.Count, takes)
+			}
 		}
 		x := sim.Count{Metric: sim.Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
 		if e.Severity != "" {

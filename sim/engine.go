@@ -816,6 +816,7 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		// Held in flight by a full DLQ (reject policy): it comes back when
 		// the lease expires.
 		w.led.settle(r, false)
+		w.led.totals.Refused++
 		if r != nil {
 			w.led.note(r, "the DLQ is full: the dead letter was refused; the job comes back when its lease expires")
 		}
@@ -945,6 +946,7 @@ func (w *world) retryHolds() {
 			// The store is back but full (reject policy): as in apply, the
 			// job comes back when its lease expires.
 			w.led.settle(h.rec, false)
+			w.led.totals.Refused++
 			if h.rec != nil {
 				w.led.note(h.rec, "held dead letter refused by a full DLQ: the job comes back when its lease expires")
 			}

@@ -191,7 +191,36 @@ const (
 	Evicted Metric = "evicted"
 	// Charges: payment charges.
 	Charges Metric = "charges"
+	// Refused: dead letters a full DLQ refused (reject policy).
+	Refused Metric = "refused"
+	// LeaseExpiries: jobs recovered from an expired lease.
+	LeaseExpiries Metric = "lease-expiries"
+	// AlertsRefused: sends an alert sink refused (redelivered later).
+	AlertsRefused Metric = "alerts-refused"
+	// BudgetDelayed: retries the retry budget delayed.
+	BudgetDelayed Metric = "budget-delayed"
+	// BudgetExceeded: retries that ran over the budget.
+	BudgetExceeded Metric = "budget-exceeded"
 )
+
+// Metrics lists every metric, in a stable order.
+var Metrics = []Metric{Created, Succeeded, DeadLettered, DeadLetters, Requeued, Retried, InFallback, Diverted, Pending,
+	Pages, Notifications, Lost, Fenced, Held, Evicted, Charges, Refused, LeaseExpiries, AlertsRefused, BudgetDelayed, BudgetExceeded}
+
+// Filters returns the Count filters metric m takes: "task", "severity",
+// "class" (dead-lettered, dead-letters), "receiver", "fingerprint",
+// "severity" (pages), "receiver" (notifications); none for the others.
+func (m Metric) Filters() []string {
+	switch m {
+	case DeadLettered, DeadLetters:
+		return []string{"task", "severity", "class"}
+	case Pages:
+		return []string{"receiver", "fingerprint", "severity"}
+	case Notifications:
+		return []string{"receiver"}
+	}
+	return nil
+}
 
 // Count expects a count: "dead-lettered with severity high = 1".
 type Count struct {
@@ -285,6 +314,16 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 		n = led.Evicted
 	case Charges:
 		n = led.Charges
+	case Refused:
+		n = led.Refused
+	case LeaseExpiries:
+		n = led.LeaseExpiries
+	case AlertsRefused:
+		n = o.Result.Alerts.Rejected
+	case BudgetDelayed:
+		n = led.BudgetDelayed
+	case BudgetExceeded:
+		n = led.BudgetExceeded
 	default:
 		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "unknown metric " + string(c.Metric), Verdict: reports.Failed}
 	}

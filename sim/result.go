@@ -8,6 +8,7 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 )
 
@@ -54,6 +55,10 @@ func (w *world) result() *reports.Result {
 		res.Steps = []reports.Step{}
 	}
 	res.Ledger.Lost = w.lost()
+	if p, ok := w.policy.p.(interface{ Stats() retry.Stats }); ok {
+		st := p.Stats()
+		res.Ledger.BudgetDelayed, res.Ledger.BudgetExceeded = int64(st.BudgetDelayed), int64(st.BudgetExceeded)
+	}
 	res.Fates = w.fates()
 	res.DLQ = w.dlqSummary()
 	res.Faults = w.faultReport()

@@ -38,10 +38,18 @@ func (v Verdict) String() string { return string(v) }
 
 // Result is one run of one scenario with one seed.
 type Result struct {
-	ReportVersion int    `json:"reportVersion"`
-	Scenario      string `json:"scenario"`
-	Description   string `json:"description,omitempty"`
-	Seed          uint64 `json:"seed"`
+	ReportVersion int `json:"reportVersion"`
+	// ToolVersion is the faultline version that ran: left out of golden
+	// files and of report diff.
+	ToolVersion string `json:"toolVersion,omitempty"`
+	Scenario    string `json:"scenario"`
+	Description string `json:"description,omitempty"`
+	// ScenarioFile is the file as the user named it (never made absolute),
+	// or "builtin:NAME"; ScenarioHash is "sha256:…" of the effective
+	// scenario document.
+	ScenarioFile string `json:"scenarioFile,omitempty"`
+	ScenarioHash string `json:"scenarioHash,omitempty"`
+	Seed         uint64 `json:"seed"`
 	// Verdict is Failed when any expectation failed or any invariant was
 	// violated, Errored when Error is set.
 	Verdict Verdict `json:"verdict"`
@@ -67,6 +75,9 @@ type Result struct {
 	Steps     []Step       `json:"steps"`
 	Series    Series       `json:"series"`
 	Engine    Engine       `json:"engine"`
+	// Config is the effective scenario that ran (includes merged, defaults
+	// filled in), with secrets masked by the redactor.
+	Config map[string]any `json:"config,omitempty"`
 }
 
 // Expectation is one expectation's outcome.
@@ -219,6 +230,16 @@ type Alerts struct {
 	Notifications int64 `json:"notifications"`
 	Pages         int64 `json:"pages"`
 	Rejected      int64 `json:"rejected"`
+	// The alerter's own counts, when it reports them (the reference one
+	// does): alerts raised, occurrences deduplicated into a firing alert,
+	// warnings inhibited by an open breaker, redeliveries scheduled,
+	// repeats sent, alerts resolved.
+	Raised       int64 `json:"raised"`
+	Deduplicated int64 `json:"deduplicated"`
+	Inhibited    int64 `json:"inhibited"`
+	Redelivered  int64 `json:"redelivered"`
+	Repeats      int64 `json:"repeats"`
+	Resolved     int64 `json:"resolved"`
 	// ByReceiver counts accepted notifications per receiver.
 	ByReceiver map[string]int64 `json:"byReceiver"`
 	// PagesByFingerprint counts the firing high-severity deliveries of

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
@@ -55,6 +56,11 @@ func (w *world) result() *reports.Result {
 		res.Steps = []reports.Step{}
 	}
 	res.Ledger.Lost = w.lost()
+	if a, ok := w.alerter.(interface{ Stats() alert.Stats }); ok {
+		st := a.Stats()
+		res.Alerts.Raised, res.Alerts.Deduplicated, res.Alerts.Inhibited = int64(st.Raised), int64(st.Deduplicated), int64(st.Inhibited)
+		res.Alerts.Redelivered, res.Alerts.Repeats, res.Alerts.Resolved = int64(st.Retried), int64(st.Repeats), int64(st.Resolved)
+	}
 	if p, ok := w.policy.p.(interface{ Stats() retry.Stats }); ok {
 		st := p.Stats()
 		res.Ledger.BudgetDelayed, res.Ledger.BudgetExceeded = int64(st.BudgetDelayed), int64(st.BudgetExceeded)

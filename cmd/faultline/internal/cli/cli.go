@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -78,6 +79,7 @@ Exit codes:
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
 	}
+	root.Version = Version()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -103,6 +105,15 @@ Exit codes:
 // usage wraps an argument error of c with a hint to its help.
 func usage(c *cobra.Command, err error) error {
 	return &InvalidInputError{Err: err, Hint: fmt.Sprintf("Try: %s --help", c.CommandPath())}
+}
+
+// Version returns faultline's version: the module version it was built
+// at, or "devel" for a build from a working tree.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }
 
 // defaultBackend is the store commands use unless told otherwise.

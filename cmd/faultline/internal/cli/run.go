@@ -89,6 +89,7 @@ was interrupted); 2 invalid input (a scenario file or a flag); 3 an internal err
 // target is one scenario to run, and how to name it on a command line.
 type target struct {
 	arg    string // as the user would type it
+	file   string // for reports: the path as given, or "builtin:NAME"
 	loaded *scenarios.Loaded
 }
 
@@ -118,7 +119,7 @@ func resolve(args []string, all bool) ([]target, error) {
 			if err != nil {
 				return nil, fmt.Errorf("built-in %s: %w", b.Name, err)
 			}
-			out = append(out, target{arg: b.Name, loaded: l})
+			out = append(out, target{arg: b.Name, file: "builtin:" + b.Name, loaded: l})
 		}
 		return out, nil
 	}
@@ -142,7 +143,7 @@ func resolve(args []string, all bool) ([]target, error) {
 					problems = append(problems, err.Error())
 					continue
 				}
-				out = append(out, target{arg: f, loaded: l})
+				out = append(out, target{arg: f, file: f, loaded: l})
 			}
 		case err == nil:
 			l, err := scenarios.Load(a)
@@ -150,7 +151,7 @@ func resolve(args []string, all bool) ([]target, error) {
 				problems = append(problems, err.Error())
 				continue
 			}
-			out = append(out, target{arg: a, loaded: l})
+			out = append(out, target{arg: a, file: a, loaded: l})
 		case strings.ContainsAny(a, "/\\.") || !errors.Is(err, os.ErrNotExist):
 			problems = append(problems, err.Error())
 		default:
@@ -159,7 +160,7 @@ func resolve(args []string, all bool) ([]target, error) {
 				problems = append(problems, fmt.Sprintf("%q is neither a file nor a built-in scenario: %v", a, err))
 				continue
 			}
-			out = append(out, target{arg: a, loaded: l})
+			out = append(out, target{arg: a, file: "builtin:" + a, loaded: l})
 		}
 	}
 	if len(problems) > 0 {
@@ -384,6 +385,11 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 				mu.Unlock()
 
 				res, err := sim.Run(ctx, j.t.loaded.Scenario, sim.WithSeed(j.seed), sim.WithReproduce(j.reproduce()))
+
+				if err == nil {
+					scenarios.Annotate(res, j.t.loaded, j.t.file)
+					res.ToolVersion = Version()
+				}
 
 				mu.Lock()
 				if ctx.Err() != nil && (err != nil || res.Verdict == reports.Errored) {

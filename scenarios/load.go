@@ -394,12 +394,7 @@ func (l *loader) rules(root string) func(string) ([]classify.Rule, error) {
 // ruleDiagnostics reports a rule file's errors at their positions and
 // returns how many there were.
 func (l *loader) ruleDiagnostics(name string, err error) int {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
+	errs := flatten(err)
 	for _, e := range errs {
 		d := Diagnostic{File: name, Message: e.Error()}
 		var re *classify.RuleError
@@ -422,7 +417,8 @@ func (l *loader) ruleDiagnostics(name string, err error) int {
 // paths, leaving out those about values the decoder already reported.
 func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 	decodeFailed := len(l.diags) > 0
-	for _, pr := range problems {
+	for i := 0; i < len(problems); i++ {
+		pr := problems[i]
 		if pr.Path == "" {
 			if decodeFailed {
 				continue // the simulator's check of a document with holes in it
@@ -431,6 +427,10 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 			if errors.As(sc.WithDefaults().Validate(), &se) {
 				pr = Problem{Path: simPath(se.Field), Message: se.Reason}
 			}
+		}
+		if split := faultProblems(pr, sc); split != nil {
+			problems = append(problems, split...) // reported in turn below
+			continue
 		}
 		if eff.reported(pr.Path) {
 			continue
@@ -441,6 +441,54 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 		}
 		l.addAt(pl, pr.Error())
 	}
+}
+
+// faultProblems splits the problem Convert reports for a whole fault
+// ("faults[2]": its Validate failed) into one per field of the fault, at
+// that field's path ("faults[2].params.code"); nil when there is nothing to
+// split.
+func faultProblems(pr Problem, sc sim.Scenario) []Problem {
+	num, ok := strings.CutPrefix(pr.Path, "faults[")
+	if !ok || !strings.HasSuffix(num, "]") {
+		return nil
+	}
+	i, err := strconv.Atoi(strings.TrimSuffix(num, "]"))
+	if err != nil || i < 0 || i >= len(sc.Faults) {
+		return nil
+	}
+	var out []Problem
+	for _, e := range flatten(sc.Faults[i].Validate()) {
+		var fe *faults.FieldError
+		if !errors.As(e, &fe) || fe.Field == "" {
+			return nil
+		}
+		field := fe.Field
+		switch {
+		case field == "target.kind" || field == "target.name":
+			field = "target"
+		case strings.HasPrefix(field, "model."):
+			field = "params." + strings.TrimPrefix(field, "model.")
+		}
+		bare := *fe
+		bare.Fault, bare.Field = "", ""
+		out = append(out, Problem{Path: pr.Path + "." + field, Message: bare.Error()})
+	}
+	return out
+}
+
+// flatten lists the errors joined in err.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // unknownParam reports whether path is a fault's parameter

@@ -105,6 +105,10 @@ var _ = Describe("Loading broken scenario files", func() {
 				"outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store)"),
 		Entry("an unknown fault parameter, at its name, with the model's parameters", "unknown-param.yaml",
 			dir+`unknown-param.yaml:15:7: faults[0].params.afterr: unknown parameter of model gateway-timeout; expected one of op, after, chargedProbability; did you mean "after"?`),
+		Entry("a fault's parameter and schedule out of range, and a target its model cannot hit, each at its value", "bad-param-value.yaml",
+			dir+"bad-param-value.yaml:14:13: faults[0].params.code: must be in 400..599, got 999",
+			dir+"bad-param-value.yaml:16:33: faults[0].schedule.every.duty: must be in (0,1], got 1.5",
+			dir+`bad-param-value.yaml:18:13: faults[1].target: model "worker-crash" cannot target dependency; it targets worker`),
 		Entry("a Scenario included as a fragment, and the included file's own problems", "include-scenario.yaml",
 			dir+"include-scenario.yaml:5:11: include[0]: "+dir+"unknown-key.yaml is a Scenario; only a Fragment (kind: Fragment) may be included",
 			dir+`unknown-key.yaml:10:3: unknown key "retires"; did you mean "retry"?`),
@@ -125,7 +129,8 @@ var _ = Describe("Loading broken scenario files", func() {
 			dir+`many-errors.yaml:17:21: faults[0].params.after: expected a duration like 30s, 2m or 250ms, got "2 seconds"`,
 			dir+`many-errors.yaml:18:39: faults[0].schedule.probability: expected a number, got "often"`,
 			dir+`many-errors.yaml:20:13: expect[0].count: expected one of created, succeeded, dead-lettered, dead-letters, requeued, retried, `+
-				`in-fallback, diverted, pending, pages, notifications, lost, fenced, held, evicted, charges, got "lots"; did you mean "lost"?`),
+				`in-fallback, diverted, pending, pages, notifications, lost, fenced, held, evicted, charges, refused, lease-expiries, alerts-refused, `+
+				`budget-delayed, budget-exceeded, got "lots"; did you mean "lost"?`),
 	)
 
 	It("reports a file that cannot be read as the file's problem", func() {

@@ -129,10 +129,7 @@ var (
 	dlqStatusNames  = []string{"failed", "requeued", "deleted", "quarantined"}
 	jobStateNames   = []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
 	confusionRoutes = []string{"retry", "dead-letter", "release", "divert"}
-	countMetrics    = []string{string(sim.Created), string(sim.Succeeded), string(sim.DeadLettered), string(sim.DeadLetters),
-		string(sim.Requeued), string(sim.Retried), string(sim.InFallback), string(sim.Diverted), string(sim.Pending),
-		string(sim.Pages), string(sim.Notifications), string(sim.Lost), string(sim.Fenced), string(sim.Held),
-		string(sim.Evicted), string(sim.Charges)}
+	countMetrics    = metricNames()
 	// moveReasons are the reasons of a job's last move (disposition),
 	// which a job expectation's route names.
 	moveReasons = []string{string(disposition.Enqueued), string(disposition.Leased), string(disposition.Acked),
@@ -140,6 +137,14 @@ var (
 		string(disposition.Diverted), string(disposition.Drained), string(disposition.DeadLetter), string(disposition.Requeued),
 		string(disposition.Evicted), string(disposition.Purged)}
 )
+
+func metricNames() []string {
+	out := make([]string, len(sim.Metrics))
+	for i, m := range sim.Metrics {
+		out[i] = string(m)
+	}
+	return out
+}
 
 func severityNames() []string {
 	out := make([]string, len(classify.Severities))
@@ -374,7 +379,7 @@ var keyDocs = map[string]keyDoc{
 	"Filter.classes":    {doc: "The classes of the entries' latest failure.", enum: classNames()},
 	"Filter.statuses":   {doc: "The entries' statuses.", enum: dlqStatusNames},
 
-	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost, and filtered by task, severity, class, receiver and fingerprint where the metric has them.", enum: countMetrics},
+	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost; dead-lettered and dead-letters take the filters task, severity and class, pages receiver, fingerprint and severity, notifications receiver.", enum: countMetrics},
 	"Expect.job":                {doc: "Expects the job with this ID to end in state (and, when given, with route as its last move and severity as its latest failure's)."},
 	"Expect.state":              {doc: "A job expectation's state.", enum: jobStateNames},
 	"Expect.route":              {doc: "With job: the reason of the job's last move. With confusion: the route the jobs took (retry, dead-letter, release or divert).", enum: routeNames()},
@@ -389,7 +394,7 @@ var keyDocs = map[string]keyDoc{
 	"Expect.task":               {doc: "Counts only this task's jobs."},
 	"Expect.severity":           {doc: "Counts only failures (or, for pages, alerts of at least) this severity; with job, the job's latest failure's severity.", enum: severityNames()},
 	"Expect.class":              {doc: "Counts only failures of this class.", enum: classNames()},
-	"Expect.receiver":           {doc: "Counts only pages to this receiver."},
+	"Expect.receiver":           {doc: "Counts only pages or notifications to this receiver."},
 	"Expect.fingerprint":        {doc: "Counts only pages of alerts with this fingerprint."},
 	"Expect.equals":             {doc: "The count must be exactly this.", min: bound(0)},
 	"Expect.atLeast":            {doc: "The count must be at least this.", min: bound(0)},

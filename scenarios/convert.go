@@ -518,6 +518,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		return nil
 	}
 	op, n, hasOp := c.comparison(path, e)
+	c.irrelevant(path, kinds[0], e)
 	switch kinds[0] {
 	case "count":
 		metrics := make([]string, len(sim.Metrics))
@@ -551,6 +552,9 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		return x
 	case "job":
 		x := sim.JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
+		if e.Route != "" && !slices.Contains(moveReasons, e.Route) {
+			c.bad(path+".route", "expected one of %s, got %q%s", strings.Join(moveReasons, ", "), e.Route, suggest(e.Route, moveReasons))
+		}
 		states := []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
 		switch st := e.State; st {
 		case "queued":
@@ -619,24 +623,54 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 	}
 }
 
+// irrelevant reports the keys set on an expectation of kind that it does
+// not read: never silently ignored.
+func (c *converter) irrelevant(path, kind string, e Expect) {
+	uses := map[string][]string{
+		"count":              {"task", "severity", "class", "receiver", "fingerprint", "equals", "atLeast", "atMost"},
+		"job":                {"state", "route", "severity"},
+		"pageWithin":         {},
+		"drainedBy":          {},
+		"breakerOpened":      {"atLeast"},
+		"breakerClosedBy":    {"at"},
+		"breakerTransitions": {"atMost"},
+		"confusion":          {"said", "route", "equals", "atLeast", "atMost"},
+	}[kind]
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"at", e.At != 0}, {"said", e.Said != ""},
+		{"task", e.Task != ""}, {"severity", e.Severity != ""}, {"class", e.Class != ""}, {"receiver", e.Receiver != ""},
+		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil}} {
+		if k.set && !slices.Contains(uses, k.name) {
+			if len(uses) == 0 {
+				c.bad(path+"."+k.name, "a %s expectation takes no other key", kind)
+			} else {
+				c.bad(path+"."+k.name, "a %s expectation does not read %s; it takes %s", kind, k.name, strings.Join(uses, ", "))
+			}
+		}
+	}
+}
+
 func (c *converter) comparison(path string, e Expect) (sim.Op, int64, bool) {
 	var ops []string
 	var op sim.Op
 	var n int64
-	if e.Equals != nil {
-		ops, op, n = append(ops, "equals"), sim.Exactly, *e.Equals
-	}
-	if e.AtLeast != nil {
-		ops, op, n = append(ops, "atLeast"), sim.AtLeast, *e.AtLeast
-	}
-	if e.AtMost != nil {
-		ops, op, n = append(ops, "atMost"), sim.AtMost, *e.AtMost
+	for _, k := range []struct {
+		name string
+		v    *int64
+		op   sim.Op
+	}{{"equals", e.Equals, sim.Exactly}, {"atLeast", e.AtLeast, sim.AtLeast}, {"atMost", e.AtMost, sim.AtMost}} {
+		if k.v == nil {
+			continue
+		}
+		ops, op, n = append(ops, k.name), k.op, *k.v
+		if *k.v < 0 {
+			c.bad(path+"."+k.name, "expected a count of at least 0, got %d", *k.v)
+		}
 	}
 	if len(ops) > 1 {
 		c.bad(path, "expected one of equals, atLeast, atMost; got %s", strings.Join(ops, " and "))
-	}
-	if n < 0 {
-		c.bad(path+"."+ops[0], "expected a count of at least 0, got %d", n)
 	}
 	return op, n, len(ops) > 0
 }
@@ -676,5 +710,3 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
-
-var _ = store.Reject

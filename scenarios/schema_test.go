@@ -159,6 +159,10 @@ var _ = Describe("The JSON Schema", func() {
 		}),
 		Entry(nil, "Expect", "state", func(v string) string { return scenarioHead + pingWorkload + "expect: [{job: j, state: " + v + "}]\n" }),
 		Entry(nil, "Expect", "route", func(v string) string {
+			switch v { // a confusion gate's routes; a job's are the move reasons
+			case "retry", "dead-letter", "release", "divert":
+				return scenarioHead + pingWorkload + "expect: [{confusion: transient, route: " + v + ", equals: 0}]\n"
+			}
 			return scenarioHead + pingWorkload + "expect: [{job: j, state: succeeded, route: " + v + "}]\n"
 		}),
 		Entry(nil, "Expect", "confusion", func(v string) string {

@@ -78,7 +78,7 @@ was interrupted); 2 invalid input (a scenario file or a flag); 3 an internal err
 	fl.Uint64Var(&f.seed, "seed", 0, "run with this seed instead of each scenario's own")
 	fl.StringVar(&f.seeds, "seeds", "", "run every seed of a range, e.g. 1..1000")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "runs at once (results are the same as one at a time)")
-	fl.StringVar(&f.report, "report", "", "write reports in these formats: json")
+	fl.StringVar(&f.report, "report", "", "write reports in these formats (comma-separated): json, junit, md, html")
 	fl.StringVar(&f.reportDir, "report-dir", "faultline-reports", "where --report writes")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each effective scenario (includes merged, defaults filled in) without running it")
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
@@ -315,10 +315,13 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		shrinkFailures(ctx, out, jobs)
 	}
 	if len(formats) > 0 {
-		if err := writeReports(f.reportDir, formats, jobs, sweep); err != nil {
+		if err := writeRunReports(f.reportDir, formats, jobs, sweep); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "reports written to %s\n", f.reportDir)
+	}
+	if err := appendStepSummary(jobs); err != nil {
+		fmt.Fprintln(errw, "faultline:", err)
 	}
 	fmt.Fprintf(out, "%d %s, %d %s: %d passed, %d failed", len(targets), plural(len(targets), "scenario", "scenarios"),
 		ran, plural(ran, "run", "runs"), ran-failed-errored, failed)
@@ -406,11 +409,15 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 	flush(true)
 }
 
+func isTerminal(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
 func newBar(w io.Writer, mode string, n int) *progressbar.ProgressBar {
 	show := mode == "always"
 	if mode == "auto" {
 		f, ok := w.(*os.File)
-		show = ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) && n > 1
+		show = ok && isTerminal(f) && n > 1
 	}
 	if !show {
 		return nil
@@ -425,54 +432,36 @@ func reportFormats(s string) ([]string, error) {
 	}
 	var out []string
 	for _, f := range strings.Split(s, ",") {
-		switch f = strings.TrimSpace(f); f {
-		case "json":
+		f = strings.TrimSpace(f)
+		if !slices.Contains(reportFormatNames, f) {
+			return nil, fmt.Errorf("--report: expected a comma-separated list of %s, got %q", formatList(), f)
+		}
+		if !slices.Contains(out, f) {
 			out = append(out, f)
-		default:
-			return nil, fmt.Errorf("--report: expected json (JUnit, Markdown and HTML come with the reports issue), got %q", f)
 		}
 	}
 	return out, nil
 }
 
-// writeReports writes each run's report; for a seed sweep, the failing
-// runs' reports and a summary of every run.
-func writeReports(dir string, formats []string, jobs []*job, sweep bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
+// writeSummary writes summary.json: one line a run of a seed sweep.
+func writeSummary(dir string, jobs []*job) error {
 	type row struct {
 		Scenario string          `json:"scenario"`
 		Seed     uint64          `json:"seed"`
 		Verdict  reports.Verdict `json:"verdict"`
 		Failure  string          `json:"failure,omitempty"`
 	}
-	var summary []row
+	summary := []row{}
 	for _, j := range jobs {
-		if !j.done || j.res == nil {
-			continue
-		}
-		summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, scenarios.Signature(j.res)})
-		if sweep && !j.res.Failed() {
-			continue
-		}
-		name := fmt.Sprintf("%s.seed-%d.json", safeName(j.res.Scenario), j.seed)
-		b, err := j.res.JSON()
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
+		if j.done && j.res != nil {
+			summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, scenarios.Signature(j.res)})
 		}
 	}
-	if sweep {
-		b, err := json.MarshalIndent(summary, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
+	b, err := json.MarshalIndent(summary, "", "  ")
+	if err != nil {
+		return err
 	}
-	return nil
+	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
 }
 
 func safeName(s string) string {

@@ -130,7 +130,7 @@ var _ = Describe("faultline run", func() {
 		Entry("both --all and names", "give scenarios or --all, not both", "run", "--all", "x"),
 		Entry("a bad seed range", "--seeds: expected a range like 1..1000", "run", "--all", "--seeds", "9..1"),
 		Entry("--seed with --seeds", "give --seed or --seeds, not both", "run", "--all", "--seed", "1", "--seeds", "1..2"),
-		Entry("an unknown format", "--report: expected json", "run", "--all", "--report", "pdf"),
+		Entry("an unknown format", "--report: expected a comma-separated list of json, junit, md, html", "run", "--all", "--report", "pdf"),
 		Entry("an unknown built-in", "is neither a file nor a built-in scenario", "run", "payment-challeng"),
 		Entry("a bad flag value", "Try: faultline run --help", "run", "--all", "--parallel", "x"),
 		Entry("zero parallelism", "--parallel: expected at least 1", "run", "--all", "--parallel", "0"),

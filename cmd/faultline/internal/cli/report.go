@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reports"
+)
+
+// The report formats --report and report render --to take.
+var reportFormatNames = []string{"json", "junit", "md", "html"}
+
+func newReportCommand() *cobra.Command {
+	report := &cobra.Command{
+		Use:   "report",
+		Short: "Re-render a stored run's report, or compare two runs",
+	}
+	var to, out string
+	render := &cobra.Command{
+		Use:   "render REPORT.json --to html|md|junit|json|text",
+		Short: "Write a stored JSON report in another format",
+		Long: `Read a report written by faultline run --report json and write it in another
+format: html (one self-contained file), md (a pull-request summary), junit (XML for CI),
+json, or text. Exit codes: 0 written; 2 the file is not a report faultline can read (it
+says what is wrong and where).`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage(c, errors.New("report render needs one JSON report"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			r, err := readReport(args[0])
+			if err != nil {
+				return err
+			}
+			w := c.OutOrStdout()
+			if out != "" {
+				f, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return writeFormat(w, to, []*reports.Result{r}, colorFor(c.OutOrStdout()))
+		},
+	}
+	render.Flags().StringVar(&to, "to", "", "the format: html, md, junit, json or text")
+	render.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
+	report.AddCommand(render)
+	report.AddCommand(&cobra.Command{
+		Use:   "diff OLD.json NEW.json",
+		Short: "Tell what changed between two runs of the same scenario; exit 1 on a regression",
+		Long: `Compare two reports of the same scenario (say, two versions of a team's handler):
+expectations that flipped, invariant violations that appeared or went, dispositions that
+moved, alert counts. Exit codes: 0 no regression; 1 a regression (an expectation now
+failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readable report.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usage(c, errors.New("report diff needs two JSON reports: OLD NEW"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			old, err := readReport(args[0])
+			if err != nil {
+				return err
+			}
+			cur, err := readReport(args[1])
+			if err != nil {
+				return err
+			}
+			d := reports.Diff(old, cur)
+			if err := reports.WriteDiff(c.OutOrStdout(), d); err != nil {
+				return err
+			}
+			if d.Regression {
+				return fmt.Errorf("%s regressed: %w", args[1], ErrChecksFailed)
+			}
+			return nil
+		},
+	})
+	return report
+}
+
+func readReport(path string) (*reports.Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &InvalidInputError{Err: err}
+	}
+	defer f.Close()
+	r, err := reports.Read(f)
+	if err != nil {
+		return nil, &InvalidInputError{Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	return r, nil
+}
+
+// writeFormat writes rs in one format; json, html and text take one
+// result.
+func writeFormat(w io.Writer, format string, rs []*reports.Result, color bool) error {
+	switch format {
+	case "junit":
+		return reports.WriteJUnit(w, rs)
+	case "md":
+		return reports.WriteMarkdown(w, rs)
+	}
+	if len(rs) != 1 {
+		return fmt.Errorf("format %s takes one report, got %d", format, len(rs))
+	}
+	switch format {
+	case "json":
+		return reports.WriteJSON(w, rs[0])
+	case "html":
+		return reports.WriteHTML(w, rs[0])
+	case "text":
+		return reports.WriteText(w, rs[0], reports.TextOptions{Color: color, Verbose: true})
+	}
+	return &InvalidInputError{Err: fmt.Errorf("--to: expected html, md, junit, json or text, got %q", format), Hint: "Try: faultline report render --help"}
+}
+
+// colorFor says whether w is a terminal that wants colour (NO_COLOR unset).
+func colorFor(w io.Writer) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// writeRunReports writes the reports of a run: per run, the JSON and HTML
+// files (for a seed sweep, the failing runs' only, plus summary.json); for
+// all runs together, junit.xml and summary.md.
+func writeRunReports(dir string, formats []string, jobs []*job, sweep bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var all []*reports.Result
+	for _, j := range jobs {
+		if j.done && j.res != nil {
+			all = append(all, j.res)
+		}
+	}
+	for _, format := range formats {
+		switch format {
+		case "junit", "md":
+			name := map[string]string{"junit": "junit.xml", "md": "summary.md"}[format]
+			if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return writeFormat(w, format, all, false) }); err != nil {
+				return err
+			}
+		case "json", "html":
+			for _, r := range all {
+				if sweep && !r.Failed() {
+					continue
+				}
+				name := fmt.Sprintf("%s.seed-%d.%s", safeName(r.Scenario), r.Seed, format)
+				if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return writeFormat(w, format, []*reports.Result{r}, false) }); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if sweep {
+		return writeSummary(dir, jobs)
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// appendStepSummary appends the Markdown summary of the runs to the file
+// GitHub Actions names in GITHUB_STEP_SUMMARY, when it is set.
+func appendStepSummary(jobs []*job) error {
+	path := os.Getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return nil
+	}
+	var all []*reports.Result
+	for _, j := range jobs {
+		if j.done && j.res != nil {
+			all = append(all, j.res)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
+	}
+	if err := reports.WriteMarkdown(f, all); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func formatList() string { return strings.Join(reportFormatNames, ", ") }

@@ -1,0 +1,249 @@
+package reports
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// The kinds of Change.
+const (
+	// ChangeScenario: the two reports are of different scenarios (a
+	// regression: the comparison means nothing), or of a different seed
+	// or scenario document (noted, not a regression).
+	ChangeScenario = "scenario"
+	// ChangeVerdict: the run's verdict changed; worse is a regression.
+	ChangeVerdict = "verdict"
+	// ChangeExpectation: an expectation flipped, appeared or disappeared;
+	// one that now fails is a regression.
+	ChangeExpectation = "expectation"
+	// ChangeViolation: an invariant violation appeared (a regression) or
+	// disappeared.
+	ChangeViolation = "violation"
+	// ChangeDisposition: a count of where jobs ended moved; more lost jobs
+	// are a regression.
+	ChangeDisposition = "disposition"
+	// ChangeAlerts: the notifications or pages sent changed.
+	ChangeAlerts = "alerts"
+)
+
+// Change is one difference between two runs.
+type Change struct {
+	// Kind is one of the Change* constants.
+	Kind string
+	// What names what changed: the expectation, the invariant, the count.
+	What string
+	// Old and New are its value in each run ("" where it was absent).
+	Old, New string
+	// Regression says the change makes the new run worse: lost jobs went
+	// up, an invariant is now violated, an expectation now fails, the
+	// verdict got worse, or the runs are of different scenarios.
+	Regression bool
+}
+
+// DiffResult is what changed between two runs of one scenario.
+type DiffResult struct {
+	// Scenario is the new run's scenario.
+	Scenario string
+	// Changes are in report order: scenario, verdict, expectations,
+	// violations, dispositions, alerts.
+	Changes []Change
+	// Regression says any change is one.
+	Regression bool
+}
+
+// Diff says what changed between two runs of the same scenario, old and
+// new — typically two versions of a team's failure handling on the same
+// seed: the verdict, expectations that flipped, violations that appeared
+// or disappeared, ledger dispositions that moved (overall and per task),
+// and alert counts. Each change says whether it is a regression. The tool
+// version is ignored. Neither run may be nil.
+func Diff(old, new *Result) DiffResult {
+	d := DiffResult{Scenario: new.Scenario}
+	add := func(c Change) {
+		d.Changes = append(d.Changes, c)
+		d.Regression = d.Regression || c.Regression
+	}
+
+	if old.Scenario != new.Scenario {
+		add(Change{Kind: ChangeScenario, What: "scenario", Old: old.Scenario, New: new.Scenario, Regression: true})
+	}
+	if old.Seed != new.Seed {
+		add(Change{Kind: ChangeScenario, What: "seed", Old: strconv.FormatUint(old.Seed, 10), New: strconv.FormatUint(new.Seed, 10)})
+	}
+	if old.ScenarioHash != new.ScenarioHash && old.ScenarioHash != "" && new.ScenarioHash != "" {
+		add(Change{Kind: ChangeScenario, What: "scenario document", Old: old.ScenarioHash, New: new.ScenarioHash})
+	}
+
+	if old.Verdict != new.Verdict {
+		add(Change{Kind: ChangeVerdict, What: "verdict", Old: string(old.Verdict), New: string(new.Verdict),
+			Regression: verdictRank(new.Verdict) > verdictRank(old.Verdict)})
+	}
+
+	if old.EndedAtMs != new.EndedAtMs {
+		// A violation stops a run: its counts cover less time, and its
+		// dispositions are not comparable with a full run's.
+		add(Change{Kind: ChangeVerdict, What: "run ended at", Old: runEnd(old), New: runEnd(new)})
+	}
+
+	oldExp := make(map[string]Expectation, len(old.Expectations))
+	for _, e := range old.Expectations {
+		oldExp[e.Name] = e
+	}
+	seen := make(map[string]bool, len(new.Expectations))
+	for _, e := range new.Expectations {
+		seen[e.Name] = true
+		o, ok := oldExp[e.Name]
+		switch {
+		case !ok:
+			add(Change{Kind: ChangeExpectation, What: e.Name, New: expectationState(e), Regression: e.Verdict != Passed})
+		case o.Verdict != e.Verdict:
+			add(Change{Kind: ChangeExpectation, What: e.Name, Old: expectationState(o), New: expectationState(e),
+				Regression: verdictRank(e.Verdict) > verdictRank(o.Verdict)})
+		}
+	}
+	for _, e := range old.Expectations {
+		if !seen[e.Name] {
+			add(Change{Kind: ChangeExpectation, What: e.Name, Old: expectationState(e)})
+		}
+	}
+
+	for _, v := range new.Violations {
+		if _, ok := violationOf(old, v.Invariant); !ok {
+			add(Change{Kind: ChangeViolation, What: v.Invariant, New: v.Message, Regression: true})
+		}
+	}
+	for _, v := range old.Violations {
+		if _, ok := violationOf(new, v.Invariant); !ok {
+			add(Change{Kind: ChangeViolation, What: v.Invariant, Old: v.Message})
+		}
+	}
+
+	oldDisp, newDisp := dispositions(old.Ledger), dispositions(new.Ledger)
+	for i, n := range newDisp {
+		if o := oldDisp[i]; o.n != n.n {
+			add(Change{Kind: ChangeDisposition, What: n.name, Old: strconv.FormatInt(o.n, 10), New: strconv.FormatInt(n.n, 10),
+				Regression: n.name == "lost" && n.n > o.n})
+		}
+	}
+	oldTasks := make(map[string]TaskTotals, len(old.Ledger.ByTask))
+	for _, t := range old.Ledger.ByTask {
+		oldTasks[t.Task] = t
+	}
+	for _, t := range new.Ledger.ByTask {
+		o := oldTasks[t.Task]
+		for i, n := range taskDispositions(t) {
+			if on := taskDispositions(o)[i].n; on != n.n {
+				add(Change{Kind: ChangeDisposition, What: "task " + t.Task + ": " + n.name, Old: strconv.FormatInt(on, 10), New: strconv.FormatInt(n.n, 10)})
+			}
+		}
+	}
+
+	for _, c := range []struct {
+		what     string
+		old, new int64
+	}{
+		{"notifications", old.Alerts.Notifications, new.Alerts.Notifications},
+		{"pages", old.Alerts.Pages, new.Alerts.Pages},
+		{"rejected sends", old.Alerts.Rejected, new.Alerts.Rejected},
+	} {
+		if c.old != c.new {
+			add(Change{Kind: ChangeAlerts, What: c.what, Old: strconv.FormatInt(c.old, 10), New: strconv.FormatInt(c.new, 10)})
+		}
+	}
+	receivers := maps.Clone(new.Alerts.ByReceiver)
+	if receivers == nil {
+		receivers = map[string]int64{}
+	}
+	maps.Copy(receivers, old.Alerts.ByReceiver)
+	for _, rc := range slices.Sorted(maps.Keys(receivers)) {
+		if o, n := old.Alerts.ByReceiver[rc], new.Alerts.ByReceiver[rc]; o != n {
+			add(Change{Kind: ChangeAlerts, What: "notifications to " + rc, Old: strconv.FormatInt(o, 10), New: strconv.FormatInt(n, 10)})
+		}
+	}
+	return d
+}
+
+// verdictRank orders verdicts from best to worst.
+func verdictRank(v Verdict) int {
+	switch v {
+	case Passed:
+		return 0
+	case Failed:
+		return 1
+	}
+	return 2
+}
+
+// runEnd says where a run ended: "+10m0s", or "+3m0.031s of 10m0s".
+func runEnd(r *Result) string {
+	if r.EndedAtMs < r.DurationMs {
+		return fmt.Sprintf("%s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs))
+	}
+	return fmtOffset(r.EndedAtMs)
+}
+
+// expectationState is an expectation's verdict and actual value, e.g.
+// "failed (actual 0)".
+func expectationState(e Expectation) string {
+	return fmt.Sprintf("%s (actual %s)", e.Verdict, e.Actual)
+}
+
+// dispositions are where jobs ended, in model order.
+func dispositions(l Ledger) []namedCount {
+	return []namedCount{
+		{"created", l.Created}, {"queued", l.Queued}, {"in flight", l.InFlight}, {"scheduled", l.Scheduled},
+		{"fallback", l.Fallback}, {"dead-lettered", l.DeadLettered}, {"succeeded", l.Succeeded},
+		{"removed", l.Removed}, {"lost", l.Lost},
+	}
+}
+
+func taskDispositions(t TaskTotals) []namedCount {
+	return []namedCount{
+		{"created", t.Created}, {"succeeded", t.Succeeded}, {"dead-lettered", t.DeadLettered},
+		{"pending", t.Pending}, {"fallback", t.Fallback}, {"removed", t.Removed},
+	}
+}
+
+// WriteDiff writes d for a terminal or a CI log: one line per change,
+// regressions marked, and a closing line saying whether any change is a
+// regression.
+func WriteDiff(w io.Writer, d DiffResult) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "report diff: %s\n", d.Scenario)
+	if len(d.Changes) == 0 {
+		fmt.Fprintln(bw, "  no changes")
+	}
+	for _, c := range d.Changes {
+		mark := " "
+		if c.Regression {
+			mark = "✗"
+		}
+		switch {
+		case c.Old == "":
+			fmt.Fprintf(bw, "%s %-12s %s: new, %s\n", mark, c.Kind, c.What, c.New)
+		case c.New == "":
+			fmt.Fprintf(bw, "%s %-12s %s: gone, was %s\n", mark, c.Kind, c.What, c.Old)
+		default:
+			fmt.Fprintf(bw, "%s %-12s %s: %s → %s\n", mark, c.Kind, c.What, c.Old, c.New)
+		}
+	}
+	n := 0
+	for _, c := range d.Changes {
+		if c.Regression {
+			n++
+		}
+	}
+	if d.Regression {
+		fmt.Fprintf(bw, "regression: %d of %d %s (marked ✗)\n", n, len(d.Changes), plural(len(d.Changes), "change", "changes"))
+	} else {
+		fmt.Fprintln(bw, "no regression")
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write report diff: %w", err)
+	}
+	return nil
+}

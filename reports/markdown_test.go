@@ -1,0 +1,123 @@
+package reports_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reports"
+)
+
+func markdownOf(rs ...*reports.Result) string {
+	GinkgoHelper()
+	var b bytes.Buffer
+	Expect(reports.WriteMarkdown(&b, rs)).To(Succeed())
+	return b.String()
+}
+
+// tableRows returns the lines of md that are rows of a table whose first
+// cell is not a header or a delimiter.
+func tableRows(md string) []string {
+	var rows []string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| Scenario") && !strings.HasPrefix(l, "| ---") && !strings.HasPrefix(l, "| Failed expectation") {
+			rows = append(rows, l)
+		}
+	}
+	return rows
+}
+
+// cells splits a table row on its unescaped pipes.
+func cells(row string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] == '\\' && i+1 < len(row):
+			cur.WriteByte(row[i])
+			cur.WriteByte(row[i+1])
+			i++
+		case row[i] == '|':
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(row[i])
+		}
+	}
+	return out[1:] // before the first pipe
+}
+
+var _ = Describe("WriteMarkdown", func() {
+	It("summarises every run in a table: scenario, seed, verdict, jobs, lost, DLQ, pages", func() {
+		pass, fail := passingRun(), failingRun()
+		md := markdownOf(pass, fail)
+		Expect(md).To(HavePrefix("## faultline: ❌ 1 of 2 runs failed\n"))
+		Expect(md).To(ContainSubstring(fmt.Sprintf("| dlq-basics | 1 | ✅ passed | %d | 0 | %d | %d |", pass.Ledger.Created, pass.DLQ.Total, pass.Alerts.Pages)))
+		Expect(md).To(ContainSubstring(fmt.Sprintf("| payment-challenge | 1 | ❌ failed | %d | 0 | %d | 0 |", fail.Ledger.Created, fail.DLQ.Total)))
+	})
+
+	It("details only the failed runs: failed expectations, the violation with its trail, the reproduce command", func() {
+		fail := failingRun()
+		md := markdownOf(passingRun(), fail)
+		Expect(md).NotTo(ContainSubstring("### ✅"))
+		Expect(md).To(ContainSubstring("### ❌ payment-challenge (seed 1)"))
+		Expect(tableRows(md)).To(HaveLen(2 + failedExpectations(fail)))
+		Expect(md).To(ContainSubstring("| pages with receiver slack-oncall ≥ 1 | ≥ 1 | 0 |"))
+		Expect(md).To(ContainSubstring("**Invariant violated: no-retry-of-permanent-or-critical** at +3m0.031s, job pay-auth:"))
+		Expect(md).To(ContainSubstring("```text\n+3m0s  none → queued (enqueued), attempts 0\n"))
+		Expect(md).To(ContainSubstring("Reproduce:\n\n```sh\nfaultline run payment-challenge --seed 1\n```\n"))
+	})
+
+	It("says all passed when they did", func() {
+		md := markdownOf(passingRun(), fixedRun())
+		Expect(md).To(HavePrefix("## faultline: ✅ 2 runs passed\n"))
+		Expect(md).NotTo(ContainSubstring("###"))
+	})
+
+	It("escapes pipes, backticks and HTML, so a message cannot break the table or inject markup", func() {
+		r := failingRun()
+		r.Scenario = "a|b"
+		r.Expectations[0] = reports.Expectation{Name: "count | `x` <script>alert(1)</script> *bold* [link](http://x)", Expected: "= 0\n|", Actual: "1 & <b>", Verdict: reports.Failed}
+		md := markdownOf(r)
+		Expect(md).NotTo(ContainSubstring("<script>"))
+		Expect(md).NotTo(ContainSubstring("<b>"))
+		row := ""
+		for _, l := range tableRows(md) {
+			if strings.Contains(l, "script") {
+				row = l
+			}
+		}
+		Expect(cells(row)).To(Equal([]string{
+			"count \\| \\`x\\` \\<script\\>alert(1)\\</script\\> \\*bold\\* \\[link\\](http://x)", "= 0 \\|", "1 \\& \\<b\\>",
+		}))
+		Expect(md).To(ContainSubstring("| a\\|b | 1 |"))
+	})
+
+	It("fences a code block longer than any backticks inside it", func() {
+		r := failingRun()
+		r.Reproduce = "faultline run 'we```ird.yaml' --seed 1"
+		Expect(markdownOf(r)).To(ContainSubstring("````sh\nfaultline run 'we```ird.yaml' --seed 1\n````\n"))
+	})
+
+	It("shows an errored run's error", func() {
+		md := markdownOf(erroredRun())
+		Expect(md).To(ContainSubstring("### ⚠️ dlq-basics (seed 1)"))
+		Expect(md).To(ContainSubstring("**Error:**\n\n```text\nrequeue: dlq store: dial tcp 127.0.0.1:6379: connect: connection refused\n```"))
+	})
+
+	It("stays compact for a sweep of many failing seeds", func() {
+		var rs []*reports.Result
+		for seed := range 500 {
+			r := failingRun()
+			r.Seed = uint64(seed + 1)
+			rs = append(rs, r)
+		}
+		md := markdownOf(rs...)
+		Expect(len(md)).To(BeNumerically("<", 65_536), "GitHub's comment limit")
+		Expect(md).To(ContainSubstring("… and 400 more runs (500 failed in all)."))
+		Expect(md).To(ContainSubstring("… and 490 more failed runs, not shown."))
+	})
+})

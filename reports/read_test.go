@@ -1,0 +1,152 @@
+package reports_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reports"
+)
+
+// readString reads a stored report from s.
+func readString(s string) (*reports.Result, error) { return reports.Read(strings.NewReader(s)) }
+
+// readError expects Read to refuse s with a *ReadError and returns it.
+func readError(s string) *reports.ReadError {
+	GinkgoHelper()
+	res, err := readString(s)
+	Expect(res).To(BeNil())
+	var re *reports.ReadError
+	Expect(errors.As(err, &re)).To(BeTrue(), "want a *ReadError, got %T: %v", err, err)
+	return re
+}
+
+// position returns the line and column (1-based) of byte offset off of s.
+func position(s string, off int) (int, int) {
+	line := strings.Count(s[:off], "\n") + 1
+	col := len([]rune(s[strings.LastIndex(s[:off], "\n")+1 : off]))
+	return line, col + 1
+}
+
+var _ = Describe("Read", func() {
+	var stored string
+
+	BeforeEach(func() {
+		data, err := failingJSON()
+		Expect(err).NotTo(HaveOccurred())
+		stored = string(data)
+	})
+
+	It("reads back what WriteJSON wrote, equal to the run", func() {
+		for _, r := range []*reports.Result{passingRun(), failingRun(), largeResult()} {
+			var b bytes.Buffer
+			Expect(reports.WriteJSON(&b, r)).To(Succeed())
+			back, err := reports.Read(&b)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(back).To(Equal(r))
+		}
+	})
+
+	It("says where a truncated file ends", func() {
+		Expect(readError("{\n  \"reportVersion\": 1,\n  \"scenario\": \"x\",\n  \"seed\": 1").Error()).To(Equal(
+			"line 4, column 12: the file ends in the middle of the report, after 54 bytes: it is truncated"))
+
+		cut := stored[:len(stored)/2]
+		re := readError(cut)
+		line, col := position(cut, len(cut))
+		Expect(re).To(HaveField("Offset", int64(len(cut))))
+		Expect(re.Error()).To(Equal(fmt.Sprintf("line %d, column %d: the file ends in the middle of the report, after %d bytes: it is truncated", line, col, len(cut))))
+		Expect(re.Line).To(BeNumerically(">", 100))
+	})
+
+	It("says a foreign JSON file is not a report, and what it holds", func() {
+		schema, err := os.ReadFile("../scenarios/schema/scenario.schema.json")
+		Expect(err).NotTo(HaveOccurred())
+		re := readError(string(schema))
+		Expect(re.Error()).To(HavePrefix(`line 1, column 1: not a faultline report: no reportVersion and no scenario (its keys: "$defs", "$id", "$schema",`))
+
+		Expect(readError(`  {"scenario": "x", "seed": 1}`).Error()).To(Equal(`line 1, column 3: not a faultline report: no reportVersion (its keys: "scenario", "seed")`))
+		Expect(readError("\n[1, 2]").Error()).To(Equal("line 2, column 1: not a faultline report: the file holds an array; a report is a JSON object with reportVersion and scenario"))
+		Expect(readError("null").Error()).To(ContainSubstring("the file holds null"))
+		Expect(readError("{}").Error()).To(ContainSubstring("(an empty object)"))
+	})
+
+	It("says what is wrong with a file that is not JSON, and where", func() {
+		Expect(readError("reportVersion: 1\nscenario: x\n").Error()).To(Equal("line 1, column 1: not valid JSON: invalid character 'r' looking for beginning of value"))
+		Expect(readError("{\n  \"reportVersion\": 1,\n  \"scenario\": x\n}").Error()).To(Equal("line 3, column 15: not valid JSON: invalid character 'x' looking for beginning of value"))
+		Expect(readError("").Error()).To(Equal("line 1, column 1: the file is empty: a report is a JSON object"))
+	})
+
+	It("refuses a report from a newer faultline, naming both versions", func() {
+		newer := strings.Replace(stored, `"reportVersion": 1,`, fmt.Sprintf(`"reportVersion": %d,`, reports.ReportVersion+1), 1)
+		res, err := readString(newer)
+		Expect(res).To(BeNil())
+		Expect(err).To(MatchError(reports.ErrNewerVersion))
+		Expect(err.Error()).To(Equal(fmt.Sprintf("report from a newer faultline: reportVersion %d, this faultline reads up to %d; upgrade faultline to read it",
+			reports.ReportVersion+1, reports.ReportVersion)))
+		var ve *reports.NewerVersionError
+		Expect(errors.As(err, &ve)).To(BeTrue())
+		Expect(ve).To(Equal(&reports.NewerVersionError{Version: reports.ReportVersion + 1, Supported: reports.ReportVersion}))
+
+		Expect(readError(strings.Replace(stored, `"reportVersion": 1,`, `"reportVersion": 0,`, 1)).Error()).To(Equal(
+			"line 2, column 20: reportVersion 0: no faultline writes it (the first is 1)"))
+	})
+
+	It("says which field has the wrong type, and where", func() {
+		bad := strings.Replace(stored, `"seed": 1,`, `"seed": "1",`, 1)
+		off := strings.Index(bad, `"1"`)
+		line, col := position(bad, off)
+		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: seed: a string where a report has a non-negative integer`, line, col)))
+
+		bad = strings.Replace(stored, `"reportVersion": 1,`, `"reportVersion": "1",`, 1)
+		Expect(readError(bad).Error()).To(Equal(`line 2, column 20: reportVersion: a string where a report has an integer`))
+
+		// Deep in a list: the path names the index.
+		i := strings.Index(stored, `"task": "send-receipt",`)
+		j := i + strings.Index(stored[i:], `"created": `)
+		k := j + strings.Index(stored[j:], ",")
+		bad = stored[:j] + `"created": 282.5` + stored[k:]
+		line, col = position(bad, j+len(`"created": `))
+		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: ledger.byTask[1].created: the number 282.5 where a report has an integer`, line, col)))
+
+		bad = strings.Replace(stored, `"breakers": []`, `"breakers": {}`, 1)
+		off = strings.Index(bad, `"breakers": {}`) + len(`"breakers": `)
+		line, col = position(bad, off)
+		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: breakers: an object where a report has an array`, line, col)))
+
+		bad = strings.Replace(stored, `"byReceiver": {`, `"byReceiver": {"x": true,`, 1)
+		Expect(readError(bad).Msg).To(Equal(`alerts.byReceiver.x: a boolean where a report has an integer`))
+	})
+
+	It("refuses a verdict that is none of the three", func() {
+		bad := strings.Replace(stored, `"verdict": "failed",`, `"verdict": "flaky",`, 1)
+		re := readError(bad)
+		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict (passed, failed or errored)`))
+		Expect(re.Line).To(Equal(8))
+
+		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": ""`, 1)
+		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "" is not a verdict (passed, failed or errored)`))
+	})
+
+	It("ignores keys it does not know: a newer faultline may add fields without a new reportVersion", func() {
+		more := strings.Replace(stored, `"seed": 1,`, `"seed": 1, "someNewField": {"x": [1]},`, 1)
+		res, err := readString(more)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(Equal(failingRun()))
+	})
+
+	It("passes on a read failure, wrapped", func() {
+		boom := errors.New("disk on fire")
+		_, err := reports.Read(failingReader{boom})
+		Expect(err).To(MatchError(boom))
+	})
+})
+
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }

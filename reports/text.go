@@ -1,0 +1,434 @@
+package reports
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// TextOptions say how WriteText writes.
+type TextOptions struct {
+	// Color turns on ANSI colours. The caller decides: the CLI sets it on a
+	// terminal when NO_COLOR is unset.
+	Color bool
+	// Verbose adds the ledger totals, the DLQ at the end, the alerts
+	// delivered, the breaker transitions, the faults' hits and the operator
+	// steps.
+	Verbose bool
+}
+
+// ANSI escapes, used only with TextOptions.Color.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiDim    = "\x1b[2m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+)
+
+// textCap is how many rows of a verbose listing (DLQ entries, deliveries,
+// transitions) the text report shows.
+const textCap = 20
+
+// WriteText writes the terminal report of one run: a verdict line and the
+// run's totals, then, for a run that did not pass, the violation with its
+// trail, the failed expectations and the reproduce command. With Verbose it
+// adds the ledger, the DLQ, the alerts, the breaker transitions, the
+// faults' hits and the operator steps.
+func WriteText(w io.Writer, r *Result, o TextOptions) error {
+	if r == nil {
+		return fmt.Errorf("write text report: %w", ErrNilResult)
+	}
+	bw := bufio.NewWriter(w)
+	t := textWriter{w: bw, color: o.Color}
+	t.verdict(r)
+	failed := failedExpectations(r)
+	if r.Verdict == Errored || len(r.Violations) > 0 || len(failed) > 0 {
+		t.line(0, "")
+	}
+	if r.Verdict == Errored {
+		t.line(2, t.paint(ansiYellow, "error: ")+indentMore(r.Error, 4))
+	}
+	for _, v := range r.Violations {
+		t.violation(v)
+	}
+	for _, e := range failed {
+		t.line(2, t.paint(ansiRed, "✗ ")+e.Name)
+		t.line(6, fmt.Sprintf("expected %s, got %s", e.Expected, e.Actual))
+	}
+	if o.Verbose {
+		t.verbose(r)
+	}
+	if r.Failed() || o.Verbose {
+		t.line(0, "")
+		t.line(2, "reproduce: "+t.paint(ansiBold, reproduceCommand(r)))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write text report: %w", err)
+	}
+	return nil
+}
+
+// textWriter writes the text report, coloured or not.
+type textWriter struct {
+	w     *bufio.Writer
+	color bool
+}
+
+func (t textWriter) paint(code, s string) string {
+	if !t.color || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+// line writes s indented by n spaces.
+func (t textWriter) line(n int, s string) {
+	_, _ = t.w.WriteString(strings.Repeat(" ", n) + s + "\n")
+}
+
+func (t textWriter) heading(s string) {
+	t.line(0, "")
+	t.line(2, t.paint(ansiBold, s))
+}
+
+// verdict writes the verdict line and the run's totals.
+func (t textWriter) verdict(r *Result) {
+	word, code := "PASS", ansiGreen
+	switch r.Verdict {
+	case Failed:
+		word, code = "FAIL", ansiRed
+	case Errored:
+		word, code = "ERROR", ansiYellow
+	}
+	head := fmt.Sprintf("%s  %s  seed %d", t.paint(ansiBold+code, word), r.Scenario, r.Seed)
+	if r.ScenarioFile != "" && r.ScenarioFile != "builtin:"+r.Scenario {
+		head += "  (" + r.ScenarioFile + ")"
+	}
+	t.line(0, head)
+	t.line(2, summaryLine(r))
+	if r.EndedAtMs < r.DurationMs {
+		t.line(2, fmt.Sprintf("stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs)))
+	}
+}
+
+// violation writes a broken invariant, its rule and the job's trail.
+func (t textWriter) violation(v Violation) {
+	t.line(2, t.paint(ansiRed, "✗ invariant "+v.Invariant)+fmt.Sprintf(" at %s%s (seed %d)", fmtOffset(v.AtMs), jobSuffix(v.JobID), v.Seed))
+	t.line(6, v.Message)
+	if rule := invariantRule(v.Invariant); rule != "" {
+		t.line(6, t.paint(ansiDim, "rule: "+rule))
+	}
+	if len(v.Trail) > 0 {
+		t.line(6, "trail:")
+		for _, s := range v.Trail {
+			t.line(8, t.paint(ansiDim, s))
+		}
+	}
+}
+
+// verbose writes the ledger, the DLQ, the alerts, the breakers, the
+// faults and the steps.
+func (t textWriter) verbose(r *Result) {
+	l := r.Ledger
+	t.heading("ledger")
+	t.line(4, fmt.Sprintf("created %d = queued %d + in flight %d + scheduled %d + fallback %d + dead-lettered %d + succeeded %d + removed %d; lost %d",
+		l.Created, l.Queued, l.InFlight, l.Scheduled, l.Fallback, l.DeadLettered, l.Succeeded, l.Removed, l.Lost))
+	if moves := nonZero(ledgerMoves(l)); moves != "" {
+		t.line(4, "moves: "+moves)
+	}
+	if len(l.ByTask) > 0 {
+		tw := t.table(4)
+		fmt.Fprintln(tw, "task\tcreated\tsucceeded\tdead-lettered\tpending\tfallback\tremoved")
+		for _, k := range l.ByTask {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", k.Task, k.Created, k.Succeeded, k.DeadLettered, k.Pending, k.Fallback, k.Removed)
+		}
+		_ = tw.Flush()
+	}
+	if len(l.DeadLetteredBy) > 0 {
+		t.line(4, "dead letters by task, severity and class:")
+		tw := t.table(6)
+		for _, d := range l.DeadLetteredBy {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", d.Task, d.Severity, d.Class, d.Count)
+		}
+		_ = tw.Flush()
+	}
+
+	d := r.DLQ
+	t.heading(fmt.Sprintf("DLQ at the end: %d %s", d.Total, plural(d.Total, "entry", "entries")))
+	if d.Total > 0 {
+		t.line(4, "by status: "+countsOf(d.ByStatus)+"; by severity: "+countsOf(d.BySeverity))
+	}
+	if d.Corrupt > 0 {
+		t.line(4, fmt.Sprintf("corrupt: %d", d.Corrupt))
+	}
+	if len(d.Entries) > 0 {
+		tw := t.table(4)
+		for i, e := range d.Entries {
+			if i == textCap {
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%d %s\t%s\n", e.JobID, e.Task, e.Status, e.Class, e.Severity,
+				e.Attempts, plural(e.Attempts, "attempt", "attempts"), oneLine(e.Error))
+		}
+		_ = tw.Flush()
+	}
+	if more := d.Total - min(len(d.Entries), textCap); more > 0 {
+		t.line(4, fmt.Sprintf("… %d more", more))
+	}
+
+	a := r.Alerts
+	t.heading(fmt.Sprintf("alerts: %d %s, %d %s, %d rejected", a.Notifications, plural(int(a.Notifications), "notification", "notifications"),
+		a.Pages, plural(int(a.Pages), "page", "pages"), a.Rejected))
+	t.line(4, fmt.Sprintf("raised %d, deduplicated %d, inhibited %d, redelivered %d, repeats %d, resolved %d",
+		a.Raised, a.Deduplicated, a.Inhibited, a.Redelivered, a.Repeats, a.Resolved))
+	if len(a.ByReceiver) > 0 {
+		t.line(4, "by receiver: "+countsOf(a.ByReceiver))
+	}
+	if len(a.Deliveries) > 0 {
+		tw := t.table(4)
+		for i, dv := range a.Deliveries {
+			if i == textCap {
+				break
+			}
+			page := ""
+			if isPageDelivery(dv) {
+				page = "PAGE"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t×%d\t%s\t%s\n", fmtOffset(dv.AtMs), dv.Receiver, dv.Severity, dv.Status, dv.Name, dv.Count, page, oneLine(dv.Summary))
+		}
+		_ = tw.Flush()
+	}
+	if more := len(a.Deliveries) - textCap; more > 0 || a.Truncated {
+		t.line(4, "… more deliveries")
+	}
+
+	if len(r.Confusion) > 0 {
+		t.heading("classifier: injected class → what it said, and the route taken")
+		tw := t.table(4)
+		for _, c := range r.Confusion {
+			fmt.Fprintf(tw, "%s\t%d\tsaid %s\troutes %s\n", c.True, c.Total, countsOf(c.Said), countsOf(c.Routes))
+		}
+		_ = tw.Flush()
+	}
+
+	t.heading(fmt.Sprintf("breaker transitions: %d", len(r.Breakers)))
+	if len(r.Breakers) > 0 {
+		tw := t.table(4)
+		for i, b := range r.Breakers {
+			if i == textCap {
+				break
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\n", fmtOffset(b.AtMs), b.Breaker, b.From, b.To, b.Reason)
+		}
+		_ = tw.Flush()
+		if more := len(r.Breakers) - textCap; more > 0 {
+			t.line(4, fmt.Sprintf("… %d more", more))
+		}
+	}
+
+	t.heading(fmt.Sprintf("faults: %d", len(r.Faults)))
+	if len(r.Faults) > 0 {
+		tw := t.table(4)
+		for _, f := range r.Faults {
+			hits := fmt.Sprintf("%d %s", f.Hits, plural(int(f.Hits), "hit", "hits"))
+			if f.Hits > 0 {
+				hits += fmt.Sprintf(" (%s … %s)", fmtOffset(f.FirstHitMs), fmtOffset(f.LastHitMs))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, f.Target, f.Model, hits)
+		}
+		_ = tw.Flush()
+	}
+
+	if len(r.Steps) > 0 {
+		t.heading(fmt.Sprintf("operator steps: %d", len(r.Steps)))
+		tw := t.table(4)
+		for _, s := range r.Steps {
+			detail := s.Detail
+			if s.Error != "" {
+				detail = strings.TrimSpace(detail + " error: " + s.Error)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", fmtOffset(s.AtMs), s.Kind, oneLine(detail))
+		}
+		_ = tw.Flush()
+	}
+}
+
+func (t textWriter) table(indent int) *tabwriter.Writer {
+	return tabwriter.NewWriter(&indenter{w: t.w, prefix: strings.Repeat(" ", indent), bol: true}, 0, 4, 2, ' ', 0)
+}
+
+// indenter prefixes every line written through it.
+type indenter struct {
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+func (in *indenter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		if in.bol {
+			if _, err := io.WriteString(in.w, in.prefix); err != nil {
+				return n, err
+			}
+			in.bol = false
+		}
+		i := slices.Index(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk, in.bol = p[:i+1], true
+		}
+		m, err := in.w.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+// summaryLine is a run's totals on one line.
+func summaryLine(r *Result) string {
+	l := r.Ledger
+	s := fmt.Sprintf("%d jobs: %d succeeded, %d dead-lettered, %d pending, %d in fallback, %d lost; %d %s, %d %s",
+		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled, l.Fallback, l.Lost,
+		r.Alerts.Notifications, plural(int(r.Alerts.Notifications), "notification", "notifications"),
+		r.Alerts.Pages, plural(int(r.Alerts.Pages), "page", "pages"))
+	n, failed := len(r.Expectations), len(failedExpectations(r))
+	switch {
+	case n == 0:
+	case failed == 0:
+		s += fmt.Sprintf("; %d %s held", n, plural(n, "expectation", "expectations"))
+	default:
+		s += fmt.Sprintf("; %d of %d %s failed", failed, n, plural(n, "expectation", "expectations"))
+	}
+	return s
+}
+
+// namedCount is one count of the model, by the name a report gives it.
+type namedCount struct {
+	name string
+	n    int64
+}
+
+// ledgerMoves lists the ledger's move counts, in model order.
+func ledgerMoves(l Ledger) []namedCount {
+	return []namedCount{
+		{"attempts", l.Attempts}, {"retries", l.Retries}, {"dead letters", l.DeadLetters}, {"requeues", l.Requeues},
+		{"diversions", l.Diversions}, {"drained", l.Drained}, {"released", l.Released}, {"lease expiries", l.LeaseExpiries},
+		{"evicted", l.Evicted}, {"purged", l.Purged}, {"fenced", l.Fenced}, {"held", l.Held}, {"refused", l.Refused},
+		{"budget-delayed", l.BudgetDelayed}, {"budget-exceeded", l.BudgetExceeded}, {"charges", l.Charges},
+	}
+}
+
+// nonZero writes the non-zero counts as "name n, name n".
+func nonZero(counts []namedCount) string {
+	var parts []string
+	for _, c := range counts {
+		if c.n != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c.name, c.n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countsOf writes a map of counts as "k n, k n", keys sorted.
+func countsOf[N int | int64](m map[string]N) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// isPageDelivery reports whether a delivery paged someone: a firing high-severity
+// alert.
+func isPageDelivery(d Delivery) bool { return d.Severity == "high" && d.Status == "firing" }
+
+// failedExpectations returns the expectations that did not pass.
+func failedExpectations(r *Result) []Expectation {
+	var out []Expectation
+	for _, e := range r.Expectations {
+		if e.Verdict != Passed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// invariantRule returns the rule of the named invariant, or "".
+func invariantRule(name string) string {
+	for _, inv := range invariants {
+		if inv.Name == name {
+			return inv.Rule
+		}
+	}
+	return ""
+}
+
+// runName names a run: "scenario (seed N)".
+func runName(r *Result) string { return fmt.Sprintf("%s (seed %d)", r.Scenario, r.Seed) }
+
+// reproduceCommand returns the command that runs r again: its Reproduce,
+// or one made from its scenario file and seed.
+func reproduceCommand(r *Result) string {
+	if r.Reproduce != "" {
+		return r.Reproduce
+	}
+	file := r.ScenarioFile
+	if name, ok := strings.CutPrefix(file, "builtin:"); ok {
+		file = name
+	}
+	if file == "" {
+		file = r.Scenario
+	}
+	return fmt.Sprintf("faultline run %s --seed %d", shellQuote(file), r.Seed)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// fmtOffset writes a virtual offset in milliseconds as "+3m0.031s".
+func fmtOffset(ms int64) string { return "+" + msDuration(ms) }
+
+func msDuration(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+func jobSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return ", job " + id
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// oneLine folds s onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// indentMore indents every line of s after the first by n spaces.
+func indentMore(s string, n int) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+strings.Repeat(" ", n))
+}

@@ -28,9 +28,9 @@ import (
 // or the browser at $CHROME_PATH). Without a browser these specs skip, unless
 // FAULTLINE_REQUIRE_BROWSER=1 (CI sets it), when they fail.
 //
-// The README's screenshot is made by the spec focused with "screenshot":
+// The README's screenshot (docs/report-screenshot.png) is made with:
 //
-//	FAULTLINE_SCREENSHOT=docs/report-screenshot.png go test ./reports -run TestReports -ginkgo.focus screenshot
+//	FAULTLINE_SCREENSHOT=docs/report-screenshot.png go test ./reports -run TestReports -ginkgo.focus 'README screenshot'
 //
 // (a relative path is taken from the module's root).
 
@@ -40,8 +40,11 @@ const (
 	browserStartTimeout = 60 * time.Second
 	// pageTimeout bounds loading a report and each check on it.
 	pageTimeout = 30 * time.Second
-	// The viewport, also the README screenshot's size.
+	// The browser's viewport.
 	viewportW, viewportH = 1280, 1600
+	// readmeShotH is the README screenshot's height, at viewportW: a failing
+	// run's verdict, what failed, and the whole timeline with its legend.
+	readmeShotH = 2100
 )
 
 // chromiumPath returns the browser to drive: $CHROME_PATH, else
@@ -318,12 +321,12 @@ var _ = Describe("The HTML report in a browser", Ordered, ContinueOnFailure, Lab
 			html, err := os.ReadFile(report.file)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(os.WriteFile(browserArtifact("report-payment-challenge-failing.html"), html, 0o644)).To(Succeed())
-			AddReportEntry("screenshot", path)
+			AddReportEntry("screenshot of the failing report", path, ReportEntryVisibilityAlways)
 			fmt.Fprintf(GinkgoWriter, "screenshot of the failing report: %s\n", path)
 		})
 	})
 
-	It("writes the README screenshot of a real report (FAULTLINE_SCREENSHOT)", func() {
+	It("writes the README screenshot of a failing run's report (FAULTLINE_SCREENSHOT)", func() {
 		out := os.Getenv("FAULTLINE_SCREENSHOT")
 		if out == "" {
 			Skip("set FAULTLINE_SCREENSHOT to a PNG path to write the README's screenshot")
@@ -331,8 +334,8 @@ var _ = Describe("The HTML report in a browser", Ordered, ContinueOnFailure, Lab
 		if !filepath.IsAbs(out) {
 			out = filepath.Join(browserModuleRoot(), out)
 		}
-		report := openReport(browser, htmlBuiltinResult("payment-challenge"), "payment-challenge")
-		inTab(report, chromedp.EmulateViewport(viewportW, viewportH))
+		report := openReport(browser, htmlBuiltinResult("payment-challenge", htmlBrokenClassifier), "payment-challenge-readme")
+		inTab(report, chromedp.EmulateViewport(viewportW, readmeShotH))
 		shot := inTab(report, chromedp.CaptureScreenshot())
 		Expect(shot).To(HavePrefix("\x89PNG"))
 		Expect(os.MkdirAll(filepath.Dir(out), 0o755)).To(Succeed())
@@ -340,6 +343,6 @@ var _ = Describe("The HTML report in a browser", Ordered, ContinueOnFailure, Lab
 		problems, requests := report.seen()
 		Expect(problems).To(BeEmpty())
 		Expect(requests).To(ConsistOf(report.url))
-		fmt.Fprintf(GinkgoWriter, "README screenshot: %s\n", out)
+		AddReportEntry("README screenshot", out, ReportEntryVisibilityAlways)
 	})
 })

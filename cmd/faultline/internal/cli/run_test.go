@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,5 +228,19 @@ var _ = Describe("faultline reports", func() {
 		Expect(out).To(ContainSubstring("dead-lettered"))
 		out, _, code = run("report", "diff", cur, cur)
 		Expect(code).To(Equal(cli.ExitOK), out)
+	})
+})
+
+var _ = Describe("faultline run interrupted", func() {
+	It("stops cleanly, prints what ran and does not call it a pass", func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // Ctrl-C before the first run
+		var out, errOut bytes.Buffer
+		root := cli.New(&out, &errOut)
+		root.SetArgs([]string{"run", "--all", "--seeds", "1..3"})
+		err := root.ExecuteContext(ctx)
+		Expect(cli.ExitCode(err)).To(Equal(cli.ExitFailed))
+		Expect(err).To(MatchError(cli.ErrInterrupted))
+		Expect(out.String()).To(MatchRegexp(`interrupted: \d+ of \d+ runs not made\n$`))
 	})
 })

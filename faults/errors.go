@@ -3,6 +3,7 @@ package faults
 import (
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/internal/didyoumean"
 	"math"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func (e *NameError) Error() string {
 }
 
 func newNameError(what, name string, known []string) *NameError {
-	return &NameError{What: what, Name: name, Known: append([]string(nil), known...), Suggestion: suggest(normalize(name), known)}
+	return &NameError{What: what, Name: name, Known: append([]string(nil), known...), Suggestion: didyoumean.Closest(normalize(name), known)}
 }
 
 // within re-homes the errors a model's or schedule's Validate returned under
@@ -148,48 +149,4 @@ func formatFloat(f float64) string {
 		return "NaN"
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// suggest returns the candidate closest to s by edit distance, if it is
-// close enough to be a likely typo.
-func suggest(s string, candidates []string) string {
-	if s == "" || len(s) > 64 {
-		return ""
-	}
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD <= max(2, len(s)/4) && bestD < len(s) {
-		return best
-	}
-	// A prefix or a part of a longer name ("timeout", "crash").
-	for _, c := range candidates {
-		if len(s) >= 4 && strings.Contains(c, s) {
-			return c
-		}
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -131,26 +131,10 @@ func (in *Injector) Call(t Target, c Call) Effect {
 		if f.target.Name != "" && f.target.Name != t.Name {
 			continue
 		}
-		if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
+		e, ok := f.hit(c, tm)
+		if !ok {
 			continue
 		}
-		if f.limited {
-			if f.budget <= 0 {
-				continue
-			}
-			f.budget--
-		}
-		if f.drawP && !(f.rng.Float64() < f.p) {
-			continue
-		}
-		if f.hits == 0 || c.At < f.first {
-			f.first = c.At
-		}
-		if f.hits == 0 || c.At > f.last {
-			f.last = c.At
-		}
-		f.hits++
-		e := f.app.apply(c, f.rng)
 		if e.Latency > 0 {
 			out.Latency = satAdd(out.Latency, e.Latency)
 			latFault = int(i)
@@ -191,18 +175,31 @@ func (in *Injector) CallFault(i int, t Target, c Call) Effect {
 	if f.target.Kind != t.Kind || (f.target.Name != "" && f.target.Name != t.Name) {
 		return Effect{}
 	}
-	tm := millisFloor(c.At)
-	if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
+	e, ok := f.hit(c, millisFloor(c.At))
+	if !ok {
 		return Effect{}
+	}
+	if e.Err != nil || e.Crash || e.StallFor > 0 || e.Latency > 0 {
+		e.Fault = f.name
+	}
+	return e
+}
+
+// hit decides whether the fault is active for call c at tm — its time
+// conditions hold, its call budget is not spent, its probability draw
+// hits — and, if so, counts the hit and applies the model.
+func (f *faultState) hit(c Call, tm int64) (Effect, bool) {
+	if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
+		return Effect{}, false
 	}
 	if f.limited {
 		if f.budget <= 0 {
-			return Effect{}
+			return Effect{}, false
 		}
 		f.budget--
 	}
 	if f.drawP && !(f.rng.Float64() < f.p) {
-		return Effect{}
+		return Effect{}, false
 	}
 	if f.hits == 0 || c.At < f.first {
 		f.first = c.At
@@ -211,11 +208,7 @@ func (in *Injector) CallFault(i int, t Target, c Call) Effect {
 		f.last = c.At
 	}
 	f.hits++
-	e := f.app.apply(c, f.rng)
-	if e.Err != nil || e.Crash || e.StallFor > 0 || e.Latency > 0 {
-		e.Fault = f.name
-	}
-	return e
+	return f.app.apply(c, f.rng), true
 }
 
 func satAdd(a, b time.Duration) time.Duration {

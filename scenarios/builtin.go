@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/internal/didyoumean"
 	"io/fs"
 	"path"
 	"slices"
@@ -155,28 +156,5 @@ func (e *UnknownBuiltinError) Is(target error) bool { return target == ErrUnknow
 // unknownBuiltin returns the error for a name the library does not hold.
 func unknownBuiltin(name string) *UnknownBuiltinError {
 	known := builtinNames()
-	return &UnknownBuiltinError{Name: name, Suggestion: closestName(name, known), Known: known}
-}
-
-// closestName returns the candidate closest to name: the one at the least
-// edit distance, when that is small for the name's length, or that holds
-// the name ("payment" → "payment-challenge"); "" when none is close. A
-// trailing ".yaml" is ignored.
-func closestName(name string, candidates []string) string {
-	n := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(name, ".yaml")))
-	if n == "" {
-		return ""
-	}
-	limit := max(2, len([]rune(n))/3)
-	best, bestD := "", -1
-	for _, c := range candidates {
-		d := editDistance(n, strings.ToLower(c))
-		if d > limit && !(len(n) >= 3 && strings.Contains(strings.ToLower(c), n)) {
-			continue
-		}
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
+	return &UnknownBuiltinError{Name: name, Suggestion: didyoumean.Closest(strings.TrimSuffix(strings.TrimSpace(name), ".yaml"), known), Known: known}
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/faultline/faultline/internal/didyoumean"
 	"math"
 	"reflect"
 	"slices"
@@ -675,38 +676,10 @@ func (c *converter) comparison(path string, e Expect) (sim.Op, int64, bool) {
 	return op, n, len(ops) > 0
 }
 
-// suggest returns "; did you mean X?" for the closest candidate within a
-// small edit distance, or "".
+// suggest returns "; did you mean X?" for the closest candidate, or "".
 func suggest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
+	if best := didyoumean.Closest(s, candidates); best != "" {
+		return "; did you mean " + strconv.Quote(best) + "?"
 	}
-	if best == "" || s == "" {
-		return ""
-	}
-	return "; did you mean " + strconv.Quote(best) + "?"
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/internal/didyoumean"
 	"io/fs"
 	"math"
 	"os"
@@ -1254,28 +1255,10 @@ func (d *decoder) structure(n ast.Node, v reflect.Value, at string, depth int) {
 // closest valid key or, when none is close, listing them.
 func unknownKey(key string, valid []string) string {
 	msg := fmt.Sprintf("unknown key %q", key)
-	if s := closestKey(key, valid); s != "" {
+	if s := didyoumean.Closest(key, valid); s != "" {
 		return msg + fmt.Sprintf("; did you mean %q?", s)
 	}
 	return msg + "; expected one of " + strings.Join(valid, ", ")
-}
-
-// closestKey returns the valid key nearest to key by edit distance, when
-// it is near enough to be a typo.
-func closestKey(key string, valid []string) string {
-	if key == "" || len(key) > 64 {
-		return ""
-	}
-	best, bestD := "", math.MaxInt
-	for _, c := range valid {
-		if dist := editDistance(strings.ToLower(key), strings.ToLower(c)); dist < bestD {
-			best, bestD = c, dist
-		}
-	}
-	if bestD <= max(2, utf8.RuneCountInString(key)/2) && bestD < utf8.RuneCountInString(key) {
-		return best
-	}
-	return ""
 }
 
 func (d *decoder) list(n ast.Node, v reflect.Value, at string, depth int) {
@@ -1390,7 +1373,7 @@ func (d *decoder) checkHeader(doc *Document) {
 		d.missing("kind", "missing kind; expected kind: Scenario or kind: Fragment")
 	} else if !pl.bad && !slices.Contains(kinds, doc.Kind) {
 		msg := fmt.Sprintf("expected Scenario or Fragment, got %q", doc.Kind)
-		if s := closestKey(doc.Kind, kinds); s != "" {
+		if s := didyoumean.Closest(doc.Kind, kinds); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		}
 		d.failAt("kind", msg)

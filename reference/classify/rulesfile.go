@@ -3,6 +3,7 @@ package classify
 import (
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/internal/didyoumean"
 	"regexp"
 	"strconv"
 	"strings"
@@ -182,7 +183,7 @@ func yamlError(filename string, err error) error {
 	if errors.As(err, &unknown) && unknown.Token != nil {
 		key := unknown.Token.Value
 		re.Msg = fmt.Sprintf("unknown key %q", key)
-		if s := suggest(key, ruleFileKeys); s != "" {
+		if s := didyoumean.Closest(key, ruleFileKeys); s != "" {
 			re.Hint = fmt.Sprintf("did you mean %q?", s)
 		}
 	}
@@ -246,7 +247,7 @@ func (p *ruleParser) verdict(field string, v verdictYAML) (Class, Severity, Sour
 			p.fail(field, "missing "+x.key, "expected one of "+strings.Join(x.allowed, ", "))
 		default:
 			hint := "expected one of " + strings.Join(x.allowed, ", ")
-			if s := suggest(x.value, x.allowed); s != "" {
+			if s := didyoumean.Closest(x.value, x.allowed); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
 			p.fail(field+"."+x.key, fmt.Sprintf("unknown %s %q", x.key, x.value), hint)
@@ -346,44 +347,8 @@ func parseStatus(v any) (StatusRange, error) {
 }
 
 func suggestOr(s string, candidates []string, otherwise string) string {
-	if m := suggest(s, candidates); m != "" {
+	if m := didyoumean.Closest(s, candidates); m != "" {
 		return fmt.Sprintf("did you mean %q?", m)
 	}
 	return otherwise
-}
-
-// suggest returns the candidate closest to s by edit distance, if it is
-// close enough to be a likely typo.
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 1<<30
-	ls := strings.ToLower(s)
-	for _, c := range candidates {
-		if d := editDistance(ls, strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD <= max(2, len(s)/4) && bestD < len(s) {
-		return best
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -14,12 +14,13 @@ import (
 type printer struct {
 	w     io.Writer
 	sweep bool
+	color bool
 	group []*job
 }
 
 func (p *printer) add(j *job) {
 	if !p.sweep {
-		printRun(p.w, j)
+		printRun(p.w, j, p.color)
 		return
 	}
 	if len(p.group) > 0 && p.group[0].t != j.t {
@@ -56,7 +57,7 @@ func (p *printer) flush() {
 		list = append(list, fmt.Sprint(j.seed))
 	}
 	fmt.Fprintf(p.w, "FAIL  %s  %s: %d of %d runs failed (seeds %s)\n", name, seeds, len(bad), len(g), strings.Join(list, ", "))
-	details(p.w, bad[0])
+	details(p.w, bad[0], p.color)
 	for i, j := range bad[1:] {
 		if i == 9 {
 			fmt.Fprintf(p.w, "  … and %d more failing seeds\n", len(bad)-10)
@@ -73,50 +74,24 @@ func failure(j *job) string {
 	return j.res.Verdict.String()
 }
 
-// printRun prints one run's verdict.
-func printRun(w io.Writer, j *job) {
-	name := j.t.loaded.Scenario.Name
-	if j.err == nil && !j.res.Failed() {
-		l := j.res.Ledger
-		fmt.Fprintf(w, "PASS  %s  seed %d  %d jobs: %d succeeded, %d in the DLQ, %d pending, %d lost; %d %s; %d expectations held\n",
-			name, j.seed, l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.Fallback, l.Lost,
-			j.res.Alerts.Pages, plural(int(j.res.Alerts.Pages), "page", "pages"), len(j.res.Expectations))
-		return
+// printRun prints one run's verdict: the text report (reports.WriteText).
+func printRun(w io.Writer, j *job, color bool) {
+	if j.err != nil {
+		fmt.Fprintf(w, "ERROR  %s  seed %d\n", j.t.loaded.Scenario.Name, j.seed)
 	}
-	fmt.Fprintf(w, "FAIL  %s  seed %d\n", name, j.seed)
-	details(w, j)
+	details(w, j, color)
 }
 
 // details prints why a run failed and how to reproduce it.
-func details(w io.Writer, j *job) {
+func details(w io.Writer, j *job, color bool) {
 	if j.err != nil {
 		fmt.Fprintf(w, "  error: %v\n", j.err)
 		fmt.Fprintf(w, "  reproduce: %s\n", j.reproduce())
 		return
 	}
-	r := j.res
-	if r.Verdict == reports.Errored {
-		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	if err := reports.WriteText(w, j.res, reports.TextOptions{Color: color}); err != nil {
+		fmt.Fprintf(w, "  (the report could not be written: %v)\n", err)
 	}
-	for _, v := range r.Violations {
-		job := ""
-		if v.JobID != "" {
-			job = ", job " + v.JobID
-		}
-		fmt.Fprintf(w, "  ✗ invariant %s at +%s%s (seed %d): %s\n", v.Invariant, msDuration(v.AtMs), job, v.Seed, v.Message)
-		if len(v.Trail) > 0 {
-			fmt.Fprintln(w, "      trail:")
-			for _, t := range v.Trail {
-				fmt.Fprintf(w, "        %s\n", t)
-			}
-		}
-	}
-	for _, e := range r.Expectations {
-		if e.Verdict != reports.Passed {
-			fmt.Fprintf(w, "  ✗ %s: expected %s, got %s\n", e.Name, e.Expected, e.Actual)
-		}
-	}
-	fmt.Fprintf(w, "  reproduce: %s\n", j.reproduce())
 }
 
 func msDuration(ms int64) string {

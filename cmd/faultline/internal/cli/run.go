@@ -281,7 +281,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	}
 
 	bar := newBar(errw, f.progress, len(jobs))
-	p := &printer{w: out, sweep: sweep}
+	p := &printer{w: out, sweep: sweep, color: colorFor(out)}
 	execute(ctx, jobs, f.parallel, func(done []*job) {
 		for _, j := range done {
 			p.add(j)

@@ -236,20 +236,29 @@ func (a *Alerter) JobFailed(f Failure) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// The labels map is built only for a new alert: a repeat occurrence, the
-	// common case in a failure storm, costs a fingerprint and a lookup.
-	var b strings.Builder
-	b.Grow(128)
+	// common case in a failure storm, costs a fingerprint and a lookup. The
+	// fingerprint is built on the stack and looked up without a copy; a
+	// repeat returns its alert's own (equal) string, so only a new alert
+	// allocates one.
+	var buf [128]byte
+	b := buf[:0]
 	for i, k := range a.cfg.FingerprintLabels {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(a.failureLabel(&f, k))
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, a.failureLabel(&f, k)...)
 	}
-	fp := b.String()
+	live := a.alerts[string(b)]
+	var fp string
+	if live != nil {
+		fp = live.a.Fingerprint
+	} else {
+		fp = string(b)
+	}
 	var labels Labels
-	if a.alerts[fp] == nil {
+	if live == nil {
 		labels = Labels{
 			LabelAlertName:  NameJobFailed,
 			LabelTask:       f.Task,
@@ -264,7 +273,7 @@ func (a *Alerter) JobFailed(f Failure) string {
 			}
 		}
 	}
-	al := a.occurLocked(fp, NameJobFailed, f.Severity, labels, "", "", now)
+	al := a.occurOfLocked(live, fp, NameJobFailed, f.Severity, labels, "", "", now)
 	if al == nil {
 		return fp
 	}
@@ -424,8 +433,13 @@ func (a *Alerter) raiseLocked(s Signal, receiver string, now time.Time) {
 // alerts go to a receiver's fallback) bypasses the routes. Past MaxAlerts, a
 // new fingerprint is counted in the alert-limit alert and nil is returned.
 func (a *Alerter) occurLocked(fp, name string, sev classify.Severity, labels Labels, summary, forced string, now time.Time) *alertState {
+	return a.occurOfLocked(a.alerts[fp], fp, name, sev, labels, summary, forced, now)
+}
+
+// occurOfLocked is occurLocked for al, the live alert of fp (nil if none),
+// looked up already.
+func (a *Alerter) occurOfLocked(al *alertState, fp, name string, sev classify.Severity, labels Labels, summary, forced string, now time.Time) *alertState {
 	a.stats.Occurrences++
-	al := a.alerts[fp]
 	if al == nil && len(a.alerts) >= a.cfg.MaxAlerts && name != NameAlertLimit {
 		a.stats.Limited++
 		a.raiseLocked(Signal{Name: NameAlertLimit, Severity: classify.High,
@@ -459,7 +473,7 @@ func (a *Alerter) occurLocked(fp, name string, sev classify.Severity, labels Lab
 			}
 		}
 	}
-	if !a.open[al.a.Labels[LabelDependency]] {
+	if len(a.open) == 0 || !a.open[al.a.Labels[LabelDependency]] { // no breaker ever opened: no lookups
 		al.outsideOutage = true
 	}
 	return al

@@ -20,6 +20,7 @@ func BenchmarkClassify(b *testing.B) {
 		err   error
 		scope classify.Scope
 	}{
+		{"api-503", &failure.HTTPError{Code: 503}, classify.Scope{Dependency: "api"}},
 		{"gateway-504", fmt.Errorf("charge: %w", &failure.HTTPError{Code: 504}), classify.Scope{Dependency: classify.PaymentGateway}},
 		{"card-declined", fmt.Errorf("charge: %w", &failure.CardError{Code: "card_declined", Decline: "insufficient_funds"}), classify.Scope{Dependency: classify.PaymentGateway}},
 		{"auth", fmt.Errorf("charge: %w", failure.ErrAuthentication), classify.Scope{Dependency: classify.PaymentGateway}},

@@ -1,6 +1,7 @@
 package clock_test
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -109,6 +110,40 @@ var _ = Describe("Virtual", func() {
 		Expect(v.StepUntil(epoch.Add(time.Hour))).To(BeFalse())
 		Expect(order).To(Equal([]string{"one", "three"}))
 		Expect(v.Elapsed()).To(Equal(3 * time.Second))
+	})
+
+	It("reads every limit of StepUntil and RunUntil against its start, the zero time and repeats included", func() {
+		v.AfterFunc(0, note("now"))
+		v.AfterFunc(time.Second, note("one"))
+		Expect(v.StepUntil(time.Time{})).To(BeFalse(), "the zero time is long before the start")
+		Expect(v.RunUntil(time.Time{})).To(BeZero())
+		Expect(v.StepUntil(epoch.Add(-time.Nanosecond))).To(BeFalse())
+		Expect(v.StepUntil(epoch)).To(BeTrue())
+		Expect(v.StepUntil(epoch)).To(BeFalse())
+		Expect(v.RunUntil(epoch.In(time.FixedZone("X", 3600)).Add(time.Second))).To(Equal(1), "the same instant in another zone")
+		Expect(v.StepUntil(time.Time{})).To(BeFalse())
+		Expect(order).To(Equal([]string{"now", "one"}))
+		Expect(v.Elapsed()).To(Equal(time.Second))
+	})
+
+	It("keeps Pending, Next and Step right with stopped timers, however many", func() {
+		var timers []clock.Timer
+		for i := range 200 {
+			timers = append(timers, v.AfterFunc(time.Duration(i)*time.Millisecond, note(fmt.Sprint(i))))
+		}
+		for i := range 199 {
+			Expect(timers[i].Stop()).To(BeTrue())
+			Expect(timers[i].Stop()).To(BeFalse())
+			Expect(v.Pending()).To(Equal(199 - i))
+		}
+		next, ok := v.Next()
+		Expect(ok).To(BeTrue())
+		Expect(next).To(Equal(epoch.Add(199 * time.Millisecond)))
+		Expect(v.Step()).To(BeTrue())
+		Expect(v.Step()).To(BeFalse())
+		Expect(timers[199].Stop()).To(BeFalse(), "it ran")
+		Expect(order).To(Equal([]string{"199"}))
+		Expect(v.Pending()).To(BeZero())
 	})
 
 	It("lets a callback stop a timer due at the same instant", func() {

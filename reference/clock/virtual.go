@@ -2,6 +2,7 @@ package clock
 
 import (
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,8 +196,16 @@ func (t *virtualTimer) Stop() bool {
 // The heap is hand-written rather than container/heap so that the hot path
 // (the simulator schedules millions of timers) does no interface conversions.
 
-func (a *entry) before(b *entry) bool {
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+// before orders entries by (at, seq): a 128-bit comparison, without
+// branches (sifting's comparisons are coin tosses a branch predictor
+// cannot learn); at's sign bit is flipped to order it as unsigned.
+func (a *entry) before(b *entry) bool { return a.beforeBit(b) != 0 }
+
+// beforeBit is before as 1 or 0.
+func (a *entry) beforeBit(b *entry) uint64 {
+	_, borrow := bits.Sub64(a.seq, b.seq, 0)
+	_, borrow = bits.Sub64(uint64(a.at)^1<<63, uint64(b.at)^1<<63, borrow)
+	return borrow
 }
 
 func (v *Virtual) push(e entry) {
@@ -248,8 +257,8 @@ func (v *Virtual) down(i int) bool {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h[r].before(&h[l]) {
-			m = r
+		if r := l + 1; r < n {
+			m += int(h[r].beforeBit(&h[l])) // the earlier child, without a branch
 		}
 		if !h[m].before(&h[i]) {
 			break

@@ -165,24 +165,33 @@ type Attempt struct {
 // key was there before the attempt began). The counted attempts grow in
 // Complete, when the attempt turns out to count. A job without an ID or a
 // task is a *job.InvalidError.
-func (c *Core) Begin(j job.Job, now time.Time) (Attempt, error) {
+func (c *Core) Begin(j job.Job, now time.Time) (a Attempt, err error) {
+	err = c.begin(&j, now, &a)
+	return a, err
+}
+
+// begin is Begin filling in *a, which is zero: an Attempt is large, and
+// Pipeline.Start builds it in its own result. *j is changed.
+func (c *Core) begin(j *job.Job, now time.Time, a *Attempt) error {
 	switch {
 	case j.ID == "":
-		return Attempt{}, &job.InvalidError{Field: "ID", Reason: "is required"}
+		return &job.InvalidError{Field: "ID", Reason: "is required"}
 	case j.Task == "":
-		return Attempt{}, &job.InvalidError{Field: "Task", Reason: "is required"}
+		return &job.InvalidError{Field: "Task", Reason: "is required"}
 	}
-	a := Attempt{StartedAt: now}
-	if g, ok := c.cfg.Guards[j.Dependency]; ok && j.Dependency != "" {
-		r := g.Router.Route()
-		if !r.Primary {
-			a.Job, a.Diverted, a.DivertReason = j, true, r.Reason
-			if a.DivertReason == nil {
-				a.DivertReason = degrade.ErrOpen
+	a.StartedAt = now
+	if len(c.cfg.Guards) > 0 && j.Dependency != "" {
+		if g, ok := c.cfg.Guards[j.Dependency]; ok {
+			r := g.Router.Route()
+			if !r.Primary {
+				a.Job, a.Diverted, a.DivertReason = *j, true, r.Reason
+				if a.DivertReason == nil {
+					a.DivertReason = degrade.ErrOpen
+				}
+				return nil
 			}
-			return a, nil
+			a.permit, a.breaker = r.Permit, g.Breaker
 		}
-		a.permit, a.breaker = r.Permit, g.Breaker
 	}
 	if j.FirstAttemptAt.IsZero() {
 		j.FirstAttemptAt = now
@@ -190,8 +199,8 @@ func (c *Core) Begin(j job.Job, now time.Time) (Attempt, error) {
 			j.KeyRecordedAt = now
 		}
 	}
-	a.Job = j
-	return a, nil
+	a.Job = *j
+	return nil
 }
 
 // Divert returns the outcome of a diverted attempt: the job, unchanged, to
@@ -214,16 +223,18 @@ func (a Attempt) Divert() Outcome {
 // A release (a shutdown stopped the attempt) is not a failure: it does not
 // count as an attempt, is not recorded and raises no alert. Completing a
 // Diverted attempt returns its Divert outcome and touches nothing.
-func (c *Core) Complete(a Attempt, err error, now time.Time) Outcome {
-	j := a.Job
+func (c *Core) Complete(a Attempt, err error, now time.Time) (o Outcome) {
 	if a.Diverted {
 		return a.Divert()
 	}
 	if err == nil {
-		j.Attempts++
+		// Built in the result: the job is copied once.
+		o.Action, o.Job, o.At = Succeed, a.Job, now
+		o.Job.Attempts++
 		c.record(&a, degrade.Success())
-		return Outcome{Action: Succeed, Job: j, At: now}
+		return o
 	}
+	j := &a.Job
 
 	// 1. What the error means, where it happened.
 	verdict := c.cfg.Classifier.Classify(err, classify.Scope{
@@ -234,7 +245,7 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) Outcome {
 	c.record(&a, degrade.Failure(verdict))
 	// 3. The per-error hook.
 	if c.cfg.OnError != nil {
-		c.cfg.OnError(j, verdict, err)
+		c.cfg.OnError(*j, verdict, err)
 	}
 	// 4. The retry policy, with this attempt counted.
 	counted := j.Attempts + 1
@@ -244,7 +255,7 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) Outcome {
 		IdempotencyKey: j.IdempotencyKey, KeyRecordedAt: j.KeyRecordedAt,
 		FirstAttemptAt: j.FirstAttemptAt,
 	}, verdict, now)
-	o := Outcome{Job: j, At: now, Decision: d, Verdict: verdict, Err: err}
+	o = Outcome{Job: *j, At: now, Decision: d, Verdict: verdict, Err: err}
 	switch d.Action {
 	case retry.Release:
 		o.Action = Release
@@ -289,7 +300,7 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) Outcome {
 			Attempts: counted, Err: o.Failure.Error, DeadLettered: o.Action == DeadLetter,
 		}
 		if c.cfg.Summary != nil {
-			f.Fields = c.cfg.Summary(j)
+			f.Fields = c.cfg.Summary(*j)
 		}
 		o.Fingerprint = c.cfg.Alerter.JobFailed(f)
 	}

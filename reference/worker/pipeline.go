@@ -51,6 +51,12 @@ var ErrNoEntry = errors.New("dead-letter outcome has no entry")
 //   - anything else: the store failed; the job stays leased and comes back
 //     when the lease expires.
 func Apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o Outcome, now time.Time) error {
+	return apply(ctx, q, d, l, &o, now)
+}
+
+// apply is Apply with the outcome by reference: it is large, and the
+// pipeline passes it on without copying it again.
+func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outcome, now time.Time) error {
 	var err error
 	switch o.Action {
 	case Succeed:
@@ -219,9 +225,9 @@ func (p *Pipeline) History() History { return p.history }
 // the handler may run. When the dependency's breaker refuses, the job is
 // diverted to the fallback queue here and Start reports false; the error is
 // the divert's, if it failed.
-func (p *Pipeline) Start(ctx context.Context, j job.Job, l queue.Lease, now time.Time) (Attempt, bool, error) {
-	a, err := p.cfg.Core.Begin(j, now)
-	if err != nil {
+func (p *Pipeline) Start(ctx context.Context, j job.Job, l queue.Lease, now time.Time) (a Attempt, run bool, err error) {
+	// The attempt is built in the result, not copied into it.
+	if err := p.cfg.Core.begin(&j, now, &a); err != nil {
 		return a, false, fmt.Errorf("begin job %q: %w", j.ID, err)
 	}
 	if a.Diverted {
@@ -249,7 +255,7 @@ func (p *Pipeline) Release(ctx context.Context, j job.Job, l queue.Lease, now ti
 // Apply), keeping the history, calling OnDead and the observer, and
 // counting.
 func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time.Time) error {
-	err := Apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, o, now)
+	err := apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, &o, now)
 	switch {
 	case err == nil:
 	case errors.Is(err, queue.ErrLeaseLost):

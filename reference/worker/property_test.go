@@ -220,3 +220,62 @@ var _ = Describe("Pipeline properties", func() {
 		})
 	})
 })
+
+var _ = Describe("MemoryHistory", func() {
+	It("holds what a map of failures would, whatever the order of records and forgets (property)", func() {
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			h := worker.NewMemoryHistory()
+			model := map[string][]dlq.Failure{}
+			// Many IDs, so that some share the filter's counts.
+			ids := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z0-9-]{1,12}`), 1, 6000, rapid.ID[string]).Draw(t, "ids")
+			for step := range rapid.IntRange(1, 300).Draw(t, "steps") {
+				id := rapid.SampledFrom(ids).Draw(t, "id")
+				switch rapid.IntRange(0, 2).Draw(t, "op") {
+				case 0:
+					f := dlq.Failure{Attempt: step, Error: id}
+					h.Record(id, f)
+					model[id] = append(model[id], f)
+				case 1:
+					h.Forget(id)
+					delete(model, id)
+				}
+				for _, id := range []string{id, rapid.SampledFrom(ids).Draw(t, "check")} {
+					if got, want := h.Failures(id), model[id]; len(got) != len(want) || len(got) > 0 && got[len(got)-1] != want[len(want)-1] {
+						t.Fatalf("step %d: failures of %s: %v, want %v", step, id, got, want)
+					}
+				}
+				if h.Len() != len(model) {
+					t.Fatalf("step %d: %d jobs held, want %d", step, h.Len(), len(model))
+				}
+			}
+		})
+	})
+
+	It("may be used from many goroutines at once", func() {
+		h := worker.NewMemoryHistory()
+		done := make(chan struct{})
+		for g := range 4 {
+			go func() {
+				defer GinkgoRecover()
+				defer func() { done <- struct{}{} }()
+				for i := range 2000 {
+					id := fmt.Sprintf("g%d-%d", g, i%50)
+					h.Record(id, dlq.Failure{Attempt: i})
+					_ = h.Failures(id)
+					if i%3 == 0 {
+						h.Forget(id)
+					}
+				}
+				for i := range 50 {
+					h.Forget(fmt.Sprintf("g%d-%d", g, i))
+				}
+			}()
+		}
+		for range 4 {
+			<-done
+		}
+		if n := h.Len(); n != 0 {
+			Fail(fmt.Sprintf("%d jobs left after every one was forgotten", n))
+		}
+	})
+})

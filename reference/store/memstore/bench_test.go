@@ -59,11 +59,12 @@ func BenchmarkEnqueueDequeueAck(b *testing.B) {
 				if err := s.Enqueue(ctx, j, now); err != nil {
 					b.Fatal(err)
 				}
-				_, l, ok, err := s.Dequeue(ctx, job.DefaultQueue, now, time.Minute)
+				// The head of the queue is an older job: ack the one leased.
+				got, l, ok, err := s.Dequeue(ctx, job.DefaultQueue, now, time.Minute)
 				if err != nil || !ok {
 					b.Fatal(ok, err)
 				}
-				if err := s.Ack(ctx, l, j, now); err != nil {
+				if err := s.Ack(ctx, l, got, now); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -317,7 +317,7 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 	if err := ctx.Err(); err != nil {
 		return dlq.AddResult{}, err
 	}
-	if err := s.checkCompletion(l, &e.Job); err != nil {
+	if _, err := s.checkCompletion(l, &e.Job); err != nil {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter: %w", err)
 	}
 	s.mu.Lock()

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"pgregory.net/rapid"
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
@@ -152,6 +156,151 @@ var _ = Describe("memstore specifics", func() {
 		c, err := s.Counts(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c).To(Equal(queue.Counts{Queued: 8 * 100}))
+	})
+
+	It("delivers every event, none left queued, when goroutines move jobs at once and callbacks move more", func() {
+		var mu sync.Mutex
+		heard := 0
+		var s *memstore.Store
+		s, err := memstore.New(store.Config{Observer: func(e disposition.Event) {
+			mu.Lock()
+			heard++
+			mu.Unlock()
+			if e.Reason == disposition.Acked && strings.HasSuffix(e.JobID, "7") {
+				// A move from a callback, while other goroutines deliver.
+				Expect(s.Enqueue(ctx, charge(e.JobID+"-child"), e.At)).To(Succeed())
+			}
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for i := range 500 {
+					Expect(s.Enqueue(ctx, charge(fmt.Sprintf("w%d-%d", w, i)), t0)).To(Succeed())
+					j, l, ok, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Minute)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(ok).To(BeTrue())
+					Expect(s.Ack(ctx, l, j, t0)).To(Succeed())
+				}
+			})
+		}
+		wg.Wait()
+		c, err := s.Counts(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(heard).To(Equal(3*8*500+c.Queued), "three events a job, one for each child enqueued")
+	})
+
+	It("orders due times in its heaps exactly as time.Time.Compare does (property)", func() {
+		wall := time.Now() // with a monotonic reading
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			pick := func(label string) time.Time {
+				sec := rapid.OneOf(rapid.Int64Range(-5, 5), rapid.Int64Range(-1<<40, 1<<40), rapid.Int64()).Draw(t, label+"-sec")
+				at := time.Unix(sec, rapid.Int64Range(0, 999_999_999).Draw(t, label+"-nsec"))
+				switch rapid.IntRange(0, 3).Draw(t, label+"-kind") {
+				case 1:
+					at = at.In(time.FixedZone("X", 3600))
+				case 2:
+					at = wall.Add(time.Duration(rapid.Int64Range(-1e12, 1e12).Draw(t, label+"-mono")))
+				case 3:
+					at = time.Time{}
+				}
+				return at
+			}
+			a, b := pick("a"), pick("b")
+			if got, want := memstore.HeapBefore(a, b), a.Compare(b) <= 0; got != want {
+				t.Fatalf("%v before %v: got %v, Compare says %v", a, b, got, want)
+			}
+		})
+	})
+
+	It("validates every completion as job.Validate does, the job it leased included", func() {
+		s, err := memstore.New(store.Config{MaxPayload: 16})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Enqueue(ctx, charge("a"), t0)).To(Succeed())
+		j, l, _, err := s.Dequeue(ctx, job.DefaultQueue, t0, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+
+		bad := j
+		bad.Attempts = -1
+		Expect(s.Ack(ctx, l, bad, t0)).To(MatchError(job.ErrInvalid))
+		bad = j
+		bad.Payload = []byte(`{"cents":1299999999}`)
+		Expect(s.Retry(ctx, l, bad, t0.Add(time.Second), t0)).To(MatchError(job.ErrInvalid))
+		bad = j
+		bad.Task = "char\x01ge"
+		Expect(s.Release(ctx, l, bad, t0)).To(MatchError(job.ErrInvalid))
+		bad = j
+		bad.ID = "b"
+		Expect(s.Divert(ctx, l, bad, t0)).To(MatchError(job.ErrInvalid))
+		stale := l
+		stale.Token++
+		Expect(s.Ack(ctx, stale, bad, t0)).To(MatchError(job.ErrInvalid), "an invalid job is refused before the lease is checked")
+		Expect(s.Ack(ctx, stale, j, t0)).To(MatchError(queue.ErrLeaseLost))
+
+		// A lease naming a queue nothing validated: the job stays on it,
+		// and a completion storing that name is refused.
+		forged := l
+		forged.Queue = "q\x01"
+		Expect(s.Release(ctx, forged, j, t0)).To(Succeed())
+		j, l, ok, err := s.Dequeue(ctx, "q\x01", t0, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue())
+		Expect(j.Queue).To(Equal("q\x01"))
+		Expect(s.Ack(ctx, l, j, t0)).To(MatchError(job.ErrInvalid))
+		j.Queue = ""
+		Expect(s.Ack(ctx, l, j, t0)).To(Succeed())
+	})
+
+	It("keeps its heaps in order through pushes, removals and moves (property)", func() {
+		wall := time.Now() // with a monotonic reading
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			h := memstore.NewTestHeap()
+			type item struct {
+				at  time.Time
+				seq int
+			}
+			model := map[int]item{}
+			seq := 0
+			pick := func(label string) time.Time {
+				at := t0.Add(time.Duration(rapid.IntRange(-5, 5).Draw(t, label)) * time.Second)
+				if rapid.IntRange(0, 4).Draw(t, label+"-mono") == 0 {
+					at = wall.Add(at.Sub(t0))
+				}
+				return at
+			}
+			for step := range rapid.IntRange(1, 80).Draw(t, "steps") {
+				keys := slices.Sorted(maps.Keys(model))
+				switch op := rapid.IntRange(0, 2).Draw(t, "op"); {
+				case op == 0 || len(keys) == 0:
+					at := pick("at")
+					seq++
+					h.Push(step, at)
+					model[step] = item{at, seq}
+				case op == 1:
+					n := rapid.SampledFrom(keys).Draw(t, "remove")
+					h.Remove(n)
+					delete(model, n)
+				default:
+					n := rapid.SampledFrom(keys).Draw(t, "move")
+					at := pick("to")
+					h.SetAt(n, at)
+					model[n] = item{at, model[n].seq}
+				}
+				want := -1
+				for n, it := range model {
+					if w, ok := model[want]; !ok || it.at.Compare(w.at) < 0 || it.at.Compare(w.at) == 0 && it.seq < w.seq {
+						want = n
+					}
+				}
+				got, ok := h.Min()
+				if !ok || got != want {
+					t.Fatalf("step %d: min %d (positions right: %v), want %d", step, got, ok, want)
+				}
+			}
+		})
 	})
 
 	It("refuses a lease of no duration", func() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
@@ -56,10 +57,18 @@ type Store struct {
 	rejected   int
 
 	// outbox holds the callbacks of moves made under the lock, delivered
-	// in order by whoever releases it; spare is its recycled buffer.
-	outbox     []note
-	spare      []note
-	delivering bool
+	// in order by whoever releases it; spare is its recycled buffer. Only
+	// the caller delivering touches spare.
+	outbox []note
+	spare  []note
+	// One caller at a time delivers (see unlock). turns counts the batches
+	// taken for delivery (written under mu); done is the turn of the last
+	// delivery that finished, so that a caller is delivering while turns
+	// != done. more tells the one delivering that callbacks were queued
+	// meanwhile: it then comes back for them.
+	turns uint64
+	done  atomic.Uint64
+	more  atomic.Bool
 }
 
 var (
@@ -122,43 +131,77 @@ func (s *Store) report(o store.Overflow) {
 // callback that panics loses the rest of its batch (the moves stand) and
 // the panic reaches the caller; the store goes on working.
 func (s *Store) unlock() {
-	if s.delivering || len(s.outbox) == 0 {
+	if len(s.outbox) == 0 {
 		s.mu.Unlock()
 		return
 	}
-	s.delivering = true
+	if s.turns != s.done.Load() {
+		// Someone is delivering. Tell them there is more, then look
+		// again: they may have finished before seeing it (more is set
+		// before done is read here, and done before more is read there,
+		// so one of the two sees the other's write).
+		s.more.Store(true)
+		if s.turns != s.done.Load() {
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.deliver()
+}
+
+// deliver takes the outbox and delivers it, and whatever is queued
+// meanwhile. The caller holds the lock, nobody is delivering and the outbox
+// is not empty; deliver releases the lock.
+//
+// Finishing a delivery takes no lock: the deliverer publishes done and
+// checks more, which a caller leaving callbacks behind set. So the common
+// case, a move whose callbacks queued nothing new, takes the lock once
+// instead of twice.
+func (s *Store) deliver() {
+	s.turns++
+	turn := s.turns
+	if s.more.Load() {
+		s.more.Store(false)
+	}
 	batch := s.outbox
 	s.outbox, s.spare = s.spare, nil
 	s.mu.Unlock()
 
-	done := false
+	finished := false
 	defer func() {
-		if !done { // a callback panicked: let the next caller deliver
-			s.mu.Lock()
-			s.delivering = false
-			s.mu.Unlock()
+		if !finished { // a callback panicked: let the next caller deliver
+			s.done.Store(turn)
 		}
 	}()
 	for {
 		for i := range batch {
 			if n := &batch[i]; n.overflow != nil {
 				s.cfg.OnOverflow(*n.overflow)
+				*n = note{}
 			} else {
 				s.cfg.Observer(n.event)
+				*n = note{} // cheaper than clearing the batch after
 			}
 		}
-		clear(batch)
-		s.mu.Lock()
-		if len(s.outbox) == 0 {
-			s.spare = batch[:0]
-			s.delivering = false
-			done = true
-			s.mu.Unlock()
+		s.spare = batch[:0] // the next deliverer takes it after seeing done
+		s.done.Store(turn)
+		if !s.more.Load() {
+			finished = true
 			return
 		}
-		next := s.outbox
-		s.outbox = batch[:0]
-		batch = next
+		// Callbacks were queued meanwhile. Deliver them, unless another
+		// caller took them already (or is delivering them now).
+		s.mu.Lock()
+		if s.turns != s.done.Load() || len(s.outbox) == 0 {
+			s.mu.Unlock()
+			finished = true
+			return
+		}
+		s.turns++
+		turn = s.turns
+		s.more.Store(false)
+		batch = s.outbox
+		s.outbox, s.spare = s.spare, nil
 		s.mu.Unlock()
 	}
 }
@@ -173,8 +216,8 @@ func (s *Store) queueOf(name string) *fifo {
 	return q
 }
 
-// newRec returns a rec for j, reusing a freed one; the caller holds the
-// lock.
+// newRec returns a rec for j, reusing a freed one; the caller validated j
+// and holds the lock.
 func (s *Store) newRec(j job.Job, state disposition.State) *rec {
 	var r *rec
 	if n := len(s.free); n > 0 {
@@ -184,7 +227,7 @@ func (s *Store) newRec(j job.Job, state disposition.State) *rec {
 	} else {
 		r = new(rec)
 	}
-	*r = rec{job: j, state: state, hidx: -1}
+	*r = rec{job: j, checked: true, state: state, hidx: -1}
 	return r
 }
 
@@ -207,20 +250,63 @@ func (s *Store) leased(l queue.Lease) (*rec, error) {
 	return r, nil
 }
 
-// checkCompletion validates the job a completion of lease l stores.
-func (s *Store) checkCompletion(l queue.Lease, j *job.Job) error {
+// checkCompletion validates the job a completion of lease l stores, and
+// reports whether keepQueue moved it.
+func (s *Store) checkCompletion(l queue.Lease, j *job.Job) (bool, error) {
 	if err := job.Validate(j, s.cfg.MaxPayload); err != nil {
-		return err
+		return false, err
 	}
 	if j.ID != l.JobID {
-		return &job.InvalidError{Field: "ID", Reason: fmt.Sprintf("is %q; the lease is of job %q", j.ID, l.JobID)}
+		return false, &job.InvalidError{Field: "ID", Reason: fmt.Sprintf("is %q; the lease is of job %q", j.ID, l.JobID)}
 	}
+	return keepQueue(l, j), nil
+}
+
+// keepQueue puts j back on the queue lease l was taken from, if it names
+// another, and reports whether it did: a completion cannot move a job to
+// another queue: it stays where it was leased from (the same rule in every
+// backend).
+func keepQueue(l queue.Lease, j *job.Job) bool {
 	if l.Queue != "" && j.QueueName() != l.Queue {
-		// A completion cannot move a job to another queue: it stays where
-		// it was leased from (the same rule in every backend).
 		j.Queue = l.Queue
+		return true
 	}
-	return nil
+	return false
+}
+
+// completion checks j, the job a completion of lease l stores, as
+// checkCompletion does, and returns the rec l leases: the validation error
+// first, then the lease's, as if checkCompletion and leased ran in turn.
+// checked reports whether the job to store is the validated j (not moved
+// by keepQueue to the lease's queue, a name nothing validated). The caller
+// holds the lock.
+//
+// A completion usually stores the job it leased, its attempts counted.
+// When j has the rec's ID, task and queue, which passed job.Validate when
+// the rec's job was stored, only what Validate checks of the other fields
+// is checked again: the same verdict without scanning the names.
+func (s *Store) completion(l queue.Lease, j *job.Job) (r *rec, checked bool, err error) {
+	r = s.jobs[l.JobID]
+	if r != nil && r.checked && r.state == disposition.InFlight && r.token == l.Token &&
+		j.ID == r.job.ID && j.Task == r.job.Task && j.Queue == r.job.Queue &&
+		j.Attempts >= 0 && len(j.Payload) <= s.maxPayload() {
+		return r, !keepQueue(l, j), nil
+	}
+	moved, err := s.checkCompletion(l, j)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err = s.leased(l)
+	return r, !moved, err
+}
+
+// maxPayload is the payload limit job.Validate applies with
+// cfg.MaxPayload.
+func (s *Store) maxPayload() int {
+	if s.cfg.MaxPayload <= 0 {
+		return job.DefaultMaxPayload
+	}
+	return s.cfg.MaxPayload
 }
 
 // ownPayload returns j with a payload of its own, so that the caller may
@@ -283,7 +369,8 @@ func (s *Store) Dequeue(ctx context.Context, name string, now time.Time, ttl tim
 	s.queued--
 	s.token++
 	s.seq++
-	r.state, r.token, r.at, r.seq = disposition.InFlight, s.token, now.Add(ttl), s.seq
+	r.state, r.token, r.seq = disposition.InFlight, s.token, s.seq
+	r.setAt(now.Add(ttl))
 	s.leases.push(r)
 	s.emit(&r.job, disposition.Queued, disposition.InFlight, disposition.Leased, now)
 	return r.job, queue.Lease{JobID: r.job.ID, Queue: name, Token: r.token, Expires: r.at}, true, nil
@@ -303,8 +390,7 @@ func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl
 	if err != nil {
 		return queue.Lease{}, fmt.Errorf("heartbeat: %w", err)
 	}
-	r.at = now.Add(ttl)
-	s.leases.fix(r)
+	s.leases.setAt(r, now.Add(ttl))
 	return queue.Lease{JobID: r.job.ID, Queue: r.job.QueueName(), Token: r.token, Expires: r.at}, nil
 }
 
@@ -315,12 +401,9 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkCompletion(l, &j); err != nil {
-		return fmt.Errorf("ack: %w", err)
-	}
 	s.mu.Lock()
 	defer s.unlock()
-	r, err := s.leased(l)
+	r, _, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
@@ -336,19 +419,17 @@ func (s *Store) Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Tim
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkCompletion(l, &j); err != nil {
-		return fmt.Errorf("retry: %w", err)
-	}
 	j = ownPayload(j)
 	s.mu.Lock()
 	defer s.unlock()
-	r, err := s.leased(l)
+	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
 	s.leases.remove(r)
 	s.seq++
-	r.job, r.state, r.at, r.seq = j, disposition.Scheduled, at, s.seq
+	r.job, r.checked, r.state, r.seq = j, checked, disposition.Scheduled, s.seq
+	r.setAt(at)
 	s.scheduled.push(r)
 	s.emit(&r.job, disposition.InFlight, disposition.Scheduled, disposition.RetryLater, now)
 	return nil
@@ -359,18 +440,15 @@ func (s *Store) Release(ctx context.Context, l queue.Lease, j job.Job, now time.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkCompletion(l, &j); err != nil {
-		return fmt.Errorf("release: %w", err)
-	}
 	j = ownPayload(j)
 	s.mu.Lock()
 	defer s.unlock()
-	r, err := s.leased(l)
+	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
 	s.leases.remove(r)
-	r.job, r.state = j, disposition.Queued
+	r.job, r.checked, r.state = j, checked, disposition.Queued
 	s.queueOf(j.QueueName()).pushFront(r)
 	s.queued++
 	s.emit(&r.job, disposition.InFlight, disposition.Queued, disposition.Released, now)
@@ -382,18 +460,15 @@ func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.T
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.checkCompletion(l, &j); err != nil {
-		return fmt.Errorf("divert: %w", err)
-	}
 	j = ownPayload(j)
 	s.mu.Lock()
 	defer s.unlock()
-	r, err := s.leased(l)
+	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("divert: %w", err)
 	}
 	s.leases.remove(r)
-	r.job, r.state = j, disposition.Fallback
+	r.job, r.checked, r.state = j, checked, disposition.Fallback
 	s.fallback.pushBack(r)
 	s.emit(&r.job, disposition.InFlight, disposition.Fallback, disposition.Diverted, now)
 	return nil
@@ -485,5 +560,5 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return queue.Counts{Queued: s.queued, InFlight: len(s.leases), Scheduled: len(s.scheduled), Fallback: s.fallback.n}, nil
+	return queue.Counts{Queued: s.queued, InFlight: s.leases.len(), Scheduled: s.scheduled.len(), Fallback: s.fallback.n}, nil
 }

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"math/bits"
 	"strings"
 	"time"
 
@@ -13,17 +14,42 @@ import (
 // rec is a job in the queue side of the store: queued, in flight,
 // scheduled or in the fallback queue.
 type rec struct {
-	job   job.Job
-	state disposition.State
-	// token is the current (or last) lease's fencing token.
-	token uint64
+	// The heap fields come first, together.
+	//
 	// at is the lease's expiry while in flight, the due time while
-	// scheduled.
-	at time.Time
+	// scheduled; set it with setAt. key is at in nanoseconds since the
+	// Unix epoch when exact says that orders like at.Compare (no monotonic
+	// reading, and in range), which is how heaps compare most times
+	// without time.Time arithmetic.
+	at    time.Time
+	key   int64
+	exact bool
 	// seq orders equal times in a heap: the order of insertion.
 	seq uint64
 	// hidx is the rec's position in the heap it is in, -1 when in none.
 	hidx int
+
+	job job.Job
+	// checked says job passed job.Validate as it is (see completion).
+	checked bool
+	state   disposition.State
+	// token is the current (or last) lease's fencing token.
+	token uint64
+}
+
+// setAt sets r.at, and its key.
+func (r *rec) setAt(t time.Time) {
+	r.at = t
+	// Compare orders two times without monotonic readings by their
+	// seconds, then nanoseconds: so does a key when the seconds fit.
+	// Round(0) strips a monotonic reading: t has none when it is unchanged.
+	const maxSec = (1<<63-1)/1_000_000_000 - 1
+	sec := t.Unix()
+	r.exact = sec > -maxSec && sec < maxSec && t == t.Round(0)
+	r.key = 0
+	if r.exact {
+		r.key = sec*1e9 + int64(t.Nanosecond())
+	}
 }
 
 // fifo is a double-ended ring buffer of recs: the queue of one name, or the
@@ -71,85 +97,141 @@ func (f *fifo) popFront() *rec {
 
 // recHeap is a min-heap of recs by (at, seq), each knowing its position,
 // so that a lease can be extended or completed in O(log n).
-type recHeap []*rec
+//
+// Each slot holds its rec's key and seq, so that sifting compares integers
+// in the slice without loading the recs. The keys decide while every rec
+// in the heap has an exact one (inexact == 0, always on a virtual clock);
+// otherwise the recs' times are compared, as time.Time.Compare does.
+type recHeap struct {
+	items   []hslot
+	inexact int
+}
 
-func (h recHeap) less(i, j int) bool {
-	if c := h[i].at.Compare(h[j].at); c != 0 {
-		return c < 0
+// hslot is a heap slot.
+type hslot struct {
+	key int64
+	seq uint64
+	r   *rec
+}
+
+func (h *recHeap) len() int { return len(h.items) }
+
+func (h *recHeap) less(a, b *hslot) bool { return h.lessBit(a, b) != 0 }
+
+// lessBit is less as 1 or 0. On keys it is a 128-bit comparison of (key,
+// seq) without branches (sifting's comparisons are coin tosses a branch
+// predictor cannot learn); key's sign bit is flipped to order it as
+// unsigned.
+func (h *recHeap) lessBit(a, b *hslot) uint64 {
+	if h.inexact != 0 {
+		return lessAt(a, b)
 	}
-	return h[i].seq < h[j].seq
+	_, borrow := bits.Sub64(a.seq, b.seq, 0)
+	_, borrow = bits.Sub64(uint64(a.key)^1<<63, uint64(b.key)^1<<63, borrow)
+	return borrow
 }
 
-func (h recHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx = i
-	h[j].hidx = j
+// lessAt is lessBit by the recs' times, as time.Time.Compare orders them.
+func lessAt(a, b *hslot) uint64 {
+	c := a.r.at.Compare(b.r.at)
+	if c < 0 || c == 0 && a.seq < b.seq {
+		return 1
+	}
+	return 0
 }
 
-func (h recHeap) up(i int) {
+// up moves the slot at i towards the root: it is moved into the hole it
+// leaves rather than swapped at every level.
+func (h *recHeap) up(i int) {
+	items := h.items
+	e := items[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		if !h.less(&e, &items[p]) {
+			break
 		}
-		h.swap(i, p)
+		items[i] = items[p]
+		items[i].r.hidx = i
 		i = p
 	}
+	items[i] = e
+	e.r.hidx = i
 }
 
-func (h recHeap) down(i int) bool {
+// down moves the slot at i towards the leaves and reports whether it moved.
+func (h *recHeap) down(i int) bool {
+	items := h.items
+	n := len(items)
 	start := i
+	e := items[i]
 	for {
 		l := 2*i + 1
-		if l >= len(h) {
+		if l >= n {
 			break
 		}
 		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
+		if r := l + 1; r < n {
+			m += int(h.lessBit(&items[r], &items[l])) // the earlier child, without a branch
 		}
-		if !h.less(m, i) {
+		if !h.less(&items[m], &e) {
 			break
 		}
-		h.swap(i, m)
+		items[i] = items[m]
+		items[i].r.hidx = i
 		i = m
 	}
+	items[i] = e
+	e.r.hidx = i
 	return i > start
 }
 
 func (h *recHeap) push(r *rec) {
-	r.hidx = len(*h)
-	*h = append(*h, r)
-	h.up(r.hidx)
+	if !r.exact {
+		h.inexact++
+	}
+	h.items = append(h.items, hslot{key: r.key, seq: r.seq, r: r})
+	h.up(len(h.items) - 1)
 }
 
 // remove takes r out of the heap.
 func (h *recHeap) remove(r *rec) {
-	i, last := r.hidx, len(*h)-1
+	i, last := r.hidx, len(h.items)-1
 	if i != last {
-		h.swap(i, last)
+		h.items[i] = h.items[last]
+		h.items[i].r.hidx = i
 	}
-	(*h)[last] = nil
-	*h = (*h)[:last]
+	h.items[last] = hslot{}
+	h.items = h.items[:last]
 	r.hidx = -1
+	if !r.exact {
+		h.inexact--
+	}
 	if i != last && !h.down(i) {
 		h.up(i)
 	}
 }
 
-// fix restores the order after r.at changed.
-func (h recHeap) fix(r *rec) {
+// setAt moves r, which is in the heap, to time t.
+func (h *recHeap) setAt(r *rec, t time.Time) {
+	if !r.exact {
+		h.inexact--
+	}
+	r.setAt(t)
+	if !r.exact {
+		h.inexact++
+	}
+	h.items[r.hidx].key = r.key
 	if !h.down(r.hidx) {
 		h.up(r.hidx)
 	}
 }
 
 // min returns the earliest rec, or nil.
-func (h recHeap) min() *rec {
-	if len(h) == 0 {
+func (h *recHeap) min() *rec {
+	if len(h.items) == 0 {
 		return nil
 	}
-	return h[0]
+	return h.items[0].r
 }
 
 // dent is a DLQ entry as stored: its encoded bytes, and beside them the

@@ -63,9 +63,7 @@ type slot struct {
 
 type taskGen struct {
 	Task
-	idx     int
-	queue   string
-	payload bool
+	queue string
 	// svc draws the task's service-time jitter: a stream per task.
 	svc *rand.Rand
 	// dep is the task's dependency, if declared; target its fault target.
@@ -242,8 +240,8 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 			w.sharedKeys[pj.IdempotencyKey] = true
 		}
 	}
-	for i, t := range sc.Workload.Tasks {
-		g := &taskGen{Task: t, idx: i, queue: t.Queue, payload: t.Payload != "", svc: w.stream("workload/service/" + t.Name)}
+	for _, t := range sc.Workload.Tasks {
+		g := &taskGen{Task: t, queue: t.Queue, svc: w.stream("workload/service/" + t.Name)}
 		if g.queue == "" {
 			g.queue = t.Name
 		}

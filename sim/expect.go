@@ -489,23 +489,6 @@ func (c Confusion) Evaluate(o *Observation) reports.Expectation {
 		name += " routed to " + c.Route.String()
 	}
 	name += fmt.Sprintf(" %s %d", c.Op, c.N)
-	var n int64
-	l := o.w.led
-	if int(c.True) < len(l.said) && int(c.Said) < len(l.said[0]) && int(c.Route) < len(l.routes[0]) {
-		switch {
-		case c.Said != 0 && c.Route != 0:
-			// The matrix keeps the two margins; both filters together
-			// need the joint count.
-			n = l.joint[c.True][c.Said][c.Route]
-		case c.Said != 0:
-			n = l.said[c.True][c.Said]
-		case c.Route != 0:
-			n = l.routes[c.True][c.Route]
-		default:
-			for _, k := range l.said[c.True] {
-				n += k
-			}
-		}
-	}
+	n := o.w.led.confusionCount(c.True, c.Said, c.Route)
 	return reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.holds(n, c.N))}
 }

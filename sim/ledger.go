@@ -189,10 +189,9 @@ type ledger struct {
 	// watched are job IDs an expectation names: kept after they succeed.
 	watched map[string]bool
 
-	// Confusion matrix: [true class][said class] and [true class][action].
-	said   [8][8]int64
-	routes [8][8]int64
-	joint  [8][8][8]int64
+	// Confusion matrix: failures by [true class][said class][action]; its
+	// margins (true × said, true × route) are summed when read.
+	confusionN [8][8][8]int64
 
 	violation *Violation
 }
@@ -396,10 +395,8 @@ func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.O
 		return
 	}
 	r.pendSev, r.pendClass, r.hasPend = o.Verdict.Severity, o.Verdict.Class, true
-	if int(truth) < len(l.said) && int(o.Verdict.Class) < len(l.said[0]) && int(o.Action) < len(l.routes[0]) {
-		l.said[truth][o.Verdict.Class]++
-		l.routes[truth][o.Action]++
-		l.joint[truth][o.Verdict.Class][o.Action]++
+	if int(truth) < 8 && int(o.Verdict.Class) < 8 && int(o.Action) < 8 {
+		l.confusionN[truth][o.Verdict.Class][o.Action]++
 	}
 	if o.Action == worker.Retry && (truth == classify.Permanent || truth == classify.Critical) {
 		l.fail(InvNoRetryOfFinal, r, "job %s: a %s failure (fault %s) was scheduled for a retry: the classifier said %s by rule %q",
@@ -436,9 +433,6 @@ func (l *ledger) inDLQ(task string, sev classify.Severity, class classify.Class)
 	}
 	return n
 }
-
-// bucket returns the number of jobs in state s (removed included).
-func (l *ledger) bucket(s disposition.State) int64 { return l.counts[s] }
 
 // checkCreated verifies that every job the simulator enqueued reached the
 // ledger through an enqueue event (the buckets add up by construction:
@@ -483,19 +477,34 @@ func (l *ledger) report() reports.Ledger {
 	return t
 }
 
-func (l *ledger) confusion() []reports.Confusion {
-	var out []reports.Confusion
-	for truth := range l.said {
-		row := reports.Confusion{True: classify.Class(truth).String(), Said: map[string]int64{}, Routes: map[string]int64{}}
-		for said, n := range l.said[truth] {
-			if n > 0 {
-				row.Said[classify.Class(said).String()] = n
-				row.Total += n
+// confusionCount counts the failures of true class truth the classifier
+// called said (0 = any) whose job took route (0 = any).
+func (l *ledger) confusionCount(truth, said classify.Class, route worker.Action) int64 {
+	if int(truth) >= 8 || int(said) >= 8 || int(route) >= 8 {
+		return 0
+	}
+	var n int64
+	for s := range l.confusionN[truth] {
+		for a, k := range l.confusionN[truth][s] {
+			if (said == 0 || classify.Class(s) == said) && (route == 0 || worker.Action(a) == route) {
+				n += k
 			}
 		}
-		for action, n := range l.routes[truth] {
-			if n > 0 {
-				row.Routes[worker.Action(action).String()] = n
+	}
+	return n
+}
+
+func (l *ledger) confusion() []reports.Confusion {
+	var out []reports.Confusion
+	for truth := range l.confusionN {
+		row := reports.Confusion{True: classify.Class(truth).String(), Said: map[string]int64{}, Routes: map[string]int64{}}
+		for said := range l.confusionN[truth] {
+			for action, n := range l.confusionN[truth][said] {
+				if n > 0 {
+					row.Said[classify.Class(said).String()] += n
+					row.Routes[worker.Action(action).String()] += n
+					row.Total += n
+				}
 			}
 		}
 		if row.Total > 0 {

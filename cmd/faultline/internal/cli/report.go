@@ -142,12 +142,7 @@ func writeRunReports(dir string, formats []string, jobs []*job, sweep bool) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	var all []*reports.Result
-	for _, j := range jobs {
-		if j.done && j.res != nil {
-			all = append(all, j.res)
-		}
-	}
+	all := results(jobs)
 	for _, format := range formats {
 		switch format {
 		case "junit", "md":
@@ -173,6 +168,17 @@ func writeRunReports(dir string, formats []string, jobs []*job, sweep bool) erro
 	return nil
 }
 
+// results returns the finished jobs' results, in job order.
+func results(jobs []*job) []*reports.Result {
+	var all []*reports.Result
+	for _, j := range jobs {
+		if j.done() && j.res != nil {
+			all = append(all, j.res)
+		}
+	}
+	return all
+}
+
 func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -192,12 +198,7 @@ func appendStepSummary(jobs []*job) error {
 	if path == "" {
 		return nil
 	}
-	var all []*reports.Result
-	for _, j := range jobs {
-		if j.done && j.res != nil {
-			all = append(all, j.res)
-		}
-	}
+	all := results(jobs)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)

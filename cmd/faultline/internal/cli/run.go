@@ -212,8 +212,10 @@ type job struct {
 	res   *reports.Result
 	err   error
 	state jobState
-	done  bool // finished: res or err is its outcome
 }
+
+// done says the job finished: res or err is its outcome.
+func (j *job) done() bool { return j.state == finished }
 
 func (j *job) reproduce() string {
 	return fmt.Sprintf("faultline run %s --seed %d", shellQuote(j.t.arg), j.seed)
@@ -300,7 +302,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	failed, errored, ran := 0, 0, 0
 	for _, j := range jobs {
 		switch {
-		case !j.done:
+		case !j.done():
 		case j.err != nil || j.res.Verdict == reports.Errored:
 			errored++
 			ran++
@@ -398,7 +400,7 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 				if ctx.Err() != nil && (err != nil || res.Verdict == reports.Errored) {
 					j.state = canceled
 				} else {
-					j.res, j.err, j.state, j.done = res, err, finished, true
+					j.res, j.err, j.state = res, err, finished
 				}
 				flush(false)
 				mu.Unlock()
@@ -453,7 +455,7 @@ func writeSummary(dir string, jobs []*job) error {
 	}
 	summary := []row{}
 	for _, j := range jobs {
-		if j.done && j.res != nil {
+		if j.done() && j.res != nil {
 			summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, scenarios.Signature(j.res)})
 		}
 	}
@@ -478,7 +480,7 @@ func safeName(s string) string {
 func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job) {
 	seen := map[*target]bool{}
 	for _, j := range jobs {
-		if !j.done || j.res == nil || !j.res.Failed() || j.res.Verdict == reports.Errored || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
+		if !j.done() || j.res == nil || !j.res.Failed() || j.res.Verdict == reports.Errored || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
 			continue
 		}
 		seen[j.t] = true

@@ -22,6 +22,11 @@ type Fault struct {
 	Model Model
 	// Schedule is when the fault is active.
 	Schedule Schedule
+	// RequireHits makes a run in which the fault never hit fail (a fault
+	// that is certain to fire, whose silence means the drill tested
+	// nothing); without it, zero hits are only a warning (a probabilistic
+	// fault may draw no hit on some seeds).
+	RequireHits bool
 }
 
 // Validate checks the fault: a name, a model that is valid, a target kind

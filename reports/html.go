@@ -57,6 +57,7 @@ func WriteHTML(w io.Writer, r *Result) error {
 	if r == nil {
 		return fmt.Errorf("write html report: %w", ErrNilResult)
 	}
+	r = Redact(r)
 	t, err := htmlTemplate()
 	if err != nil {
 		return fmt.Errorf("write html report: %w", err)

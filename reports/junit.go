@@ -102,7 +102,7 @@ func WriteJUnit(w io.Writer, rs []*Result) error {
 		if r == nil {
 			return fmt.Errorf("write JUnit XML: run %d: %w", i, ErrNilResult)
 		}
-		s := junitSuiteOf(r)
+		s := junitSuiteOf(Redact(r))
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -27,10 +28,13 @@ const (
 // layout.
 func WriteMarkdown(w io.Writer, rs []*Result) error {
 	var failed []*Result
+	rs = slices.Clone(rs)
 	for i, r := range rs {
 		if r == nil {
 			return fmt.Errorf("write Markdown: run %d: %w", i, ErrNilResult)
 		}
+		rs[i] = Redact(r)
+		r = rs[i]
 		if r.Failed() {
 			failed = append(failed, r)
 		}

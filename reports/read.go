@@ -19,7 +19,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 	if r == nil {
 		return fmt.Errorf("write JSON report: %w", ErrNilResult)
 	}
-	return r.Encode(w)
+	return Redact(r).Encode(w)
 }
 
 // ErrNewerVersion is matched (errors.Is) by the error Read returns for a

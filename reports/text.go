@@ -45,6 +45,7 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	if r == nil {
 		return fmt.Errorf("write text report: %w", ErrNilResult)
 	}
+	r = Redact(r)
 	bw := bufio.NewWriter(w)
 	t := textWriter{w: bw, color: o.Color}
 	t.verdict(r)

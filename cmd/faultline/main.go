@@ -1,11 +1,10 @@
-// Command faultline is the chaos-testing harness's command line: it checks
-// classifier rule files today, and runs scenarios, drills and DLQ tools as
-// they land.
+// Command faultline is the chaos-testing harness's command line: it runs
+// scenarios on the simulator, writes and compares their reports, checks
+// scenario and classifier rule files, and plays the demo.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 
@@ -14,10 +13,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := cli.New(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faultline:", err)
-	}
-	os.Exit(cli.ExitCode(err))
+	os.Exit(code)
 }

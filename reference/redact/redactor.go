@@ -54,7 +54,8 @@ const maxRounds = 4
 //
 //   - the password of a URL's userinfo: "postgres://app:[REDACTED]@db:5432/x";
 //   - the secret part of a Slack webhook URL:
-//     "https://hooks.slack.com/services/[REDACTED]";
+//     "https://hooks.slack.com/services/[REDACTED]", and of Discord,
+//     Microsoft Teams and PagerDuty integration URLs;
 //   - well-known token shapes, whole: Slack tokens (xoxb-, xoxp-, xapp-, ...),
 //     Stripe secret and restricted keys (sk_live_, sk_test_, rk_live_,
 //     rk_test_) and webhook secrets (whsec_), GitHub tokens (ghp_, gho_,
@@ -174,12 +175,32 @@ func hasScheme(s string) bool {
 // the part after the fixed prefix, which is the credential.
 var slackHookRe = regexp.MustCompile(`(?i:(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9_/\-]+)`)
 
-// slackHooks masks the credential part of Slack webhook URLs.
+// webhookURLs are the other webhook URLs whose path is the credential:
+// Discord, Microsoft Teams (Office 365 connectors and Power Automate
+// workflows) and PagerDuty's generic integration URLs. Each captures the
+// secret part after a fixed prefix; a marker must be in the text first.
+var webhookURLs = []struct {
+	marker string
+	re     *regexp.Regexp
+}{
+	{"/api/webhooks/", regexp.MustCompile(`(?i:discord(?:app)?\.com/api/webhooks/)([A-Za-z0-9_/\-]+)`)},
+	{"webhook.office.com", regexp.MustCompile(`(?i:\.webhook\.office\.com/webhookb2/)([A-Za-z0-9@_/\-]+)`)},
+	{"logic.azure.com", regexp.MustCompile(`(?i:\.logic\.azure\.com(?::\d+)?/workflows/)([A-Za-z0-9_/\-]+)`)},
+	{"pagerduty.com", regexp.MustCompile(`(?i:events\.(?:eu\.)?pagerduty\.com/integration/)([A-Za-z0-9]+)`)},
+}
+
+// slackHooks masks the credential part of Slack webhook URLs, and of the
+// other webhook URLs listed in webhookURLs.
 func (r *Redactor) slackHooks(s string) string {
-	if !containsFold(s, "hooks.slack.com") {
-		return s
+	if containsFold(s, "hooks.slack.com") {
+		s = r.maskGroups(s, slackHookRe, 1)
 	}
-	return r.maskGroups(s, slackHookRe, 1)
+	for _, h := range webhookURLs {
+		if containsFold(s, h.marker) {
+			s = r.maskGroups(s, h.re, 1)
+		}
+	}
+	return s
 }
 
 // tokenShapes are well-known credential shapes, masked whole. Each is

@@ -22,6 +22,10 @@ const (
 	ExitInvalid = 2
 	// ExitInternal means faultline itself failed.
 	ExitInternal = 3
+	// ExitUnavailable means a service faultline needs could not be reached:
+	// Redis, a system under test. Every command that talks to one maps a
+	// network failure to it (see UnavailableError).
+	ExitUnavailable = 4
 )
 
 // InvalidInputError marks an error caused by what the user gave: a bad flag,
@@ -55,6 +59,8 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &invalid):
 		return ExitInvalid
+	case unreachable(err):
+		return ExitUnavailable
 	case errors.Is(err, ErrChecksFailed):
 		return ExitFailed
 	default:
@@ -74,12 +80,14 @@ Exit codes:
   0  everything passed
   1  a check ran and failed
   2  invalid input (a file or a flag)
-  3  an internal error`,
+  3  an internal error
+  4  a service faultline needs could not be reached (Redis, a system under test)`,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
 	}
 	root.Version = Version()
+	quietRedisLogs()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -20,18 +20,13 @@ func TestCLI(t *testing.T) {
 	RunSpecs(t, "CLI Suite")
 }
 
-// run executes the command tree in-process and returns its output and exit
-// code.
+// run executes the command tree in-process as main does (cli.Main: the
+// error printed on stderr, masked) and returns its output and exit code.
 func run(args ...string) (stdout, stderr string, code int) {
 	GinkgoHelper()
 	var out, errOut bytes.Buffer
-	root := cli.New(&out, &errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	if err != nil {
-		errOut.WriteString(err.Error())
-	}
-	return out.String(), errOut.String(), cli.ExitCode(err)
+	code = cli.Main(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
 }
 
 func writeFile(name, content string) string {
@@ -100,5 +95,6 @@ var _ = Describe("faultline rules", func() {
 		out, _, code := run("--help")
 		Expect(code).To(Equal(cli.ExitOK))
 		Expect(out).To(ContainSubstring("2  invalid input (a file or a flag)"))
+		Expect(out).To(ContainSubstring("4  a service faultline needs could not be reached (Redis, a system under test)"))
 	})
 })

@@ -18,13 +18,13 @@ import (
 
 // backends are the stores the demo can run on, by flag value. Each returns
 // the store and what closes it.
-var backends = map[string]func(redisAddr string) (func(cfg store.Config) (demo.Backend, error), func(), error){
-	"memory": func(string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+var backends = map[string]func(redis redisTarget) (func(cfg store.Config) (demo.Backend, error), func(), error){
+	"memory": func(redisTarget) (func(cfg store.Config) (demo.Backend, error), func(), error) {
 		return func(cfg store.Config) (demo.Backend, error) { return memstore.New(cfg) }, func() {}, nil
 	},
 	// miniredis runs the same Lua scripts as a real Redis, embedded: the
 	// default, so that the demo needs no server.
-	"miniredis": func(string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+	"miniredis": func(redisTarget) (func(cfg store.Config) (demo.Backend, error), func(), error) {
 		m := miniredis.NewMiniRedis()
 		if err := m.Start(); err != nil {
 			return nil, nil, fmt.Errorf("start the embedded miniredis: %w", err)
@@ -35,11 +35,11 @@ var backends = map[string]func(redisAddr string) (func(cfg store.Config) (demo.B
 	},
 	// redis runs on a real server (a staging drill); the demo's namespace
 	// is flushed first.
-	"redis": func(addr string) (func(cfg store.Config) (demo.Backend, error), func(), error) {
-		client := redisstore.NewClient(addr)
+	"redis": func(t redisTarget) (func(cfg store.Config) (demo.Backend, error), func(), error) {
+		client := t.client()
 		return func(cfg store.Config) (demo.Backend, error) {
 			if err := clearNamespace(context.Background(), client, cfg.Namespace); err != nil {
-				return nil, fmt.Errorf("clear namespace %q on %s: %w", cfg.Namespace, addr, err)
+				return nil, fmt.Errorf("clear namespace %q: %w", cfg.Namespace, err)
 			}
 			return redisstore.New(client, cfg)
 		}, func() { _ = client.Close() }, nil
@@ -56,9 +56,9 @@ func backendNames() string {
 
 func newDemoCommand() *cobra.Command {
 	var (
-		seed      uint64
-		backend   string
-		redisAddr string
+		seed     uint64
+		backend  string
+		redisURL string
 	)
 	c := &cobra.Command{
 		Use:   "demo",
@@ -79,21 +79,29 @@ medium-severity DLQ entries. The same seed prints the same report, byte for byte
 			if !ok {
 				return usage(c, fmt.Errorf("unknown --backend %q (allowed: %s)", backend, backendNames()))
 			}
-			open, closeStore, err := opener(redisAddr)
+			var target redisTarget
+			if backend == "redis" {
+				t, err := parseRedisURL(redisURL)
+				if err != nil {
+					return usage(c, err)
+				}
+				target = t
+			}
+			open, closeStore, err := opener(target)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			name := backend
 			if backend == "redis" {
-				name = "redis at " + redisAddr
+				name = "redis at " + target.addr
 			}
 			return demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open})
 		},
 	}
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed for every random stream")
 	c.Flags().StringVar(&backend, "backend", defaultBackend, "store to run on: "+backendNames())
-	c.Flags().StringVar(&redisAddr, "redis-addr", "localhost:6379", "the Redis server of --backend redis (host:port or redis:// URL)")
+	addRedisFlag(c, &redisURL, "the Redis server of --backend redis")
 	return c
 }
 

@@ -74,7 +74,7 @@ func checkRules(stdout, stderr io.Writer, files []string) error {
 	for _, f := range files {
 		rs, err := loadRules(f)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			printErr(stderr, err)
 			bad = append(bad, f)
 			continue
 		}

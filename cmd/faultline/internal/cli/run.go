@@ -37,6 +37,7 @@ type runFlags struct {
 	dryRun    bool
 	noShrink  bool
 	progress  string
+	shrunkOut string
 }
 
 func newRunCommand() *cobra.Command {
@@ -83,6 +84,7 @@ was interrupted); 2 invalid input (a scenario file or a flag); 3 an internal err
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each effective scenario (includes merged, defaults filled in) without running it")
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
+	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
 	return c
 }
 
@@ -245,6 +247,11 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	if err != nil {
 		return usage(c, err)
 	}
+	if len(formats) > 0 && !f.dryRun {
+		if err := checkOutputDir("--report-dir", f.reportDir); err != nil {
+			return err
+		}
+	}
 	seedSet := c.Flags().Changed("seed")
 	if seedSet && f.seeds != "" {
 		return usage(c, errors.New("give --seed or --seeds, not both"))
@@ -285,6 +292,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	bar := newBar(errw, f.progress, len(jobs))
 	p := &printer{w: out, sweep: sweep, color: colorFor(out)}
 	execute(ctx, jobs, f.parallel, func(done []*job) {
+		if bar != nil {
+			_ = bar.Clear() // a result line starts on a line of its own
+		}
 		for _, j := range done {
 			p.add(j)
 		}
@@ -313,8 +323,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 			ran++
 		}
 	}
+	shrunk := &shrunkOut{path: f.shrunkOut}
 	if !interrupted && !f.noShrink {
-		shrinkFailures(ctx, out, jobs)
+		shrinkFailures(ctx, out, jobs, shrunk)
 	}
 	if len(formats) > 0 {
 		if err := writeRunReports(f.reportDir, formats, jobs, sweep); err != nil {
@@ -334,6 +345,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		fmt.Fprintf(out, "; interrupted: %d of %d runs not made", len(jobs)-ran, len(jobs))
 	}
 	fmt.Fprintln(out)
+	if shrunk.err != nil {
+		return shrunk.err
+	}
 	switch {
 	case errored > 0:
 		return fmt.Errorf("%d %s could not be carried out", errored, plural(errored, "run", "runs"))
@@ -477,7 +491,7 @@ func safeName(s string) string {
 
 // shrinkFailures shrinks the first failing seed of each scenario and
 // prints the smallest failing fault schedule as a scenario file.
-func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job) {
+func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrunkOut) {
 	seen := map[*target]bool{}
 	for _, j := range jobs {
 		if !j.done() || j.res == nil || !j.res.Failed() || j.res.Verdict == reports.Errored || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
@@ -488,7 +502,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job) {
 			return sim.Run(ctx, sc, sim.WithSeed(seed))
 		}, 200)
 		if err != nil {
-			fmt.Fprintf(w, "\nshrinking %s (seed %d) failed: %v\n", j.t.loaded.Scenario.Name, j.seed, err)
+			fmt.Fprintf(w, "\nshrinking %s (seed %d) failed: %s\n", j.t.loaded.Scenario.Name, j.seed, masked(err.Error()))
 			continue
 		}
 		doc := *res.Document
@@ -504,7 +518,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job) {
 		fmt.Fprintf(w, "\nsmallest failing fault schedule for %s (seed %d): %d of %d faults kept, %d runs%s\n",
 			j.t.loaded.Scenario.Name, seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
 		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", doc.Metadata.Name, doc.Metadata.Name)
-		w.Write(b)
+		shrunk.emit(w, doc.Metadata.Name, b)
 		fmt.Fprintln(w, "---")
 	}
 }
@@ -520,7 +534,7 @@ func dryRun(w io.Writer, targets []target) error {
 			fmt.Fprintln(w, "---")
 		}
 		fmt.Fprintf(w, "# %s (effective: includes merged, defaults filled in)\n", t.arg)
-		w.Write(b)
+		_, _ = io.WriteString(w, masked(string(b)))
 	}
 	return nil
 }

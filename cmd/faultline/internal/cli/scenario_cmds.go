@@ -40,6 +40,10 @@ func validate(stdout, stderr io.Writer, args []string) error {
 			if err != nil {
 				return &InvalidInputError{Err: err}
 			}
+			if len(fs) == 0 {
+				return &InvalidInputError{Err: fmt.Errorf("%s: nothing to check: no scenario files (*.yaml, *.yml) in this directory", a),
+					Hint: "Try: faultline validate FILE.yaml, or a directory holding scenario files"}
+			}
 			files = append(files, fs...)
 			continue
 		}
@@ -49,11 +53,11 @@ func validate(stdout, stderr io.Writer, args []string) error {
 	for _, f := range files {
 		l, err := scenarios.Load(f)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			printErr(stderr, err)
 			bad++
 			continue
 		}
-		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", f, l.Scenario.Name, l.Scenario.Description)
+		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", f, l.Scenario.Name, masked(l.Scenario.Description))
 	}
 	if bad > 0 {
 		return &InvalidInputError{Err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(files))}

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/reference/store/redisstore"
+)
+
+// defaultRedisURL is the Redis a command uses when --redis-url is not given.
+const defaultRedisURL = "redis://localhost:6379"
+
+// addRedisFlag adds --redis-url to c, the one name every command gives the
+// Redis it uses: a redis:// (or rediss://) URL, or a bare host:port.
+// --redis-addr, its name before, is accepted as an alias.
+func addRedisFlag(c *cobra.Command, p *string, usage string) {
+	c.Flags().StringVar(p, "redis-url", defaultRedisURL, usage+" (a redis:// URL, or host:port; alias --redis-addr)")
+	c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "redis-addr" {
+			name = "redis-url"
+		}
+		return pflag.NormalizedName(name)
+	})
+}
+
+// redisTarget is a parsed --redis-url.
+type redisTarget struct {
+	// url is what redisstore.NewClient takes.
+	url string
+	// addr is host:port, safe to print: never the password.
+	addr string
+}
+
+// parseRedisURL reads a --redis-url value. A bad value is invalid input,
+// and the error never repeats the value (it may hold a password).
+func parseRedisURL(s string) (redisTarget, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return redisTarget{}, fmt.Errorf("--redis-url: empty; expected a redis:// URL or host:port")
+	}
+	if strings.Contains(s, "://") {
+		o, err := redis.ParseURL(s)
+		if err != nil {
+			return redisTarget{}, fmt.Errorf("--redis-url: not a Redis URL (expected redis://[:password@]host:port[/db]): %s", masked(err.Error()))
+		}
+		return redisTarget{url: s, addr: o.Addr}, nil
+	}
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return redisTarget{}, fmt.Errorf("--redis-url: expected a redis:// URL or host:port, got %q", masked(s))
+	}
+	return redisTarget{url: s, addr: s}, nil
+}
+
+// client returns a client of t whose network errors are
+// *UnavailableError naming the address.
+func (t redisTarget) client() *redis.Client {
+	c := redisstore.NewClient(t.url)
+	c.AddHook(unavailableHook{addr: t.addr})
+	return c
+}

@@ -55,7 +55,11 @@ type UnavailableError struct {
 
 // Error says, in one line, what could not be reached and why.
 func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("%s at %s could not be reached (%s): %s", e.Service, e.Addr, e.Op, oneLine(masked(e.Err.Error())))
+	cause := oneLine(masked(e.Err.Error()))
+	if errors.Is(e.Err, io.EOF) || errors.Is(e.Err, io.ErrUnexpectedEOF) {
+		cause = "the connection was closed (" + cause + ")"
+	}
+	return fmt.Sprintf("%s at %s could not be reached (%s): %s", e.Service, e.Addr, e.Op, cause)
 }
 
 // Unwrap returns the network error.

@@ -1103,7 +1103,6 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 		w.alerts.ByReceiver = map[string]int64{}
 	}
 	w.alerts.ByReceiver[receiver]++
-	paged := false
 	for _, a := range n.Alerts {
 		if len(w.alerts.Deliveries) < maxDeliveries {
 			w.alerts.Deliveries = append(w.alerts.Deliveries, reports.Delivery{AtMs: off.Milliseconds(), Receiver: receiver,
@@ -1126,21 +1125,18 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 		}
 		w.pages[k] = pageState{at: off, severity: a.Severity}
 		w.firing[firingKey{receiver, a.Fingerprint, a.Severity}]++
-		if a.Severity == classify.High {
+		if alert.IsPage(a) { // what a page is, everywhere: see alert.IsPage
 			if w.alerts.PagesByFingerprint == nil {
 				w.alerts.PagesByFingerprint = map[string]int64{}
 			}
 			w.alerts.PagesByFingerprint[a.Fingerprint]++
-			paged = true
+			w.alerts.Pages++
 			w.highFiring[a.Fingerprint] = true
 			delete(w.pendingCrit, a.Fingerprint)
 			if !w.hasPage && w.hasCrit && w.critFPs[a.Fingerprint] && off >= w.firstCrit {
 				w.hasPage, w.firstPage = true, off
 			}
 		}
-	}
-	if paged {
-		w.alerts.Pages++
 	}
 }
 

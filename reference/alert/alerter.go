@@ -82,6 +82,10 @@ type Stats struct {
 	// Limited counts occurrences of new fingerprints folded into the
 	// alert-limit alert because MaxAlerts alerts were held.
 	Limited uint64
+	// Suppressed counts firing alerts not sent to a receiver because it had
+	// accepted the same alert, at the same or a higher severity, within the
+	// repeat interval (by another route, or as a secondary's copy).
+	Suppressed uint64
 	// Pending is the number of notifications waiting in outboxes, Held those
 	// held for misconfigured receivers.
 	Pending, Held int
@@ -95,24 +99,33 @@ type Stats struct {
 //
 // An alert is one instance of a fingerprint: from its first occurrence to its
 // resolution. A later occurrence after the resolution is a new alert, paged
-// again. Each route an alert takes puts it in a group of its receiver; a
-// group's notification carries its alerts that are new, due for a repeat
-// (RepeatInterval after the receiver accepted the last page), or resolved.
+// again. Each receiver an alert's routes lead to puts it in one group there
+// (the first such route's); a group's notification carries its alerts that
+// are new, due for a repeat (RepeatInterval after the receiver accepted the
+// last page), or resolved. Whatever the routes and copies, a receiver is
+// paged at most once per alert per repeat interval (the shortest one
+// configured): a firing alert it accepted already, at the same or a higher
+// severity, is taken out of a notification before it is sent.
 type Alerter struct {
 	cfg       Config
 	clk       clock.Clock
 	log       *slog.Logger
 	receivers map[string]*Receiver
 
-	mu           sync.Mutex
-	rngs         map[string]*rand.Rand
-	alerts       map[string]*alertState // the live alert of each fingerprint
-	groups       map[string]*group
-	open         map[string]bool
-	flaps        map[string]*flapState
-	outbox       map[string]*outbox
-	bad          map[string]bool // receivers refusing as misconfigured
-	late         map[string]bool // receivers past the delivery deadline
+	mu     sync.Mutex
+	rngs   map[string]*rand.Rand
+	alerts map[string]*alertState // the live alert of each fingerprint
+	groups map[string]*group
+	open   map[string]bool
+	flaps  map[string]*flapState
+	outbox map[string]*outbox
+	bad    map[string]bool // receivers refusing as misconfigured
+	late   map[string]bool // receivers past the delivery deadline
+	// paged is what each receiver accepted firing, by fingerprint: one page
+	// per receiver per fingerprint per repeat interval, however it came.
+	paged        map[string]map[string]pageMark
+	sweepAt      int           // the size of paged[r] at which expired marks are swept
+	minRepeat    time.Duration // the shortest repeat interval of any route
 	nextID       uint64
 	nextInstance uint64
 	stats        Stats
@@ -126,6 +139,9 @@ type alertState struct {
 	event   bool
 	forced  string
 	members []*member
+	// routedTo names every receiver the alert had a group of: a receiver
+	// that got it only as a copy is told of its resolution separately.
+	routedTo []string
 	// lastJob and deadLettered describe a job-failure alert's latest
 	// failure; its summary is rendered from them when it goes out.
 	lastJob      JobRef
@@ -158,6 +174,13 @@ type group struct {
 	timerAt       time.Time
 }
 
+// pageMark is a receiver's last acceptance of an alert firing.
+type pageMark struct {
+	instance uint64
+	at       time.Time
+	severity classify.Severity
+}
+
 type flapState struct {
 	opens  []time.Time
 	active bool
@@ -178,13 +201,15 @@ type outbox struct {
 }
 
 type item struct {
-	n          Notification
-	queuedAt   time.Time
-	deadline   clock.Timer
-	inFlight   bool
-	done       bool
-	failedOver bool
-	isCopy     bool
+	n        Notification
+	queuedAt time.Time
+	deadline clock.Timer
+	inFlight bool
+	done     bool
+	// copiedTo names the receiver that got a copy (the secondary, or the
+	// stand-in of a receiver that refuses); "" if none did.
+	copiedTo string
+	isCopy   bool
 }
 
 // New returns an alerter for cfg (defaults applied) on clk. Delivery jitter
@@ -210,6 +235,14 @@ func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 		outbox:    map[string]*outbox{},
 		bad:       map[string]bool{},
 		late:      map[string]bool{},
+		paged:     map[string]map[string]pageMark{},
+		sweepAt:   64,
+		minRepeat: cfg.Timing.RepeatInterval,
+	}
+	for _, r := range cfg.Routes {
+		if t := r.Timing.RepeatInterval; t > 0 && t < a.minRepeat {
+			a.minRepeat = t
+		}
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -479,14 +512,16 @@ func (a *Alerter) occurOfLocked(al *alertState, fp, name string, sev classify.Se
 	return al
 }
 
-// routeLocked puts the alert in a group of every route it takes that it is
-// not in yet.
+// routeLocked puts the alert in a group of every receiver its routes take
+// it to that it is not in yet: one group per receiver, the first matching
+// route's, however many routes lead there, so that a receiver is paged
+// once per alert.
 func (a *Alerter) routeLocked(al *alertState, now time.Time) {
 	for _, rt := range a.routesLocked(al.a.Labels, al.a.Severity, al.forced) {
-		key := groupKey(al.a.Labels, rt.groupBy)
-		if slices.ContainsFunc(al.members, func(m *member) bool { return m.g.receiver == rt.receiver && m.g.key == key }) {
+		if slices.ContainsFunc(al.members, func(m *member) bool { return m.g.receiver == rt.receiver }) {
 			continue
 		}
+		key := groupKey(al.a.Labels, rt.groupBy)
 		g := a.groups[rt.receiver+key]
 		if g == nil {
 			g = &group{key: key, receiver: rt.receiver, timing: rt.timing, members: map[uint64]*member{}, createdAt: now}
@@ -497,6 +532,9 @@ func (a *Alerter) routeLocked(al *alertState, now time.Time) {
 		m := &member{al: al, g: g}
 		g.members[al.id] = m
 		al.members = append(al.members, m)
+		if !slices.Contains(al.routedTo, rt.receiver) {
+			al.routedTo = append(al.routedTo, rt.receiver)
+		}
 		a.scheduleLocked(g, now, al.a.Severity == classify.High)
 	}
 }
@@ -575,7 +613,11 @@ type routeMatch struct {
 
 func (a *Alerter) routesLocked(labels Labels, sev classify.Severity, forced string) []routeMatch {
 	if forced != "" {
-		return []routeMatch{{receiver: forced, groupBy: []string{LabelAlertName}, timing: a.cfg.Timing}}
+		// The alerter's own alerts about a receiver (it refuses, it is late,
+		// its outbox is full) go out at once: they are why a page is late.
+		t := a.cfg.Timing
+		t.GroupWait = 0
+		return []routeMatch{{receiver: forced, groupBy: []string{LabelAlertName}, timing: t}}
 	}
 	var out []routeMatch
 	for _, r := range a.cfg.Routes {
@@ -603,7 +645,7 @@ func (a *Alerter) routesLocked(labels Labels, sev classify.Severity, forced stri
 			t.RepeatInterval = a.cfg.Timing.RepeatInterval
 		}
 		m := routeMatch{receiver: r.Receiver, groupBy: r.GroupBy, timing: t}
-		if !slices.ContainsFunc(out, func(x routeMatch) bool { return x.receiver == m.receiver && slices.Equal(x.groupBy, m.groupBy) }) {
+		if !slices.ContainsFunc(out, func(x routeMatch) bool { return x.receiver == m.receiver }) {
 			out = append(out, m)
 		}
 		if !r.Continue {
@@ -691,7 +733,9 @@ func (a *Alerter) flush(g *group) {
 			// whole life by an open breaker was told by the breaker's alert.
 			continue
 		}
-		out = append(out, a.snapshotLocked(al, g))
+		x := a.snapshotLocked(al, g)
+		out = append(out, x)
+		a.resolvedCopiesLocked(al, x, now)
 	}
 	g.flushed, g.lastFlush = true, now
 	if len(out) > 0 {
@@ -699,6 +743,19 @@ func (a *Alerter) flush(g *group) {
 	}
 	if len(g.members) == 0 {
 		delete(a.groups, g.receiver+g.key)
+	}
+}
+
+// resolvedCopiesLocked sends the resolution x of al to every receiver that
+// has al firing only as a copy (a secondary, or the stand-in of a receiver
+// that refused: accepted, or waiting in its outbox) and no group of its own
+// to tell it: whoever was paged hears that it is over, and a later alert of
+// the same fingerprint is news to it, not a second page.
+func (a *Alerter) resolvedCopiesLocked(al *alertState, x Alert, now time.Time) {
+	for _, r := range a.cfg.Receivers { // configuration order: deterministic
+		if !slices.Contains(al.routedTo, r.Name) && a.holdsFiringLocked(r.Name, x) {
+			a.enqueueLocked(r.Name, x.group, []Alert{x}, 0, true, now)
+		}
 	}
 }
 
@@ -780,9 +837,9 @@ func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int
 					ob.byFP[x.Fingerprint] = it
 				}
 				a.stats.Coalesced += uint64(len(fresh))
-				if it.failedOver {
+				if it.copiedTo != "" {
 					a.stats.FailedOver++
-					a.enqueueLocked(a.receivers[receiver].Secondary, gkey, slices.Clone(fresh), still, true, now)
+					a.enqueueLocked(it.copiedTo, gkey, slices.Clone(fresh), still, true, now)
 				}
 				a.overflowLocked(ob, now)
 				return
@@ -803,9 +860,10 @@ func (a *Alerter) enqueueLocked(receiver, gkey string, alerts []Alert, still int
 	a.pending++
 	a.kickLocked(ob, 0)
 	if !isCopy {
-		r := a.receivers[receiver]
-		if a.bad[receiver] && r.Secondary != "" {
-			a.failoverLocked(it, now)
+		if a.bad[receiver] {
+			if to := a.standInLocked(receiver); to != "" {
+				a.failoverLocked(it, to, now)
+			}
 		}
 		it.deadline = a.clk.AfterFunc(a.cfg.Outbox.FailoverAfter, func() { a.deadlinePassed(it) })
 	}
@@ -815,7 +873,46 @@ func (a *Alerter) overflowLocked(ob *outbox, now time.Time) {
 	ob.overflowing = true
 	s := Signal{Name: NameOutboxOverflow, Severity: classify.High, Labels: Labels{LabelReceiver: ob.name},
 		Summary: fmt.Sprintf("the outbox of receiver %s is full (%d notifications); alerts are being coalesced", ob.name, a.cfg.Outbox.Capacity)}
-	a.raiseLocked(s, a.receivers[ob.name].Fallback, now)
+	a.raiseLocked(s, a.tellLocked(ob.name), now)
+}
+
+// standInLocked names the receiver that takes copies of the notifications a
+// refusing receiver holds: its Secondary, else its Fallback, else the
+// default receiver, else the first other receiver configured — the first of
+// these that is not refusing too. "" if there is none.
+func (a *Alerter) standInLocked(recv string) string {
+	r := a.receivers[recv]
+	for _, name := range []string{r.Secondary, r.Fallback, a.cfg.DefaultReceiver} {
+		if name != "" && name != recv && !a.bad[name] {
+			return name
+		}
+	}
+	for _, x := range a.cfg.Receivers {
+		if x.Name != recv && !a.bad[x.Name] {
+			return x.Name
+		}
+	}
+	return ""
+}
+
+// tellLocked names the receiver told of recv's own trouble (it refuses, it
+// is late, its outbox is full): its Fallback, else its Secondary, else the
+// default receiver, else the first other receiver configured — the first
+// that is not refusing, so the news never goes back to the receiver it is
+// about. "" (the alert is routed as any other) if there is none.
+func (a *Alerter) tellLocked(recv string) string {
+	r := a.receivers[recv]
+	for _, name := range []string{r.Fallback, r.Secondary, a.cfg.DefaultReceiver} {
+		if name != "" && name != recv && !a.bad[name] {
+			return name
+		}
+	}
+	for _, x := range a.cfg.Receivers {
+		if x.Name != recv && !a.bad[x.Name] {
+			return x.Name
+		}
+	}
+	return ""
 }
 
 // kickLocked schedules the receiver's next delivery attempt after delay,
@@ -842,6 +939,12 @@ func (a *Alerter) deliverNext(recv string) {
 		return
 	}
 	it := ob.items[0]
+	if a.suppressPagedLocked(it, a.clk.Now()) {
+		a.removeLocked(it)
+		a.kickLocked(ob, 0)
+		a.mu.Unlock()
+		return
+	}
 	it.n.Attempt++
 	it.inFlight, ob.sending = true, true
 	for _, x := range it.n.Alerts {
@@ -881,26 +984,33 @@ func (a *Alerter) deliverNext(recv string) {
 	}
 	msg := a.cfg.Redactor.String(err.Error())
 	a.log.Warn("alert delivery failed", "receiver", recv, "notification", n.ID, "attempt", n.Attempt, "error", msg)
-	r := a.receivers[recv]
 	var he *failure.HTTPError
 	if errors.As(err, &he) && misconfigured(he.Code) {
 		a.stats.FailedMisconfigured++
 		if !a.bad[recv] {
 			a.bad[recv] = true
-			if r.Fallback == "" {
-				a.log.Error("alert receiver refuses notifications and has no fallback to tell", "receiver", recv, "status", he.Code)
+			tell, standIn := a.tellLocked(recv), a.standInLocked(recv)
+			if tell == "" {
+				a.log.Error("alert receiver refuses notifications and there is no other receiver to tell", "receiver", recv, "status", he.Code)
+			}
+			held := "they are held until it is fixed"
+			if standIn != "" {
+				held = "they are held until it is fixed, and copied to " + standIn
 			}
 			a.raiseLocked(Signal{Name: NameReceiverMisconfigure, Severity: classify.High, Labels: Labels{LabelReceiver: recv},
-				Summary: fmt.Sprintf("receiver %s refuses notifications (HTTP %d %s); they are held until it is fixed", recv, he.Code, he.Body)}, r.Fallback, now)
-			if r.Secondary != "" {
+				Summary: fmt.Sprintf("receiver %s refuses notifications (HTTP %d %s); %s", recv, he.Code, he.Body, held)}, tell, now)
+			if standIn != "" {
 				for _, x := range ob.items {
-					if !x.failedOver && !x.isCopy {
-						a.failoverLocked(x, now)
+					if x.copiedTo == "" && !x.isCopy {
+						a.failoverLocked(x, standIn, now)
 					}
 				}
 			}
 		}
-		a.kickLocked(ob, a.cfg.Outbox.HeldRetry)
+		// A refusal may be a blip (a token rotated and put back): try again
+		// soon, backing off to HeldRetry, so that a lone receiver that
+		// refused once still pages in time.
+		a.kickLocked(ob, min(a.cfg.Outbox.HeldRetry, a.backoffLocked(recv, n.Attempt)))
 		return
 	}
 	a.stats.FailedRetryable++
@@ -921,18 +1031,28 @@ func (a *Alerter) deliveredLocked(it *item, n Notification, now time.Time) {
 	recv := n.Receiver
 	a.stats.Sent++
 	a.stats.AlertsSent += uint64(len(n.Alerts))
+	marks := a.paged[recv]
+	if marks == nil {
+		marks = map[string]pageMark{}
+		a.paged[recv] = marks
+	}
 	for _, x := range n.Alerts {
 		if x.Status != Firing {
+			if mk, ok := marks[x.Fingerprint]; ok && mk.instance == x.instance {
+				delete(marks, x.Fingerprint)
+			}
 			continue
 		}
-		g := a.groups[recv+x.group]
-		if g == nil {
-			continue
+		marks[x.Fingerprint] = pageMark{instance: x.instance, at: now, severity: x.Severity}
+		a.creditLocked(recv, x, now, now)
+	}
+	if len(marks) >= a.sweepAt {
+		for f, mk := range marks {
+			if !now.Before(mk.at.Add(a.minRepeat)) {
+				delete(marks, f)
+			}
 		}
-		if m := g.members[x.instance]; m != nil && m.notified {
-			m.delivered, m.lastDelivered = true, now
-			a.flushAtLocked(g, maxTime(now.Add(g.timing.RepeatInterval), g.lastFlush.Add(g.timing.GroupInterval)), now)
-		}
+		a.sweepAt = max(64, 2*len(marks))
 	}
 	a.removeLocked(it)
 	if a.bad[recv] {
@@ -943,6 +1063,49 @@ func (a *Alerter) deliveredLocked(it *item, n Notification, now time.Time) {
 		a.late[recv] = false
 		a.clearLocked(a.signalFingerprint(NameDeliveryLate, Labels{LabelReceiver: recv}), now)
 	}
+}
+
+// creditLocked tells the member of recv's group that x came from that the
+// receiver accepted it at, so that its repeat is due RepeatInterval later.
+func (a *Alerter) creditLocked(recv string, x Alert, at, now time.Time) {
+	g := a.groups[recv+x.group]
+	if g == nil {
+		return
+	}
+	if m := g.members[x.instance]; m != nil && m.notified {
+		m.delivered, m.lastDelivered = true, at
+		a.flushAtLocked(g, maxTime(maxTime(at.Add(g.timing.RepeatInterval), g.lastFlush.Add(g.timing.GroupInterval)), now), now)
+	}
+}
+
+// suppressPagedLocked takes out of a notification about to be sent the
+// firing alerts its receiver has accepted already — the same alert, at the
+// same or a higher severity, within the shortest repeat interval — and
+// reports whether nothing is left to send. One page per receiver per
+// fingerprint per repeat interval, however many routes (and a secondary's
+// copies) bring it there.
+func (a *Alerter) suppressPagedLocked(it *item, now time.Time) (empty bool) {
+	marks := a.paged[it.n.Receiver]
+	if len(marks) == 0 {
+		return false
+	}
+	ob := a.outbox[it.n.Receiver]
+	kept := it.n.Alerts[:0]
+	for _, x := range it.n.Alerts {
+		if mk, ok := marks[x.Fingerprint]; ok && x.Status == Firing && mk.instance == x.instance &&
+			x.Severity <= mk.severity && now.Before(mk.at.Add(a.minRepeat)) {
+			a.stats.Suppressed++
+			if ob.byFP[x.Fingerprint] == it {
+				delete(ob.byFP, x.Fingerprint)
+			}
+			a.creditLocked(it.n.Receiver, x, mk.at, now)
+			continue
+		}
+		kept = append(kept, x)
+	}
+	clear(it.n.Alerts[len(kept):])
+	it.n.Alerts = kept
+	return len(kept) == 0
 }
 
 // misconfigured reports the HTTP statuses that mean the receiver, not the
@@ -980,21 +1143,53 @@ func (a *Alerter) deadlinePassed(it *item) {
 	}
 	recv := it.n.Receiver
 	r := a.receivers[recv]
-	if r.Secondary != "" && !it.failedOver {
-		a.failoverLocked(it, now)
+	if r.Secondary != "" && it.copiedTo == "" {
+		a.failoverLocked(it, r.Secondary, now)
 	}
 	if !a.late[recv] && !a.bad[recv] { // a misconfigured receiver has its own alert
 		a.late[recv] = true
 		a.raiseLocked(Signal{Name: NameDeliveryLate, Severity: classify.High, Labels: Labels{LabelReceiver: recv},
-			Summary: fmt.Sprintf("receiver %s has not accepted notification %d in %s", recv, it.n.ID, a.cfg.Outbox.FailoverAfter)}, r.Fallback, now)
+			Summary: fmt.Sprintf("receiver %s has not accepted notification %d in %s", recv, it.n.ID, a.cfg.Outbox.FailoverAfter)}, a.tellLocked(recv), now)
 	}
 }
 
-func (a *Alerter) failoverLocked(it *item, now time.Time) {
-	it.failedOver = true
+// failoverLocked copies a waiting notification to receiver to, with what
+// is still news there: a firing alert that still fires, and a resolution
+// for a receiver that has the alert firing (accepted, or waiting in its
+// outbox).
+func (a *Alerter) failoverLocked(it *item, to string, now time.Time) {
+	it.copiedTo = to
+	var alerts []Alert
+	for _, x := range it.n.Alerts {
+		if x.Status == Resolved && !a.holdsFiringLocked(to, x) {
+			continue
+		}
+		if live := a.alerts[x.Fingerprint]; x.Status == Firing && (live == nil || live.id != x.instance) {
+			continue
+		}
+		alerts = append(alerts, x)
+	}
+	if len(alerts) == 0 {
+		return
+	}
 	a.stats.FailedOver++
-	sec := a.receivers[it.n.Receiver].Secondary
-	a.enqueueLocked(sec, it.n.GroupKey, slices.Clone(it.n.Alerts), it.n.StillFiring, true, now)
+	a.enqueueLocked(to, it.n.GroupKey, alerts, it.n.StillFiring, true, now)
+}
+
+// holdsFiringLocked reports whether receiver recv has x's alert firing and
+// not yet resolved: accepted firing (and no resolution accepted since), or
+// firing in its outbox after any resolution waiting there.
+func (a *Alerter) holdsFiringLocked(recv string, x Alert) bool {
+	mk, firing := a.paged[recv][x.Fingerprint]
+	firing = firing && mk.instance == x.instance
+	for _, it := range a.outbox[recv].items {
+		for _, y := range it.n.Alerts {
+			if y.instance == x.instance {
+				firing = y.Status == Firing
+			}
+		}
+	}
+	return firing
 }
 
 func (a *Alerter) removeLocked(it *item) {

@@ -218,7 +218,7 @@ var _ = Describe("Alerter", func() {
 			Expect(pager()[0].N.Attempt).To(Equal(4))
 		})
 
-		It("holds the messages of a misconfigured receiver, tells its fallback, and delivers once it is fixed", func() {
+		It("holds the messages of a misconfigured receiver, copies them to its fallback at once, tells it why, and delivers once it is fixed", func() {
 			h = newHarness(alert.Config{Receivers: []alert.Receiver{{Name: "slack", Fallback: "ops"}}}, "slack", "ops")
 			broken := true
 			h.sinks["slack"].answer = func(alert.Notification) error {
@@ -231,34 +231,43 @@ var _ = Describe("Alerter", func() {
 			h.a.JobFailed(jobFailure("auth", "gw", classify.Critical, classify.High, "a1"))
 			h.at(7 * mn)
 			Expect(h.sinks["slack"].deliveries()).To(BeEmpty())
-			Expect(h.a.Stats().Held).To(Equal(2), "the page and, since 5m30s, its resolution")
+			Expect(h.a.Stats().Held).To(Equal(2), "the page and, since 5m, its resolution")
+			calls := h.sinks["slack"].calls
 			broken = false
 			h.at(30 * mn)
 			ops := h.sinks["ops"].deliveries()
-			Expect(summary(ops)).To(Equal([]any{
-				60 * s, []string{"alertname=receiver-misconfigured,receiver=slack:firing"},
-				10*mn + 30*s, []string{"alertname=receiver-misconfigured,receiver=slack:resolved"},
-			}))
-			Expect(ops[0].N.Alerts[0].Summary).To(ContainSubstring("receiver slack refuses notifications (HTTP 403 invalid_token)"))
-			Expect(summary(h.sinks["slack"].deliveries())).To(Equal([]any{
-				10*mn + 30*s, []string{fp("auth", "critical", "gw") + ":firing"},
-				10*mn + 30*s, []string{fp("auth", "critical", "gw") + ":resolved"},
-			}), "held, then delivered in order: the page, then its resolution, which came meanwhile")
+			Expect(summary(ops)[:6]).To(Equal([]any{
+				30 * s, []string{fp("auth", "critical", "gw") + ":firing"},
+				30 * s, []string{"alertname=receiver-misconfigured,receiver=slack:firing"},
+				5*mn + 30*s, []string{fp("auth", "critical", "gw") + ":resolved"},
+			}), "the page's copy and the refusal at once, then the resolution's copy")
+			Expect(ops).To(HaveLen(4))
+			Expect(ops[3].fingerprints()).To(Equal([]string{"alertname=receiver-misconfigured,receiver=slack:resolved"}), "once slack took a message")
+			Expect(ops[3].At).To(BeNumerically(">", 7*mn))
+			Expect(ops[1].N.Alerts[0].Summary).To(ContainSubstring("receiver slack refuses notifications (HTTP 403 invalid_token)"))
+			Expect(ops[1].N.Alerts[0].Summary).To(ContainSubstring("copied to ops"))
+			got := h.sinks["slack"].deliveries()
+			Expect(got).To(HaveLen(2))
+			Expect(got[0].fingerprints()).To(Equal([]string{fp("auth", "critical", "gw") + ":firing"}))
+			Expect(got[1].fingerprints()).To(Equal([]string{fp("auth", "critical", "gw") + ":resolved"}),
+				"held, then delivered in order: the page, then its resolution, which came meanwhile")
+			Expect(got[0].At).To(BeNumerically("<=", 7*mn+alert.DefaultHeldRetry), "retried at most HeldRetry apart")
+			Expect(calls).To(BeNumerically(">", 2), "a refusing receiver is retried with backoff, not left alone for HeldRetry")
 			Expect(h.a.Stats().Held).To(BeZero())
 		})
 
 		DescribeTable("treats the statuses of a misconfigured receiver as such",
 			func(code int) {
-				answers("pager", status(code, ""))
+				h.sinks["pager"].answer = func(alert.Notification) error { return status(code, "") }
 				critical()
 				h.at(mn)
-				Expect(h.a.Stats().FailedMisconfigured).To(Equal(uint64(1)))
+				Expect(h.a.Stats().FailedMisconfigured).To(BeNumerically(">=", 1))
+				Expect(h.a.Stats().FailedRetryable).To(BeZero())
 				// The page and the config alert about the receiver itself
-				// (with no fallback configured it can only go to the same
-				// receiver): both kept.
+				// (with no other receiver there is no one else to tell):
+				// both kept.
 				Expect(h.a.Stats().Held).To(Equal(2))
 				Expect(h.a.Pending()).To(HaveLen(2))
-				Expect(h.sinks["pager"].calls).To(Equal(1), "a misconfigured receiver is left alone until HeldRetry")
 			},
 			Entry("400", 400), Entry("401", 401), Entry("403", 403), Entry("404", 404), Entry("410", 410),
 		)
@@ -271,13 +280,15 @@ var _ = Describe("Alerter", func() {
 			h.at(10 * mn)
 			Expect(summary(h.sinks["sms"].deliveries())).To(Equal([]any{
 				30*s + alert.DefaultFailoverAfter, []string{fp("auth", "critical", "gw") + ":firing"},
-				// The delivery-late alert (no fallback: routed, so to the
-				// dead pager too, and over to sms at its own deadline).
-				3*mn + alert.DefaultFailoverAfter, []string{"alertname=alert-delivery-late,receiver=pager:firing"},
-				5*mn + 30*s + alert.DefaultFailoverAfter, []string{fp("auth", "critical", "gw") + ":resolved"},
+				// The delivery-late alert (no fallback: told to the
+				// secondary, at once, never to the late pager).
+				30*s + alert.DefaultFailoverAfter, []string{"alertname=alert-delivery-late,receiver=pager:firing"},
+				// The page resolved: the secondary that took it hears so
+				// at once.
+				5*mn + 30*s, []string{fp("auth", "critical", "gw") + ":resolved"},
 			}))
-			Expect(h.a.Stats().FailedOver).To(Equal(uint64(3)))
-			Expect(h.a.Pending()).To(HaveLen(3), "the primary's copies are kept and retried")
+			Expect(h.a.Stats().FailedOver).To(Equal(uint64(1)), "the page")
+			Expect(h.a.Pending()).To(HaveLen(2), "the primary's copies are kept and retried")
 		})
 
 		It("never loses a fingerprint when the outbox overflows: it coalesces and raises an overflow alert", func() {

@@ -62,18 +62,30 @@ func (t Timing) withDefaults() Timing {
 type Receiver struct {
 	Name string
 	Sink Sink
-	// Fallback names the receiver told when this one turns out to be
-	// misconfigured (400, 403, 404, 410): a config alert goes there, and the
-	// held notifications are kept until this receiver accepts them again.
+	// Fallback names the receiver told of this one's own trouble: it
+	// refuses as misconfigured (400, 401, 403, 404, 410), it is past the
+	// delivery deadline, its outbox is full. Without a Fallback (or while
+	// it refuses too) the Secondary is told, else the default receiver,
+	// else the first other receiver configured — never this one. The
+	// notifications this one refuses are held and retried (backing off up
+	// to Outbox.HeldRetry) until it accepts them again.
 	Fallback string
 	// Secondary, if set, names a receiver that also gets a notification
-	// this one has not accepted within Outbox.FailoverAfter, or at once when
-	// this one is misconfigured.
+	// this one has not accepted within Outbox.FailoverAfter, and every
+	// notification at once while this one refuses as misconfigured. Without
+	// a Secondary (or while it refuses too), a refusing receiver's
+	// notifications are copied at once to its Fallback, else the default
+	// receiver, else the first other receiver configured: a refusal never
+	// holds a critical page back. A receiver that took an alert only as a
+	// copy is told when it resolves.
 	Secondary string
 }
 
 // Route sends matching alerts to a receiver. Routes are tried in order; the
-// first match takes the alert unless it says Continue.
+// first match takes the alert unless it says Continue. However many routes
+// lead to one receiver, the alert joins one group there (the first such
+// route's), and a receiver is paged at most once per fingerprint per repeat
+// interval, copies from a failing receiver included.
 type Route struct {
 	// Receiver names the destination.
 	Receiver string
@@ -117,8 +129,10 @@ type OutboxConfig struct {
 	// and a delivery-late alert goes to its Fallback. It is independent of
 	// the grouping timers.
 	FailoverAfter time.Duration
-	// HeldRetry is how often the notifications held for a misconfigured
-	// receiver are tried again.
+	// HeldRetry is the longest wait between tries of a receiver that
+	// refuses as misconfigured: it is retried with full-jitter backoff from
+	// RetryBase up to HeldRetry, so one refusal costs seconds and a
+	// receiver that keeps refusing is tried once per HeldRetry at most.
 	HeldRetry time.Duration
 	// SendTimeout bounds one Send call.
 	SendTimeout time.Duration

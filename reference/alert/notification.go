@@ -132,6 +132,16 @@ func (n *Notification) Severity() classify.Severity {
 	return s
 }
 
+// IsPage reports whether alert x, in a notification a receiver accepted, is
+// a page: it fires and it is critical (High severity). This is the one
+// definition of a page — in the simulator's invariants and expectations,
+// and in every report's counts: one page per firing critical alert per
+// receiver that accepted it, so a notification carrying two critical alerts
+// is two pages, and an alert taken by a receiver and by its secondary is
+// two pages; a resolution, a warning, and a send not (yet) accepted are
+// none.
+func IsPage(x Alert) bool { return x.Status == Firing && x.Severity == classify.High }
+
 // Sink delivers notifications: Slack, a webhook, a log, memory.
 //
 // Send returns nil only when the receiver accepted the notification. An HTTP

@@ -147,7 +147,7 @@ var _ = Describe("Alerter edge cases", func() {
 		h.at(40 * mn)
 		ops := h.sinks["ops"].deliveries()
 		Expect(ops).To(HaveLen(2))
-		Expect(ops[0].At).To(Equal(3*mn), "deadline at 2m30s, then the group wait")
+		Expect(ops[0].At).To(Equal(2*mn+30*s), "the deadline: the group wait and FailoverAfter, and nothing more")
 		Expect(ops[0].fingerprints()).To(Equal([]string{"alertname=alert-delivery-late,receiver=pager:firing"}))
 		Expect(ops[1].fingerprints()).To(Equal([]string{"alertname=alert-delivery-late,receiver=pager:resolved"}))
 		Expect(summary(h.sinks["pager"].deliveries())[1]).To(Equal([]string{auth + ":firing"}), "the page itself is delivered late, not lost")

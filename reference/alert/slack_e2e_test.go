@@ -124,26 +124,41 @@ var _ = Describe("Alerter delivering to Slack over HTTP", func() {
 		Expect(a.Pending()).To(BeEmpty())
 	})
 
-	DescribeTable("holds messages for a misconfigured Slack and tells the fallback receiver",
+	DescribeTable("holds messages for a misconfigured Slack, copies them to the fallback receiver at once and tells it why",
 		func(code int, body string) {
 			srv := newSlackServer(answer(code, body), answer(code, body))
 			a := newAlerter(srv)
 			critical(a)
-			clk.RunUntil(t0.Add(2 * time.Minute))
+			clk.RunUntil(t0.Add(30 * time.Second)) // the group wait: refused
 			Expect(srv.accepted()).To(BeEmpty())
-			Expect(a.Pending()).To(HaveLen(1), "the page is kept")
-			Expect(ops.Sent()).To(HaveLen(1))
-			Expect(ops.Sent()[0].Alerts[0].Name).To(Equal(alert.NameReceiverMisconfigure))
-			Expect(ops.Sent()[0].Alerts[0].Summary).To(ContainSubstring(body))
-			Expect(ops.Sent()[0].Alerts[0].Summary).NotTo(ContainSubstring("SUPERSECRET"))
+			Expect(a.Pending()).To(HaveLen(1), "the page is kept for Slack")
+			var names []string
+			for _, n := range ops.Sent() {
+				for _, x := range n.Alerts {
+					names = append(names, x.Name)
+					if x.Name == alert.NameReceiverMisconfigure {
+						Expect(x.Summary).To(ContainSubstring(body))
+						Expect(x.Summary).NotTo(ContainSubstring("SUPERSECRET"))
+					}
+				}
+			}
+			Expect(names).To(ConsistOf(alert.NameJobFailed, alert.NameReceiverMisconfigure), "the page's copy and the refusal, at once")
 
 			clk.RunUntil(t0.Add(20 * time.Minute)) // fixed after the second refusal
 			Expect(srv.accepted()).To(HaveLen(2), "the held page, then its resolution, in that order")
 			Expect(string(srv.accepted()[0])).To(ContainSubstring(`"text":"[FIRING:1] high`))
 			Expect(string(srv.accepted()[1])).To(ContainSubstring(`"text":"[RESOLVED:1] high`))
 			Expect(a.Pending()).To(BeEmpty())
-			Expect(ops.Sent()).To(HaveLen(2))
-			Expect(ops.Sent()[1].Alerts[0].Status).To(Equal(alert.Resolved))
+			var told []string
+			for _, n := range ops.Sent() {
+				for _, x := range n.Alerts {
+					told = append(told, x.Name+":"+x.Status.String())
+				}
+			}
+			Expect(told).To(ConsistOf(
+				alert.NameJobFailed+":firing", alert.NameReceiverMisconfigure+":firing",
+				alert.NameJobFailed+":resolved", alert.NameReceiverMisconfigure+":resolved",
+			), "the fallback that took the page hears it resolved, and that Slack is fixed")
 		},
 		Entry("403 invalid_token", 403, "invalid_token"),
 		Entry("410 channel_is_archived", 410, "channel_is_archived"),

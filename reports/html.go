@@ -482,7 +482,8 @@ type htmlDelivery struct {
 }
 
 // htmlIsPage reports whether a delivery pages a person: a firing alert of high
-// severity.
+// severity, as alert.IsPage defines a page (the report model keeps names,
+// not the alerter's types).
 func htmlIsPage(d Delivery) bool { return d.Status == "firing" && d.Severity == "high" }
 
 func newHTMLAlerts(a Alerts) htmlAlerts {

@@ -225,8 +225,10 @@ type DLQEntry struct {
 // Alerts are what the alert sinks received.
 type Alerts struct {
 	// Notifications counts the notifications the sinks accepted; Pages
-	// those carrying a firing high-severity alert; Rejected the sends a
-	// sink refused (redelivered later by the alerter's outbox).
+	// the pages in them, one per firing critical (high-severity) alert
+	// per receiver that accepted it (alert.IsPage; the pages expectation
+	// counts the same); Rejected the sends a sink refused (redelivered
+	// later by the alerter's outbox).
 	Notifications int64 `json:"notifications"`
 	Pages         int64 `json:"pages"`
 	Rejected      int64 `json:"rejected"`
@@ -242,8 +244,8 @@ type Alerts struct {
 	Resolved     int64 `json:"resolved"`
 	// ByReceiver counts accepted notifications per receiver.
 	ByReceiver map[string]int64 `json:"byReceiver"`
-	// PagesByFingerprint counts the firing high-severity deliveries of
-	// each alert fingerprint (every receiver).
+	// PagesByFingerprint counts the pages of each alert fingerprint
+	// (every receiver); they sum to Pages.
 	PagesByFingerprint map[string]int64 `json:"pagesByFingerprint"`
 	// Deliveries lists the first accepted alerts (one line per alert in a
 	// notification), at most a cap; Truncated says there were more.

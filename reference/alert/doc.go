@@ -8,4 +8,40 @@
 // clock's timers. Notifications go out through Sinks; a delivery counts only
 // once its sink has accepted it, and a failed delivery is retried from an
 // outbox that is bounded but never drops a fingerprint.
+//
+// # Fingerprints
+//
+// An alert's fingerprint identifies it: occurrences with equal fingerprints
+// are one alert, deduplicated and counted, and the sinks send it as the
+// alert's dedup key (the webhook's dedup_key, Slack's "Dedup key" field, the
+// log's fingerprint attribute). It is label=value pairs joined by commas, with
+// no spaces:
+//
+//   - A job failure's: the labels named by Config.FingerprintLabels, in that
+//     order — by default alertname, task, class and dependency, as in
+//     alertname=job-failed,task=charge,class=critical,dependency=payment-gateway.
+//     A fingerprint label is alertname (always job-failed), task, class,
+//     dependency, source, severity (the names: critical, payment-gateway,
+//     auth, high), or a key of Failure.Labels; a value the failure lacks is
+//     empty ("dependency=" for a task without a dependency).
+//   - A condition's (Raise, Clear) and the alerter's own alerts': alertname
+//     first, then every other label of the signal in key order:
+//     alertname=breaker-open,dependency=payment-gateway,
+//     alertname=receiver-misconfigured,receiver=pager, alertname=alert-limit.
+//     The alerter's own names are the Name* constants.
+//
+// Label values are redacted before they go in, since a fingerprint leaves
+// the process (customer=[REDACTED]); they are not escaped, so a fingerprint
+// is compared whole, never parsed. Scenario expectations name alerts by their
+// fingerprint (a pages count's fingerprint filter).
+//
+// # Pages
+//
+// A page is what IsPage says: a firing critical (High) alert in a
+// notification a receiver accepted, one per alert per receiver. A receiver
+// is paged at most once per fingerprint per repeat interval, however many
+// routes lead to it and whatever copies reach it from a failing receiver; a
+// receiver that refuses as misconfigured has its notifications copied at once
+// to a receiver that works (its Secondary, else Fallback, else the default
+// receiver), and its refusal is told there, never back to itself.
 package alert

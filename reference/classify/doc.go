@@ -15,5 +15,8 @@
 //
 // DefaultRules reproduces the classification of the seed document, corrected
 // where it was naive, and ParseRules reads a rule table from YAML with
-// line-and-column errors.
+// line-and-column errors. The rule file's format — every key, the matchers,
+// the scope patterns, the registered sentinel and kind names, and examples —
+// is described in docs/rules-format.md at the repository's root (a spec
+// loads its examples and checks it names every key).
 package classify

@@ -140,7 +140,7 @@ func conservation(l reports.Ledger) string {
 	}{
 		{l.Succeeded, "succeeded", true},
 		{l.DeadLettered, "in the DLQ", true},
-		{l.Removed, "removed from the DLQ (evicted or purged)", false},
+		{l.Removed, removedFromDLQ(l), false},
 		{l.Queued, "queued", false},
 		{l.InFlight, "in flight", false},
 		{l.Scheduled, "scheduled for a retry", false},
@@ -163,4 +163,16 @@ func conservation(l reports.Ledger) string {
 
 func msDuration(ms int64) string {
 	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+// removedFromDLQ names the jobs whose DLQ entry is gone: evicted from a full
+// DLQ, purged by an operator, or both.
+func removedFromDLQ(l reports.Ledger) string {
+	switch {
+	case l.Purged == 0:
+		return "evicted from the full DLQ"
+	case l.Evicted == 0:
+		return "purged from the DLQ"
+	}
+	return "removed from the DLQ (evicted or purged)"
 }

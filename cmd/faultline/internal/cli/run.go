@@ -56,7 +56,12 @@ The same scenario and seed give the same result, byte for byte; --parallel chang
 nothing but the time it takes.
 
 Exit codes: 0 every run passed; 1 an expectation or invariant failed (or the run
-was interrupted); 2 invalid input (a scenario file or a flag); 3 an internal error.`,
+was interrupted); 2 invalid input (a scenario file or a flag, an unwritable
+--report-dir); 3 an internal error; 4 a service faultline needs could not be
+reached.
+
+Everything printed and every report has its secrets masked (tokens, webhook URLs,
+passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.`,
 		Example: `  faultline run --all
   faultline run payment-challenge --seed 7
   faultline run drills/ --seeds 1..1000 --parallel 2

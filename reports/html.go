@@ -481,11 +481,6 @@ type htmlDelivery struct {
 	Page bool
 }
 
-// htmlIsPage reports whether a delivery pages a person: a firing alert of high
-// severity, as alert.IsPage defines a page (the report model keeps names,
-// not the alerter's types).
-func htmlIsPage(d Delivery) bool { return d.Status == "firing" && d.Severity == "high" }
-
 func newHTMLAlerts(a Alerts) htmlAlerts {
 	v := htmlAlerts{
 		Counts: []htmlKV{
@@ -498,7 +493,7 @@ func newHTMLAlerts(a Alerts) htmlAlerts {
 	}
 	ds, more := htmlCapped(a.Deliveries, htmlMaxRows)
 	for _, d := range ds {
-		v.Deliveries = append(v.Deliveries, htmlDelivery{d, htmlIsPage(d)})
+		v.Deliveries = append(v.Deliveries, htmlDelivery{d, d.IsPage()})
 	}
 	v.More = more
 	return v
@@ -977,7 +972,7 @@ func (b *htmlChart) alerts() {
 		}
 		shape := "firing"
 		switch {
-		case htmlIsPage(d):
+		case d.IsPage():
 			shape = "page"
 		case d.Status != "firing":
 			shape = "resolved"

@@ -268,6 +268,11 @@ type Delivery struct {
 	Attempt int `json:"attempt"`
 }
 
+// IsPage reports whether the delivery is a page: a firing alert of high
+// severity, as alert.IsPage defines a page. Alerts.Pages counts them; every
+// format marks them with this one test.
+func (d Delivery) IsPage() bool { return d.Status == "firing" && d.Severity == "high" }
+
 // Transition is one circuit-breaker state change.
 type Transition struct {
 	AtMs    int64  `json:"atMs"`

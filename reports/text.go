@@ -199,7 +199,7 @@ func (t textWriter) verbose(r *Result) {
 				break
 			}
 			page := ""
-			if isPageDelivery(dv) {
+			if dv.IsPage() {
 				page = "PAGE"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t×%d\t%s\t%s\n", fmtOffset(dv.AtMs), dv.Receiver, dv.Severity, dv.Status, dv.Name, dv.Count, page, oneLine(dv.Summary))
@@ -352,10 +352,6 @@ func countsOf[N int | int64](m map[string]N) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// isPageDelivery reports whether a delivery paged someone: a firing high-severity
-// alert.
-func isPageDelivery(d Delivery) bool { return d.Severity == "high" && d.Status == "firing" }
 
 // failedExpectations returns the expectations that did not pass.
 func failedExpectations(r *Result) []Expectation {

@@ -126,8 +126,8 @@ type OutboxConfig struct {
 	MaxRetryAfter time.Duration
 	// FailoverAfter is the delivery deadline: a notification not accepted
 	// this long after it was made is also sent to the receiver's Secondary,
-	// and a delivery-late alert goes to its Fallback. It is independent of
-	// the grouping timers.
+	// and a delivery-late alert is told as Receiver.Fallback says. It is
+	// independent of the grouping timers.
 	FailoverAfter time.Duration
 	// HeldRetry is the longest wait between tries of a receiver that
 	// refuses as misconfigured: it is retried with full-jitter backoff from

@@ -148,8 +148,9 @@ func IsPage(x Alert) bool { return x.Status == Firing && x.Severity == classify.
 // answer that is not a success is returned as (or wrapping) a
 // *failure.HTTPError carrying its status code and headers, so that the
 // alerter can honour Retry-After and tell a receiver that is down (429, 5xx:
-// retried) from one that is misconfigured (400, 403, 404, 410: held, and a
-// config alert raised). Any other error (a timeout, a refused connection) is
+// retried) from one that is misconfigured (400, 401, 403, 404, 410: held and
+// retried with backoff, copied to a receiver that works, and a config alert
+// raised there). Any other error (a timeout, a refused connection) is
 // retried. Errors must never contain a secret such as a webhook URL.
 type Sink interface {
 	Send(ctx context.Context, n Notification) error

@@ -1182,7 +1182,11 @@ func (a *Alerter) failoverLocked(it *item, to string, now time.Time) {
 func (a *Alerter) holdsFiringLocked(recv string, x Alert) bool {
 	mk, firing := a.paged[recv][x.Fingerprint]
 	firing = firing && mk.instance == x.instance
-	for _, it := range a.outbox[recv].items {
+	ob := a.outbox[recv]
+	if !firing && ob.byFP[x.Fingerprint] == nil && !ob.sending {
+		return false // nothing of this fingerprint waits there: no scan
+	}
+	for _, it := range ob.items {
 		for _, y := range it.n.Alerts {
 			if y.instance == x.instance {
 				firing = y.Status == Firing

@@ -121,7 +121,9 @@ func (t *trimmingStore) trim(ctx context.Context, now time.Time) error {
 	oldest := p.Entries[len(p.Entries)-1] // newest first
 	t.hiding = true
 	defer func() { t.hiding = false }()
-	_, err = t.Store.Purge(ctx, oldest.LastFailedAt.Add(time.Nanosecond), now)
+	// Purge's cut-off is a millisecond's (dlq.Store.Purge): this takes the
+	// oldest entry's millisecond.
+	_, err = t.Store.Purge(ctx, oldest.LastFailedAt.Add(time.Millisecond), now)
 	return err
 }
 

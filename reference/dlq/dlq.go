@@ -300,8 +300,9 @@ type Store interface {
 	DeadLetter(ctx context.Context, l queue.Lease, e Entry, now time.Time) (AddResult, error)
 	// Get returns one entry (ErrNotFound), possibly Corrupt.
 	Get(ctx context.Context, id string) (Entry, error)
-	// List returns up to limit matching entries, newest LastFailedAt first,
-	// from cursor ("" for the first page).
+	// List returns up to limit matching entries, newest LastFailedAt first
+	// (by millisecond, then job ID, descending: queue.Queue.ForwardDue's
+	// rule), from cursor ("" for the first page).
 	List(ctx context.Context, f Filter, cursor string, limit int) (Page, error)
 	// Stats summarises the store.
 	Stats(ctx context.Context) (Stats, error)
@@ -317,7 +318,9 @@ type Store interface {
 	// Quarantine marks an entry as poison.
 	Quarantine(ctx context.Context, id, reason string, now time.Time) error
 	// Purge removes entries (any status, corrupt ones too) whose last
-	// failure is before olderThan, and returns how many.
+	// failure is before olderThan, and returns how many. Times count by
+	// their Unix millisecond (queue.Queue.ForwardDue's rule): an entry that
+	// failed in olderThan's own millisecond stays.
 	Purge(ctx context.Context, olderThan time.Time, now time.Time) (int, error)
 }
 

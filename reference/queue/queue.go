@@ -80,11 +80,35 @@ type Queue interface {
 	Divert(ctx context.Context, l Lease, j job.Job, now time.Time) error
 	// ForwardDue moves up to limit scheduled retries due at or before now to
 	// the tails of their queues, oldest due first, and returns how many.
+	//
+	// The order of time is one rule for every store, a team's own too
+	// (queuetest and dlqtest check it): a time counts by its Unix
+	// millisecond (time.Time.UnixMilli), so a retry due at 10.7 ms is due
+	// at now = 10 ms; and retries due in the same millisecond go in job ID
+	// order (bytewise), whatever order they were scheduled in. Expired
+	// leases (RecoverExpired) and DLQ entries (by LastFailedAt: listing,
+	// the oldest entry, requeue by filter, eviction, purge) follow the same
+	// rule.
+	//
+	// Why (due millisecond, job ID) and not scheduling order: it is what a
+	// Redis sorted set of job IDs scored by millisecond gives by itself
+	// (members of equal score sort bytewise), so the Redis store takes the
+	// due jobs with one ZRANGEBYSCORE inside the script that moves them,
+	// atomic and bounded, and any other store with an index on (due, id).
+	// Scheduling order would need a per-namespace counter and, in Redis,
+	// either that counter encoded in every member (each removal then a
+	// lookup) or an unbounded read of one millisecond's ties; and it is not
+	// in the data, so two stores holding the same jobs could order them
+	// differently. The ID rule depends on the data alone: the same jobs go
+	// in the same order on every backend, and one scenario gives one result
+	// on all of them. (Retries are jittered: ties are rare outside
+	// synchronised waves, and ID order among them is as fair as any.)
 	ForwardDue(ctx context.Context, now time.Time, limit int) (int, error)
 	// RecoverExpired puts up to limit jobs whose lease expired at or before
-	// now back at the heads of their queues; whether that uses an attempt is
-	// the store's configuration (by default it does not: the worker died,
-	// not the job). It returns how many.
+	// now back at the heads of their queues, the earliest-expired first
+	// (ForwardDue's rule: by expiry millisecond, then job ID); whether that
+	// uses an attempt is the store's configuration (by default it does not:
+	// the worker died, not the job). It returns how many.
 	RecoverExpired(ctx context.Context, now time.Time, limit int) (int, error)
 	// DrainBatch moves up to max jobs from the fallback queue back to the
 	// tails of their queues, oldest diverted first (degrade.Drainer).

@@ -1224,6 +1224,7 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 		})
 
 		describeConservation(newHarness)
+		exerciseTies(newHarness)
 	})
 }
 

@@ -19,7 +19,8 @@
 //
 // Every spec runs on virtual time: fixed time.Time values derived from T0,
 // no sleeps and no wall clock. Times are whole milliseconds, so a backend
-// that keeps times as integer milliseconds meets the specs exactly.
+// that keeps times as integer milliseconds meets the specs exactly; only the
+// specs of the millisecond rule put several failures inside one millisecond.
 //
 // # The contract beyond the interface's doc comments
 //
@@ -38,6 +39,9 @@
 //   - Entries whose job is dead-lettered are those Failed, Quarantined or
 //     Deleted. A Requeued entry is only a record: its job is back in the
 //     queue (or done).
+//   - LastFailedAt counts by its Unix millisecond (queue.Queue.ForwardDue's
+//     rule): "equal times" below means the same millisecond, and Purge
+//     keeps an entry that failed in olderThan's own millisecond.
 //   - List orders by LastFailedAt, newest first, and by job ID, descending,
 //     among equal times. Next is "" exactly when no matching entry follows
 //     the page.

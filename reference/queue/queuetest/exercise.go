@@ -805,6 +805,8 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 				f.expectCounts(5, 0, 0, 0)
 			})
 		})
+
+		exerciseTies(newHarness)
 	})
 }
 

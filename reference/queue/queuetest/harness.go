@@ -15,9 +15,10 @@
 //	})
 //
 // Every spec runs on virtual time: fixed time.Time values derived from T0,
-// no sleeps and no wall clock. Times and durations are whole milliseconds, so
-// a backend that keeps times as integer milliseconds (Redis sorted-set
-// scores) meets the specs exactly.
+// no sleeps and no wall clock. Times and durations are whole milliseconds,
+// so a backend that keeps times as integer milliseconds (Redis sorted-set
+// scores) meets the specs exactly; only the specs of the millisecond rule
+// (queue.Queue.ForwardDue) put several times inside one millisecond.
 //
 // # The contract beyond the interface's doc comments
 //
@@ -38,6 +39,8 @@
 //     nothing.
 //   - A store keeps a job exactly as given (Enqueue does not set
 //     EnqueuedAt; the producer does).
+//   - Times order by ForwardDue's rule: by Unix millisecond, then job ID;
+//     a retry is due, a lease expired, once now reaches its millisecond.
 //   - RecoverExpired takes the leases in order of expiry; jobs recovered
 //     onto one queue end up at its head in that order (the earliest-expired
 //     first), ahead of the jobs already waiting.

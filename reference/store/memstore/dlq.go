@@ -652,8 +652,9 @@ func (s *Store) Quarantine(ctx context.Context, id, reason string, now time.Time
 }
 
 // Purge removes the entries, of any status and corrupt ones too, whose last
-// failure is before olderThan, oldest first, in steps of at most
-// Config.BatchSize entries, and returns how many it removed.
+// failure is in a millisecond before olderThan's (dlq.Store.Purge), oldest
+// first, in steps of at most Config.BatchSize entries, and returns how many
+// it removed.
 func (s *Store) Purge(ctx context.Context, olderThan time.Time, now time.Time) (int, error) {
 	total := 0
 	for {
@@ -676,7 +677,7 @@ func (s *Store) purgeBatch(olderThan, now time.Time) int {
 	// must not happen under a range over it.
 	var victims []*dent
 	for _, d := range s.sorted() {
-		if len(victims) == s.cfg.BatchSize || !d.at.Before(olderThan) {
+		if len(victims) == s.cfg.BatchSize || compareMs(d.at, olderThan) >= 0 {
 			break
 		}
 		if !d.gone {

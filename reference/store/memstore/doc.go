@@ -14,6 +14,10 @@
 //     beside its hash of entries. So an entry that does not decode is
 //     handled for real: listed as corrupt with its raw bytes, counted,
 //     purgeable, never dropped. PlantRaw puts such bytes in, for tests.
+//   - Times order and compare at a Redis score's resolution, the Unix
+//     millisecond, with ties by job ID (queue.Queue.ForwardDue's rule): the
+//     heaps of retries and leases and the DLQ's indexes give the Redis
+//     store's order, so one scenario gives one result on both.
 //   - Observers and the overflow callback are called after the lock is
 //     released, in the order the moves happened, never while it is held
 //     (gobreaker issue #37): a callback may call the store again.
@@ -23,7 +27,7 @@
 // min-heap of leases by expiry and one of retries by due time, maps by job
 // ID). A dead-letter, requeue or status change is O(log n) plus the
 // entry's encoding. Listing, requeue by filter and purge walk an index kept
-// sorted by (LastFailedAt, ID), re-sorted only after an entry is written
+// sorted by (LastFailedAt's millisecond, ID), re-sorted only after an entry is written
 // out of time order; Stats is O(number of tasks).
 //
 // Iteration never depends on map order, so that a run is reproducible.

@@ -10,10 +10,11 @@ func (s *Store) OrderLen() int {
 	return len(s.order)
 }
 
-// HeapBefore reports whether a rec due at a comes before one due at b, the
-// one at a scheduled first: what the heaps decide, keys and all.
-func HeapBefore(a, b time.Time) bool {
-	ra, rb := &rec{seq: 1}, &rec{seq: 2}
+// HeapBefore reports whether job idA due at a comes before job idB due at
+// b, the one at a pushed first: what the heaps decide, keys and all.
+func HeapBefore(idA string, a time.Time, idB string, b time.Time) bool {
+	ra, rb := &rec{hidx: -1}, &rec{hidx: -1}
+	ra.job.ID, rb.job.ID = idA, idB
 	ra.setAt(a)
 	rb.setAt(b)
 	var h recHeap
@@ -22,21 +23,20 @@ func HeapBefore(a, b time.Time) bool {
 	return h.min() == ra
 }
 
-// TestHeap is a rec heap for a property spec: recs by number, each given
-// its seq in the order pushed.
+// TestHeap is a rec heap for a property spec: recs by number, each with
+// the job ID it is given.
 type TestHeap struct {
 	h    recHeap
 	recs map[int]*rec
-	seq  uint64
 }
 
 // NewTestHeap returns an empty heap.
 func NewTestHeap() *TestHeap { return &TestHeap{recs: map[int]*rec{}} }
 
-// Push adds rec n, due at t.
-func (h *TestHeap) Push(n int, t time.Time) {
-	h.seq++
-	r := &rec{seq: h.seq, hidx: -1}
+// Push adds rec n, of job id, due at t.
+func (h *TestHeap) Push(n int, id string, t time.Time) {
+	r := &rec{hidx: -1}
+	r.job.ID = id
 	r.setAt(t)
 	h.recs[n] = r
 	h.h.push(r)
@@ -55,7 +55,7 @@ func (h *TestHeap) SetAt(n int, t time.Time) { h.h.setAt(h.recs[n], t) }
 // rec's recorded position is not where it is.
 func (h *TestHeap) Min() (n int, ok bool) {
 	for i, s := range h.h.items {
-		if s.r.hidx != i || s.key != s.r.key || s.seq != s.r.seq {
+		if s.r.hidx != i || s.key != s.r.key || s.pfx != idPrefix(s.r.job.ID) {
 			return 0, false
 		}
 	}

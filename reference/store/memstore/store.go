@@ -34,7 +34,6 @@ type Store struct {
 	scheduled recHeap // waiting to retry, by due time
 	fallback  fifo
 	token     uint64
-	seq       uint64
 	// free holds recs of jobs that left the queue side, for reuse: the
 	// simulator moves millions of jobs through.
 	free []*rec
@@ -368,8 +367,7 @@ func (s *Store) Dequeue(ctx context.Context, name string, now time.Time, ttl tim
 	r := q.popFront()
 	s.queued--
 	s.token++
-	s.seq++
-	r.state, r.token, r.seq = disposition.InFlight, s.token, s.seq
+	r.state, r.token = disposition.InFlight, s.token
 	r.setAt(now.Add(ttl))
 	s.leases.push(r)
 	s.emit(&r.job, disposition.Queued, disposition.InFlight, disposition.Leased, now)
@@ -427,8 +425,7 @@ func (s *Store) Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Tim
 		return fmt.Errorf("retry: %w", err)
 	}
 	s.leases.remove(r)
-	s.seq++
-	r.job, r.checked, r.state, r.seq = j, checked, disposition.Scheduled, s.seq
+	r.job, r.checked, r.state = j, checked, disposition.Scheduled
 	r.setAt(at)
 	s.scheduled.push(r)
 	s.emit(&r.job, disposition.InFlight, disposition.Scheduled, disposition.RetryLater, now)
@@ -475,8 +472,8 @@ func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.T
 }
 
 // ForwardDue moves up to limit retries due at or before now to the tails
-// of their queues, oldest due first (in scheduling order among equal due
-// times). A limit below 1 moves nothing.
+// of their queues, oldest due first, in (due millisecond, job ID) order as
+// queue.Queue.ForwardDue requires. A limit below 1 moves nothing.
 func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -486,7 +483,7 @@ func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, 
 	n := 0
 	for ; n < limit; n++ {
 		r := s.scheduled.min()
-		if r == nil || r.at.After(now) {
+		if r == nil || compareMs(r.at, now) > 0 {
 			break
 		}
 		s.scheduled.remove(r)
@@ -499,7 +496,8 @@ func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, 
 }
 
 // RecoverExpired puts up to limit jobs whose lease expired at or before now
-// back at the heads of their queues, the earliest-expired first, counting
+// back at the heads of their queues, the earliest-expired first (in (expiry
+// millisecond, job ID) order, as ForwardDue's), counting
 // the lost attempt when Config.LostLeaseUsesAttempt is set. A limit below 1
 // moves nothing.
 func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (int, error) {
@@ -511,7 +509,7 @@ func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (i
 	var expired []*rec
 	for len(expired) < limit {
 		r := s.leases.min()
-		if r == nil || r.at.After(now) {
+		if r == nil || compareMs(r.at, now) > 0 {
 			break
 		}
 		s.leases.remove(r)

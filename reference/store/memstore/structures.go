@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"math/bits"
 	"strings"
 	"time"
@@ -17,15 +18,13 @@ type rec struct {
 	// The heap fields come first, together.
 	//
 	// at is the lease's expiry while in flight, the due time while
-	// scheduled; set it with setAt. key is at in nanoseconds since the
-	// Unix epoch when exact says that orders like at.Compare (no monotonic
-	// reading, and in range), which is how heaps compare most times
-	// without time.Time arithmetic.
+	// scheduled; set it with setAt. key is at's Unix millisecond (floored,
+	// as time.Time.UnixMilli) when exact says it fits an int64, which is
+	// how heaps compare most times without time.Time arithmetic. The heaps
+	// order recs by (key, job ID): see queue.Queue.ForwardDue for why.
 	at    time.Time
 	key   int64
 	exact bool
-	// seq orders equal times in a heap: the order of insertion.
-	seq uint64
 	// hidx is the rec's position in the heap it is in, -1 when in none.
 	hidx int
 
@@ -40,16 +39,41 @@ type rec struct {
 // setAt sets r.at, and its key.
 func (r *rec) setAt(t time.Time) {
 	r.at = t
-	// Compare orders two times without monotonic readings by their
-	// seconds, then nanoseconds: so does a key when the seconds fit.
-	// Round(0) strips a monotonic reading: t has none when it is unchanged.
-	const maxSec = (1<<63-1)/1_000_000_000 - 1
+	// A key orders like compareMs when the seconds fit (a monotonic
+	// reading plays no part: the order is the wall clock's millisecond,
+	// as in a Redis score).
+	const maxSec = (1<<63-1)/1000 - 1
 	sec := t.Unix()
-	r.exact = sec > -maxSec && sec < maxSec && t == t.Round(0)
+	r.exact = sec > -maxSec && sec < maxSec
 	r.key = 0
 	if r.exact {
-		r.key = sec*1e9 + int64(t.Nanosecond())
+		r.key = sec*1000 + int64(t.Nanosecond()/1e6)
 	}
+}
+
+// compareMs compares a and b by their Unix milliseconds (floored, as
+// time.Time.UnixMilli, without its overflow): the resolution of every time
+// a store orders or compares, so that the in-memory store and the Redis
+// store, whose sorted-set scores are those milliseconds, agree on every
+// order and on every "due at or before now".
+func compareMs(a, b time.Time) int {
+	if c := cmp.Compare(a.Unix(), b.Unix()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Nanosecond()/1e6, b.Nanosecond()/1e6)
+}
+
+// idPrefix is the first 8 bytes of id, big-endian and zero-padded: ids
+// compare as their prefixes do, unless the prefixes are equal.
+func idPrefix(id string) uint64 {
+	var p uint64
+	for i := range 8 {
+		p <<= 8
+		if i < len(id) {
+			p |= uint64(id[i])
+		}
+	}
+	return p
 }
 
 // fifo is a double-ended ring buffer of recs: the queue of one name, or the
@@ -95,13 +119,17 @@ func (f *fifo) popFront() *rec {
 	return r
 }
 
-// recHeap is a min-heap of recs by (at, seq), each knowing its position,
-// so that a lease can be extended or completed in O(log n).
+// recHeap is a min-heap of recs by (the Unix millisecond of at, job ID),
+// each knowing its position, so that a lease can be extended or completed
+// in O(log n).
 //
-// Each slot holds its rec's key and seq, so that sifting compares integers
-// in the slice without loading the recs. The keys decide while every rec
-// in the heap has an exact one (inexact == 0, always on a virtual clock);
-// otherwise the recs' times are compared, as time.Time.Compare does.
+// Each slot holds its rec's key and the first bytes of its job's ID, so
+// that sifting compares integers in the slice without loading the recs;
+// only two recs of the same millisecond whose IDs share their first 8
+// bytes have their IDs compared. The keys decide while every rec in the
+// heap has an exact one (inexact == 0, always but for times hundreds of
+// millions of years away); otherwise the recs' times are compared by
+// compareMs.
 type recHeap struct {
 	items   []hslot
 	inexact int
@@ -110,7 +138,7 @@ type recHeap struct {
 // hslot is a heap slot.
 type hslot struct {
 	key int64
-	seq uint64
+	pfx uint64 // idPrefix of the rec's job ID
 	r   *rec
 }
 
@@ -119,22 +147,30 @@ func (h *recHeap) len() int { return len(h.items) }
 func (h *recHeap) less(a, b *hslot) bool { return h.lessBit(a, b) != 0 }
 
 // lessBit is less as 1 or 0. On keys it is a 128-bit comparison of (key,
-// seq) without branches (sifting's comparisons are coin tosses a branch
-// predictor cannot learn); key's sign bit is flipped to order it as
-// unsigned.
+// ID prefix) without branches (sifting's comparisons are coin tosses a
+// branch predictor cannot learn); key's sign bit is flipped to order it as
+// unsigned. Equal keys and prefixes, which are rare, compare the IDs.
 func (h *recHeap) lessBit(a, b *hslot) uint64 {
 	if h.inexact != 0 {
 		return lessAt(a, b)
 	}
-	_, borrow := bits.Sub64(a.seq, b.seq, 0)
+	if a.key == b.key && a.pfx == b.pfx {
+		return bit(a.r.job.ID < b.r.job.ID)
+	}
+	_, borrow := bits.Sub64(a.pfx, b.pfx, 0)
 	_, borrow = bits.Sub64(uint64(a.key)^1<<63, uint64(b.key)^1<<63, borrow)
 	return borrow
 }
 
-// lessAt is lessBit by the recs' times, as time.Time.Compare orders them.
+// lessAt is lessBit by the recs' times, ordered by compareMs.
 func lessAt(a, b *hslot) uint64 {
-	c := a.r.at.Compare(b.r.at)
-	if c < 0 || c == 0 && a.seq < b.seq {
+	c := compareMs(a.r.at, b.r.at)
+	return bit(c < 0 || c == 0 && a.r.job.ID < b.r.job.ID)
+}
+
+// bit is b as 1 or 0.
+func bit(b bool) uint64 {
+	if b {
 		return 1
 	}
 	return 0
@@ -189,7 +225,7 @@ func (h *recHeap) push(r *rec) {
 	if !r.exact {
 		h.inexact++
 	}
-	h.items = append(h.items, hslot{key: r.key, seq: r.seq, r: r})
+	h.items = append(h.items, hslot{key: r.key, pfx: idPrefix(r.job.ID), r: r})
 	h.up(len(h.items) - 1)
 }
 
@@ -277,9 +313,11 @@ func newDent(id string, raw []byte, e dlq.Entry) *dent {
 	return d
 }
 
-// before orders dents by (at, id).
+// before orders dents by (the Unix millisecond of at, id): the order of
+// the Redis store's time indexes, whose scores are those milliseconds and
+// whose ties sort by member.
 func (d *dent) before(o *dent) bool {
-	if c := d.at.Compare(o.at); c != 0 {
+	if c := compareMs(d.at, o.at); c != 0 {
 		return c < 0
 	}
 	return d.id < o.id
@@ -287,7 +325,7 @@ func (d *dent) before(o *dent) bool {
 
 // compareDents is before as a three-way comparison, for sorting.
 func compareDents(a, b *dent) int {
-	if c := a.at.Compare(b.at); c != 0 {
+	if c := compareMs(a.at, b.at); c != 0 {
 		return c
 	}
 	return strings.Compare(a.id, b.id)

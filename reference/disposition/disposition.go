@@ -2,7 +2,7 @@
 // moves it. Every store move and worker decision emits one Event; the
 // simulator's ledger and the reports are built from these events only, so
 // that every job is accounted for: created jobs = queued + in flight +
-// waiting to retry + in fallback + in the DLQ + succeeded.
+// waiting to retry + in fallback + held + in the DLQ + succeeded.
 package disposition
 
 import (
@@ -28,9 +28,14 @@ const (
 	DeadLettered
 	// Succeeded: done; terminal.
 	Succeeded
+	// Held: its dead letter is decided, but the DLQ refused it (full, under
+	// the reject policy) or could not be reached: the job is parked with
+	// its entry in the store's held set, and only the DLQ write is retried
+	// (its handler never runs again). It moves on to DeadLettered.
+	Held
 )
 
-var stateNames = [...]string{"none", "queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded"}
+var stateNames = [...]string{"none", "queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "held"}
 
 // String returns the state's name.
 func (s State) String() string {
@@ -58,6 +63,7 @@ const (
 	Diverted     Reason = "diverted"      // breaker open: to the batch queue
 	Drained      Reason = "drained"       // batch queue back to its queue
 	DeadLetter   Reason = "dead-lettered"
+	HeldBack     Reason = "held"     // dead letter decided; the DLQ refused it or was away
 	Requeued     Reason = "requeued" // from the DLQ, by an operator or the auto-retry
 	Evicted      Reason = "evicted"  // pushed out of a full DLQ (reported, never silent)
 	Purged       Reason = "purged"   // removed from the DLQ by age

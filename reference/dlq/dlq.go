@@ -37,8 +37,13 @@ const EncodingVersion = 1
 var (
 	// ErrNotFound: no entry for that job ID.
 	ErrNotFound = errors.New("dlq entry not found")
-	// ErrFull: the store is at capacity and its policy is to reject.
+	// ErrFull: the store is at capacity and its policy is to reject. From
+	// DeadLetter it means the held set is at its bound too (ErrHeldFull is
+	// matched as well): the job is left in flight under its lease.
 	ErrFull = errors.New("dlq is full")
+	// ErrHeldFull: the held set is at its bound (store.Config.HeldCapacity);
+	// nothing was parked and the job is left in flight under its lease.
+	ErrHeldFull = errors.New("held set is full")
 	// ErrWrongStatus: the entry's status does not allow the move (restore
 	// of an entry that is not deleted, say).
 	ErrWrongStatus = errors.New("dlq entry has the wrong status for that")
@@ -208,8 +213,14 @@ type Stats struct {
 	// OldestID its job; zero when there is none.
 	Oldest   time.Time
 	OldestID string
-	// Evicted and Rejected count overflows since the store was opened.
+	// Evicted and Rejected count overflows since the store was opened
+	// (Rejected counts refusals, so one job refused twice counts twice).
 	Evicted, Rejected int
+	// Held counts the jobs in the held set: their dead letters are decided
+	// and wait for room in the DLQ (or for the DLQ store); they are not in
+	// Total. HeldOldest is when the longest-held of them was parked.
+	Held       int
+	HeldOldest time.Time
 }
 
 // Budget is the attempt budget a manual requeue gives the job.
@@ -286,6 +297,24 @@ type AddResult struct {
 	// policy); their payloads are gone with them, and the store raised its
 	// overflow report.
 	Evicted []string
+	// Held says DeadLetter found the DLQ full under the reject policy and
+	// parked the job with its entry in the held set, in the same step: its
+	// fate is decided, FlushHeld writes the entry when there is room. No
+	// entry was written yet; the store raised its overflow report.
+	Held bool
+}
+
+// FlushResult says what a FlushHeld did.
+type FlushResult struct {
+	// Written lists the jobs moved from the held set into the DLQ, oldest
+	// held first.
+	Written []string
+	// Evicted lists the entries evicted to make room (evict-oldest).
+	Evicted []string
+	// Left is how many jobs are still held after the call; Full says the
+	// DLQ refused the oldest of them (reject policy), so the call stopped.
+	Left int
+	Full bool
 }
 
 // Store is the DLQ of one namespace.
@@ -296,8 +325,26 @@ type Store interface {
 	Add(ctx context.Context, e Entry, now time.Time) (AddResult, error)
 	// DeadLetter moves a leased job into the DLQ in one step: fenced by the
 	// lease like queue.Queue.Ack (queue.ErrLeaseLost), so a late completion
-	// cannot dead-letter a job that came back.
+	// cannot dead-letter a job that came back. When the DLQ is full under
+	// the reject policy, the same step parks the job with its entry in the
+	// held set instead (AddResult.Held; see Hold); when the held set is at
+	// its bound too, nothing moves and the error matches ErrFull and
+	// ErrHeldFull.
 	DeadLetter(ctx context.Context, l queue.Lease, e Entry, now time.Time) (AddResult, error)
+	// Hold parks a leased job whose dead letter is decided, with its entry,
+	// in the held set, in one step fenced by the lease: for a worker whose
+	// DeadLetter could not reach the DLQ. A held job is in no queue, has no
+	// lease (a heartbeat or completion of the old one is refused with
+	// queue.ErrLeaseLost), is never recovered or leased again, and blocks
+	// an enqueue of its ID (queue.ErrDuplicate); the entry keeps the
+	// failure's times. ErrHeldFull when the held set is at its bound.
+	Hold(ctx context.Context, l queue.Lease, e Entry, now time.Time) error
+	// FlushHeld moves up to limit held jobs into the DLQ, oldest held first,
+	// each as DeadLetter would write its entry (evicting by the policy), and
+	// stops at the first the DLQ refuses (reject policy: a refusal of a held
+	// entry is not counted or reported again). The entries keep their
+	// failure times (LastFailedAt is the failure's, not the write's).
+	FlushHeld(ctx context.Context, now time.Time, limit int) (FlushResult, error)
 	// Get returns one entry (ErrNotFound), possibly Corrupt.
 	Get(ctx context.Context, id string) (Entry, error)
 	// List returns up to limit matching entries, newest LastFailedAt first

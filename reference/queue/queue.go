@@ -25,7 +25,8 @@ import (
 // Errors returned by queues.
 var (
 	// ErrDuplicate: a job with this ID is already queued, in flight,
-	// scheduled or in the fallback queue.
+	// scheduled, in the fallback queue or held (its dead letter waiting
+	// for room in the DLQ).
 	ErrDuplicate = errors.New("job already in the queue")
 	// ErrLeaseLost: the lease is not the job's current one (it expired and
 	// the job was recovered, perhaps leased again): the completion is
@@ -49,8 +50,10 @@ type Lease struct {
 }
 
 // Counts are how many jobs are where, for the ledger and for metrics.
+// Held counts the jobs parked in the held set with their decided dead
+// letters (see dlq.Store.Hold): in no queue, waiting for room in the DLQ.
 type Counts struct {
-	Queued, InFlight, Scheduled, Fallback int
+	Queued, InFlight, Scheduled, Fallback, Held int
 }
 
 // Queue is the work queue of one namespace.

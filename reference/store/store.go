@@ -29,8 +29,16 @@ type OverflowPolicy uint8
 // The policies. Both report every overflow (a returned value, a counter and
 // the OnOverflow callback, which the wiring turns into an alert).
 const (
-	// Reject refuses the new entry with dlq.ErrFull; the caller keeps the
-	// job (the worker leaves it leased, so it comes back). Nothing is lost.
+	// Reject refuses the new entry. A dead letter from a worker
+	// (dlq.Store.DeadLetter) is parked with its entry in the held set in the
+	// same step: its fate is decided, its handler never runs again, and
+	// dlq.Store.FlushHeld writes it, oldest first, once there is room (an
+	// operator requeues, deletes or purges entries). Past the held set's
+	// bound (Config.HeldCapacity) the dead letter is refused with
+	// dlq.ErrFull and the worker keeps it in memory, its lease heartbeated
+	// and the write retried; only if that process stops does the lease
+	// expire and the job run again. An Add (an import) is refused with
+	// dlq.ErrFull. Nothing is lost.
 	Reject OverflowPolicy = iota + 1
 	// EvictOldest deletes the oldest entries, payloads and all, in the same
 	// step, and reports their IDs.
@@ -58,6 +66,10 @@ type Overflow struct {
 	JobID    string
 	Evicted  []string
 	Capacity int
+	// Held says the refused dead letter was parked in the held set (Reject);
+	// false for a refused Add, or a dead letter the held set had no room
+	// for either (the worker keeps it leased).
+	Held bool
 }
 
 // Config configures a backend.
@@ -69,6 +81,10 @@ type Config struct {
 	MaxPayload int
 	// DLQCapacity bounds the DLQ's entries (default 100,000).
 	DLQCapacity int
+	// HeldCapacity bounds the held set: the jobs whose dead letters are
+	// decided and wait for room in the DLQ or for the DLQ store (default
+	// DLQCapacity).
+	HeldCapacity int
 	// CountInactive makes Requeued and Deleted entries count toward
 	// DLQCapacity too; by default only Failed and Quarantined ones do.
 	CountInactive bool
@@ -97,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DLQCapacity == 0 {
 		c.DLQCapacity = DefaultDLQCapacity
+	}
+	if c.HeldCapacity == 0 {
+		c.HeldCapacity = c.DLQCapacity
 	}
 	if c.Overflow == 0 {
 		c.Overflow = Reject
@@ -131,6 +150,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"MaxPayload", "must not be negative"}
 	case c.DLQCapacity < 1:
 		return &ConfigError{"DLQCapacity", "must be at least 1"}
+	case c.HeldCapacity < 1:
+		return &ConfigError{"HeldCapacity", "must be at least 1"}
 	case c.Overflow != Reject && c.Overflow != EvictOldest:
 		return &ConfigError{"Overflow", "must be Reject or EvictOldest"}
 	case c.BatchSize < 1 || c.BatchSize > 10_000:
@@ -151,6 +172,17 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// LastFailure is the LastFailedAt a backend stores: the entry's own, when it
+// gives one no later than now (the worker sends its failure's time, and a
+// dead letter held through a DLQ outage or a full DLQ is written later),
+// else now.
+func LastFailure(e dlq.Entry, now time.Time) time.Time {
+	if e.LastFailedAt.IsZero() || e.LastFailedAt.After(now) {
+		return now
+	}
+	return e.LastFailedAt
 }
 
 // FirstFailure is the FirstFailedAt a backend stores for a new DLQ entry: the

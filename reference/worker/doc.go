@@ -31,11 +31,11 @@
 // dead job, the whole history in Outcome.Entry. Between the two, the
 // Pipeline keeps the failures in a History keyed by job ID: it reads them
 // into the Attempt when an attempt starts; it records a failure once its
-// Retry is carried out, or when the move could not be written (a DLQ that
-// is full or down: the job comes back, and the failure was real), but not
+// Retry is carried out, or when the move could not be written (the store
+// failed: the job comes back, and the failure was real), but not
 // when the completion was fenced off (for the job, that completion never
 // happened); and it forgets them once the job succeeds or its entry is in
-// the DLQ, whose store extends the entry's history if a requeued job dies
+// the DLQ or the held set, whose store extends the entry's history if a requeued job dies
 // again.
 //
 // MemoryHistory, the default, lives in the process: a worker process that
@@ -54,19 +54,38 @@
 // Apply carries an Outcome out on the stores: Ack, Retry, DeadLetter,
 // Release or Divert, each fenced by the lease, so a completion that arrives
 // after its lease was lost is refused (queue.ErrLeaseLost) and never
-// applied twice. A dead letter the DLQ refuses because it is full
-// (dlq.ErrFull) leaves the job leased: its lease expires and it comes back,
-// nothing lost. Pipeline wraps Core and Apply with the history, the hooks
+// applied twice. Pipeline wraps Core and Apply with the history, the hooks
 // (OnError per error, OnDead once per death), the disposition events and
 // counters.
+//
+// # A dead letter the DLQ cannot take
+//
+// A job whose dead letter is decided must never run again: a payment
+// whose answer was lost would be charged twice, a declined card called
+// again. So when the DLQ is full (reject policy) or its store cannot be
+// reached, the job is parked with its entry in the store's held set — by
+// DeadLetter itself in the same atomic step when the DLQ is full, by
+// Pipeline.Apply through Hold when the DLQ store failed — and only the
+// write is retried: FlushHeld moves held entries into the DLQ, oldest
+// first, once there is room (the Runner's ticker calls it; the simulator
+// does the same on virtual time). The entry keeps its failure's time. The
+// held set is bounded (store.Config.HeldCapacity, by default the DLQ's
+// capacity); past it, or when the store cannot be reached at all, the
+// pipeline keeps the dead letter in memory (ErrKept, OnKept), heartbeats
+// its lease and retries the park (RetryKept, from the same ticker), and
+// the overflow alert says so. Only if that process stops, or its lease is
+// lost, does such a job come back and run again.
 //
 // # Around the pipeline
 //
 // Runner is the wall-clock edge: N workers started by Run, leases and
-// heartbeats, a ticker for ForwardDue and RecoverExpired, and a graceful
+// heartbeats, a ticker for ForwardDue, RecoverExpired, RetryKept and
+// FlushHeld, and a graceful
 // shutdown that releases the jobs in flight without using an attempt.
 // AutoRetry requeues dead jobs inside an off-peak window at a bounded rate
 // and quarantines the ones that keep dying; Monitor raises and clears
-// alerts on the DLQ's depth, its oldest entry's age and its overflows. Both
+// alerts on the DLQ's depth, its oldest entry's age, its held dead letters
+// and its overflows (at once through the store's OnOverflow, and from the
+// store's counters, baselined at Start, for other processes'). Both
 // run on clock timers, so the simulator drives them in virtual time.
 package worker

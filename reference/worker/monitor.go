@@ -28,6 +28,10 @@ const (
 	AlertDLQOverflow = "dlq-overflow"
 	// AlertDLQUnavailable: the DLQ's stats could not be read.
 	AlertDLQUnavailable = "dlq-unavailable"
+	// AlertDLQHeld: dead letters wait in the held set for room in the DLQ
+	// (or for the DLQ store); their handlers do not run again. Cleared when
+	// the held set is empty.
+	AlertDLQHeld = "dlq-held"
 )
 
 // LabelNamespace is the label naming the DLQ's namespace.
@@ -123,6 +127,10 @@ type Health struct {
 	// quarantined); Oldest is the oldest failed entry's last failure.
 	Depth  int
 	Oldest time.Time
+	// Held counts the dead letters parked in the held set, waiting for
+	// room in the DLQ; HeldOldest is when the oldest was parked.
+	Held       int
+	HeldOldest time.Time
 	// Firing lists the monitor's alerts that hold after the check, sorted.
 	Firing []string
 }
@@ -165,16 +173,32 @@ func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
 	}, nil
 }
 
-// Start schedules a check every Interval, the first one Interval from now.
+// Start reads the store's overflow counters at once, as the baseline an
+// overflow by another process is measured from, and schedules a check every
+// Interval, the first one Interval from now. (An overflow this process's
+// store reports reaches Overflow at once, whenever it happens.)
 func (m *Monitor) Start() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.started {
+		m.mu.Unlock()
 		return
 	}
 	m.started = true
 	m.gen++
 	m.scheduleLocked()
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CallTimeout)
+	defer cancel()
+	st, err := m.cfg.Store.Stats(ctx)
+	if err != nil {
+		m.cfg.Logger.Error("dlq monitor: baseline read failed; the first check takes it", logErr, err)
+		return
+	}
+	m.mu.Lock()
+	if m.seenEvicted < 0 {
+		m.seenEvicted, m.seenRejected = st.Evicted, st.Rejected
+	}
+	m.mu.Unlock()
 }
 
 // Stop cancels the pending check.
@@ -211,8 +235,10 @@ func (m *Monitor) Overflow(o store.Overflow) {
 	summary := fmt.Sprintf("DLQ %s is full (%d entries, policy %s): ", m.cfg.Namespace, o.Capacity, o.Policy)
 	if o.Policy == store.EvictOldest {
 		summary += fmt.Sprintf("evicted %d entries (%s) for job %s", len(o.Evicted), strings.Join(o.Evicted, ", "), o.JobID)
+	} else if o.Held {
+		summary += "refused job " + o.JobID + ": its dead letter is held until there is room; its handler does not run again"
 	} else {
-		summary += "refused job " + o.JobID + "; it stays leased and comes back"
+		summary += "refused job " + o.JobID + ", and the held set is full too: the worker keeps the dead letter, its lease alive and its handler not run again, until there is room (if the worker stops, the lease expires and the job runs again)"
 	}
 	m.mu.Lock()
 	m.overflowed = true
@@ -233,8 +259,14 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 		}}, []string{AlertDLQUnavailable})
 		return Health{Firing: m.firingNames()}, fmt.Errorf("dlq monitor: stats: %w", err)
 	}
-	h := Health{Depth: st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()], Oldest: st.Oldest}
+	h := Health{Depth: st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()], Oldest: st.Oldest,
+		Held: st.Held, HeldOldest: st.HeldOldest}
 	hold := map[string]*alert.Signal{}
+	if h.Held > 0 {
+		hold[AlertDLQHeld] = &alert.Signal{Name: AlertDLQHeld, Severity: m.cfg.Severity, Labels: m.labels,
+			Summary: fmt.Sprintf("DLQ %s: %d dead letters are held waiting for room (the oldest since %s); their handlers do not run again",
+				m.cfg.Namespace, h.Held, h.HeldOldest.UTC().Format(time.RFC3339))}
+	}
 	if m.cfg.MaxDepth > 0 && h.Depth > m.cfg.MaxDepth {
 		hold[AlertDLQDepth] = &alert.Signal{Name: AlertDLQDepth, Severity: m.cfg.Severity, Labels: m.labels,
 			Summary: "DLQ " + m.cfg.Namespace + " holds " + strconv.Itoa(h.Depth) + " entries waiting for a decision (threshold " + strconv.Itoa(m.cfg.MaxDepth) + ")"}
@@ -256,7 +288,7 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 	}
 	m.seenEvicted, m.seenRejected = st.Evicted, st.Rejected
 	m.mu.Unlock()
-	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable})
+	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable, AlertDLQHeld})
 	h.Firing = m.firingNames()
 	return h, nil
 }
@@ -292,7 +324,7 @@ func (m *Monitor) firingNames() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
-	for _, name := range []string{AlertDLQAge, AlertDLQDepth, AlertDLQOverflow, AlertDLQUnavailable} {
+	for _, name := range []string{AlertDLQAge, AlertDLQDepth, AlertDLQHeld, AlertDLQOverflow, AlertDLQUnavailable} {
 		if m.firing[name] {
 			out = append(out, name)
 		}

@@ -118,15 +118,19 @@ var _ = Describe("The DLQ monitor", func() {
 		die("a")
 		w.enqueue(newJob("b", "report", ""))
 		_, err = w.attempt("b", fmt.Errorf("bad: %w", failure.ErrInvalidInput))
-		Expect(err).To(MatchError(dlq.ErrFull), "b does not fit: it stays leased and comes back")
+		Expect(err).NotTo(HaveOccurred(), "b does not fit: it is held")
 		Expect(sig.take()).To(Equal([]string{"raise dlq-overflow high ns=payments"}))
 		h, err := mon.Check(w.ctx, w.now())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(h.Firing).To(Equal([]string{worker.AlertDLQOverflow}))
-		Expect(sig.take()).To(BeEmpty())
+		Expect(h.Held).To(Equal(1))
+		Expect(h.Firing).To(Equal([]string{worker.AlertDLQHeld, worker.AlertDLQOverflow}))
+		Expect(sig.take()).To(Equal([]string{"raise dlq-held medium ns=payments"}))
+		Expect(w.st.Delete(w.ctx, "a", "ops", w.now())).To(Succeed())
+		_, err = w.p.FlushHeld(w.ctx, w.now(), 10)
+		Expect(err).NotTo(HaveOccurred())
 		_, err = mon.Check(w.ctx, w.now())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(sig.take()).To(Equal([]string{"clear dlq-overflow ns=payments"}))
+		Expect(sig.take()).To(Equal([]string{"clear dlq-overflow ns=payments", "clear dlq-held ns=payments"}))
 	})
 
 	It("raises the overflow alert for an overflow another process caused, from the store's own counters", func() {
@@ -141,7 +145,7 @@ var _ = Describe("The DLQ monitor", func() {
 		die("a")
 		w.enqueue(newJob("b", "report", ""))
 		_, err = w.attempt("b", fmt.Errorf("bad: %w", failure.ErrInvalidInput))
-		Expect(err).To(MatchError(dlq.ErrFull))
+		Expect(err).NotTo(HaveOccurred())
 		Expect(sig.take()).To(BeEmpty(), "nobody told this monitor")
 		h, err := mon.Check(w.ctx, w.now())
 		Expect(err).NotTo(HaveOccurred())
@@ -150,6 +154,22 @@ var _ = Describe("The DLQ monitor", func() {
 		_, err = mon.Check(w.ctx, w.now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sig.take()).To(ContainElement("clear dlq-overflow ns=payments"))
+	})
+
+	It("alerts on an overflow another process caused before its first check: Start takes the baseline", func() {
+		w = newWorld(func(c *worldConfig) {
+			c.store = store.Config{Namespace: "payments", DLQCapacity: 1, Overflow: store.EvictOldest}
+		})
+		mon, err := worker.NewMonitor(worker.MonitorConfig{Store: w.st, Alerter: sig, Clock: w.clk, Namespace: "payments", Interval: time.Minute})
+		Expect(err).NotTo(HaveOccurred())
+		mon.Start()
+		DeferCleanup(mon.Stop)
+		die("a", "b") // b evicts a, seconds after the start: before the first check
+		Expect(sig.take()).To(BeEmpty(), "nobody told this monitor")
+		w.clk.Advance(time.Minute)
+		Expect(sig.take()).To(Equal([]string{"raise dlq-overflow high ns=payments"}))
+		w.clk.Advance(time.Minute)
+		Expect(sig.take()).To(Equal([]string{"clear dlq-overflow ns=payments"}), "once")
 	})
 
 	It("raises dlq-unavailable while the DLQ cannot be read, and clears it when it can", func() {

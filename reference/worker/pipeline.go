@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,14 +30,36 @@ type DeadLetterer interface {
 	DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error)
 }
 
+// Holder parks decided dead letters the DLQ could not take, and writes them
+// when it can: dlq.Store implements it (see dlq.Store.Hold, FlushHeld).
+type Holder interface {
+	Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) error
+	FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error)
+}
+
+// Heartbeater extends a lease: queue.Queue implements it. The pipeline
+// keeps the leases of the dead letters it holds in memory alive with it.
+type Heartbeater interface {
+	Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl time.Duration) (queue.Lease, error)
+}
+
 var (
 	_ Mover        = queue.Queue(nil)
 	_ DeadLetterer = dlq.Store(nil)
+	_ Holder       = dlq.Store(nil)
+	_ Heartbeater  = queue.Queue(nil)
 )
 
 // ErrNoEntry: a DeadLetter outcome without its entry (not one Complete
 // made); nothing is written.
 var ErrNoEntry = errors.New("dead-letter outcome has no entry")
+
+// ErrKept: a decided dead letter neither the DLQ nor the held set took (the
+// store could not be reached, or both are full). The pipeline keeps it in
+// memory, its lease heartbeated, and RetryKept parks it later: the handler
+// does not run again. Only if the process stops, or the lease is lost, does
+// the job come back.
+var ErrKept = errors.New("dead letter kept by the worker until the store takes it")
 
 // Apply carries out o on the stores for the job held by lease l, at now. It
 // returns nil when the move happened. Otherwise nothing moved and the job is
@@ -45,19 +68,22 @@ var ErrNoEntry = errors.New("dead-letter outcome has no entry")
 //   - queue.ErrLeaseLost: the lease is not the job's current one (it
 //     expired and the job was recovered, perhaps leased again). The
 //     completion is dropped; it can never be applied twice.
-//   - dlq.ErrFull: the DLQ is full and refuses new entries. The job stays
-//     leased; when the lease expires it comes back and will be tried again.
-//     Nothing is lost, and the store reported the overflow.
-//   - anything else: the store failed; the job stays leased and comes back
-//     when the lease expires.
+//   - dlq.ErrFull: the DLQ is full and refuses new entries, and the store
+//     had no room to park the job in its held set (a store that parks a
+//     refused dead letter answers nil, see dlq.AddResult.Held). The job
+//     stays leased. Pipeline.Apply then keeps the dead letter (ErrKept) so
+//     that its handler does not run again.
+//   - anything else: the store failed; the job stays leased (for a dead
+//     letter, Pipeline.Apply parks or keeps it).
 func Apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o Outcome, now time.Time) error {
-	return apply(ctx, q, d, l, &o, now)
+	_, err := apply(ctx, q, d, l, &o, now)
+	return err
 }
 
 // apply is Apply with the outcome by reference: it is large, and the
-// pipeline passes it on without copying it again.
-func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outcome, now time.Time) error {
-	var err error
+// pipeline passes it on without copying it again. held says the store
+// parked a dead letter in its held set (dlq.AddResult.Held).
+func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outcome, now time.Time) (held bool, err error) {
 	switch o.Action {
 	case Succeed:
 		err = q.Ack(ctx, l, o.Job, now)
@@ -68,7 +94,9 @@ func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outco
 			err = ErrNoEntry
 			break
 		}
-		_, err = d.DeadLetter(ctx, l, *o.Entry, now)
+		var r dlq.AddResult
+		r, err = d.DeadLetter(ctx, l, *o.Entry, now)
+		held = r.Held
 	case Release:
 		err = q.Release(ctx, l, o.Job, now)
 	case Divert:
@@ -77,9 +105,9 @@ func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outco
 		err = fmt.Errorf("unknown action %d", uint8(o.Action))
 	}
 	if err != nil {
-		return fmt.Errorf("%s job %s: %w", o.Action, o.Job.ID, err)
+		return false, fmt.Errorf("%s job %s: %w", o.Action, o.Job.ID, err)
 	}
-	return nil
+	return held, nil
 }
 
 // History keeps the failures of a job's attempts between them, keyed by job
@@ -162,9 +190,24 @@ type PipelineConfig struct {
 	// not make; a ledger listens to one of the two.)
 	Observer disposition.Observer
 	// OnDead, if set, is called once per death of a job: after its entry
-	// was written to the DLQ. A dead letter that was fenced off or refused
-	// is not a death; the job comes back.
+	// was written to the DLQ, or parked with the job in the held set (its
+	// fate is decided; the write follows). A dead letter that was fenced
+	// off is not a death; the job comes back. One kept in memory (ErrKept)
+	// is a death once RetryKept parks it.
 	OnDead func(j job.Job, e dlq.Entry)
+	// Holder parks the dead letters the DLQ cannot take; nil means the
+	// DLQ's own, when it implements Holder (dlq.Store does).
+	Holder Holder
+	// Heartbeater keeps the leases of dead letters kept in memory alive;
+	// nil means the Queue's own, when it implements Heartbeater.
+	Heartbeater Heartbeater
+	// LeaseTTL is the lease a kept dead letter's heartbeat asks for
+	// (default DefaultLeaseTTL): the runner's LeaseTTL.
+	LeaseTTL time.Duration
+	// OnKept, if set, is called when a decided dead letter is kept in
+	// memory (ErrKept), with why: the DLQ store could not be reached, or
+	// the DLQ and the held set are both full (dlq.ErrHeldFull).
+	OnKept func(j job.Job, err error)
 }
 
 // Validate reports the first invalid field of c.
@@ -182,12 +225,51 @@ func (c PipelineConfig) Validate() error {
 
 // PipelineStats are a pipeline's counters; they only grow.
 type PipelineStats struct {
-	// Applied counts the outcomes carried out, by action.
+	// Applied counts the outcomes carried out, by action (a dead letter
+	// parked in the held set counts as carried out).
 	Applied [maxAction + 1]uint64
-	// Fenced counts completions refused because their lease was lost;
-	// Held the dead letters refused by a full DLQ; Errors the other
-	// failed moves. In all three cases nothing moved.
-	Fenced, Held, Errors uint64
+	// Fenced counts completions refused because their lease was lost, and
+	// Errors the other failed moves: in both cases nothing moved. Held
+	// counts the dead letters parked in the store's held set (the DLQ full
+	// or away), Kept those kept in memory (ErrKept).
+	Fenced, Held, Kept, Errors uint64
+}
+
+// KeptState is what became of a dead letter kept in memory.
+type KeptState uint8
+
+// The states RetryKept reports.
+const (
+	// KeptWritten: written to the DLQ.
+	KeptWritten KeptState = iota + 1
+	// KeptHeld: parked in the store's held set.
+	KeptHeld
+	// KeptFenced: its lease was lost; the job came back to its queue (it
+	// will run again) and the pipeline let go of it.
+	KeptFenced
+)
+
+// KeptResult is one dead letter that left the pipeline's memory.
+type KeptResult struct {
+	JobID string
+	State KeptState
+	// Since is when it was kept; Job and Entry are the dead letter's.
+	Since time.Time
+	Job   job.Job
+	Entry dlq.Entry
+	// Err is why it was let go (KeptFenced).
+	Err error
+}
+
+// kept is a dead letter held in memory.
+type kept struct {
+	lease queue.Lease
+	o     Outcome
+	since time.Time
+	// heldFull says the held set was full when last tried: only a Hold
+	// is tried (the held set drains into the DLQ first, oldest first, and
+	// a refused DeadLetter would count as another overflow).
+	heldFull bool
 }
 
 // Pipeline is the core wired to the stores: it starts attempts, completes
@@ -199,8 +281,12 @@ type Pipeline struct {
 	cfg     PipelineConfig
 	history History
 
-	applied              [maxAction + 1]atomic.Uint64
-	fenced, held, errors atomic.Uint64
+	applied                    [maxAction + 1]atomic.Uint64
+	fenced, held, kept, errors atomic.Uint64
+
+	// keptMu guards keep, the dead letters kept in memory, oldest first.
+	keptMu sync.Mutex
+	keep   []*kept
 }
 
 // NewPipeline returns a pipeline for cfg, or a *ConfigError.
@@ -211,6 +297,15 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, history: cfg.History}
 	if p.history == nil {
 		p.history = NewMemoryHistory()
+	}
+	if p.cfg.Holder == nil {
+		p.cfg.Holder, _ = cfg.DLQ.(Holder)
+	}
+	if p.cfg.Heartbeater == nil {
+		p.cfg.Heartbeater, _ = cfg.Queue.(Heartbeater)
+	}
+	if p.cfg.LeaseTTL <= 0 {
+		p.cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	return p, nil
 }
@@ -254,22 +349,40 @@ func (p *Pipeline) Release(ctx context.Context, j job.Job, l queue.Lease, now ti
 // Apply carries o out on the pipeline's stores (see the package function
 // Apply), keeping the history, calling OnDead and the observer, and
 // counting.
+//
+// A dead letter's fate is decided: its handler must not run again. When the
+// DLQ is full (reject) the store parks it in its held set in the same step;
+// when the DLQ cannot be reached, Apply parks it with the Holder. Either way
+// Apply returns nil and the observer hears in-flight→held. When neither
+// works (the store is away, or the held set is full too), Apply keeps the
+// dead letter in memory, its lease heartbeated by RetryKept, and returns an
+// error matching ErrKept: the job is still in flight, and RetryKept writes
+// or parks it later.
 func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time.Time) error {
-	err := apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, &o, now)
+	held, err := apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, &o, now)
+	if err != nil && o.Action == DeadLetter && o.Entry != nil && !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, job.ErrInvalid) {
+		// The DLQ refused it with no room to park it, or was away.
+		held, err = p.park(ctx, l, &o, now, err)
+	}
 	switch {
 	case err == nil:
+		if held && o.Action == DeadLetter {
+			p.held.Add(1)
+		}
 	case errors.Is(err, queue.ErrLeaseLost):
 		// The completion never happened as far as the job is concerned:
 		// its failure is not part of its history either.
 		p.fenced.Add(1)
 		return err
+	case errors.Is(err, ErrKept):
+		p.kept.Add(1)
+		if p.cfg.OnKept != nil {
+			p.cfg.OnKept(o.Job, err)
+		}
+		return err
 	default:
 		// The job stays leased and comes back; the failure was real.
-		if errors.Is(err, dlq.ErrFull) {
-			p.held.Add(1)
-		} else {
-			p.errors.Add(1)
-		}
+		p.errors.Add(1)
 		if o.Failed() {
 			p.history.Record(o.Job.ID, o.Failure)
 		}
@@ -283,12 +396,147 @@ func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time
 		p.history.Forget(o.Job.ID)
 	}
 	if p.cfg.Observer != nil {
-		p.cfg.Observer(o.Event(now))
+		ev := o.Event(now)
+		if held {
+			ev.To, ev.Reason = disposition.Held, disposition.HeldBack
+		}
+		p.cfg.Observer(ev)
 	}
 	if o.Action == DeadLetter && p.cfg.OnDead != nil {
 		p.cfg.OnDead(o.Job, *o.Entry)
 	}
 	return nil
+}
+
+// park parks a dead letter whose write failed with cause: with the Holder,
+// unless the held set is full; else in memory. It reports whether the job
+// is in the held set, or the lease's loss, or an error matching ErrKept.
+func (p *Pipeline) park(ctx context.Context, l queue.Lease, o *Outcome, now time.Time, cause error) (bool, error) {
+	if p.cfg.Holder != nil && !errors.Is(cause, dlq.ErrHeldFull) {
+		herr := p.cfg.Holder.Hold(ctx, l, *o.Entry, now)
+		switch {
+		case herr == nil:
+			return true, nil
+		case errors.Is(herr, queue.ErrLeaseLost):
+			return false, herr
+		}
+		cause = fmt.Errorf("%w; hold: %w", cause, herr)
+	}
+	p.keptMu.Lock()
+	p.keep = append(p.keep, &kept{lease: l, o: *o, since: now, heldFull: errors.Is(cause, dlq.ErrHeldFull)})
+	p.keptMu.Unlock()
+	return false, fmt.Errorf("%w: %w", ErrKept, cause)
+}
+
+// Kept returns how many dead letters the pipeline keeps in memory.
+func (p *Pipeline) Kept() int {
+	p.keptMu.Lock()
+	defer p.keptMu.Unlock()
+	return len(p.keep)
+}
+
+// RetryKept tries again, oldest first, to hand the dead letters kept in
+// memory to the store, at now: it heartbeats each lease that has less than
+// half of LeaseTTL left (call it at least every LeaseTTL/3), then writes the
+// dead letter (DeadLetter, which parks it when the DLQ is full) or parks it
+// (Hold; only Hold while the held set was full, so that the older held
+// entries go first and a full DLQ is not refused again every round). After
+// the first store failure of a round it only heartbeats. It returns the
+// dead letters that left memory; OnDead hears those written or parked. Safe
+// to call from one goroutine at a time.
+func (p *Pipeline) RetryKept(ctx context.Context, now time.Time) []KeptResult {
+	p.keptMu.Lock()
+	todo := slices.Clone(p.keep)
+	p.keptMu.Unlock()
+	var out []KeptResult
+	gone := map[*kept]bool{}
+	down := false
+	for _, k := range todo {
+		res, done := p.retryOne(ctx, k, now, &down)
+		if done {
+			gone[k] = true
+			out = append(out, res)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	p.keptMu.Lock()
+	p.keep = slices.DeleteFunc(p.keep, func(k *kept) bool { return gone[k] })
+	p.keptMu.Unlock()
+	for _, r := range out {
+		switch r.State {
+		case KeptFenced:
+			p.history.Record(r.JobID, r.Entry.History[len(r.Entry.History)-1])
+		default:
+			p.history.Forget(r.JobID)
+			if r.State == KeptHeld {
+				p.held.Add(1)
+			}
+			if p.cfg.OnDead != nil {
+				p.cfg.OnDead(r.Job, r.Entry)
+			}
+		}
+	}
+	return out
+}
+
+// retryOne is one kept dead letter's turn in RetryKept.
+func (p *Pipeline) retryOne(ctx context.Context, k *kept, now time.Time, down *bool) (KeptResult, bool) {
+	res := KeptResult{JobID: k.o.Job.ID, Since: k.since, Job: k.o.Job, Entry: *k.o.Entry}
+	if p.cfg.Heartbeater != nil && k.lease.Expires.Sub(now) < p.cfg.LeaseTTL/2 {
+		nl, err := p.cfg.Heartbeater.Heartbeat(ctx, k.lease, now, p.cfg.LeaseTTL)
+		switch {
+		case err == nil:
+			k.lease = nl
+		case errors.Is(err, queue.ErrLeaseLost):
+			res.State, res.Err = KeptFenced, err
+			return res, true
+		}
+	}
+	if *down {
+		return res, false
+	}
+	var err error
+	if !k.heldFull {
+		var r dlq.AddResult
+		r, err = p.cfg.DLQ.DeadLetter(ctx, k.lease, *k.o.Entry, now)
+		if err == nil {
+			res.State = KeptWritten
+			if r.Held {
+				res.State = KeptHeld
+			}
+			return res, true
+		}
+	}
+	if (k.heldFull || !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, dlq.ErrHeldFull)) && p.cfg.Holder != nil {
+		err = p.cfg.Holder.Hold(ctx, k.lease, *k.o.Entry, now)
+		if err == nil {
+			res.State = KeptHeld
+			return res, true
+		}
+	}
+	if errors.Is(err, queue.ErrLeaseLost) {
+		res.State, res.Err = KeptFenced, err
+		return res, true
+	}
+	k.heldFull = errors.Is(err, dlq.ErrHeldFull)
+	*down = true
+	return res, false
+}
+
+// FlushHeld writes up to limit dead letters from the store's held set into
+// the DLQ, oldest first (see dlq.Store.FlushHeld); a store without a held
+// set flushes nothing. The store's observer hears the moves.
+func (p *Pipeline) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
+	if p.cfg.Holder == nil {
+		return dlq.FlushResult{}, nil
+	}
+	res, err := p.cfg.Holder.FlushHeld(ctx, now, limit)
+	if err != nil {
+		return res, fmt.Errorf("flush held dead letters: %w", err)
+	}
+	return res, nil
 }
 
 // Stats returns a snapshot of the pipeline's counters.
@@ -297,6 +545,6 @@ func (p *Pipeline) Stats() PipelineStats {
 	for i := range p.applied {
 		s.Applied[i] = p.applied[i].Load()
 	}
-	s.Fenced, s.Held, s.Errors = p.fenced.Load(), p.held.Load(), p.errors.Load()
+	s.Fenced, s.Held, s.Kept, s.Errors = p.fenced.Load(), p.held.Load(), p.kept.Load(), p.errors.Load()
 	return s
 }

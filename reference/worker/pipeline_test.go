@@ -91,37 +91,89 @@ var _ = Describe("A worker killed mid-job", func() {
 })
 
 var _ = Describe("A full DLQ", func() {
-	It("leaves the dead job leased and reports the overflow; the job comes back and dies properly once there is room, "+
-		"its history keeping both failures", func() {
+	It("parks the dead job with its entry in the held set and reports the overflow; the job never runs again, "+
+		"and its entry is written with its failure's time once there is room", func() {
 		w := newWorld(func(c *worldConfig) { c.store = store.Config{DLQCapacity: 1, Overflow: store.Reject} })
 		bad := fmt.Errorf("bad row: %w", failure.ErrInvalidInput)
 		w.enqueue(newJob("d1", "report", ""), newJob("d2", "report", ""))
 		_, err := w.attempt("d1", bad)
 		Expect(err).NotTo(HaveOccurred())
 
+		failedAt := w.now()
 		o, err := w.attempt("d2", bad)
-		Expect(err).To(MatchError(dlq.ErrFull))
+		Expect(err).NotTo(HaveOccurred(), "its fate is decided: parked, not left leased")
 		Expect(o.Action).To(Equal(worker.DeadLetter))
-		Expect(w.led.state("d2")).To(Equal(disposition.InFlight), "held, not lost")
+		Expect(w.led.state("d2")).To(Equal(disposition.Held))
 		Expect(w.overflow).To(HaveLen(1))
 		Expect(w.overflow[0].JobID).To(Equal("d2"))
-		Expect(w.deadIDs()).To(Equal([]string{"d1"}), "no death until the entry is written")
+		Expect(w.overflow[0].Held).To(BeTrue())
+		Expect(w.deadIDs()).To(Equal([]string{"d1", "d2"}), "a held dead letter is a death")
 		Expect(w.p.Stats().Held).To(Equal(uint64(1)))
-
-		// An operator makes room; the lease expires and the job comes back.
-		Expect(w.st.Delete(w.ctx, "d1", "ops", w.now())).To(Succeed())
-		w.clk.Advance(30 * time.Second)
-		_, err = w.st.RecoverExpired(w.ctx, w.now(), 10)
-		Expect(err).NotTo(HaveOccurred())
-		o, err = w.attempt("d2", bad)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(o.Action).To(Equal(worker.DeadLetter))
-		e := w.entry("d2")
-		Expect(e.History).To(HaveLen(2))
-		Expect(e.History[0].At).To(Equal(t0))
-		Expect(e.History[1].At).To(Equal(t0.Add(30 * time.Second)))
-		Expect(w.deadIDs()).To(Equal([]string{"d1", "d2"}))
 		w.expectConserved(2)
+
+		By("the lease it had runs out: nothing comes back to run again")
+		w.clk.Advance(time.Hour)
+		n, err := w.st.RecoverExpired(w.ctx, w.now(), 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(BeZero())
+		_, _, ok, err := w.st.Dequeue(w.ctx, job.DefaultQueue, w.now(), time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeFalse())
+		res, err := w.p.FlushHeld(w.ctx, w.now(), 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res).To(Equal(dlq.FlushResult{Left: 1, Full: true}))
+
+		By("an operator makes room, and the held entry is written")
+		Expect(w.st.Delete(w.ctx, "d1", "ops", w.now())).To(Succeed())
+		res, err = w.p.FlushHeld(w.ctx, w.now(), 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Written).To(Equal([]string{"d2"}))
+		Expect(w.led.state("d2")).To(Equal(disposition.DeadLettered))
+		e := w.entry("d2")
+		Expect(e.History).To(HaveLen(1), "one attempt: the handler ran once")
+		Expect(e.LastFailedAt).To(Equal(failedAt), "the failure's time, not the write's")
+		Expect(w.overflow).To(HaveLen(1), "a held entry still refused is not another overflow")
+		w.expectConserved(2)
+	})
+
+	It("keeps a dead letter in memory, its lease heartbeated, when the held set is full too, and parks it once it has room", func() {
+		w := newWorld(func(c *worldConfig) { c.store = store.Config{DLQCapacity: 1, HeldCapacity: 1, Overflow: store.Reject} })
+		bad := fmt.Errorf("bad row: %w", failure.ErrInvalidInput)
+		w.enqueue(newJob("d1", "report", ""), newJob("d2", "report", ""), newJob("d3", "report", ""))
+		for _, id := range []string{"d1", "d2"} {
+			_, err := w.attempt(id, bad)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		_, err := w.attempt("d3", bad)
+		Expect(err).To(MatchError(worker.ErrKept))
+		Expect(err).To(MatchError(dlq.ErrHeldFull))
+		Expect(w.led.state("d3")).To(Equal(disposition.InFlight))
+		Expect(w.p.Kept()).To(Equal(1))
+		Expect(w.overflow).To(HaveLen(2))
+		Expect(w.overflow[1].Held).To(BeFalse())
+
+		By("its lease is kept alive, round after round, so it is never recovered")
+		for range 10 {
+			w.clk.Advance(10 * time.Second)
+			Expect(w.p.RetryKept(w.ctx, w.now())).To(BeEmpty())
+			n, err := w.st.RecoverExpired(w.ctx, w.now(), 10)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(BeZero())
+		}
+		Expect(w.overflow).To(HaveLen(2), "a kept dead letter waits for the held set, not refused again every round")
+
+		By("room in the DLQ: the held one is written, then the kept one parked, then written")
+		Expect(w.st.Delete(w.ctx, "d1", "ops", w.now())).To(Succeed())
+		res, err := w.p.FlushHeld(w.ctx, w.now(), 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Written).To(Equal([]string{"d2"}))
+		got := w.p.RetryKept(w.ctx, w.now())
+		Expect(got).To(HaveLen(1))
+		Expect(got[0].State).To(Equal(worker.KeptHeld))
+		Expect(w.p.Kept()).To(BeZero())
+		Expect(w.led.state("d3")).To(Equal(disposition.Held))
+		Expect(w.deadIDs()).To(Equal([]string{"d1", "d2", "d3"}))
+		w.expectConserved(3)
 	})
 })
 

@@ -408,6 +408,8 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	case err == nil:
 	case errors.Is(err, queue.ErrLeaseLost):
 		cfg.Logger.Warn("completion fenced off: the lease was lost", logJob, j.ID, logAction, o.Action.String())
+	case errors.Is(err, ErrKept):
+		cfg.Logger.Warn("dead letter kept by the worker (lease heartbeated, handler not run again) until the store takes it", logJob, j.ID, logErr, err)
 	default:
 		cfg.Logger.Error("completion not written; the job comes back when its lease expires", logJob, j.ID, logAction, o.Action.String(), logErr, err)
 	}
@@ -462,6 +464,27 @@ func (rn *run) heartbeat(hctx context.Context, l queue.Lease, cancel context.Can
 	}
 }
 
+// retryKept gives the dead letters the pipeline keeps in memory to the
+// store; at the end of a run, it logs those still kept: their leases will
+// expire and the jobs run again.
+func (rn *run) retryKept(last bool) {
+	cfg := &rn.r.cfg
+	p := cfg.Pipeline
+	if p.Kept() == 0 {
+		return
+	}
+	sctx, done := rn.storeCtx()
+	defer done()
+	for _, k := range p.RetryKept(sctx, cfg.Clock.Now()) {
+		if k.State == KeptFenced {
+			cfg.Logger.Error("kept dead letter lost its lease: the job comes back and runs again", logJob, k.JobID, logErr, k.Err)
+		}
+	}
+	if n := p.Kept(); last && n > 0 {
+		cfg.Logger.Error("stopping with dead letters the store never took: their leases expire and the jobs run again", "kept", n)
+	}
+}
+
 // callHandler runs h, turning a panic into a *PanicError.
 func callHandler(h Handler, ctx context.Context, j job.Job) (err error) {
 	defer func() {
@@ -472,11 +495,27 @@ func callHandler(h Handler, ctx context.Context, j job.Job) (err error) {
 	return h(ctx, j)
 }
 
-// tick forwards due retries and recovers expired leases every
-// TickInterval until the run stops.
+// tick forwards due retries, recovers expired leases, hands the dead
+// letters kept in memory to the store and writes held ones to the DLQ
+// every TickInterval until the run stops; then it tries the kept ones once
+// more.
 func (rn *run) tick() {
 	cfg := &rn.r.cfg
+	defer rn.retryKept(true)
 	for rn.wait(cfg.TickInterval) {
+		rn.retryKept(false)
+		for range maxTickBatches {
+			res, err := cfg.Pipeline.FlushHeld(rn.ctx, cfg.Clock.Now(), cfg.TickLimit)
+			if err != nil {
+				if rn.ctx.Err() == nil {
+					cfg.Logger.Error("write held dead letters failed", logErr, err)
+				}
+				break
+			}
+			if res.Full || len(res.Written) < cfg.TickLimit {
+				break
+			}
+		}
 		for _, step := range []struct {
 			name string
 			f    func(context.Context, time.Time, int) (int, error)

@@ -325,7 +325,7 @@ func (w *world) expectConserved(created int) {
 	lc := w.led.counts()
 	Expect(c).To(Equal(queue.Counts{
 		Queued: lc[disposition.Queued], InFlight: lc[disposition.InFlight],
-		Scheduled: lc[disposition.Scheduled], Fallback: lc[disposition.Fallback],
+		Scheduled: lc[disposition.Scheduled], Fallback: lc[disposition.Fallback], Held: lc[disposition.Held],
 	}), "the store's counts against the ledger's")
 }
 

@@ -32,6 +32,18 @@ var (
 	reset   = dlq.RequeueOptions{Budget: dlq.ResetAttempts, By: "ops"}
 )
 
+// dequeueAny tries to lease a job from each of the default and "emails"
+// queues at T0+d.
+func dequeueAny(f *fixture, d time.Duration) (job.Job, bool, error) {
+	for _, q := range []string{job.DefaultQueue, "emails"} {
+		j, _, ok, err := f.q.Dequeue(f.ctx, q, at(d), TTL)
+		if err != nil || ok {
+			return j, ok, err
+		}
+	}
+	return job.Job{}, false, nil
+}
+
 // Exercise declares the dlq.Store conformance specs, including a property
 // over random operation sequences. newHarness builds a fresh, empty backend
 // from cfg for each spec (and may be called many times in one spec: the
@@ -946,6 +958,84 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 			})
 		})
 
+		Describe("Hold", func() {
+			It("parks a leased job with its decided dead letter, fenced by the lease, and FlushHeld writes it with its failure time", func() {
+				j := newJob("j1")
+				f.enqueue(j, 0)
+				got, l := f.dequeue(job.DefaultQueue, time.Second)
+				got.Attempts = 1
+				e := deadEntry(got, at(time.Second))
+				e.LastFailedAt = at(time.Second)
+				f.take()
+				Expect(f.d.Hold(f.ctx, l, e, at(2*time.Second))).To(Succeed())
+				Expect(f.counts()).To(Equal(queue.Counts{Held: 1}))
+				Expect(f.take()).To(Equal([]string{ev("j1", inFlight, disposition.Held, disposition.HeldBack, 2*time.Second, 1)}))
+				f.expectGone("j1")
+				Expect(f.d.Hold(f.ctx, l, e, at(2*time.Second))).To(MatchError(queue.ErrLeaseLost), "a retried hold is fenced")
+				_, err := f.d.DeadLetter(f.ctx, l, e, at(2*time.Second))
+				Expect(err).To(MatchError(queue.ErrLeaseLost))
+				Expect(f.stats().Rejected).To(BeZero(), "a hold is no overflow")
+
+				res, err := f.d.FlushHeld(f.ctx, at(time.Minute), 100)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(res).To(Equal(dlq.FlushResult{Written: []string{"j1"}}))
+				Expect(f.take()).To(Equal([]string{ev("j1", disposition.Held, dead, disposition.DeadLetter, time.Minute, 1)}))
+				Expect(f.counts()).To(Equal(queue.Counts{}))
+				stored := f.get("j1")
+				Expect(stored.LastFailedAt).To(BeTemporally("==", at(time.Second)), "the failure's time, not the write's")
+				Expect(stored.Status).To(Equal(dlq.Failed))
+				Expect(changes(stored)).To(Equal([]string{change(0, dlq.Failed, time.Minute)}))
+				res, err = f.d.FlushHeld(f.ctx, at(time.Minute), 100)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(res).To(Equal(dlq.FlushResult{}))
+			})
+
+			It("refuses a stale lease and writes nothing", func() {
+				f.enqueue(newJob("j1"), 0)
+				j, l := f.dequeue(job.DefaultQueue, 0)
+				Expect(f.q.Ack(f.ctx, l, j, at(time.Second))).To(Succeed())
+				Expect(f.d.Hold(f.ctx, l, deadEntry(j, at(time.Second)), at(time.Second))).To(MatchError(queue.ErrLeaseLost))
+				Expect(f.counts()).To(Equal(queue.Counts{}))
+			})
+
+			It("merges a held dead letter with the entry its job had from an earlier death", func() {
+				j := newJob("j1")
+				f.kill(j, 0, deadEntry(j, at(0)))
+				Expect(f.requeue("j1", oneMore, time.Second)).To(Equal(dlq.OutcomeRequeued))
+				got, l := f.dequeue(job.DefaultQueue, 2*time.Second)
+				got.Attempts = 1
+				e := deadEntry(got, at(2*time.Second))
+				e.LastFailedAt = at(2 * time.Second)
+				Expect(f.d.Hold(f.ctx, l, e, at(2*time.Second))).To(Succeed())
+				Expect(f.requeue("j1", oneMore, 3*time.Second)).To(Equal(dlq.OutcomeAlreadyRequeued), "held: not requeued twice")
+				_, err := f.d.FlushHeld(f.ctx, at(time.Minute), 10)
+				Expect(err).NotTo(HaveOccurred())
+				stored := f.get("j1")
+				Expect(stored.History).To(HaveLen(2))
+				Expect(stored.Status).To(Equal(dlq.Failed))
+				Expect(stored.LastFailedAt).To(BeTemporally("==", at(2*time.Second)))
+			})
+
+			When("the policy is EvictOldest", func() {
+				BeforeEach(func() {
+					cfg.DLQCapacity = 1
+					cfg.Overflow = store.EvictOldest
+				})
+
+				It("evicts to make room for a held dead letter as it writes it", func() {
+					f.kill(newJob("a"), 0, deadEntry(newJob("a"), at(0)))
+					f.enqueue(newJob("b"), time.Second)
+					j, l := f.dequeue(job.DefaultQueue, time.Second)
+					Expect(f.d.Hold(f.ctx, l, deadEntry(j, at(time.Second)), at(time.Second))).To(Succeed())
+					res, err := f.d.FlushHeld(f.ctx, at(time.Minute), 10)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Written: []string{"b"}, Evicted: []string{"a"}}))
+					f.expectGone("a")
+					Expect(f.stats().Evicted).To(Equal(1))
+				})
+			})
+		})
+
 		Describe("capacity", func() {
 			// fill adds n entries, i failing at T0+i minutes.
 			fill := func(ids ...string) {
@@ -983,22 +1073,150 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					Expect(ov[0].Namespace).NotTo(BeEmpty())
 				})
 
-				It("leaves a job it refuses to dead-letter in flight under its lease", func() {
+				It("parks a dead letter it refuses in the held set in the same step, with its entry, and reports the overflow", func() {
 					fill("a", "b")
-					f.enqueue(newJob("c"), time.Hour)
-					j, l := f.dequeue(job.DefaultQueue, time.Hour)
+					j := newJob("c")
+					f.enqueue(j, time.Hour)
+					got, l := f.dequeue(job.DefaultQueue, time.Hour)
 					f.take()
-					_, err := f.d.DeadLetter(f.ctx, l, deadEntry(j, at(time.Hour)), at(time.Hour))
-					Expect(err).To(MatchError(dlq.ErrFull))
+					got.Attempts = 1
+					e := deadEntry(got, at(time.Hour))
+					e.LastFailedAt = at(time.Hour)
+					r, err := f.d.DeadLetter(f.ctx, l, e, at(time.Hour))
+					Expect(err).NotTo(HaveOccurred())
+					Expect(r).To(Equal(dlq.AddResult{Held: true}))
 					f.expectGone("c")
-					Expect(f.counts()).To(Equal(queue.Counts{InFlight: 1}))
-					Expect(f.take()).To(BeEmpty())
-					Expect(f.stats().Rejected).To(Equal(1))
-					Expect(f.rec.Overflows()).To(HaveLen(1))
-					j.Attempts++
-					Expect(f.q.Ack(f.ctx, l, j, at(time.Hour))).To(Succeed(), "the lease is still the job's")
+					Expect(f.counts()).To(Equal(queue.Counts{Held: 1}), "held, no longer in flight: it can never be recovered and run again")
+					Expect(f.take()).To(Equal([]string{ev("c", inFlight, disposition.Held, disposition.HeldBack, time.Hour, 1)}))
+					st := f.stats()
+					Expect(st.Rejected).To(Equal(1))
+					Expect(st.Held).To(Equal(1))
+					Expect(st.HeldOldest).To(BeTemporally("==", at(time.Hour)))
+					Expect(st.Total).To(Equal(2), "a held job is not in the DLQ")
+					ov := f.rec.Overflows()
+					Expect(ov).To(HaveLen(1))
+					Expect(ov[0].JobID).To(Equal("c"))
+					Expect(ov[0].Held).To(BeTrue())
+
+					By("the old lease is dead: no heartbeat, no completion, no recovery")
+					_, err = f.q.Heartbeat(f.ctx, l, at(time.Hour), TTL)
+					Expect(err).To(MatchError(queue.ErrLeaseLost))
+					Expect(f.q.Ack(f.ctx, l, got, at(time.Hour))).To(MatchError(queue.ErrLeaseLost))
+					n, err := f.q.RecoverExpired(f.ctx, at(time.Hour+2*TTL), 100)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(n).To(BeZero())
+					Expect(f.q.Enqueue(f.ctx, newJob("c"), at(time.Hour))).To(MatchError(queue.ErrDuplicate))
+					_, ok, err := dequeueAny(f, time.Hour+2*TTL)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(ok).To(BeFalse(), "a held job is never leased again")
 				})
 
+				It("refuses a dead letter with ErrFull and ErrHeldFull, leaving it in flight, once the held set is at its bound", func() {
+					fill("a", "b")
+					for _, id := range []string{"c", "d", "e"} {
+						f.enqueue(newJob(id), time.Hour)
+					}
+					for range 2 {
+						j, l := f.dequeue(job.DefaultQueue, time.Hour)
+						r, err := f.d.DeadLetter(f.ctx, l, deadEntry(j, at(time.Hour)), at(time.Hour))
+						Expect(err).NotTo(HaveOccurred())
+						Expect(r.Held).To(BeTrue())
+					}
+					je, le := f.dequeue(job.DefaultQueue, time.Hour)
+					f.take()
+					_, err := f.d.DeadLetter(f.ctx, le, deadEntry(je, at(time.Hour)), at(time.Hour))
+					Expect(err).To(MatchError(dlq.ErrFull))
+					Expect(err).To(MatchError(dlq.ErrHeldFull))
+					Expect(f.counts()).To(Equal(queue.Counts{InFlight: 1, Held: 2}), "the held set is bounded by the DLQ's capacity by default")
+					Expect(f.take()).To(BeEmpty())
+					Expect(f.stats().Rejected).To(Equal(3))
+					ov := f.rec.Overflows()
+					Expect(ov).To(HaveLen(3))
+					Expect(ov[2].Held).To(BeFalse())
+					Expect(f.d.Hold(f.ctx, le, deadEntry(je, at(time.Hour)), at(time.Hour))).To(MatchError(dlq.ErrHeldFull))
+					je.Attempts++
+					Expect(f.q.Ack(f.ctx, le, je, at(time.Hour))).To(Succeed(), "the lease is still the job's")
+				})
+
+				It("writes held dead letters once there is room, oldest first, with their failure times, and not before", func() {
+					fill("a", "b")
+					for i, id := range []string{"c", "d"} {
+						d := time.Hour + time.Duration(i)*time.Second
+						f.enqueue(newJob(id), d)
+						j, l := f.dequeue(job.DefaultQueue, d)
+						j.Attempts = 2
+						e := deadEntry(j, at(d))
+						e.LastFailedAt = at(d)
+						r, err := f.d.DeadLetter(f.ctx, l, e, at(d))
+						Expect(err).NotTo(HaveOccurred())
+						Expect(r.Held).To(BeTrue())
+					}
+					f.take()
+					res, err := f.d.FlushHeld(f.ctx, at(2*time.Hour), 10)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Left: 2, Full: true}), "no room yet")
+					Expect(f.stats().Rejected).To(Equal(2), "a held entry the DLQ still refuses is not counted again")
+					Expect(f.rec.Overflows()).To(HaveLen(2))
+
+					Expect(f.requeue("a", oneMore, 2*time.Hour)).To(Equal(dlq.OutcomeRequeued))
+					f.take()
+					res, err = f.d.FlushHeld(f.ctx, at(3*time.Hour), 10)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Written: []string{"c"}, Left: 1, Full: true}))
+					Expect(f.take()).To(Equal([]string{ev("c", disposition.Held, dead, disposition.DeadLetter, 3*time.Hour, 2)}))
+					c := f.get("c")
+					Expect(c.Status).To(Equal(dlq.Failed))
+					Expect(c.LastFailedAt).To(BeTemporally("==", at(time.Hour)), "the failure's time, not the write's")
+					Expect(c.Job.Attempts).To(Equal(2))
+					Expect(f.counts()).To(Equal(queue.Counts{Queued: 1, Held: 1}))
+					st := f.stats()
+					Expect(st.Held).To(Equal(1))
+					Expect(st.HeldOldest).To(BeTemporally("==", at(time.Hour+time.Second)))
+
+					Expect(f.d.Delete(f.ctx, "b", "ops", at(3*time.Hour))).To(Succeed())
+					res, err = f.d.FlushHeld(f.ctx, at(4*time.Hour), 10)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Written: []string{"d"}}))
+					Expect(f.get("d").LastFailedAt).To(BeTemporally("==", at(time.Hour+time.Second)))
+					Expect(f.counts()).To(Equal(queue.Counts{Queued: 1}))
+				})
+
+				It("flushes a bounded batch", func() {
+					fill("a", "b")
+					for _, id := range []string{"c", "d"} {
+						f.enqueue(newJob(id), time.Hour)
+						j, l := f.dequeue(job.DefaultQueue, time.Hour)
+						_, err := f.d.DeadLetter(f.ctx, l, deadEntry(j, at(time.Hour)), at(time.Hour))
+						Expect(err).NotTo(HaveOccurred())
+					}
+					Expect(f.d.Delete(f.ctx, "a", "ops", at(time.Hour))).To(Succeed())
+					Expect(f.d.Delete(f.ctx, "b", "ops", at(time.Hour))).To(Succeed())
+					res, err := f.d.FlushHeld(f.ctx, at(time.Hour), 1)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Written: []string{"c"}, Left: 1}))
+					res, err = f.d.FlushHeld(f.ctx, at(time.Hour), 0)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res).To(Equal(dlq.FlushResult{Left: 1}))
+				})
+
+				When("HeldCapacity is 3", func() {
+					BeforeEach(func() { cfg.HeldCapacity = 3 })
+
+					It("bounds the held set by it instead of the DLQ's capacity", func() {
+						fill("a", "b")
+						held := 0
+						for _, id := range []string{"c", "d", "e", "f"} {
+							f.enqueue(newJob(id), time.Hour)
+							j, l := f.dequeue(job.DefaultQueue, time.Hour)
+							r, err := f.d.DeadLetter(f.ctx, l, deadEntry(j, at(time.Hour)), at(time.Hour))
+							if err == nil && r.Held {
+								held++
+							}
+						}
+						Expect(held).To(Equal(3))
+						Expect(f.counts()).To(Equal(queue.Counts{InFlight: 1, Held: 3}))
+					})
+				})
 				It("extends an entry already counted without an overflow", func() {
 					fill("a", "b")
 					r := f.add(deadEntry(newJob("a"), at(time.Hour)), time.Hour)

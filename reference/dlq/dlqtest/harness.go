@@ -27,7 +27,8 @@
 // The specs pin down what dlq.Store's comments leave open:
 //
 //   - Add and DeadLetter write Version = dlq.EncodingVersion and Status =
-//     Failed, set LastFailedAt to now, set FirstFailedAt on a new entry to
+//     Failed, set LastFailedAt to the entry's own when it gives one no
+//     later than now, else to now, set FirstFailedAt on a new entry to
 //     the entry's own when it gives one no later than now, else to now (an
 //     existing entry keeps its own), default SourceQueue to the
 //     job's queue, store the entry's Job as given (its latest copy, the
@@ -74,6 +75,23 @@
 //     Otherwise dlq.ErrWrongStatus (corrupt entries included); an unknown
 //     ID gives dlq.ErrNotFound. Each appends a StatusChange (By for Delete
 //     and Restore, Reason for Quarantine).
+//   - The held set: a DeadLetter the DLQ refuses (Reject) parks the job
+//     with its entry in the held set in the same step (AddResult{Held:
+//     true}, an in-flight→held event with reason held, an overflow with
+//     Held set, Rejected+1), unless Config.HeldCapacity jobs are held
+//     already: then dlq.ErrFull and dlq.ErrHeldFull, the job stays in flight
+//     under its lease. Hold parks a leased job the same way without asking
+//     the DLQ (dlq.ErrHeldFull at the bound; no overflow). A held job counts
+//     in queue.Counts.Held and Stats.Held (HeldOldest: the oldest parking
+//     time), not in Stats.Total; its lease is dead (heartbeat and
+//     completions get queue.ErrLeaseLost); it is never recovered or leased;
+//     its ID cannot be enqueued (queue.ErrDuplicate) and a requeue of an
+//     older entry of its job answers as for a busy job. FlushHeld writes up
+//     to limit held entries oldest parked first, each as a DeadLetter would
+//     (merged with an existing entry, evicting by the policy), emitting
+//     held→dead-lettered (dead-lettered), and stops at the first the DLQ
+//     refuses (FlushResult.Full; not counted or reported again). Entries keep
+//     the LastFailedAt they were given when it is not after now.
 //   - Capacity counts the decodable entries that are Failed or Quarantined,
 //     and also Requeued and Deleted ones with Config.CountInactive. An add
 //     that would make the count exceed the capacity either fails with

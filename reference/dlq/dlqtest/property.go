@@ -29,6 +29,7 @@ func describeConservation(newHarness func(store.Config) Harness) {
 			rapid.Check(GinkgoT(), func(t *rapid.T) {
 				cfg := store.Config{
 					DLQCapacity:          rapid.IntRange(1, 6).Draw(t, "capacity"),
+					HeldCapacity:         rapid.IntRange(1, 3).Draw(t, "heldCapacity"),
 					Overflow:             rapid.SampledFrom([]store.OverflowPolicy{store.Reject, store.EvictOldest}).Draw(t, "overflow"),
 					CountInactive:        rapid.Bool().Draw(t, "countInactive"),
 					LostLeaseUsesAttempt: rapid.Bool().Draw(t, "lostLeaseUsesAttempt"),
@@ -39,7 +40,7 @@ func describeConservation(newHarness func(store.Config) Harness) {
 				// The actions that bring jobs in and through come first:
 				// rapid draws early elements more often, so the queues and
 				// the DLQ fill.
-				first := []string{"enqueue", "dequeue", "advance", "deadLetter", "ack", "retry"}
+				first := []string{"enqueue", "dequeue", "advance", "deadLetter", "ack", "retry", "flushHeld"}
 				names := first
 				for _, name := range slices.Sorted(maps.Keys(actions)) {
 					if !slices.Contains(first, name) {
@@ -69,6 +70,7 @@ type mjob struct {
 	token    uint64    // the current lease's, when in flight
 	expires  time.Time // when in flight
 	due      time.Time // when scheduled
+	failedAt time.Time // when held: its dead letter's failure time
 }
 
 // mentry is the model of a DLQ entry.
@@ -96,6 +98,7 @@ type model struct {
 	ids      []string
 	queues   map[string][]string
 	fallback []string
+	held     []string // oldest parked first
 	entries  map[string]*mentry
 	leases   []queue.Lease
 
@@ -147,7 +150,8 @@ func (m *model) jobValue(j *mjob) job.Job {
 }
 
 func live(s disposition.State) bool {
-	return s == disposition.Queued || s == disposition.InFlight || s == disposition.Scheduled || s == disposition.Fallback
+	return s == disposition.Queued || s == disposition.InFlight || s == disposition.Scheduled || s == disposition.Fallback ||
+		s == disposition.Held
 }
 
 // deadStatus reports whether an entry of that status holds a dead job.
@@ -212,10 +216,11 @@ func expectErr(t *rapid.T, what string, err, want error) {
 func (m *model) entryFor(j job.Job) dlq.Entry {
 	v := classify.Classification{Class: classify.Permanent, Severity: classify.Medium, Source: classify.Data}
 	return dlq.Entry{
-		Job:     j,
-		History: []dlq.Failure{{At: m.now, Attempt: j.Attempts, Error: "boom", ErrorType: "*errors.errorString", Verdict: v}},
-		Verdict: v,
-		Reason:  "permanent",
+		Job:          j,
+		History:      []dlq.Failure{{At: m.now, Attempt: j.Attempts, Error: "boom", ErrorType: "*errors.errorString", Verdict: v}},
+		LastFailedAt: m.now,
+		Verdict:      v,
+		Reason:       "permanent",
 	}
 }
 
@@ -452,8 +457,17 @@ func (m *model) actions() map[string]func(*rapid.T) {
 				counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
 				if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
 					if m.cfg.Overflow == store.Reject {
-						expectErr(t, "DeadLetter into a full DLQ", err, dlq.ErrFull)
 						m.rejected++
+						if len(m.held) >= m.cfg.HeldCapacity {
+							expectErr(t, "DeadLetter into a full DLQ with a full held set", err, dlq.ErrFull)
+							expectErr(t, "DeadLetter into a full DLQ with a full held set", err, dlq.ErrHeldFull)
+							return
+						}
+						expectErr(t, "DeadLetter into a full DLQ", err, nil)
+						if !res.Held || res.Created || len(res.Evicted) > 0 {
+							t.Fatalf("DeadLetter(%s) into a full DLQ = %+v; want it Held", j.id, res)
+						}
+						m.park(j)
 						return
 					}
 					victims = counted[:over]
@@ -470,6 +484,65 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			m.entries[j.id] = &mentry{status: dlq.Failed, at: m.now, source: j.queue}
 			j.attempts++
 			j.where = disposition.DeadLettered
+		},
+		"hold": func(t *rapid.T) {
+			l, ok := m.pickLease(t)
+			if !ok {
+				return
+			}
+			cur := m.current(l)
+			j := m.jobs[l.JobID]
+			v := m.jobValue(j)
+			v.Attempts++
+			err := m.h.DLQ.Hold(m.ctx, l, m.entryFor(v), m.now)
+			switch {
+			case !cur:
+				expectErr(t, "Hold of a stale lease", err, queue.ErrLeaseLost)
+			case len(m.held) >= m.cfg.HeldCapacity:
+				expectErr(t, "Hold into a full held set", err, dlq.ErrHeldFull)
+			default:
+				expectErr(t, "Hold", err, nil)
+				m.park(j)
+			}
+		},
+		"flushHeld": func(t *rapid.T) {
+			limit := rapid.IntRange(0, 3).Draw(t, "limit")
+			if m.cfg.Overflow == store.EvictOldest {
+				// One at a time: a later entry of the batch may evict an
+				// earlier one, and check wants one move per job per step.
+				limit = min(limit, 1)
+			}
+			res, err := m.h.DLQ.FlushHeld(m.ctx, m.now, limit)
+			expectErr(t, "FlushHeld", err, nil)
+			want := dlq.FlushResult{}
+			for len(want.Written) < limit && len(m.held) > 0 {
+				j := m.jobs[m.held[0]]
+				e := m.entries[j.id]
+				var victims []string
+				if e == nil || !m.counted(e.status) {
+					counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
+					if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
+						if m.cfg.Overflow == store.Reject {
+							want.Full = true
+							break
+						}
+						victims = counted[:over]
+					}
+				}
+				for _, id := range victims {
+					m.remove(id)
+					m.evicted++
+				}
+				want.Written = append(want.Written, j.id)
+				want.Evicted = append(want.Evicted, victims...)
+				m.entries[j.id] = &mentry{status: dlq.Failed, at: j.failedAt, source: j.queue}
+				j.where = disposition.DeadLettered
+				m.held = m.held[1:]
+			}
+			want.Left = len(m.held)
+			if !slices.Equal(res.Written, want.Written) || !slices.Equal(res.Evicted, want.Evicted) || res.Left != want.Left || res.Full != want.Full {
+				t.Fatalf("FlushHeld(%d) = %+v; want %+v", limit, res, want)
+			}
 		},
 		"forwardDue": func(t *rapid.T) {
 			limit := rapid.IntRange(0, 3).Draw(t, "limit")
@@ -624,6 +697,13 @@ func (m *model) statusMove(t *rapid.T, name string, call func(id string) error, 
 	}
 }
 
+// park moves the in-flight j, its attempt counted, to the held set.
+func (m *model) park(j *mjob) {
+	j.attempts++
+	j.where, j.failedAt = disposition.Held, m.now
+	m.held = append(m.held, j.id)
+}
+
 // check compares the backend with the model after a step: the counts, the
 // DLQ's stats, every new event (each must start where the job was and end
 // where the model says it is), and conservation.
@@ -643,6 +723,8 @@ func (m *model) check(t *rapid.T) {
 			want.Scheduled++
 		case disposition.Fallback:
 			want.Fallback++
+		case disposition.Held:
+			want.Held++
 		case disposition.DeadLettered:
 			dead++
 		}
@@ -654,7 +736,7 @@ func (m *model) check(t *rapid.T) {
 	for _, q := range m.queues {
 		queued += len(q)
 	}
-	if queued != want.Queued || len(m.fallback) != want.Fallback {
+	if queued != want.Queued || len(m.fallback) != want.Fallback || len(m.held) != want.Held {
 		t.Fatalf("model inconsistent: %d in queues, %d in fallback; %+v", queued, len(m.fallback), want)
 	}
 
@@ -669,7 +751,7 @@ func (m *model) check(t *rapid.T) {
 		}
 	}
 	if st.Total != len(m.entries) || !maps.Equal(nonZero(st.ByStatus), nonZero(byStatus)) ||
-		st.Evicted != m.evicted || st.Rejected != m.rejected || st.Corrupt != 0 {
+		st.Evicted != m.evicted || st.Rejected != m.rejected || st.Corrupt != 0 || st.Held != len(m.held) {
 		t.Fatalf("Stats = %+v; the model has %d entries %v, %d evicted, %d rejected", st, len(m.entries), byStatus, m.evicted, m.rejected)
 	}
 	if deadEntries != dead {
@@ -702,7 +784,7 @@ func (m *model) check(t *rapid.T) {
 		}
 	}
 
-	if got := c.Queued + c.InFlight + c.Scheduled + c.Fallback + dead + m.acked + m.removed; got != m.enqueued {
+	if got := c.Queued + c.InFlight + c.Scheduled + c.Fallback + c.Held + dead + m.acked + m.removed; got != m.enqueued {
 		t.Fatalf("conservation: %d enqueued, but %+v + %d dead-lettered + %d succeeded + %d evicted or purged = %d",
 			m.enqueued, c, dead, m.acked, m.removed, got)
 	}

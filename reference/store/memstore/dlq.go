@@ -3,6 +3,7 @@ package memstore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -218,9 +219,11 @@ func newChange(now time.Time, from, to dlq.Status, by, reason string) dlq.Status
 
 // admit writes a dead job's entry, new or extended, evicting to make room
 // or refusing by the overflow policy, and queues the events and the
-// overflow report. from is the job's state (InFlight for DeadLetter, None
-// for Add). The caller holds the lock and has validated e.Job.
-func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by string) (dlq.AddResult, error) {
+// overflow report. from is the job's state (InFlight for DeadLetter, Held
+// for FlushHeld, None for Add). A refusal is counted and reported unless
+// quiet (the caller decides what to report). The caller holds the lock and
+// has validated e.Job.
+func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by string, quiet bool) (dlq.AddResult, error) {
 	id := e.Job.ID
 	old := s.entries[id]
 	var next dlq.Entry
@@ -242,7 +245,7 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 		next.Verdict, next.Reason = e.Verdict, e.Reason
 	}
 	next.SourceQueue = cmp.Or(e.SourceQueue, e.Job.QueueName())
-	next.LastFailedAt = now
+	next.LastFailedAt = store.LastFailure(e, now)
 	next.Status = dlq.Failed
 	next.Changes = append(next.Changes, newChange(now, prevStatus, dlq.Failed, by, e.Reason))
 	next.Corrupt, next.Raw, next.DecodeError = false, nil, ""
@@ -254,6 +257,9 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	var evicted []*dent
 	if counted := &s.heaps[countedHeap]; (old == nil || !s.counts(old)) && counted.len() >= s.cfg.DLQCapacity {
 		if s.cfg.Overflow == store.Reject {
+			if quiet {
+				return dlq.AddResult{}, dlq.ErrFull
+			}
 			s.rejected++
 			s.report(store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: id, Capacity: s.cfg.DLQCapacity})
 			return dlq.AddResult{}, fmt.Errorf("%d entries of capacity %d: %w", counted.len(), s.cfg.DLQCapacity, dlq.ErrFull)
@@ -266,7 +272,7 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	}
 
 	s.write(old, d)
-	if from == disposition.InFlight || old == nil || prevStatus == dlq.Requeued {
+	if from != disposition.None || old == nil || prevStatus == dlq.Requeued {
 		s.emit(&next.Job, from, disposition.DeadLettered, disposition.DeadLetter, now)
 	}
 	res := dlq.AddResult{Created: old == nil}
@@ -303,7 +309,7 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 	}
 	s.mu.Lock()
 	defer s.unlock()
-	res, err := s.admit(e, now, disposition.None, "")
+	res, err := s.admit(e, now, disposition.None, "", false)
 	if err != nil {
 		return res, fmt.Errorf("dlq add %s: %w", e.Job.ID, err)
 	}
@@ -311,8 +317,10 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 }
 
 // DeadLetter moves a leased job into the DLQ in one step, fenced by the
-// lease. When the DLQ refuses it (dlq.ErrFull), the job stays in flight
-// under the same lease.
+// lease. When the DLQ is full under the reject policy, the same step parks
+// the job with its entry in the held set (AddResult.Held); when the held set
+// is full too, nothing moves and the job stays in flight under the same
+// lease (dlq.ErrFull and dlq.ErrHeldFull).
 func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if err := ctx.Err(); err != nil {
 		return dlq.AddResult{}, err
@@ -326,13 +334,98 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 	if err != nil {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter: %w", err)
 	}
-	res, err := s.admit(e, now, disposition.InFlight, ByWorker)
+	res, err := s.admit(e, now, disposition.InFlight, ByWorker, true)
+	if errors.Is(err, dlq.ErrFull) {
+		// Reject: the dead letter is refused, and parked if there is room.
+		s.rejected++
+		parked := s.held.n < s.cfg.HeldCapacity
+		s.report(store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: l.JobID, Capacity: s.cfg.DLQCapacity, Held: parked})
+		if !parked {
+			return res, fmt.Errorf("dead-letter %s: %d entries of capacity %d, %d held of %d: %w", l.JobID,
+				s.heaps[countedHeap].len(), s.cfg.DLQCapacity, s.held.n, s.cfg.HeldCapacity, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
+		}
+		s.park(r, e, now)
+		return dlq.AddResult{Held: true}, nil
+	}
 	if err != nil {
 		return res, fmt.Errorf("dead-letter %s: %w", l.JobID, err)
 	}
 	s.leases.remove(r)
 	delete(s.jobs, r.job.ID)
 	s.freeRec(r)
+	return res, nil
+}
+
+// park moves the in-flight r, whose dead letter is e, to the held set; the
+// caller holds the lock and checked the lease.
+func (s *Store) park(r *rec, e dlq.Entry, now time.Time) {
+	s.leases.remove(r)
+	e = ownEntry(e)
+	r.job, r.checked, r.state, r.entry = e.Job, false, disposition.Held, &e
+	r.setAt(now)
+	s.held.pushBack(r)
+	s.emit(&r.job, disposition.InFlight, disposition.Held, disposition.HeldBack, now)
+}
+
+// ownEntry returns e with slices of its own, so that the caller may reuse
+// its buffers.
+func ownEntry(e dlq.Entry) dlq.Entry {
+	e.Job = ownPayload(e.Job)
+	e.History = slices.Clone(e.History)
+	e.Changes = slices.Clone(e.Changes)
+	e.Superseded = slices.Clone(e.Superseded)
+	return e
+}
+
+// Hold parks a leased job with its decided dead letter in the held set, in
+// one step fenced by the lease (dlq.ErrHeldFull at the bound).
+func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := s.checkCompletion(l, &e.Job); err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	s.mu.Lock()
+	defer s.unlock()
+	r, err := s.leased(l)
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	if s.held.n >= s.cfg.HeldCapacity {
+		return fmt.Errorf("hold %s: %d held of %d: %w", l.JobID, s.held.n, s.cfg.HeldCapacity, dlq.ErrHeldFull)
+	}
+	s.park(r, e, now)
+	return nil
+}
+
+// FlushHeld moves up to limit held jobs into the DLQ, oldest parked first,
+// under the lock once, stopping at the first the DLQ refuses.
+func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.FlushResult{}, err
+	}
+	s.mu.Lock()
+	defer s.unlock()
+	var res dlq.FlushResult
+	for len(res.Written) < limit && s.held.n > 0 {
+		r := s.held.buf[s.held.head]
+		add, err := s.admit(*r.entry, now, disposition.Held, ByWorker, true)
+		if errors.Is(err, dlq.ErrFull) {
+			res.Full = true
+			break
+		}
+		if err != nil {
+			res.Left = s.held.n
+			return res, fmt.Errorf("flush held %s: %w", r.job.ID, err)
+		}
+		s.held.popFront()
+		res.Written = append(res.Written, r.job.ID)
+		res.Evicted = append(res.Evicted, add.Evicted...)
+		delete(s.jobs, r.job.ID)
+		s.freeRec(r)
+	}
+	res.Left = s.held.n
 	return res, nil
 }
 
@@ -412,6 +505,10 @@ func (s *Store) Stats(ctx context.Context) (dlq.Stats, error) {
 		Corrupt:    s.corrupt,
 		Evicted:    s.evicted,
 		Rejected:   s.rejected,
+		Held:       s.held.n,
+	}
+	if s.held.n > 0 {
+		st.HeldOldest = s.held.buf[s.held.head].at
 	}
 	for k, v := range s.bySeverity {
 		st.BySeverity[k.String()] = v

@@ -33,7 +33,10 @@ type Store struct {
 	leases    recHeap // in flight, by expiry
 	scheduled recHeap // waiting to retry, by due time
 	fallback  fifo
-	token     uint64
+	// held holds the jobs whose decided dead letters wait for room in the
+	// DLQ, oldest parked first (see dlq.go).
+	held  fifo
+	token uint64
 	// free holds recs of jobs that left the queue side, for reuse: the
 	// simulator moves millions of jobs through.
 	free []*rec
@@ -558,5 +561,5 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return queue.Counts{Queued: s.queued, InFlight: s.leases.len(), Scheduled: s.scheduled.len(), Fallback: s.fallback.n}, nil
+	return queue.Counts{Queued: s.queued, InFlight: s.leases.len(), Scheduled: s.scheduled.len(), Fallback: s.fallback.n, Held: s.held.n}, nil
 }

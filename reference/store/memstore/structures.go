@@ -13,7 +13,7 @@ import (
 )
 
 // rec is a job in the queue side of the store: queued, in flight,
-// scheduled or in the fallback queue.
+// scheduled, in the fallback queue or held (its dead letter decided).
 type rec struct {
 	// The heap fields come first, together.
 	//
@@ -34,6 +34,9 @@ type rec struct {
 	state   disposition.State
 	// token is the current (or last) lease's fencing token.
 	token uint64
+	// entry is the decided dead letter of a held job (state Held); at is
+	// then when it was parked.
+	entry *dlq.Entry
 }
 
 // setAt sets r.at, and its key.

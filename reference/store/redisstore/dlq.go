@@ -56,8 +56,17 @@ func metaArgs(e *dlq.Entry) []any {
 	return []any{e.Status.String(), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts, e.ErrorType()}
 }
 
-// putArgs are dlqPut's leading ARGV: capacity, policy and the fence.
-func (s *Store) putArgs(l *queue.Lease) []any {
+// fenceArg is what a dlqPut is fenced on: a lease ("lease"; "hold" to park
+// a refused dead letter in the held set, keeping held, its entry JSON), or a
+// held job ("held": a flush).
+type fenceArg struct {
+	id, tok, kind string
+	held          []byte
+}
+
+// putArgs are dlqPut's leading ARGV: capacity, policy, the fence and what
+// parking needs.
+func (s *Store) putArgs(f *fenceArg, now time.Time) []any {
 	inactive, policy := "0", "reject"
 	if s.cfg.CountInactive {
 		inactive = "1"
@@ -65,11 +74,11 @@ func (s *Store) putArgs(l *queue.Lease) []any {
 	if s.cfg.Overflow == store.EvictOldest {
 		policy = "evict"
 	}
-	fenceID, tok := "", ""
-	if l != nil {
-		fenceID, tok = l.JobID, token(*l)
+	var fa fenceArg
+	if f != nil {
+		fa = *f
 	}
-	return []any{s.cfg.DLQCapacity, inactive, policy, fenceID, tok}
+	return []any{s.cfg.DLQCapacity, inactive, policy, fa.id, fa.tok, fa.kind, s.cfg.HeldCapacity, millis(now), fa.held}
 }
 
 // putItem is one dlqPut item: the entry encoded, expecting revision rev.
@@ -90,23 +99,108 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 
 // DeadLetter moves a leased job into the DLQ in one step, fenced by its lease
 // (dlq.Store): the job leaves the processing set and its entry is written by
-// the same script, or neither happens.
+// the same script, or neither happens. A full DLQ under the reject policy
+// parks the job with its entry in the held set in the same script
+// (AddResult.Held), room permitting.
 func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if e.Job.ID != l.JobID {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, notLeased(e.Job.ID))
 	}
-	return s.put(ctx, "dead-letter", &l, e, now)
+	if err := job.Validate(&e.Job, s.cfg.MaxPayload); err != nil {
+		return dlq.AddResult{}, fmt.Errorf("dead-letter: %w", err)
+	}
+	raw, err := dlq.Encode(e)
+	if err != nil {
+		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, err)
+	}
+	return s.put(ctx, "dead-letter", &fenceArg{id: l.JobID, tok: token(l), kind: "hold", held: raw}, e, now)
+}
+
+// Hold parks a leased job with its decided dead letter in the held set, in
+// one script fenced by its lease (dlq.Store).
+func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) error {
+	if e.Job.ID != l.JobID {
+		return fmt.Errorf("hold %s: %w", l.JobID, notLeased(e.Job.ID))
+	}
+	if err := job.Validate(&e.Job, s.cfg.MaxPayload); err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	raw, err := dlq.Encode(e)
+	if err != nil {
+		return fmt.Errorf("hold %s: %w", l.JobID, err)
+	}
+	r, err := s.run(ctx, holdScript, l.JobID, token(l), s.cfg.HeldCapacity, millis(now), raw)
+	if err != nil {
+		return fmt.Errorf("hold %s: %w", l.JobID, err)
+	}
+	switch why := asString(r); why {
+	case "ok":
+		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.InFlight, To: disposition.Held,
+			Reason: disposition.HeldBack, At: now, Attempts: e.Job.Attempts})
+		return nil
+	case "full":
+		return fmt.Errorf("hold %s: %d held: %w", l.JobID, s.cfg.HeldCapacity, dlq.ErrHeldFull)
+	default:
+		return leaseErr("hold", l, why)
+	}
+}
+
+// FlushHeld moves up to limit held jobs into the DLQ, oldest parked first
+// (dlq.Store): each is one dlqPut fenced on the job being held, merged with
+// its existing entry like any dead letter; it stops at the first the DLQ
+// refuses.
+func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
+	var res dlq.FlushResult
+	r, err := s.run(ctx, heldPeekScript, max(limit, 0))
+	if err != nil {
+		return res, fmt.Errorf("flush held: %w", err)
+	}
+	v := asSlice(r)
+	if len(v) == 0 {
+		return res, fmt.Errorf("flush held: unexpected reply %v", r)
+	}
+	res.Left = int(asInt(v[len(v)-1]))
+	for i := 0; i+1 < len(v)-1; i += 2 {
+		id := asString(v[i])
+		e := dlq.Decode(id, []byte(asString(v[i+1])))
+		if e.Corrupt {
+			return res, fmt.Errorf("flush held %s: its entry does not decode: %s", id, e.DecodeError)
+		}
+		add, err := s.put(ctx, "flush held", &fenceArg{id: id, kind: "held"}, e, now)
+		switch {
+		case err == nil:
+			res.Written = append(res.Written, id)
+			res.Evicted = append(res.Evicted, add.Evicted...)
+			res.Left--
+		case errors.Is(err, dlq.ErrFull):
+			res.Full = true
+			return res, nil
+		case errors.Is(err, queue.ErrLeaseLost): // flushed by another caller meanwhile
+			res.Left--
+		default:
+			return res, err
+		}
+	}
+	res.Left = max(res.Left, 0)
+	return res, nil
 }
 
 // put writes one entry, merging it with the entry already stored for its
 // job: an optimistic read-merge-write whose write is the dlqPut script,
 // guarded by the revision the merge started from.
-func (s *Store) put(ctx context.Context, op string, l *queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if err := job.Validate(&e.Job, s.cfg.MaxPayload); err != nil {
 		return dlq.AddResult{}, fmt.Errorf("%s: %w", op, err)
 	}
 	id := e.Job.ID
 	e = normalize(e, now)
+	from := disposition.None
+	if f != nil {
+		from = disposition.InFlight
+		if f.kind == "held" {
+			from = disposition.Held
+		}
+	}
 	var prev *stored // nil: expect no entry
 	for range casAttempts {
 		next, rev := e, "0"
@@ -117,14 +211,14 @@ func (s *Store) put(ctx context.Context, op string, l *queue.Lease, e dlq.Entry,
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
-		r, err := s.run(ctx, dlqPutScript, append(s.putArgs(l), item...)...)
+		r, err := s.run(ctx, dlqPutScript, append(s.putArgs(f, now), item...)...)
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
 		res := asSlice(asSlice(r)[0])
 		switch code := asString(res[0]); code {
 		case "gone", "lost":
-			return dlq.AddResult{}, leaseErr(op, *l, code)
+			return dlq.AddResult{}, leaseErr(op, queue.Lease{JobID: f.id}, code)
 		case "conflict":
 			cur, ok, err := s.load(ctx, id)
 			if err != nil {
@@ -134,11 +228,22 @@ func (s *Store) put(ctx context.Context, op string, l *queue.Lease, e dlq.Entry,
 			if ok {
 				prev = &cur
 			}
+		case "held":
+			s.emit(disposition.Event{JobID: id, Task: e.Job.Task, From: disposition.InFlight, To: disposition.Held,
+				Reason: disposition.HeldBack, At: now, Attempts: e.Job.Attempts})
+			s.overflow(id, nil, true, now)
+			return dlq.AddResult{Held: true}, nil
 		case "full":
-			s.overflow(id, nil, now)
+			if f != nil && f.kind == "held" {
+				return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, dlq.ErrFull)
+			}
+			s.overflow(id, nil, false, now)
+			if f != nil && f.kind == "hold" {
+				return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
+			}
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, dlq.ErrFull)
 		default:
-			return s.added(l != nil, prev, &next, res, now), nil
+			return s.added(from, prev, &next, res, now), nil
 		}
 	}
 	return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, ErrContended)
@@ -146,8 +251,9 @@ func (s *Store) put(ctx context.Context, op string, l *queue.Lease, e dlq.Entry,
 
 // added reports a successful dlqPut item {'ok', created, evicted}: the
 // evictions first (they happened first), then the entry's own move, then the
-// overflow report.
-func (s *Store) added(leased bool, prev *stored, e *dlq.Entry, res []any, now time.Time) dlq.AddResult {
+// overflow report. from is where a fenced job was (in flight, held), None
+// for an add.
+func (s *Store) added(from disposition.State, prev *stored, e *dlq.Entry, res []any, now time.Time) dlq.AddResult {
 	out := dlq.AddResult{Created: asInt(res[1]) == 1}
 	ev := asSlice(res[2])
 	for i := 0; i+3 < len(ev); i += 4 {
@@ -159,27 +265,27 @@ func (s *Store) added(leased bool, prev *stored, e *dlq.Entry, res []any, now ti
 		}
 	}
 	switch {
-	case leased:
-		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.InFlight, To: disposition.DeadLettered,
+	case from != disposition.None:
+		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: from, To: disposition.DeadLettered,
 			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
 	case out.Created || prev != nil && prev.entry.Status == dlq.Requeued:
 		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.None, To: disposition.DeadLettered,
 			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
 	}
 	if len(out.Evicted) > 0 {
-		s.overflow(e.Job.ID, out.Evicted, now)
+		s.overflow(e.Job.ID, out.Evicted, false, now)
 	}
 	return out
 }
 
 // overflow hands an overflow to cfg.OnOverflow (the counter is already
-// written by the script).
-func (s *Store) overflow(id string, evicted []string, now time.Time) {
+// written by the script); held says a refused dead letter was parked.
+func (s *Store) overflow(id string, evicted []string, held bool, now time.Time) {
 	if s.cfg.OnOverflow == nil {
 		return
 	}
 	s.cfg.OnOverflow(store.Overflow{Namespace: s.cfg.Namespace, Policy: s.cfg.Overflow, At: now, JobID: id,
-		Evicted: evicted, Capacity: s.cfg.DLQCapacity})
+		Evicted: evicted, Capacity: s.cfg.DLQCapacity, Held: held})
 }
 
 // AddBatch adds many entries with one script call per BatchSize of them: the
@@ -191,7 +297,7 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 	results := make([]dlq.AddResult, len(entries))
 	var errs []error
 	for start := 0; start < len(entries); start += s.cfg.BatchSize {
-		args := s.putArgs(nil)
+		args := s.putArgs(nil, now)
 		var idx []int
 		var batch []dlq.Entry
 		for i := start; i < min(start+s.cfg.BatchSize, len(entries)); i++ {
@@ -221,9 +327,9 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 			i, v := idx[k], asSlice(res)
 			switch asString(v[0]) {
 			case "ok":
-				results[i] = s.added(false, nil, &batch[k], v, now)
+				results[i] = s.added(disposition.None, nil, &batch[k], v, now)
 			case "full":
-				s.overflow(batch[k].Job.ID, nil, now)
+				s.overflow(batch[k].Job.ID, nil, false, now)
 				errs = append(errs, fmt.Errorf("add %s: %w", batch[k].Job.ID, dlq.ErrFull))
 			default: // the job has an entry: merge it as Add does
 				if results[i], err = s.put(ctx, "add", nil, entries[i], now); err != nil {
@@ -498,12 +604,16 @@ func (s *Store) stats(ctx context.Context) (dlq.Stats, int, error) {
 		}
 	}
 	st.Total = int(asInt(v[1]))
+	st.Held = int(asInt(v[2]))
+	if ms := asString(v[3]); ms != "" {
+		st.HeldOldest = time.UnixMilli(asInt(ms)).UTC()
+	}
 	// Bytes stored without an index (by another writer, after the heal)
 	// count as corrupt until a heal places them.
 	st.Corrupt += max(st.Total-indexed, 0)
-	if len(v) == 4 {
-		st.OldestID = asString(v[2])
-		if e := dlq.Decode(st.OldestID, []byte(asString(v[3]))); !e.Corrupt {
+	if len(v) == 6 {
+		st.OldestID = asString(v[4])
+		if e := dlq.Decode(st.OldestID, []byte(asString(v[5]))); !e.Corrupt {
 			st.Oldest = e.LastFailedAt
 		}
 	}

@@ -36,7 +36,9 @@
 //
 // Overflow of the DLQ is checked, and resolved by the policy (reject, or
 // evict the oldest entries with their payloads), in the same script as the
-// add, and always reported: in the call's result or error, in counters kept
+// add, and always reported (a dead letter refused under reject is parked,
+// in that script, in the held set with its entry; FlushHeld writes it when
+// there is room): in the call's result or error, in counters kept
 // in Redis (Stats.Evicted, Stats.Rejected) and through Config.OnOverflow
 // after the call. Disposition events reach Config.Observer after each
 // script, in order. A script whose reply never arrives (the connection
@@ -62,12 +64,17 @@
 //	{faultline:NS}:queues          set    the names of the queues
 //	{faultline:NS}:job:<id>        hash   a job in the queue: data (job JSON), task,
 //	                                      q (its queue), att (attempts), loc (queued,
-//	                                      inflight, scheduled, fallback), tok and exp
-//	                                      (its lease token and expiry, ms)
+//	                                      inflight, scheduled, fallback, held), tok and
+//	                                      exp (its lease token and expiry, ms), entry
+//	                                      and heldat (a held job's decided dead letter,
+//	                                      JSON, and when it was parked, ms)
 //	{faultline:NS}:lease           string the last lease token handed out (INCR)
 //	{faultline:NS}:processing      zset   leased job IDs by lease expiry (ms)
 //	{faultline:NS}:retry           zset   scheduled job IDs by due time (ms)
 //	{faultline:NS}:fallback        list   diverted job IDs, oldest first
+//	{faultline:NS}:held            zset   held job IDs (dead letters decided, waiting
+//	                                      for room in the DLQ) in parking order
+//	{faultline:NS}:heldseq         string the last parking number handed out (INCR)
 //	{faultline:NS}:dlq:entries     hash   job ID → encoded entry (dlq.Encode; opaque)
 //	{faultline:NS}:dlq:m:<id>      hash   an entry's meta: rev (its revision), st
 //	                                      (status, or corrupt), sev, cls, task, att
@@ -90,7 +97,8 @@
 // Each starts with a comment giving its KEYS and ARGV and what it
 // guarantees (scripts.go): enqueue, dequeue, heartbeat, ack, retry, release,
 // divert, forwardDue, recoverExpired, drainBatch and counts for the queue;
-// dlqPut (add and dead-letter, with capacity and eviction), dlqSet (requeue,
+// dlqPut (add, dead-letter and flush of a held job, with capacity, eviction
+// and parking), hold, heldPeek, dlqSet (requeue,
 // delete, restore, quarantine), dlqPurge, dlqIndex (indexing bytes written by
 // another writer), and the read-only dlqGet, dlqScan and dlqStats for the
 // DLQ. All of them run on miniredis too (its Lua has no bit, struct or

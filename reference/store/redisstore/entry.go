@@ -16,7 +16,7 @@ func normalize(e dlq.Entry, now time.Time) dlq.Entry {
 	if e.SourceQueue == "" {
 		e.SourceQueue = e.Job.QueueName()
 	}
-	e.FirstFailedAt, e.LastFailedAt = store.FirstFailure(e, now), now
+	e.FirstFailedAt, e.LastFailedAt = store.FirstFailure(e, now), store.LastFailure(e, now)
 	e.Changes = append(slices.Clip(e.Changes), dlq.StatusChange{At: now, To: dlq.Failed})
 	e.Status = dlq.Failed
 	return e
@@ -36,7 +36,7 @@ func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
 	m := old
 	m.Job = e.Job
 	m.History = dlq.MergeHistory(old.History, e.History)
-	m.LastFailedAt = now
+	m.LastFailedAt = e.LastFailedAt
 	m.Verdict, m.Reason, m.SourceQueue = e.Verdict, e.Reason, e.SourceQueue
 	m.Changes = append(slices.Clip(old.Changes), dlq.StatusChange{At: now, From: old.Status, To: dlq.Failed})
 	m.Status = dlq.Failed

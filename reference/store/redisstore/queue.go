@@ -297,8 +297,8 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 		return queue.Counts{}, fmt.Errorf("counts: %w", err)
 	}
 	v := asSlice(r)
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return queue.Counts{}, fmt.Errorf("counts: unexpected reply %v", r)
 	}
-	return queue.Counts{Queued: int(asInt(v[0])), InFlight: int(asInt(v[1])), Scheduled: int(asInt(v[2])), Fallback: int(asInt(v[3]))}, nil
+	return queue.Counts{Queued: int(asInt(v[0])), InFlight: int(asInt(v[1])), Scheduled: int(asInt(v[2])), Fallback: int(asInt(v[3])), Held: int(asInt(v[4]))}, nil
 }

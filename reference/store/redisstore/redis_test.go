@@ -252,6 +252,15 @@ func workload(s *redisstore.Store) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = s.Counts(ctx)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(s.Enqueue(ctx, job.Job{ID: "h", Task: "charge", Queue: "held"}, t0)).To(Succeed())
+	hj, hl, ok, err := s.Dequeue(ctx, "held", at(time.Second), time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ok).To(BeTrue())
+	he := deadEntry("h", at(time.Second))
+	he.Job = hj
+	Expect(s.Hold(ctx, hl, he, at(time.Second))).To(Succeed())
+	_, err = s.FlushHeld(ctx, at(2*time.Second), 10)
+	Expect(err).NotTo(HaveOccurred())
 
 	_, err = s.Add(ctx, deadEntry("x", t0), at(time.Minute))
 	Expect(err).NotTo(HaveOccurred())

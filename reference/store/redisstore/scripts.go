@@ -27,6 +27,7 @@ const prelude = `
 local P = KEYS[1]
 local ENTRIES, BYTIME, STATS = P .. ':dlq:entries', P .. ':dlq:bytime', P .. ':dlq:stats'
 local PROCESSING, RETRY, FALLBACK, QUEUES = P .. ':processing', P .. ':retry', P .. ':fallback', P .. ':queues'
+local HELD = P .. ':held'
 local function jobKey(id) return P .. ':job:' .. id end
 local function queueKey(q) return P .. ':q:' .. q end
 local function metaKey(id) return P .. ':dlq:m:' .. id end
@@ -333,36 +334,44 @@ return out
 
 var countsScript = script(`
 -- counts (read-only): KEYS[1] prefix.
--- Returns {queued, in flight, scheduled, fallback} read at one instant.
+-- Returns {queued, in flight, scheduled, fallback, held} read at one instant.
 `, `
 local queued = 0
 for _, q in ipairs(redis.call('SMEMBERS', QUEUES)) do
   queued = queued + redis.call('LLEN', queueKey(q))
 end
-return {queued, redis.call('ZCARD', PROCESSING), redis.call('ZCARD', RETRY), redis.call('LLEN', FALLBACK)}
+return {queued, redis.call('ZCARD', PROCESSING), redis.call('ZCARD', RETRY), redis.call('LLEN', FALLBACK), redis.call('ZCARD', HELD)}
 `)
 
 var dlqPutScript = script(`
 -- dlqPut: KEYS[1] prefix. ARGV[1] capacity, ARGV[2] '1' when requeued and
 -- deleted entries count toward it, ARGV[3] 'reject' or 'evict', ARGV[4] the
--- job id of a lease to fence on ('' for none), ARGV[5] its token, then items
--- of 10 ARGV each: id, expected revision ('0': no entry yet), entry JSON,
--- status, severity, class, task, attempts, last error type, last failure
--- (ms).
+-- job id to fence on ('' for none), ARGV[5] its lease token, ARGV[6] the
+-- fence's kind: 'lease' (the job is in flight under the token), 'hold' (the
+-- same, and a refused entry parks the job in the held set), 'held' (the job
+-- is held: a flush of its entry), ARGV[7] the held set's capacity, ARGV[8]
+-- now (ms), ARGV[9] the entry JSON a parked job keeps; then items of 10 ARGV
+-- each: id, expected revision ('0': no entry yet), entry JSON, status,
+-- severity, class, task, attempts, last error type, last failure (ms).
 -- Writes dead-lettered entries, each guarded like a compare-and-set:
---   * with a fence, the leased job must be in flight under the token, else
---     {{'gone'}} or {{'lost'}} and nothing is written; on success the job
---     leaves the processing set and its hash is deleted in the same step;
+--   * with a fence, the job must be in flight under the token ('lease',
+--     'hold') or held ('held'), else {{'gone'}} or {{'lost'}} and nothing is
+--     written; on success the job leaves the processing (or held) set and its
+--     hash is deleted in the same step;
 --   * the entry's revision must be the expected one, else {'conflict'} for
 --     that item (the caller merges with the current entry and retries);
 --   * when the item adds one to the entries counting toward capacity and the
---     store is full: 'reject' counts the rejection and answers {'full'};
---     'evict' deletes the oldest counting entries (by last failure, then id;
---     never the item itself), payloads, meta and indexes, in the same step.
+--     store is full: 'reject' answers {'full'}, counting the rejection unless
+--     the fence is 'held' (a held entry was refused once already); with a
+--     'hold' fence and fewer held jobs than ARGV[7], the job leaves the
+--     processing set for the held set (as hold parks it) keeping ARGV[9], and
+--     the answer is {'held'}; 'evict' deletes the oldest counting entries (by
+--     last failure, then id; never the item itself), payloads, meta and
+--     indexes, in the same step.
 -- Each item is checked before it is written. Returns one result per item:
 -- {'ok', created (1/0), {evicted id, task, attempts, status, ...}}.
 `, `
-local cap, policy, fenceID = tonumber(ARGV[1]), ARGV[3], ARGV[4]
+local cap, policy, fenceID, fenceKind = tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[6]
 local counting = {failed = true, quarantined = true}
 if ARGV[2] == '1' then counting.requeued = true; counting.deleted = true end
 local order = {'failed', 'quarantined', 'requeued', 'deleted'}
@@ -415,7 +424,14 @@ local function put(i)
     if excess > 0 then
       if policy == 'evict' then victims = oldest(excess, id) end
       if #victims < excess then
+        if fenceKind == 'held' then return {'full'} end
         bump('rejected', 1)
+        if fenceKind == 'hold' and redis.call('ZCARD', HELD) < tonumber(ARGV[7]) then
+          redis.call('ZREM', PROCESSING, fenceID)
+          redis.call('HSET', jobKey(fenceID), 'loc', 'held', 'entry', ARGV[9], 'heldat', ARGV[8])
+          redis.call('ZADD', HELD, redis.call('INCR', P .. ':heldseq'), fenceID)
+          return {'held'}
+        end
         return {'full'}
       end
     end
@@ -434,7 +450,11 @@ local function put(i)
   if #victims > 0 then bump('evicted', #victims) end
   used = used + delta - #victims
   if fenceID ~= '' then
-    redis.call('ZREM', PROCESSING, fenceID)
+    if fenceKind == 'held' then
+      redis.call('ZREM', HELD, fenceID)
+    else
+      redis.call('ZREM', PROCESSING, fenceID)
+    end
     redis.call('DEL', jobKey(fenceID))
   end
   redis.call('HSET', ENTRIES, id, ARGV[i + 2])
@@ -442,13 +462,59 @@ local function put(i)
   return {'ok', old and 0 or 1, evicted}
 end
 
-if fenceID ~= '' then
+if fenceKind == 'held' then
+  local loc = redis.call('HGET', jobKey(fenceID), 'loc')
+  if not loc then return {{'gone'}} end
+  if loc ~= 'held' then return {{'lost'}} end
+elseif fenceID ~= '' then
   local _, why = fence(fenceID, ARGV[5])
   if why then return {{why}} end
 end
 local out = {}
-for i = 6, #ARGV, 10 do out[#out + 1] = put(i) end
+for i = 10, #ARGV, 10 do out[#out + 1] = put(i) end
 flush()
+return out
+`)
+
+var holdScript = script(`
+-- hold: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] the
+-- held set's capacity, ARGV[4] now (ms), ARGV[5] the decided dead letter's
+-- entry JSON.
+-- Parks a leased job whose dead letter is decided in the held set, fenced by
+-- its lease token: it leaves the processing set, its hash keeps the entry
+-- and the time (heldat) and says loc=held, and the held set scores it by
+-- the next value of P:heldseq (parking order). Returns 'ok', or
+-- 'gone' / 'lost' / 'full' (the held set has ARGV[3] jobs) writing nothing.
+`, `
+local j, why = fence(ARGV[1], ARGV[2])
+if not j then return why end
+if redis.call('ZCARD', HELD) >= tonumber(ARGV[3]) then return 'full' end
+redis.call('ZREM', PROCESSING, ARGV[1])
+redis.call('HSET', jobKey(ARGV[1]), 'loc', 'held', 'entry', ARGV[5], 'heldat', ARGV[4])
+redis.call('ZADD', HELD, redis.call('INCR', P .. ':heldseq'), ARGV[1])
+return 'ok'
+`)
+
+var heldPeekScript = script(`
+-- heldPeek: KEYS[1] prefix. ARGV[1] limit.
+-- Returns {id, entry JSON, ...} of up to limit held jobs, oldest parked first
+-- (parking order), and the held set's size as the last element. A
+-- stray member (its job is not held) is removed from the held set, without a
+-- move, and not returned.
+`, `
+local out, n = {}, tonumber(ARGV[1])
+local ids = {}
+if n > 0 then ids = redis.call('ZRANGE', HELD, 0, n - 1) end
+for _, id in ipairs(ids) do
+  local v = redis.call('HMGET', jobKey(id), 'loc', 'entry')
+  if v[1] == 'held' then
+    out[#out + 1] = id
+    out[#out + 1] = v[2] or ''
+  else
+    redis.call('ZREM', HELD, id)
+  end
+end
+out[#out + 1] = redis.call('ZCARD', HELD)
 return out
 `)
 
@@ -669,15 +735,18 @@ return out
 var dlqStatsScript = script(`
 -- dlqStats (read-only): KEYS[1] prefix.
 -- Returns {counters (HGETALL of P:dlq:stats: st:<status>, sev:<severity>,
--- cls:<class>, task:<task>, evicted, rejected), entries stored, oldest failed
+-- cls:<class>, task:<task>, evicted, rejected), entries stored, held jobs,
+-- the oldest held job's parking time (ms; '' when none is held), oldest failed
 -- entry's id, its bytes} read at one instant; the last two are absent when no
 -- entry is failed. O(counters), not O(entries).
 `, `
-local out = {redis.call('HGETALL', STATS), redis.call('HLEN', ENTRIES)}
+local out = {redis.call('HGETALL', STATS), redis.call('HLEN', ENTRIES), redis.call('ZCARD', HELD), ''}
+local h = redis.call('ZRANGE', HELD, 0, 0)
+if h[1] then out[4] = redis.call('HGET', jobKey(h[1]), 'heldat') or '' end
 local o = redis.call('ZRANGE', statusKey('failed'), 0, 0)
 if o[1] then
-  out[3] = o[1]
-  out[4] = redis.call('HGET', ENTRIES, o[1]) or ''
+  out[5] = o[1]
+  out[6] = redis.call('HGET', ENTRIES, o[1]) or ''
 end
 return out
 `)
@@ -687,5 +756,5 @@ return out
 var allScripts = []*redis.Script{
 	enqueueScript, dequeueScript, heartbeatScript, ackScript, retryScript, releaseScript, divertScript,
 	forwardDueScript, recoverScript, drainScript, countsScript,
-	dlqPutScript, dlqSetScript, dlqPurgeScript, dlqIndexScript, dlqGetScript, dlqScanScript, dlqStatsScript,
+	dlqPutScript, holdScript, heldPeekScript, dlqSetScript, dlqPurgeScript, dlqIndexScript, dlqGetScript, dlqScanScript, dlqStatsScript,
 }

@@ -337,14 +337,17 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 	res, err := s.admit(e, now, disposition.InFlight, ByWorker, true)
 	if errors.Is(err, dlq.ErrFull) {
 		// Reject: the dead letter is refused, and parked if there is room.
+		// The move first, then the report: the order Redis's callers see.
 		s.rejected++
-		parked := s.held.n < s.cfg.HeldCapacity
-		s.report(store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: l.JobID, Capacity: s.cfg.DLQCapacity, Held: parked})
-		if !parked {
+		overflow := store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: l.JobID, Capacity: s.cfg.DLQCapacity}
+		if s.held.n >= s.cfg.HeldCapacity {
+			s.report(overflow)
 			return res, fmt.Errorf("dead-letter %s: %d entries of capacity %d, %d held of %d: %w", l.JobID,
 				s.heaps[countedHeap].len(), s.cfg.DLQCapacity, s.held.n, s.cfg.HeldCapacity, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
 		}
 		s.park(r, e, now)
+		overflow.Held = true
+		s.report(overflow)
 		return dlq.AddResult{Held: true}, nil
 	}
 	if err != nil {

@@ -68,7 +68,7 @@ func heldRunner(st backend, dlqSide worker.DeadLetterer, calls *atomic.Int64) (s
 	Expect(err).NotTo(HaveOccurred())
 	core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
 	Expect(err).NotTo(HaveOccurred())
-	p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: dlqSide, LeaseTTL: heldTTL})
+	p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: dlqSide})
 	Expect(err).NotTo(HaveOccurred())
 	r, err := worker.NewRunner(worker.RunnerConfig{
 		Pipeline: p, Source: st, Clock: clock.Real{}, Workers: 1,

@@ -201,8 +201,8 @@ type PipelineConfig struct {
 	// Heartbeater keeps the leases of dead letters kept in memory alive;
 	// nil means the Queue's own, when it implements Heartbeater.
 	Heartbeater Heartbeater
-	// LeaseTTL is the lease a kept dead letter's heartbeat asks for
-	// (default DefaultLeaseTTL): the runner's LeaseTTL.
+	// LeaseTTL is the lease a kept dead letter's heartbeat asks for in
+	// RetryKept (default DefaultLeaseTTL); a Runner asks for its own.
 	LeaseTTL time.Duration
 	// OnKept, if set, is called when a decided dead letter is kept in
 	// memory (ErrKept), with why: the DLQ store could not be reached, or
@@ -445,6 +445,12 @@ func (p *Pipeline) Kept() int {
 // dead letters that left memory; OnDead hears those written or parked. Safe
 // to call from one goroutine at a time.
 func (p *Pipeline) RetryKept(ctx context.Context, now time.Time) []KeptResult {
+	return p.retryKept(ctx, now, p.cfg.LeaseTTL)
+}
+
+// retryKept is RetryKept with the lease its heartbeats ask for: the
+// Runner's own LeaseTTL.
+func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Duration) []KeptResult {
 	p.keptMu.Lock()
 	todo := slices.Clone(p.keep)
 	p.keptMu.Unlock()
@@ -452,7 +458,7 @@ func (p *Pipeline) RetryKept(ctx context.Context, now time.Time) []KeptResult {
 	gone := map[*kept]bool{}
 	down := false
 	for _, k := range todo {
-		res, done := p.retryOne(ctx, k, now, &down)
+		res, done := p.retryOne(ctx, k, now, ttl, &down)
 		if done {
 			gone[k] = true
 			out = append(out, res)
@@ -482,10 +488,10 @@ func (p *Pipeline) RetryKept(ctx context.Context, now time.Time) []KeptResult {
 }
 
 // retryOne is one kept dead letter's turn in RetryKept.
-func (p *Pipeline) retryOne(ctx context.Context, k *kept, now time.Time, down *bool) (KeptResult, bool) {
+func (p *Pipeline) retryOne(ctx context.Context, k *kept, now time.Time, ttl time.Duration, down *bool) (KeptResult, bool) {
 	res := KeptResult{JobID: k.o.Job.ID, Since: k.since, Job: k.o.Job, Entry: *k.o.Entry}
-	if p.cfg.Heartbeater != nil && k.lease.Expires.Sub(now) < p.cfg.LeaseTTL/2 {
-		nl, err := p.cfg.Heartbeater.Heartbeat(ctx, k.lease, now, p.cfg.LeaseTTL)
+	if p.cfg.Heartbeater != nil && k.lease.Expires.Sub(now) < ttl/2 {
+		nl, err := p.cfg.Heartbeater.Heartbeat(ctx, k.lease, now, ttl)
 		switch {
 		case err == nil:
 			k.lease = nl

@@ -90,9 +90,10 @@ type RunnerConfig struct {
 	// PollMin and PollMax bound the backoff of a worker that found its
 	// queues empty (doubling from PollMin; default 10ms and 1s).
 	PollMin, PollMax time.Duration
-	// TickInterval is how often due retries are forwarded and expired
-	// leases recovered (default 1s), TickLimit the jobs moved per call
-	// (default 100).
+	// TickInterval is how often due retries are forwarded, expired leases
+	// recovered, held dead letters written to the DLQ and the ones kept in
+	// memory retried, their leases heartbeated (default 1s: keep it well
+	// under LeaseTTL/3), TickLimit the jobs moved per call (default 100).
 	TickInterval time.Duration
 	TickLimit    int
 	// ShutdownGrace is how long a shutdown lets the handlers in flight
@@ -475,7 +476,7 @@ func (rn *run) retryKept(last bool) {
 	}
 	sctx, done := rn.storeCtx()
 	defer done()
-	for _, k := range p.RetryKept(sctx, cfg.Clock.Now()) {
+	for _, k := range p.retryKept(sctx, cfg.Clock.Now(), cfg.LeaseTTL) {
 		if k.State == KeptFenced {
 			cfg.Logger.Error("kept dead letter lost its lease: the job comes back and runs again", logJob, k.JobID, logErr, k.Err)
 		}

@@ -2,9 +2,12 @@ package dlqtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -1197,6 +1200,66 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					res, err = f.d.FlushHeld(f.ctx, at(time.Hour), 0)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(res).To(Equal(dlq.FlushResult{Left: 1}))
+				})
+
+				It("parks or loses each of 200 dead letters racing their leases' recovery, never both: every job in exactly one place", func() {
+					fill("a", "b")
+					const n = 200
+					leases := make([]queue.Lease, n)
+					jobs := make([]job.Job, n)
+					for i := range n {
+						f.enqueue(newJob(fmt.Sprintf("r%03d", i)), time.Hour)
+						jobs[i], leases[i] = f.dequeue(job.DefaultQueue, time.Hour)
+					}
+					f.take()
+					late := at(time.Hour + 2*TTL) // every lease has expired
+					var (
+						wg     sync.WaitGroup
+						parked atomic.Int64
+						full   atomic.Int64
+						lost   atomic.Int64
+					)
+					for i := range n {
+						wg.Go(func() {
+							defer GinkgoRecover()
+							r, err := f.d.DeadLetter(context.Background(), leases[i], deadEntry(jobs[i], late), late)
+							switch {
+							case err == nil && r.Held:
+								parked.Add(1)
+							case errors.Is(err, dlq.ErrHeldFull):
+								full.Add(1)
+							case errors.Is(err, queue.ErrLeaseLost):
+								lost.Add(1)
+							default:
+								Fail(fmt.Sprintf("DeadLetter(%s) = %+v, %v", jobs[i].ID, r, err))
+							}
+						})
+					}
+					wg.Go(func() {
+						defer GinkgoRecover()
+						for range n {
+							_, err := f.q.RecoverExpired(context.Background(), late, 7)
+							Expect(err).NotTo(HaveOccurred())
+						}
+					})
+					wg.Wait()
+					Expect(parked.Load()).To(BeNumerically("<=", 2), "the held set's bound")
+					Expect(parked.Load() + full.Load() + lost.Load()).To(BeEquivalentTo(n))
+					c := f.counts()
+					Expect(c.Held).To(BeEquivalentTo(parked.Load()))
+					Expect(c.Held+c.Queued+c.InFlight).To(Equal(n), "%+v", c)
+					where := map[string]disposition.State{}
+					for _, e := range f.allEvents()[f.seen:] {
+						Expect(e.From).To(Equal(cmp.Or(where[e.JobID], inFlight)), "event %v: the job was elsewhere", e)
+						where[e.JobID] = e.To
+					}
+					held := 0
+					for _, st := range where {
+						if st == disposition.Held {
+							held++
+						}
+					}
+					Expect(held).To(Equal(c.Held))
 				})
 
 				When("HeldCapacity is 3", func() {

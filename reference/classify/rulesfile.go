@@ -126,11 +126,20 @@ func ParseRules(filename string, data []byte, reg *Registry) (rs RuleSet, err er
 	if len(file.Docs) == 1 {
 		body = file.Docs[0].Body
 	}
+	// The shape first: every key of the wrong kind, in plain words. Then
+	// only what has the right shape is decoded and checked, so that one
+	// pass reports every problem.
+	shapes := newShapeChecker(filename)
 	var raw rulesFile
-	if body != nil {
-		if err := yaml.NodeToValue(body, &raw, yaml.DisallowUnknownField()); err != nil {
-			return RuleSet{}, yamlError(filename, err)
+	var ruleIndex []int // the rules' indexes in the file, when some were left out
+	if shapes.check(body) {
+		if body != nil {
+			if err := yaml.NodeToValue(body, &raw, yaml.DisallowUnknownField()); err != nil {
+				return RuleSet{}, yamlError(filename, err)
+			}
 		}
+	} else {
+		raw, ruleIndex = shapes.decodeWellShaped(body)
 	}
 	p := &ruleParser{file: filename, body: body, reg: reg}
 	rs.Fallback = Fallback
@@ -146,7 +155,11 @@ func ParseRules(filename string, data []byte, reg *Registry) (rs RuleSet, err er
 		}
 	}
 	names := map[string]int{}
-	for i, r := range raw.Rules {
+	for k, r := range raw.Rules {
+		i := k
+		if ruleIndex != nil {
+			i = ruleIndex[k]
+		}
 		rs.Rules = append(rs.Rules, p.rule(i, r))
 		field := fmt.Sprintf("rules[%d].name", i)
 		if j, dup := names[r.Name]; dup && r.Name != "" {
@@ -156,8 +169,14 @@ func ParseRules(filename string, data []byte, reg *Registry) (rs RuleSet, err er
 		}
 		names[r.Name] = i
 	}
-	if len(p.errs) > 0 {
-		return RuleSet{}, errors.Join(p.errs...)
+	errs := shapes.errs
+	for _, e := range p.errs {
+		if !shapes.redundant(e) {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return RuleSet{}, sortedErrors(errs)
 	}
 	if withDefaults {
 		rs.Rules = append(rs.Rules, DefaultRules()...)
@@ -171,10 +190,10 @@ func ParseRules(filename string, data []byte, reg *Registry) (rs RuleSet, err er
 // yamlError turns the YAML library's error into a *RuleError with its
 // position, adding a suggestion for a misspelt key.
 func yamlError(filename string, err error) error {
-	re := &RuleError{File: filename, Msg: err.Error(), Err: err}
+	re := &RuleError{File: filename, Msg: plainYAMLMessage(err.Error()), Err: err}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		re.Msg = ye.GetMessage()
+		re.Msg = plainYAMLMessage(ye.GetMessage())
 		if tok := ye.GetToken(); tok != nil && tok.Position != nil {
 			re.Line, re.Col = tok.Position.Line, tok.Position.Column
 		}

@@ -129,6 +129,37 @@ var _ = Describe("ParseRules", func() {
 	})
 })
 
+var _ = Describe("ParseRules of a file of the wrong shape", func() {
+	It("reports every value of the wrong kind with the other problems, in plain words, in one pass", func() {
+		src := "defaults: maybe\nfallback: transient\nrules:\n" +
+			"  - name: a\n    match: {timeout: sometimes, status: 503}\n    class: transiant\n    severity: low\n    source: data\n" +
+			"  - name: b\n    match: [1, 2]\n    class: permanent\n    severity: low\n    source: data\n" +
+			"  - nme: c\n    match: {any: true}\n    class: permanent\n    severity: low\n    source: data\n"
+		_, err := classify.ParseRules("rules.yaml", []byte(src), nil)
+		Expect(err).To(HaveOccurred())
+		Expect(strings.Split(err.Error(), "\n")).To(Equal([]string{
+			`rules.yaml:1:11: defaults: expected true or false, got "maybe"`,
+			`rules.yaml:2:11: fallback: expected a mapping with class, severity and source, got "transient"`,
+			`rules.yaml:5:22: rules[0].match.timeout: expected true or false, got "sometimes"`,
+			`rules.yaml:5:41: rules[0].match.status: expected a list, got the number 503; write a list, e.g. [503, 500-599, 5xx], even for one`,
+			`rules.yaml:6:12: rules[0].class: unknown class "transiant"; did you mean "transient"?`,
+			`rules.yaml:10:12: rules[1].match: expected a mapping of criteria (is, kind, status, timeout, temporary, declineCode, retryAfter, message, any, shuttingDown), got a list`,
+			`rules.yaml:14:5: unknown key "nme"; did you mean "name"?`,
+		}))
+	})
+
+	It("never names a Go type", func() {
+		for _, src := range []string{"rules: {a: 1}\n", "rules: [[1]]\n", "rules:\n  - name: {x: 1}\n", "fallback: [1]\n", "- a\n- b\n"} {
+			_, err := classify.ParseRules("rules.yaml", []byte(src), nil)
+			Expect(err).To(HaveOccurred(), src)
+			Expect(err.Error()).NotTo(ContainSubstring("interface {}"), src)
+			Expect(err.Error()).NotTo(ContainSubstring("Go struct"), src)
+			Expect(err.Error()).NotTo(ContainSubstring("unmarshal"), src)
+			Expect(err.Error()).NotTo(ContainSubstring("was used where"), src)
+		}
+	})
+})
+
 var _ = Describe("ParseRules with any and shuttingDown", func() {
 	It("accepts a scoped catch-all said outright, and a shutdown-only rule", func() {
 		src := "rules:\n  - name: legacy-all-permanent\n    dependency: legacy-*\n    match: {any: true}\n    class: permanent\n    severity: low\n    source: dependency\n" +

@@ -30,3 +30,49 @@ var _ = Describe("input that cannot be used", func() {
 		Expect(out).NotTo(ContainSubstring("PASS"), "found before the runs")
 	})
 })
+
+var _ = Describe("faultline rules check of a malformed file", func() {
+	It("reports every problem in one pass, in plain words: no YAML library or Go type names", func() {
+		bad := writeFile("bad-rules.yaml", `defaults: yes-please
+rules:
+  - name: a
+    match: {status: [401, 403], timeout: maybe}
+    class: bogus
+    severity: huge
+    source: auth
+  - name: b
+    match: [1, 2]
+    class: transient
+    severity: low
+    source: data
+  - name: [c]
+    match: {is: context.Canceled}
+    class: transient
+    severity: low
+    source: data
+  - nme: d
+    match: {any: true}
+    class: transient
+    severity: low
+    source: data
+`)
+		out, errOut, code := run("rules", "check", bad)
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(out).To(BeEmpty())
+		for _, want := range []string{
+			bad + `:1:11: defaults: expected true or false, got "yes-please"`,
+			bad + `:4:42: rules[0].match.timeout: expected true or false, got "maybe"`,
+			bad + `:5:12: rules[0].class: unknown class "bogus"`,
+			bad + `:6:15: rules[0].severity: unknown severity "huge"; did you mean "high"?`,
+			bad + `:9:12: rules[1].match: expected a mapping of criteria`,
+			bad + `:13:11: rules[2].name: expected a single value, got a list`,
+			bad + `:14:17: rules[2].match.is: expected a list, got "context.Canceled"`,
+			bad + `:18:5: unknown key "nme"; did you mean "name"?`,
+		} {
+			Expect(errOut).To(ContainSubstring(want))
+		}
+		for _, internal := range []string{"unmarshal", "interface {}", "Go struct", "[]string", "rulesFile", "sequence was used", "mapping was used"} {
+			Expect(errOut).NotTo(ContainSubstring(internal))
+		}
+	})
+})

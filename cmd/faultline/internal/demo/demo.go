@@ -8,6 +8,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -149,8 +150,19 @@ type jobLog struct {
 	final string
 }
 
-// Run plays the demo and writes its report to w.
+// Run plays the demo and writes its report to w, every secret masked by
+// the default redactor (the payloads and errors it tells of are stored
+// unmasked; what it prints is not).
 func Run(ctx context.Context, w io.Writer, opts Options) error {
+	var buf bytes.Buffer
+	err := run(ctx, &buf, opts)
+	if _, werr := io.WriteString(w, redact.Default().String(buf.String())); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+func run(ctx context.Context, w io.Writer, opts Options) error {
 	var events []disposition.Event
 	backend, err := opts.NewBackend(store.Config{Namespace: "demo", Observer: func(e disposition.Event) { events = append(events, e) }})
 	if err != nil {

@@ -45,3 +45,16 @@ var _ = Describe("the payment challenge", func() {
 		Expect(play(2)).NotTo(Equal(out), "another seed draws other jitter")
 	})
 })
+
+var _ = Describe("what the demo prints", func() {
+	It("has every secret masked, whatever the store holds", func() {
+		var out bytes.Buffer
+		err := demo.Run(context.Background(), &out, demo.Options{Seed: 1, Name: "redis at redis://:h6RedisPw@cache:6379 (Bearer h6BearerTok3n0123456789)",
+			NewBackend: func(cfg store.Config) (demo.Backend, error) { return memstore.New(cfg) }})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.String()).To(ContainSubstring("on redis at redis://:[REDACTED]@cache:6379 (Bearer [REDACTED])"))
+		Expect(out.String()).NotTo(ContainSubstring("h6RedisPw"))
+		Expect(out.String()).NotTo(ContainSubstring("h6BearerTok3n0123456789"))
+		Expect(out.String()).NotTo(ContainSubstring("4242 4242 4242 4242"), "the charges' card number")
+	})
+})

@@ -3,13 +3,16 @@
 // carry.
 //
 // A Redactor is built once from a Config by New (or shared, by Default) and
-// is immutable, deterministic and safe for concurrent use. It has four
+// is immutable, deterministic and safe for concurrent use. Everything
+// faultline sends out of the process passes it: reports (reports.Redact),
+// the CLI's output and errors, printed scenarios, logs, alerts. It has four
 // entry points:
 //
 //   - String masks secrets inside free text: card numbers that pass the Luhn
 //     check, credentials after Bearer, Basic and Token, the values of
-//     sensitive keys in key=value, key: value and JSON pairs, URL passwords,
-//     Slack webhook URLs, well-known token shapes (Slack, Stripe, GitHub,
+//     sensitive keys in key=value, key: value and JSON pairs, URL passwords
+//     (redis://:PW@host too), Slack, Discord, Teams and PagerDuty webhook
+//     URLs, well-known token shapes (Slack, Stripe, GitHub,
 //     AWS, JWT) and the configured Patterns. It is idempotent.
 //   - Fields returns a redacted deep copy of a JSON-like payload: the value
 //     of a sensitive key is masked whole, every other string goes through
@@ -25,6 +28,15 @@
 //	Authorization values   Bearer [REDACTED]       (a known scheme is kept)
 //	URL parts              https://host/first/****?key=****
 //	unparseable URLs       [REDACTED URL]
+//
+// NewHandler wraps a slog.Handler so that every log record is masked the
+// same way (message, string and error attributes, sensitive keys).
+//
+// Stored data is never redacted — a DLQ keeps the payload it must requeue —
+// so masking happens on the way out, and the one exception is Policy: an
+// operator tool may show a field (Payload, ErrorText, Scenario) unmasked
+// only because the person running it asked with an explicit flag, such as
+// faultline run --shrunk-out.
 //
 // SecretURL holds a URL that is itself a credential, such as a Slack
 // incoming-webhook URL, in a config struct: every way of printing, logging

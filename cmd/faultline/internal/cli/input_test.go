@@ -28,6 +28,13 @@ var _ = Describe("input that cannot be used", func() {
 		Expect(errOut).To(ContainSubstring("--report-dir " + dir + ": cannot write reports there: "))
 		Expect(errOut).To(ContainSubstring("not a directory"))
 		Expect(out).NotTo(ContainSubstring("PASS"), "found before the runs")
+
+		reportDir := GinkgoT().TempDir()
+		_, _, code = run("run", "dlq-basics", "--report", "json", "--report-dir", reportDir)
+		Expect(code).To(BeElementOf(cli.ExitOK, cli.ExitFailed))
+		_, errOut, code = run("report", "render", filepath.Join(reportDir, "dlq-basics.seed-1.json"), "--to", "md", "-o", filepath.Join(dir, "r.md"))
+		Expect(code).To(Equal(cli.ExitInvalid), "report render -o to an unwritable place")
+		Expect(errOut).To(ContainSubstring(filepath.Join(dir, "r.md")))
 	})
 })
 

@@ -44,7 +44,7 @@ says what is wrong and where).`,
 			if out != "" {
 				f, err := os.Create(out)
 				if err != nil {
-					return err
+					return &InvalidInputError{Err: fmt.Errorf("--out: cannot write the report there: %w", err)}
 				}
 				defer f.Close()
 				w = f

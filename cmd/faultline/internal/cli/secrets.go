@@ -144,16 +144,20 @@ func (h unavailableHook) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
+// logger is the CLI's log: on stderr, through the redactor, warnings and
+// above.
+var logger = slog.New(redact.NewHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), nil))
+
 // redisLogger takes go-redis's internal log lines ("redis: connection pool:
 // failed to dial after 5 attempts: ..."), which it would otherwise print on
-// stderr with a file name and a time: they go, masked, to slog at debug
-// level, below what the CLI shows. What a user needs to know reaches them
+// stderr with a file name and a time: they go to the CLI's log, masked, at
+// debug level, below what it shows. What a user needs to know reaches them
 // as the command's error.
 type redisLogger struct{}
 
 // Printf logs one go-redis line at debug level.
 func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	slog.DebugContext(ctx, masked(fmt.Sprintf(format, v...)), slog.String("source", "go-redis"))
+	logger.DebugContext(ctx, fmt.Sprintf(format, v...), slog.String("source", "go-redis"))
 }
 
 var quietRedis sync.Once

@@ -475,7 +475,7 @@ func writeSummary(dir string, jobs []*job) error {
 	summary := []row{}
 	for _, j := range jobs {
 		if j.done() && j.res != nil {
-			summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, scenarios.Signature(j.res)})
+			summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, masked(scenarios.Signature(j.res))})
 		}
 	}
 	b, err := json.MarshalIndent(summary, "", "  ")

@@ -110,6 +110,15 @@ var _ = Describe("secrets never leave the process", func() {
 		Expect(dry).To(ContainSubstring("name: leaky"))
 		expectNoSecret("run --dry-run", dry+errOut)
 
+		By("a seed sweep's summary.json")
+		sweep := GinkgoT().TempDir()
+		out, errOut, code = run("run", f, "--seeds", "1..2", "--report", "json", "--report-dir", sweep, "--no-shrink")
+		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
+		sum, err := os.ReadFile(filepath.Join(sweep, "summary.json"))
+		Expect(err).NotTo(HaveOccurred())
+		expectNoSecret("summary.json", string(sum))
+		expectNoSecret("a sweep's stdout", out+errOut)
+
 		By("--shrunk-out writing the scenario as it was, readable by its owner only, so that it reproduces")
 		st, err := os.Stat(shrunk)
 		Expect(err).NotTo(HaveOccurred())

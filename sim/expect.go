@@ -187,13 +187,15 @@ const (
 	Lost Metric = "lost"
 	// Fenced: late completions refused.
 	Fenced Metric = "fenced"
-	// Held: dead letters held through a DLQ store outage.
+	// Held: dead letters held (the DLQ store away, or the DLQ full under
+	// reject) and written later.
 	Held Metric = "held"
 	// Evicted: DLQ entries evicted by overflow.
 	Evicted Metric = "evicted"
 	// Charges: payment charges.
 	Charges Metric = "charges"
-	// Refused: dead letters a full DLQ refused (reject policy).
+	// Refused: jobs whose dead letters a full DLQ refused (reject policy),
+	// each counted once; they are held, never run again.
 	Refused Metric = "refused"
 	// LeaseExpiries: jobs recovered from an expired lease.
 	LeaseExpiries Metric = "lease-expiries"

@@ -77,7 +77,7 @@ failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readabl
 			if err != nil {
 				return err
 			}
-			d := reports.Diff(old, cur)
+			d := reports.Diff(reports.Redact(old), reports.Redact(cur)) // what it prints is masked
 			if err := reports.WriteDiff(c.OutOrStdout(), d); err != nil {
 				return err
 			}

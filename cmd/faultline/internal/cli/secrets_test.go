@@ -103,6 +103,8 @@ var _ = Describe("secrets never leave the process", func() {
 			rendered, errOut, _ := run("report", "render", filepath.Join(dir, "leaky.seed-9.json"), "--to", to)
 			expectNoSecret("report render --to "+to, rendered+errOut)
 		}
+		diffed, errOut, _ := run("report", "diff", filepath.Join(dir, "leaky.seed-9.json"), filepath.Join(dir, "leaky.seed-9.json"))
+		expectNoSecret("report diff", diffed+errOut)
 		validated, errOut, code := run("validate", f)
 		Expect(code).To(Equal(cli.ExitOK), errOut)
 		expectNoSecret("validate", validated+errOut)

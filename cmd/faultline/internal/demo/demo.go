@@ -251,12 +251,37 @@ func run(ctx context.Context, w io.Writer, opts Options) error {
 		}
 		if !reprocessed && off() >= reprocessAt {
 			reprocessed = true
-			res, err := opts.backend.RequeueMatching(ctx, dlq.Filter{Severities: []classify.Severity{classify.Medium}},
-				dlq.RequeueOptions{Budget: dlq.OneMoreAttempt, By: "operator"}, now, false)
+			// The operator requeues only what is safe to run again: the
+			// transient failures. A timed-out charge without an idempotency
+			// key may have gone through at the gateway (its answer was
+			// lost); running it again could charge the card twice, so it
+			// stays in the DLQ until someone has checked the gateway's
+			// records — the seed's naive "requeue everything medium" would
+			// double-charge it.
+			res, err := opts.backend.RequeueMatching(ctx, dlq.Filter{
+				Severities: []classify.Severity{classify.Medium},
+				Classes:    []classify.Class{classify.Transient, classify.RateLimited},
+			}, dlq.RequeueOptions{Budget: dlq.OneMoreAttempt, By: "operator"}, now, false)
 			if err != nil {
 				return fmt.Errorf("reprocess: %w", err)
 			}
-			operator = append(operator, fmt.Sprintf("%7s  operator: reprocessed %d medium-severity jobs from the DLQ (one more attempt each)", fmtOffset(off()), res.Requeued))
+			operator = append(operator, fmt.Sprintf("%7s  operator: reprocessed %d transient medium-severity jobs from the DLQ (one more attempt each)", fmtOffset(off()), res.Requeued))
+			unsafe, err := opts.backend.List(ctx, dlq.Filter{
+				Classes:  []classify.Class{classify.Indeterminate},
+				Statuses: []dlq.Status{dlq.Failed},
+			}, "", 100)
+			if err != nil {
+				return fmt.Errorf("reprocess: %w", err)
+			}
+			for _, e := range unsafe.Entries {
+				if e.Job.IdempotencyKey != "" {
+					continue
+				}
+				operator = append(operator, fmt.Sprintf("%7s  operator: left %s in the DLQ: its charge timed out with no idempotency key, so the gateway may have taken the money; requeueing it could charge the card twice — reconcile with the gateway's records first", fmtOffset(off()), e.ID()))
+				if logs[e.ID()] != nil {
+					say(e.ID(), "left in the DLQ by the operator: the charge may have gone through (no idempotency key); reconcile with the gateway before any requeue")
+				}
+			}
 			for _, id := range order {
 				if logs[id].final == "dead-lettered" {
 					if e, err := opts.backend.Get(ctx, id); err == nil && e.Status == dlq.Requeued {

@@ -3,6 +3,7 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,7 +38,13 @@ var _ = Describe("the payment challenge", func() {
 		Expect(out).To(ContainSubstring("on-call ← [FIRING high] charge job pay-12 dead-lettered on payment-gateway: http 401 Unauthorized: invalid api key [REDACTED]"))
 		Expect(out).To(ContainSubstring("breaker open: diverted to the batch queue"))
 		Expect(out).To(ContainSubstring("breaker payment-gateway: half-open → closed (probes-succeeded)"))
-		Expect(out).To(ContainSubstring("operator: reprocessed 2 medium-severity jobs from the DLQ"))
+		Expect(out).To(ContainSubstring("operator: reprocessed 1 transient medium-severity jobs from the DLQ"))
+		Expect(out).To(ContainSubstring("operator: left pay-3 in the DLQ: its charge timed out with no idempotency key"),
+			"a timed-out charge without a key is never requeued as if that were safe")
+		pay3 := out[strings.Index(out, "pay-3 —"):]
+		pay3 = pay3[:strings.Index(pay3, "\n\n")]
+		Expect(pay3).NotTo(ContainSubstring("requeued from the DLQ"), "pay-3's timed-out charge is not requeued")
+		Expect(pay3).NotTo(ContainSubstring("attempt 2"), "pay-3 is never charged again")
 		Expect(out).To(MatchRegexp(`every job accounted for: 13 created = \d+ succeeded \+ \d+ in the DLQ .* ✓`))
 		Expect(out).NotTo(ContainSubstring("sk_live_51Hdemo"), "secrets never printed")
 

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -84,8 +85,9 @@ func Diff(old, new *Result) DiffResult {
 	}
 
 	if old.EndedAtMs != new.EndedAtMs {
-		// A violation stops a run: its counts cover less time, and its
-		// dispositions are not comparable with a full run's.
+		// An interrupted run (or, in a version-1 report, one stopped by
+		// its first violation) covers less time: its dispositions are not
+		// comparable with a full run's.
 		add(Change{Kind: ChangeVerdict, What: "run ended at", Old: runEnd(old), New: runEnd(new)})
 	}
 
@@ -119,6 +121,28 @@ func Diff(old, new *Result) DiffResult {
 	for _, v := range old.Violations {
 		if _, ok := violationOf(new, v.Invariant); !ok {
 			add(Change{Kind: ChangeViolation, What: v.Invariant, Old: v.Message})
+		}
+	}
+	if old.Invariants != nil && new.Invariants != nil {
+		// Both count every violation (version 2): more of an invariant's
+		// violations is a regression; an invariant that stopped being
+		// checked is noted.
+		oldInv := map[string]InvariantResult{}
+		for _, inv := range old.Invariants {
+			oldInv[inv.Name] = inv
+		}
+		for _, inv := range new.Invariants {
+			o, ok := oldInv[inv.Name]
+			if !ok {
+				continue
+			}
+			if o.Violations > 0 && inv.Violations > 0 && o.Violations != inv.Violations {
+				add(Change{Kind: ChangeViolation, What: inv.Name + " violations", Old: strconv.FormatInt(o.Violations, 10),
+					New: strconv.FormatInt(inv.Violations, 10), Regression: inv.Violations > o.Violations})
+			}
+			if (o.Verdict == Skipped) != (inv.Verdict == Skipped) {
+				add(Change{Kind: ChangeViolation, What: inv.Name + " checked", Old: invariantState(o), New: invariantState(inv)})
+			}
 		}
 	}
 
@@ -165,6 +189,29 @@ func Diff(old, new *Result) DiffResult {
 		}
 	}
 	return d
+}
+
+// invariantState says whether an invariant was checked.
+func invariantState(inv InvariantResult) string {
+	if inv.Verdict == Skipped {
+		return "not checked (" + inv.Note + ")"
+	}
+	return "checked"
+}
+
+// ErrDifferentScenarios is matched (errors.Is) by the error Comparable
+// returns for two reports of different scenarios.
+var ErrDifferentScenarios = errors.New("the reports are of different scenarios")
+
+// Comparable says whether Diff of old and new means anything: they must be
+// runs of the same scenario (the seed and the document may differ, and
+// are noted).
+func Comparable(old, new *Result) error {
+	if old.Scenario != new.Scenario {
+		return fmt.Errorf("%w: %q and %q; report diff compares two runs of one scenario (two versions of a team's handler, say)",
+			ErrDifferentScenarios, old.Scenario, new.Scenario)
+	}
+	return nil
 }
 
 // verdictRank orders verdicts from best to worst.

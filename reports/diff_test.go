@@ -3,6 +3,7 @@ package reports_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -62,9 +63,9 @@ var _ = Describe("Diff", func() {
 			HaveField("Old", ""),
 			HaveField("New", ContainSubstring("job pay-auth: a critical failure")),
 		)))
-		Expect(regressions(d)).To(ContainElement(HaveField("What", "pages with receiver slack-oncall ≥ 1")))
-		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeAlerts, What: "pages", Old: "2", New: "0"}))
-		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeVerdict, What: "run ended at", Old: "+10m0s", New: "+3m0.031s of 10m0s"}))
+		Expect(regressions(d)).To(ContainElement(HaveField("What", "a page within 1m0s of the first critical failure")))
+		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeAlerts, What: "pages", Old: "2", New: "1"}))
+		Expect(d.Changes).NotTo(ContainElement(HaveField("What", "run ended at")), "a violation no longer stops the run")
 
 		back := reports.Diff(broken, fixed)
 		Expect(back.Regression).To(BeFalse())
@@ -94,10 +95,57 @@ var _ = Describe("Diff", func() {
 		Expect(d.Regression).To(BeFalse())
 	})
 
-	It("flags two different scenarios", func() {
+	It("flags two different scenarios, which Comparable refuses", func() {
 		d := reports.Diff(passingRun(), failingRun())
 		Expect(d.Changes[0]).To(Equal(reports.Change{Kind: reports.ChangeScenario, What: "scenario", Old: "dlq-basics", New: "payment-challenge", Regression: true}))
 		Expect(d.Regression).To(BeTrue())
+
+		err := reports.Comparable(passingRun(), failingRun())
+		Expect(err).To(MatchError(reports.ErrDifferentScenarios))
+		Expect(err.Error()).To(Equal(`the reports are of different scenarios: "dlq-basics" and "payment-challenge"; report diff compares two runs of one scenario (two versions of a team's handler, say)`))
+		Expect(reports.Comparable(fixedRun(), failingRun())).To(Succeed())
+	})
+
+	It("counts every violation of an invariant when both runs do: more is a regression", func() {
+		broken, worse := failingRun(), failingRun()
+		for i := range worse.Invariants {
+			if worse.Invariants[i].Violations > 0 {
+				worse.Invariants[i].Violations += 4
+			}
+		}
+		d := reports.Diff(broken, worse)
+		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeViolation, What: "no-retry-of-permanent-or-critical violations", Old: "1", New: "5", Regression: true}))
+		Expect(reports.Diff(worse, broken).Regression).To(BeFalse())
+
+		off := failingRun()
+		for i := range off.Invariants {
+			if off.Invariants[i].Name == "one-page-per-repeat-interval" {
+				off.Invariants[i] = reports.InvariantResult{Name: "one-page-per-repeat-interval", Verdict: reports.Skipped, Note: "turned off"}
+			}
+		}
+		Expect(reports.Diff(broken, off).Changes).To(ConsistOf(reports.Change{Kind: reports.ChangeViolation, What: "one-page-per-repeat-interval checked",
+			Old: "checked", New: "not checked (turned off)"}))
+	})
+
+	It("compares a version-1 report with a version-2 one, counts aside", func() {
+		f, err := os.Open("testdata/v1/payment-challenge.failing.json")
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		v1, err := reports.Read(f)
+		Expect(err).NotTo(HaveOccurred())
+		d := reports.Diff(v1, failingRun())
+		// Version 1 stopped at the first violation; version 2 ran on and
+		// found the page that never came.
+		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeVerdict, What: "run ended at", Old: "+3m0.031s of 10m0s", New: "+10m0s"}))
+		Expect(d.Changes).To(ContainElement(HaveField("What", "critical-failure-paged")))
+		Expect(d.Changes).NotTo(ContainElement(HaveField("What", HaveSuffix(" violations"))))
+	})
+
+	It("counts an interrupted run as worse than a failed one", func() {
+		failed, interrupted := failingRun(), failingRun()
+		interrupted.Verdict = reports.Interrupted
+		Expect(reports.Diff(failed, interrupted).Regression).To(BeTrue())
+		Expect(reports.Diff(interrupted, failed).Regression).To(BeFalse())
 	})
 
 	It("notes a different seed or scenario document without calling it a regression", func() {

@@ -88,12 +88,14 @@ func passingRun() *reports.Result {
 }
 
 // failingRun is payment-challenge on seed 1 with the lenient classifier:
-// expectations fail and no-retry-of-permanent-or-critical is violated.
+// expectations fail, no-retry-of-permanent-or-critical is violated, and
+// critical-failure-paged (the auth failure was retried, so nobody was
+// paged).
 func failingRun() *reports.Result {
 	GinkgoHelper()
 	r := decoded(failingJSON)
 	Expect(r.Verdict).To(Equal(reports.Failed), "the failing fixture")
-	Expect(r.Violations).To(HaveLen(1), "the failing fixture")
+	Expect(r.Violations).NotTo(BeEmpty(), "the failing fixture")
 	return r
 }
 
@@ -111,6 +113,47 @@ func erroredRun() *reports.Result {
 	r := passingRun()
 	r.Verdict = reports.Errored
 	r.Error = "requeue: dlq store: dial tcp 127.0.0.1:6379: connect: connection refused"
+	for i := range r.Expectations {
+		r.Expectations[i].Actual, r.Expectations[i].Verdict = "not evaluated: the run errored at +5m0s", reports.Skipped
+	}
+	for i := range r.Invariants {
+		r.Invariants[i].Verdict, r.Invariants[i].Note = reports.Skipped, "not checked to the end: the run errored at +5m0s"
+	}
+	return r
+}
+
+// interruptedRun is the passing run as if Ctrl-C had stopped it at +1m:
+// its expectations not evaluated, its invariants not checked to the end.
+func interruptedRun() *reports.Result {
+	GinkgoHelper()
+	r := passingRun()
+	r.Verdict = reports.Interrupted
+	r.Error = "run stopped at +1m0s: context canceled"
+	r.EndedAtMs = 60_000
+	for i := range r.Expectations {
+		r.Expectations[i].Actual, r.Expectations[i].Verdict = "not evaluated: the run was interrupted at +1m0s", reports.Skipped
+	}
+	for i := range r.Invariants {
+		r.Invariants[i].Verdict, r.Invariants[i].Note = reports.Skipped, "not checked to the end: the run was interrupted at +1m0s"
+	}
+	return r
+}
+
+// manyViolations is the failing run with 250 double charges, of which the
+// report lists the first reports.MaxListedViolations.
+func manyViolations() *reports.Result {
+	GinkgoHelper()
+	r := failingRun()
+	for i := range reports.MaxListedViolations {
+		r.Violations = append(r.Violations, reports.Violation{Invariant: "no-double-charge", JobID: fmt.Sprintf("charge-%d", i),
+			Message: fmt.Sprintf("the payment of job charge-%d was charged 2 times: the job has no idempotency key", i), AtMs: int64(i) * 1000, Seed: 1,
+			Trail: []string{"+0s  none → queued (enqueued), attempts 0"}})
+	}
+	for i := range r.Invariants {
+		if r.Invariants[i].Name == "no-double-charge" {
+			r.Invariants[i].Verdict, r.Invariants[i].Violations = reports.Failed, 250
+		}
+	}
 	return r
 }
 

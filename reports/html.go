@@ -202,8 +202,11 @@ type htmlView struct {
 	Verdict  htmlVerdict
 	Failed   []Expectation
 	Held     int
+	Skipped  int
 	Vios     []Violation
 	ViosMore int
+	// Invariants says what became of each invariant.
+	Invariants []InvariantResult
 
 	Timeline    *htmlTimeline
 	Confusion   htmlConfusion
@@ -232,12 +235,16 @@ type htmlKV struct {
 func newHTMLView(r *Result) *htmlView {
 	v := &htmlView{R: r}
 	for _, e := range r.Expectations {
-		if e.Verdict == Passed {
+		switch e.Verdict {
+		case Passed:
 			v.Held++
-		} else {
+		case Skipped:
+			v.Skipped++
+		default:
 			v.Failed = append(v.Failed, e)
 		}
 	}
+	v.Invariants = r.InvariantResults()
 	v.Vios, v.ViosMore = htmlCapped(r.Violations, htmlMaxViolations)
 	v.Verdict = newHTMLVerdict(r, len(v.Failed))
 	v.Timeline = newHTMLTimeline(r)
@@ -273,6 +280,8 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 		v = htmlVerdict{Class: "failed", Label: "FAILED", Symbol: "✘"}
 	case Errored:
 		v = htmlVerdict{Class: "errored", Label: "ERRORED", Symbol: "⚠"}
+	case Interrupted:
+		v = htmlVerdict{Class: "errored", Label: "INTERRUPTED", Symbol: "⏹"}
 	default:
 		v = htmlVerdict{Class: "errored", Label: strings.ToUpper(string(r.Verdict)), Symbol: "?"}
 		if v.Label == "" {
@@ -281,19 +290,28 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 	}
 	var parts []string
 	if n := len(r.Expectations); n > 0 {
-		if failed > 0 {
+		if r.Verdict == Interrupted || r.Verdict == Errored {
+			parts = append(parts, fmt.Sprintf("%d %s not evaluated", n, plural(n, "expectation", "expectations")))
+		} else if failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d of %d expectations failed", failed, n))
 		} else {
 			parts = append(parts, fmt.Sprintf("all %d expectations held", n))
 		}
 	}
-	switch n := len(r.Violations); n {
+	var broken, violations int64
+	for _, inv := range r.InvariantResults() {
+		if inv.Verdict == Failed {
+			broken++
+			violations += inv.Violations
+		}
+	}
+	switch broken {
 	case 0:
 		parts = append(parts, "no invariant was violated")
 	case 1:
-		parts = append(parts, "1 invariant was violated")
+		parts = append(parts, fmt.Sprintf("1 invariant was violated (%d %s)", violations, plural(int(violations), "time", "times")))
 	default:
-		parts = append(parts, fmt.Sprintf("%d invariants were violated", n))
+		parts = append(parts, fmt.Sprintf("%d invariants were violated (%d times in all)", broken, violations))
 	}
 	v.Headline = strings.Join(parts, "; ")
 	if r.EndedAtMs < r.DurationMs {
@@ -425,6 +443,9 @@ func newHTMLFates(r *Result) htmlFates {
 	end("succeeded", "completed", l.Succeeded, false)
 	end("dead-lettered", "in the DLQ at the end", l.DeadLettered, false)
 	end("fallback", "in the batch queue at the end", l.Fallback, false)
+	if l.HeldAtEnd > 0 {
+		end("held", "dead letters decided, waiting for room in the DLQ", l.HeldAtEnd, false)
+	}
 	end("queued", "waiting for a worker", l.Queued, false)
 	end("in flight", "leased by a worker", l.InFlight, false)
 	end("scheduled", "waiting to retry", l.Scheduled, false)
@@ -444,8 +465,9 @@ func newHTMLFates(r *Result) htmlFates {
 	move("fenced", "late answers refused because the lease was lost", l.Fenced)
 	move("evicted", "DLQ entries pushed out of a full DLQ", l.Evicted)
 	move("purged", "DLQ entries purged", l.Purged)
-	move("held", fmt.Sprintf("dead letters held while the DLQ store was away (longest %s)", htmlOffset(l.HeldMaxMs)), l.Held)
-	move("refused", "dead letters a full DLQ refused", l.Refused)
+	move("held", fmt.Sprintf("dead letters held while the DLQ was away or full, then written (longest %s)", htmlOffset(l.HeldMaxMs)), l.Held)
+	move("kept", "dead letters the held set had no room for, kept by the worker with their leases alive", l.Kept)
+	move("refused", fmt.Sprintf("jobs whose dead letters a full DLQ refused (%d refusals in all); held, never run again", l.RefusedTimes), l.Refused)
 	move("budget delayed", "retries the retry budget pushed later", l.BudgetDelayed)
 	move("budget exceeded", "retries over the budget after the longest wait", l.BudgetExceeded)
 	move("charges", "calls that charged a payment", l.Charges)
@@ -1174,16 +1196,34 @@ var htmlTickSteps = []int64{
 	3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000, 86_400_000,
 }
 
-// ticks puts about ten labelled ticks on the time axis.
+// htmlMaxTicks bounds the time axis's ticks, however long the run.
+const htmlMaxTicks = 10
+
+// ticks puts at most about ten labelled ticks on the time axis: a step
+// from htmlTickSteps, or, past a day, a whole number of days (1, 2 or 5
+// times a power of ten), so a run of years has ten ticks too.
 func (b *htmlChart) ticks() {
-	step := htmlTickSteps[len(htmlTickSteps)-1]
+	step := int64(0)
 	for _, s := range htmlTickSteps {
-		if b.endMs/s <= 10 {
+		if b.endMs/s <= htmlMaxTicks {
 			step = s
 			break
 		}
 	}
-	for t := int64(0); t <= b.endMs; t += step {
+	if step == 0 {
+		day := htmlTickSteps[len(htmlTickSteps)-1]
+	days:
+		for p := int64(1); ; p *= 10 {
+			for _, m := range []int64{1, 2, 5} {
+				if p*m > b.endMs/day/htmlMaxTicks || p*m >= math.MaxInt64/day/10 {
+					step = p * m * day
+					break days
+				}
+			}
+		}
+	}
+	for i := int64(0); i <= htmlMaxTicks+1 && i <= b.endMs/step; i++ {
+		t := i * step
 		b.v.Ticks = append(b.v.Ticks, htmlXTick{b.x(t), htmlTickLabel(t)})
 	}
 }

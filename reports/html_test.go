@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -135,7 +137,8 @@ var _ = Describe("WriteHTML", func() {
 			Expect(page).To(appearInOrder(`id="verdict"`, `id="failures"`, `id="timeline"`, `id="confusion"`,
 				`id="fates"`, `id="dlq"`, `id="alerts"`, `id="breakers"`, `id="faults"`, `id="steps"`, `id="config"`))
 			Expect(text).To(ContainSubstring("✘ FAILED payment-challenge"))
-			Expect(text).To(ContainSubstring("9 of 16 expectations failed; 1 invariant was violated; the run stopped at +3m0.031s of +10m0s."))
+			Expect(text).To(ContainSubstring(fmt.Sprintf("3 of %d expectations failed; 2 invariants were violated (2 times in all).", len(res.Expectations))))
+			Expect(text).NotTo(ContainSubstring("stopped"), "a violation no longer stops the run")
 		})
 
 		It("shows each failed expectation with what was expected and what happened", func() {
@@ -149,8 +152,8 @@ var _ = Describe("WriteHTML", func() {
 				n++
 				Expect(failures).To(ContainSubstring(fmt.Sprintf("✘ failed %s %s %s", e.Name, e.Expected, e.Actual)))
 			}
-			Expect(n).To(Equal(9))
-			Expect(failures).To(ContainSubstring("Failed expectations (9 of 16)"))
+			Expect(n).To(Equal(3))
+			Expect(failures).To(ContainSubstring(fmt.Sprintf("Failed expectations (3 of %d)", len(res.Expectations))))
 		})
 
 		It("shows the violation with the job's trail, and the command that reproduces it", func() {
@@ -166,10 +169,16 @@ var _ = Describe("WriteHTML", func() {
 			Expect(text).To(ContainSubstring("critical ✗ 1 0 0 0 1 ⚠ 1 0"))
 		})
 
-		It("draws the violation and the early stop across the timeline", func() {
-			Expect(page).To(ContainSubstring(`<g class="mark violation">`))
+		It("draws each violation across the timeline", func() {
+			Expect(strings.Count(page, `<g class="mark violation">`)).To(Equal(2))
 			Expect(text).To(ContainSubstring("✘ no-retry-of-permanent-or-critical"))
-			Expect(text).To(ContainSubstring("run stopped at +3m0.031s"))
+			Expect(text).To(ContainSubstring("✘ critical-failure-paged"))
+		})
+
+		It("lists which invariants ran and what became of each", func() {
+			Expect(text).To(ContainSubstring("Invariants: which ran, and what became of each"))
+			Expect(text).To(ContainSubstring("✘ violated critical-failure-paged 1"))
+			Expect(text).To(ContainSubstring("✔ held conservation 0"))
 		})
 	})
 
@@ -188,7 +197,7 @@ var _ = Describe("WriteHTML", func() {
 
 		It("says that nothing failed", func() {
 			Expect(text).To(ContainSubstring("✔ PASSED payment-challenge"))
-			Expect(text).To(ContainSubstring("✔ nothing failed All 16 expectations held and no invariant was violated."))
+			Expect(text).To(ContainSubstring(fmt.Sprintf("✔ nothing failed All %d expectations held and no invariant was violated.", len(res.Expectations))))
 			Expect(page).NotTo(ContainSubstring(`class="violation"`))
 		})
 
@@ -385,6 +394,50 @@ var _ = Describe("WriteHTML", func() {
 			Expect(text).To(ContainSubstring("? NO VERDICT"))
 			Expect(text).To(ContainSubstring("The result has no time series, faults, breakers, alerts or steps to draw."))
 			Expect(text).To(ContainSubstring("No failure was classified."))
+		})
+
+		It("says an interrupted run was interrupted, its expectations not evaluated, and marks where it stopped", func() {
+			r := interruptedRun()
+			n := len(r.Expectations)
+			text := htmlText(htmlOf(r))
+			Expect(text).To(ContainSubstring("⏹ INTERRUPTED dlq-basics"))
+			Expect(text).To(ContainSubstring(fmt.Sprintf("%d expectations not evaluated; no invariant was violated; the run stopped at +1m0s of +5m0s.", n)))
+			Expect(text).To(ContainSubstring("Interrupted: run stopped at +1m0s: context canceled"))
+			Expect(text).To(ContainSubstring(fmt.Sprintf("⏹ not evaluated %d expectations were not evaluated: the run did not reach its end.", n)))
+			Expect(text).To(ContainSubstring("– not checked conservation 0 not checked to the end: the run was interrupted at +1m0s"))
+			Expect(text).To(ContainSubstring(fmt.Sprintf("All expectations: 0 held, 0 failed, %d not evaluated", n)))
+			Expect(text).NotTo(ContainSubstring("✔ nothing failed"))
+		})
+
+		It("warns of a fault that never hit, and fails one that had to", func() {
+			r := passingRun()
+			r.Warnings = []string{"fault smtp-busy (latency on dependency/smtp) never hit"}
+			r.Faults[1].Hits, r.Faults[1].RequireHits = 0, false
+			r.Faults[2].Hits, r.Faults[2].RequireHits = 0, true
+			page := htmlOf(r)
+			text := htmlText(page)
+			Expect(text).To(ContainSubstring("⚠ Warning: fault smtp-busy (latency on dependency/smtp) never hit"))
+			Expect(text).To(ContainSubstring("0 ⚠ never hit"))
+			Expect(text).To(ContainSubstring("0 ✘ never hit (required)"))
+		})
+
+		It("bounds the time axis of an absurdly long run: ten-odd ticks, at once", func() {
+			for _, ms := range []int64{math.MaxInt64, 1e12, reports.MaxDurationMs} {
+				r := htmlFabricated(50, 5)
+				r.DurationMs, r.EndedAtMs = ms, ms
+				start := time.Now()
+				d := htmlTimelineData(htmlOf(r))
+				Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second), "%d ms", ms)
+				Expect(strings.Count(htmlOf(r), `<line x1=`)).To(BeNumerically("<", 200))
+				_ = d
+			}
+			page := htmlOf(func() *reports.Result { r := htmlFabricated(50, 5); r.DurationMs = 1e12; return r }())
+			ticks := regexp.MustCompile(`<g class="axis x top">(.*?)</g>`).FindStringSubmatch(page)
+			Expect(ticks).To(HaveLen(2))
+			labels := regexp.MustCompile(`>([^<]+)</text>`).FindAllStringSubmatch(ticks[1], -1)
+			Expect(len(labels)).To(BeNumerically("<=", 12))
+			Expect(len(labels)).To(BeNumerically(">=", 5))
+			Expect(html.UnescapeString(labels[1][1])).To(Equal("+48000h"), "2,000 days a tick over 11,574 days")
 		})
 
 		It("says why an errored run stopped", func() {

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -9,7 +10,7 @@ import (
 )
 
 // Invariant is a rule the simulator checks after every step of every run;
-// a violation stops the run.
+// every violation is recorded and the run goes on to its end.
 type Invariant struct {
 	// Name is what a Violation's Invariant says (sim.Inv*).
 	Name string
@@ -21,7 +22,7 @@ type Invariant struct {
 // them (the reports package cannot import sim; a spec checks the two
 // lists agree).
 var invariants = []Invariant{
-	{"conservation", "every job created is accounted for — queued, in flight, scheduled, in the batch queue, dead-lettered, succeeded or removed — and the store's own counts and DLQ agree"},
+	{"conservation", "every job created is accounted for — queued, in flight, scheduled, in the batch queue, held, dead-lettered, succeeded or removed — and the store's own counts and DLQ agree"},
 	{"legal-move", "every move of a job is one its lifecycle allows"},
 	{"no-move-after-success", "a job that succeeded never moves again"},
 	{"one-dlq-entry-per-job", "a job has at most one DLQ entry"},
@@ -31,6 +32,7 @@ var invariants = []Invariant{
 	{"critical-failure-paged", "every critical failure reaches a person as a high-severity alert within the page deadline"},
 	{"one-page-per-repeat-interval", "a receiver gets at most one page per alert fingerprint per repeat interval"},
 	{"breaker-transitions-legal", "every circuit-breaker transition is one the breaker's state machine allows"},
+	{"no-rerun-after-dead-letter", "once a job's dead letter is decided, its handler never runs again (a lease that expired included) until the job is requeued from the DLQ"},
 }
 
 // Invariants returns the invariants the simulator checks, in its order:
@@ -92,31 +94,96 @@ type (
 // WriteJUnit writes rs as one JUnit XML document: a <testsuite> per run,
 // named "scenario (seed N)", with a <testcase> per expectation and one per
 // invariant the simulator checks. A failed expectation or a violated
-// invariant is a <failure> with expected vs actual, the job's trail and the
-// reproduce command; an errored run is an <error> (its invariants,
-// unchecked, are skipped). Every time is 0, so the bytes depend only on the
-// runs.
+// invariant is a <failure> with expected vs actual, the jobs' trails and
+// the reproduce command; an errored or interrupted run is an <error>
+// (type "errored" or "interrupted"), its expectations and the invariants
+// it did not check to the end <skipped>; an invariant turned off is
+// <skipped> too, never passed. Every time is 0, so the bytes depend only on
+// the runs. For many runs, JUnitWriter writes the same bytes one run at a
+// time.
 func WriteJUnit(w io.Writer, rs []*Result) error {
-	doc := junitSuites{Name: "faultline", Time: "0"}
-	for i, r := range rs {
-		if r == nil {
-			return fmt.Errorf("write JUnit XML: run %d: %w", i, ErrNilResult)
+	var spool bytes.Buffer
+	jw := NewJUnitWriter(&spool)
+	for _, r := range rs {
+		if err := jw.Add(r); err != nil {
+			return err
 		}
-		s := junitSuiteOf(Redact(r))
-		doc.Tests += s.Tests
-		doc.Failures += s.Failures
-		doc.Errors += s.Errors
-		doc.Skipped += s.Skipped
-		doc.Suites = append(doc.Suites, s)
 	}
-	bw := bufio.NewWriter(w)
-	_, _ = bw.WriteString(xml.Header)
-	enc := xml.NewEncoder(bw)
-	enc.Indent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	return jw.Finish(w)
+}
+
+// JUnitWriter writes a JUnit XML document one run at a time, so that a
+// sweep of many seeds need not keep its results: Add encodes a run's
+// <testsuite> into the spool at once; Finish writes the document — whose
+// first element carries the totals — with the spooled suites in it. With
+// a temporary file as the spool, memory stays flat in the number of runs.
+// The bytes are WriteJUnit's.
+type JUnitWriter struct {
+	spool io.ReadWriter
+	buf   *bufio.Writer
+	doc   junitSuites
+	n     int
+	err   error
+}
+
+// NewJUnitWriter returns a writer spooling its suites to spool (a
+// *bytes.Buffer, or a temporary *os.File: Finish seeks it back to its
+// start when it can).
+func NewJUnitWriter(spool io.ReadWriter) *JUnitWriter {
+	return &JUnitWriter{spool: spool, buf: bufio.NewWriter(spool), doc: junitSuites{Name: "faultline", Time: "0"}}
+}
+
+// Add writes r's test suite to the spool.
+func (j *JUnitWriter) Add(r *Result) error {
+	if j.err != nil {
+		return j.err
+	}
+	if r == nil {
+		return fmt.Errorf("write JUnit XML: run %d: %w", j.n, ErrNilResult)
+	}
+	j.n++
+	s := junitSuiteOf(Redact(r))
+	j.doc.Tests += s.Tests
+	j.doc.Failures += s.Failures
+	j.doc.Errors += s.Errors
+	j.doc.Skipped += s.Skipped
+	_ = j.buf.WriteByte('\n')
+	enc := xml.NewEncoder(j.buf)
+	enc.Indent("  ", "  ")
+	if err := enc.EncodeElement(s, xml.StartElement{Name: xml.Name{Local: "testsuite"}}); err != nil {
+		j.err = fmt.Errorf("write JUnit XML: %w", err)
+	}
+	return j.err
+}
+
+// Finish writes the whole document to w.
+func (j *JUnitWriter) Finish(w io.Writer) error {
+	if j.err != nil {
+		return j.err
+	}
+	if err := j.buf.Flush(); err != nil {
 		return fmt.Errorf("write JUnit XML: %w", err)
 	}
-	_ = bw.WriteByte('\n')
+	if sk, ok := j.spool.(io.Seeker); ok {
+		if _, err := sk.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("write JUnit XML: %w", err)
+		}
+	}
+	var head bytes.Buffer
+	if err := xml.NewEncoder(&head).Encode(j.doc); err != nil {
+		return fmt.Errorf("write JUnit XML: %w", err)
+	}
+	// head is "<testsuites …></testsuites>": the suites go in between.
+	start, end, _ := strings.Cut(head.String(), "></")
+	bw := bufio.NewWriter(w)
+	_, _ = bw.WriteString(xml.Header + start + ">")
+	if j.n > 0 {
+		if _, err := io.Copy(bw, j.spool); err != nil {
+			return fmt.Errorf("write JUnit XML: %w", err)
+		}
+		_ = bw.WriteByte('\n')
+	}
+	_, _ = bw.WriteString("</" + end + "\n")
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write JUnit XML: %w", err)
 	}
@@ -153,10 +220,10 @@ func junitSuiteOf(r *Result) junitSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	if r.Verdict == Errored {
+	if r.Verdict == Errored || r.Verdict == Interrupted {
 		add(junitCase{Name: "run", Error: &junitProblem{
-			Message: firstLine(r.Error),
-			Type:    "errored",
+			Message: string(r.Verdict) + ": " + firstLine(r.Error),
+			Type:    string(r.Verdict),
 			Text:    r.Error + "\n\nreproduce: " + repro + "\n",
 		}})
 	}
@@ -172,29 +239,34 @@ func junitSuiteOf(r *Result) junitSuite {
 			c.Failure = p
 		case Errored:
 			c.Error = p
+		case Skipped:
+			c.Skipped = &junitSkipped{Message: e.Actual}
 		}
 		add(c)
 	}
-	for _, inv := range invariants {
+	for _, inv := range r.InvariantResults() {
 		c := junitCase{Name: "invariant: " + inv.Name}
-		v, violated := violationOf(r, inv.Name)
-		switch {
-		case violated:
-			c.Failure = &junitProblem{Message: v.Message, Type: "invariant " + inv.Name, Text: violationText(v, inv.Rule, repro)}
-		case r.Verdict == Errored:
-			c.Skipped = &junitSkipped{Message: "not checked to the end: the run errored"}
+		switch inv.Verdict {
+		case Failed:
+			vs := violationsOf(r, inv.Name)
+			msg := fmt.Sprintf("violated %d times", inv.Violations)
+			if len(vs) > 0 {
+				msg = vs[0].Message
+				if inv.Violations > 1 {
+					msg += fmt.Sprintf(" (and %d more %s)", inv.Violations-1, plural(int(inv.Violations-1), "violation", "violations"))
+				}
+			}
+			c.Failure = &junitProblem{Message: msg, Type: "invariant " + inv.Name, Text: violationsText(vs, inv.Violations, invariantRule(inv.Name), repro)}
+		case Skipped, Errored:
+			c.Skipped = &junitSkipped{Message: inv.Note}
 		}
 		add(c)
 	}
-	// A violation of an invariant this faultline does not know still fails.
-	for _, v := range r.Violations {
-		if !knownInvariant(v.Invariant) {
-			add(junitCase{Name: "invariant: " + v.Invariant, Failure: &junitProblem{
-				Message: v.Message, Type: "invariant " + v.Invariant, Text: violationText(v, "", repro),
-			}})
-		}
+	out := summaryLine(r) + "\n"
+	for _, w := range r.Warnings {
+		out += "warning: " + w + "\n"
 	}
-	s.SystemOut = &junitText{xmlSafe(summaryLine(r) + "\nreproduce: " + repro + "\n")}
+	s.SystemOut = &junitText{xmlSafe(out + "reproduce: " + repro + "\n")}
 	for i := range s.Cases {
 		for _, p := range []*junitProblem{s.Cases[i].Failure, s.Cases[i].Error} {
 			if p != nil {
@@ -205,26 +277,43 @@ func junitSuiteOf(r *Result) junitSuite {
 	return s
 }
 
-// violationText is a violation's failure text: expected vs actual, where,
-// the trail and the reproduce command.
-func violationText(v Violation, rule, repro string) string {
+// junitViolationCap is how many violations of one invariant a <failure>
+// shows with their trails; the rest get a line each.
+const junitViolationCap = 10
+
+// violationsText is an invariant's failure text: the rule, its listed
+// violations (where, which job, the first ones with their trails), how
+// many there were in all, and the reproduce command.
+func violationsText(vs []Violation, total int64, rule, repro string) string {
 	var b strings.Builder
 	if rule != "" {
 		fmt.Fprintf(&b, "expected: %s\n", rule)
 	}
-	fmt.Fprintf(&b, "actual:   %s\n", v.Message)
-	fmt.Fprintf(&b, "at %s%s, seed %d\n", fmtOffset(v.AtMs), jobSuffix(v.JobID), v.Seed)
-	if len(v.Trail) > 0 {
-		b.WriteString("\ntrail:\n")
-		for _, t := range v.Trail {
-			fmt.Fprintf(&b, "  %s\n", t)
+	for i, v := range vs {
+		if i >= junitViolationCap {
+			fmt.Fprintf(&b, "actual:   %s (at %s%s)\n", v.Message, fmtOffset(v.AtMs), jobSuffix(v.JobID))
+			continue
 		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "actual:   %s\n", v.Message)
+		fmt.Fprintf(&b, "at %s%s, seed %d\n", fmtOffset(v.AtMs), jobSuffix(v.JobID), v.Seed)
+		if len(v.Trail) > 0 {
+			b.WriteString("\ntrail:\n")
+			for _, t := range v.Trail {
+				fmt.Fprintf(&b, "  %s\n", t)
+			}
+		}
+	}
+	if n := total - int64(len(vs)); n > 0 {
+		fmt.Fprintf(&b, "\n… and %d more, not listed (%d in all)\n", n, total)
 	}
 	fmt.Fprintf(&b, "\nreproduce: %s\n", repro)
 	return b.String()
 }
 
-// violationOf returns r's violation of the named invariant.
+// violationOf returns r's first violation of the named invariant.
 func violationOf(r *Result, name string) (Violation, bool) {
 	for _, v := range r.Violations {
 		if v.Invariant == name {
@@ -234,13 +323,15 @@ func violationOf(r *Result, name string) (Violation, bool) {
 	return Violation{}, false
 }
 
-func knownInvariant(name string) bool {
-	for _, inv := range invariants {
-		if inv.Name == name {
-			return true
+// violationsOf returns r's listed violations of the named invariant.
+func violationsOf(r *Result, name string) []Violation {
+	var out []Violation
+	for _, v := range r.Violations {
+		if v.Invariant == name {
+			out = append(out, v)
 		}
 	}
-	return false
+	return out
 }
 
 // xmlSafe replaces the characters XML 1.0 does not allow (most control

@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -113,7 +114,7 @@ var _ = Describe("Invariants", func() {
 			Expect(inv.Rule).NotTo(BeEmpty(), inv.Name)
 		}
 		Expect(names).To(ConsistOf(simInvariants()))
-		Expect(names).To(HaveLen(10))
+		Expect(names).To(HaveLen(len(simInvariants())))
 	})
 })
 
@@ -145,7 +146,7 @@ var _ = Describe("WriteJUnit", func() {
 		doc := junitOf(r)
 		s := doc.Suites[0]
 		Expect(s.Tests).To(Equal(len(r.Expectations) + len(reports.Invariants())))
-		Expect(s.Failures).To(Equal(failedExpectations(r) + 1))
+		Expect(s.Failures).To(Equal(failedExpectations(r)+2), "two invariants violated")
 		Expect(doc.Failures).To(Equal(s.Failures))
 
 		var failed []xCase
@@ -156,8 +157,8 @@ var _ = Describe("WriteJUnit", func() {
 		}
 		Expect(failed).To(HaveLen(s.Failures))
 		Expect(failed).To(ContainElement(SatisfyAll(
-			HaveField("Name", "expect: pages with receiver slack-oncall ≥ 1"),
-			HaveField("Failure.Message", "expected ≥ 1, got 0"),
+			HaveField("Name", "expect: a page within 1m0s of the first critical failure"),
+			HaveField("Failure.Message", "expected ≤ 1m0s, got no page for a critical failure"),
 			HaveField("Failure.Type", "expectation"),
 			HaveField("Failure.Text", ContainSubstring("reproduce: faultline run payment-challenge --seed 1")),
 		)))
@@ -179,11 +180,72 @@ var _ = Describe("WriteJUnit", func() {
 		r := erroredRun()
 		s := junitOf(r).Suites[0]
 		Expect(s.Errors).To(Equal(1))
-		Expect(s.Skipped).To(Equal(len(reports.Invariants())))
+		Expect(s.Skipped).To(Equal(len(r.Expectations) + len(reports.Invariants())))
 		Expect(s.Cases[0]).To(MatchFields(IgnoreExtras, Fields{
 			"Name":  Equal("run"),
 			"Error": PointTo(MatchFields(IgnoreExtras, Fields{"Message": ContainSubstring("connection refused"), "Type": Equal("errored")})),
 		}))
+	})
+
+	It("writes an interrupted run as an <error> of its own type, its expectations and invariants skipped, none passed", func() {
+		r := interruptedRun()
+		s := junitOf(r).Suites[0]
+		Expect(s.Cases[0]).To(MatchFields(IgnoreExtras, Fields{
+			"Name":  Equal("run"),
+			"Error": PointTo(MatchFields(IgnoreExtras, Fields{"Message": Equal("interrupted: run stopped at +1m0s: context canceled"), "Type": Equal("interrupted")})),
+		}))
+		Expect(s.Errors).To(Equal(1))
+		Expect(s.Failures).To(BeZero())
+		Expect(s.Skipped).To(Equal(len(r.Expectations) + len(reports.Invariants())))
+		for _, c := range s.Cases[1:] {
+			Expect(c.Skipped).NotTo(BeNil(), c.Name)
+			Expect(c.Skipped.Message).To(ContainSubstring("the run was interrupted at +1m0s"))
+		}
+		Expect(s.Properties).To(ContainElement(xProperty{"verdict", "interrupted"}))
+	})
+
+	It("skips an invariant that was turned off: never listed as passed", func() {
+		r := passingRun()
+		r.Invariants[7] = reports.InvariantResult{Name: "critical-failure-paged", Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin: off)"}
+		s := junitOf(r).Suites[0]
+		Expect(s.Skipped).To(Equal(1))
+		Expect(s.Cases).To(ContainElement(SatisfyAll(HaveField("Name", "invariant: critical-failure-paged"),
+			HaveField("Skipped.Message", "turned off (invariants.pageWithin: off)"))))
+	})
+
+	It("fails an invariant violated many times once, with the listed violations and the total", func() {
+		s := junitOf(manyViolations()).Suites[0]
+		Expect(s.Cases).To(ContainElement(SatisfyAll(
+			HaveField("Name", "invariant: no-double-charge"),
+			HaveField("Failure.Message", "the payment of job charge-0 was charged 2 times: the job has no idempotency key (and 249 more violations)"),
+			HaveField("Failure.Text", SatisfyAll(
+				ContainSubstring("actual:   the payment of job charge-9 was charged 2 times: the job has no idempotency key\nat +9s, job charge-9, seed 1\n"),
+				ContainSubstring("actual:   the payment of job charge-99 was charged 2 times: the job has no idempotency key (at +1m39s, job charge-99)\n"),
+				ContainSubstring("… and 150 more, not listed (250 in all)"),
+			)),
+		)))
+	})
+
+	It("puts the run's warnings in its system-out", func() {
+		r := passingRun()
+		r.Warnings = []string{"fault late (outage on dependency/smtp) never hit"}
+		Expect(junitOf(r).Suites[0].SystemOut).To(ContainSubstring("warning: fault late (outage on dependency/smtp) never hit\n"))
+	})
+
+	It("writes the same bytes one run at a time through a spool file", func() {
+		rs := []*reports.Result{passingRun(), failingRun(), interruptedRun()}
+		var want bytes.Buffer
+		Expect(reports.WriteJUnit(&want, rs)).To(Succeed())
+		spool, err := os.CreateTemp(GinkgoT().TempDir(), "junit-*")
+		Expect(err).NotTo(HaveOccurred())
+		defer spool.Close()
+		jw := reports.NewJUnitWriter(spool)
+		for _, r := range rs {
+			Expect(jw.Add(r)).To(Succeed())
+		}
+		var got bytes.Buffer
+		Expect(jw.Finish(&got)).To(Succeed())
+		Expect(got.String()).To(Equal(want.String()))
 	})
 
 	It("sums every suite into the root, one suite per run", func() {

@@ -22,51 +22,107 @@ const (
 // WriteMarkdown writes a compact GitHub-flavoured summary of rs for a
 // pull-request comment or a job summary: a table of the runs (scenario,
 // seed, verdict, jobs, lost, DLQ, pages), then, for each run that did not
-// pass, its failed expectations (expected vs actual), the violation with
-// the end of its trail, and the reproduce command. Text from the report is
-// escaped, so a pipe, a backtick or a tag in a message cannot break the
-// layout.
+// pass, its failed expectations (expected vs actual), the violations with
+// the end of a trail, the warnings, and the reproduce command; then the
+// warnings of the runs that passed. Text from the report is escaped, so a
+// pipe, a backtick or a tag in a message cannot break the layout. For many
+// runs, MarkdownWriter writes the same bytes one run at a time.
 func WriteMarkdown(w io.Writer, rs []*Result) error {
-	var failed []*Result
-	rs = slices.Clone(rs)
-	for i, r := range rs {
-		if r == nil {
-			return fmt.Errorf("write Markdown: run %d: %w", i, ErrNilResult)
-		}
-		rs[i] = Redact(r)
-		r = rs[i]
-		if r.Failed() {
-			failed = append(failed, r)
+	mw := NewMarkdownWriter()
+	for _, r := range rs {
+		if err := mw.Add(r); err != nil {
+			return err
 		}
 	}
+	return mw.Finish(w)
+}
+
+// MarkdownWriter builds the Markdown summary one run at a time, keeping
+// only what the summary shows — the first rows of the table, the first
+// failed runs' details and the first warnings, all capped — so a sweep of
+// many seeds need not keep its results.
+type MarkdownWriter struct {
+	runs, failed int
+	rows         []string
+	details      []string
+	warnings     []string
+	moreWarnings int
+}
+
+// NewMarkdownWriter returns an empty summary.
+func NewMarkdownWriter() *MarkdownWriter { return &MarkdownWriter{} }
+
+// mdWarningCap is how many warnings of passing runs the summary lists.
+const mdWarningCap = 20
+
+// Add adds one run to the summary.
+func (mw *MarkdownWriter) Add(r *Result) error {
+	if r == nil {
+		return fmt.Errorf("write Markdown: run %d: %w", mw.runs, ErrNilResult)
+	}
+	r = Redact(r)
+	mw.runs++
+	if len(mw.rows) < mdRowCap {
+		mw.rows = append(mw.rows, fmt.Sprintf("| %s | %d | %s | %d | %d | %d | %d |\n", mdEscape(r.Scenario), r.Seed, verdictBadge(r.Verdict),
+			r.Ledger.Created, r.Ledger.Lost, r.DLQ.Total, r.Alerts.Pages))
+	}
+	if !r.Failed() {
+		for _, w := range r.Warnings {
+			if len(mw.warnings) == mdWarningCap {
+				mw.moreWarnings++
+				continue
+			}
+			mw.warnings = append(mw.warnings, fmt.Sprintf("- %s: %s\n", mdEscape(runName(r)), mdEscape(w)))
+		}
+		return nil
+	}
+	mw.failed++
+	if len(mw.details) < mdDetailCap {
+		var b strings.Builder
+		bw := bufio.NewWriter(&b)
+		mdWriter{bw}.run(r)
+		_ = bw.Flush()
+		mw.details = append(mw.details, b.String())
+	}
+	return nil
+}
+
+// Finish writes the summary to w.
+func (mw *MarkdownWriter) Finish(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	m := mdWriter{bw}
 	switch {
-	case len(rs) == 0:
+	case mw.runs == 0:
 		m.printf("## faultline: no runs\n")
-	case len(failed) == 0:
-		m.printf("## faultline: ✅ %d %s passed\n", len(rs), plural(len(rs), "run", "runs"))
+	case mw.failed == 0:
+		m.printf("## faultline: ✅ %d %s passed\n", mw.runs, plural(mw.runs, "run", "runs"))
 	default:
-		m.printf("## faultline: ❌ %d of %d %s failed\n", len(failed), len(rs), plural(len(rs), "run", "runs"))
+		m.printf("## faultline: ❌ %d of %d %s failed\n", mw.failed, mw.runs, plural(mw.runs, "run", "runs"))
 	}
-	if len(rs) > 0 {
+	if mw.runs > 0 {
 		m.printf("\n| Scenario | Seed | Verdict | Jobs | Lost | DLQ | Pages |\n")
 		m.printf("| --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
-		for i, r := range rs {
-			if i == mdRowCap {
-				m.printf("\n… and %d more runs (%d failed in all).\n", len(rs)-mdRowCap, len(failed))
-				break
-			}
-			m.printf("| %s | %d | %s | %d | %d | %d | %d |\n", mdEscape(r.Scenario), r.Seed, verdictBadge(r.Verdict),
-				r.Ledger.Created, r.Ledger.Lost, r.DLQ.Total, r.Alerts.Pages)
+		for row := range slices.Values(mw.rows) {
+			m.printf("%s", row)
+		}
+		if mw.runs > mdRowCap {
+			m.printf("\n… and %d more runs (%d failed in all).\n", mw.runs-mdRowCap, mw.failed)
 		}
 	}
-	for i, r := range failed {
-		if i == mdDetailCap {
-			m.printf("\n… and %d more failed runs, not shown.\n", len(failed)-mdDetailCap)
-			break
+	for _, d := range mw.details {
+		m.printf("%s", d)
+	}
+	if mw.failed > mdDetailCap {
+		m.printf("\n… and %d more failed runs, not shown.\n", mw.failed-mdDetailCap)
+	}
+	if len(mw.warnings) > 0 {
+		m.printf("\n**Warnings:**\n\n")
+		for _, w := range mw.warnings {
+			m.printf("%s", w)
 		}
-		m.run(r)
+		if mw.moreWarnings > 0 {
+			m.printf("- … and %d more\n", mw.moreWarnings)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write Markdown: %w", err)
@@ -86,9 +142,12 @@ func (m mdWriter) run(r *Result) {
 		m.printf("; stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs))
 	}
 	m.printf(".\n")
-	if r.Verdict == Errored && r.Error != "" {
-		m.printf("\n**Error:**\n\n")
+	if (r.Verdict == Errored || r.Verdict == Interrupted) && r.Error != "" {
+		m.printf("\n**%s:**\n\n", map[Verdict]string{Errored: "Error", Interrupted: "Interrupted"}[r.Verdict])
 		m.code("text", r.Error)
+	}
+	if n := len(skippedExpectations(r)); n > 0 {
+		m.printf("\n%d %s not evaluated: the run did not reach its end.\n", n, plural(n, "expectation", "expectations"))
 	}
 	if failed := failedExpectations(r); len(failed) > 0 {
 		m.printf("\n| Failed expectation | Expected | Actual |\n| --- | --- | --- |\n")
@@ -96,8 +155,29 @@ func (m mdWriter) run(r *Result) {
 			m.printf("| %s | %s | %s |\n", mdEscape(e.Name), mdEscape(e.Expected), mdEscape(e.Actual))
 		}
 	}
-	for _, v := range r.Violations {
+	for _, inv := range r.InvariantResults() {
+		if inv.Verdict != Failed {
+			continue
+		}
+		vs := violationsOf(r, inv.Name)
+		if len(vs) == 0 {
+			continue
+		}
+		v := vs[0]
 		m.printf("\n**Invariant violated: %s** at %s%s:\n\n%s\n", mdEscape(v.Invariant), fmtOffset(v.AtMs), mdEscape(jobSuffix(v.JobID)), mdEscape(v.Message))
+		if inv.Violations > 1 {
+			var jobs []string
+			for _, o := range vs[1:min(len(vs), 1+mdTrailCap)] {
+				if o.JobID != "" {
+					jobs = append(jobs, o.JobID)
+				}
+			}
+			also := ""
+			if len(jobs) > 0 {
+				also = " (jobs " + strings.Join(jobs, ", ") + "…)"
+			}
+			m.printf("\n%s\n", mdEscape(fmt.Sprintf("And %d more %s of %s%s.", inv.Violations-1, plural(int(inv.Violations-1), "violation", "violations"), inv.Name, also)))
+		}
 		if rule := invariantRule(v.Invariant); rule != "" {
 			m.printf("\n> %s\n", mdEscape("The rule: "+rule+"."))
 		}
@@ -114,6 +194,18 @@ func (m mdWriter) run(r *Result) {
 			m.printf("\nTrail of job %s:\n\n", mdEscape(v.JobID))
 			m.code("text", b.String())
 		}
+	}
+	var off []string
+	for _, inv := range r.InvariantResults() {
+		if inv.Verdict == Skipped {
+			off = append(off, inv.Name+" ("+inv.Note+")")
+		}
+	}
+	if len(off) > 0 {
+		m.printf("\n%s\n", mdEscape("Invariants not checked: "+strings.Join(off, "; ")+"."))
+	}
+	for _, w := range r.Warnings {
+		m.printf("\n⚠️ %s\n", mdEscape("Warning: "+w))
 	}
 	m.printf("\nReproduce:\n\n")
 	m.code("sh", reproduceCommand(r))

@@ -56,7 +56,7 @@ var _ = Describe("WriteMarkdown", func() {
 		md := markdownOf(pass, fail)
 		Expect(md).To(HavePrefix("## faultline: ❌ 1 of 2 runs failed\n"))
 		Expect(md).To(ContainSubstring(fmt.Sprintf("| dlq-basics | 1 | ✅ passed | %d | 0 | %d | %d |", pass.Ledger.Created, pass.DLQ.Total, pass.Alerts.Pages)))
-		Expect(md).To(ContainSubstring(fmt.Sprintf("| payment-challenge | 1 | ❌ failed | %d | 0 | %d | 0 |", fail.Ledger.Created, fail.DLQ.Total)))
+		Expect(md).To(ContainSubstring(fmt.Sprintf("| payment-challenge | 1 | ❌ failed | %d | 0 | %d | %d |", fail.Ledger.Created, fail.DLQ.Total, fail.Alerts.Pages)))
 	})
 
 	It("details only the failed runs: failed expectations, the violation with its trail, the reproduce command", func() {
@@ -65,7 +65,8 @@ var _ = Describe("WriteMarkdown", func() {
 		Expect(md).NotTo(ContainSubstring("### ✅"))
 		Expect(md).To(ContainSubstring("### ❌ payment-challenge (seed 1)"))
 		Expect(tableRows(md)).To(HaveLen(2 + failedExpectations(fail)))
-		Expect(md).To(ContainSubstring("| pages with receiver slack-oncall ≥ 1 | ≥ 1 | 0 |"))
+		Expect(md).To(ContainSubstring("| a page within 1m0s of the first critical failure | ≤ 1m0s | no page for a critical failure |"))
+		Expect(md).To(ContainSubstring("**Invariant violated: critical-failure-paged** at +8m0.031s, job pay-auth:"))
 		Expect(md).To(ContainSubstring("**Invariant violated: no-retry-of-permanent-or-critical** at +3m0.031s, job pay-auth:"))
 		Expect(md).To(ContainSubstring("```text\n+3m0s  none → queued (enqueued), attempts 0\n"))
 		Expect(md).To(ContainSubstring("Reproduce:\n\n```sh\nfaultline run payment-challenge --seed 1\n```\n"))
@@ -106,6 +107,44 @@ var _ = Describe("WriteMarkdown", func() {
 		md := markdownOf(erroredRun())
 		Expect(md).To(ContainSubstring("### ⚠️ dlq-basics (seed 1)"))
 		Expect(md).To(ContainSubstring("**Error:**\n\n```text\nrequeue: dlq store: dial tcp 127.0.0.1:6379: connect: connection refused\n```"))
+	})
+
+	It("shows an interrupted run as such, its expectations not evaluated rather than failed", func() {
+		r := interruptedRun()
+		md := markdownOf(passingRun(), r)
+		Expect(md).To(HavePrefix("## faultline: ❌ 1 of 2 runs failed\n"))
+		Expect(md).To(ContainSubstring("| dlq-basics | 1 | ⚠️ interrupted |"))
+		Expect(md).To(ContainSubstring(fmt.Sprintf("**Interrupted:**\n\n```text\nrun stopped at +1m0s: context canceled\n```\n\n%d expectations not evaluated: the run did not reach its end.\n", len(r.Expectations))))
+		Expect(md).NotTo(ContainSubstring("Failed expectation"))
+	})
+
+	It("counts an invariant's violations and names its turned-off invariants", func() {
+		r := manyViolations()
+		r.Invariants[7] = reports.InvariantResult{Name: "critical-failure-paged", Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin: off)"}
+		md := markdownOf(r)
+		Expect(md).To(ContainSubstring("**Invariant violated: no-double-charge** at +0s, job charge-0:"))
+		Expect(md).To(ContainSubstring("And 249 more violations of no-double-charge (jobs charge-1, charge-2, charge-3, charge-4, charge-5, charge-6, charge-7, charge-8…).\n"))
+		Expect(md).To(ContainSubstring("Invariants not checked: critical-failure-paged (turned off (invariants.pageWithin: off)).\n"))
+	})
+
+	It("lists the warnings of passing runs after the failures, and a failing run's in its details", func() {
+		pass, fail := passingRun(), failingRun()
+		pass.Warnings = []string{"fault late never hit"}
+		fail.Warnings = []string{"fault early never hit"}
+		md := markdownOf(pass, fail)
+		Expect(md).To(ContainSubstring("\n⚠️ Warning: fault early never hit\n"))
+		Expect(md).To(HaveSuffix("**Warnings:**\n\n- dlq-basics (seed 1): fault late never hit\n"))
+	})
+
+	It("writes the same summary one run at a time, keeping only what it shows", func() {
+		rs := []*reports.Result{passingRun(), failingRun(), interruptedRun()}
+		mw := reports.NewMarkdownWriter()
+		for _, r := range rs {
+			Expect(mw.Add(r)).To(Succeed())
+		}
+		var b bytes.Buffer
+		Expect(mw.Finish(&b)).To(Succeed())
+		Expect(b.String()).To(Equal(markdownOf(rs...)))
 	})
 
 	It("stays compact for a sweep of many failing seeds", func() {

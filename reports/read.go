@@ -111,6 +111,12 @@ func Read(r io.Reader) (*Result, error) {
 	case version < 1:
 		return nil, readErr(data, valueAt(data, "reportVersion"), fmt.Sprintf("reportVersion %d: no faultline writes it (the first is 1)", version), nil)
 	}
+	if missing := missingKeys(top, "verdict", "ledger"); len(missing) > 0 {
+		// A report without its verdict or its ledger cannot be rendered or
+		// compared: reading zeros for it would state a run that never was.
+		return nil, readErr(data, start, "an incomplete faultline report: no "+strings.Join(missing, " and no ")+
+			" (every report has them: was it cut or edited?)", nil)
+	}
 	res := new(Result)
 	if err := json.Unmarshal(data, res); err != nil {
 		var te *json.UnmarshalTypeError
@@ -123,27 +129,60 @@ func Read(r io.Reader) (*Result, error) {
 	if err := checkVerdicts(data, res); err != nil {
 		return nil, err
 	}
+	if err := checkDurations(data, res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
-// checkVerdicts refuses a verdict that is none of the three.
-func checkVerdicts(data []byte, res *Result) error {
-	bad := func(path string, v Verdict) error {
-		return readErr(data, valueAt(data, path), fmt.Sprintf("%s: %q is not a verdict (passed, failed or errored)", path, string(v)), nil)
-	}
-	if !knownVerdict(res.Verdict) {
-		return bad("verdict", res.Verdict)
-	}
-	for i, e := range res.Expectations {
-		if !knownVerdict(e.Verdict) {
-			return bad(fmt.Sprintf("expectations[%d].verdict", i), e.Verdict)
+// checkDurations refuses a run length no run can have: negative, or
+// beyond MaxDurationMs (what a time.Duration holds), which would wrap
+// around in every offset a writer prints.
+func checkDurations(data []byte, res *Result) error {
+	for _, f := range []struct {
+		path string
+		ms   int64
+	}{{"durationMs", res.DurationMs}, {"endedAtMs", res.EndedAtMs}} {
+		if f.ms < 0 || f.ms > MaxDurationMs {
+			return readErr(data, valueAt(data, f.path), fmt.Sprintf("%s: %d ms is not a run length faultline can have (0 to about 292 years, what a duration holds)",
+				f.path, f.ms), nil)
 		}
 	}
 	return nil
 }
 
-// knownVerdict reports whether v is one of the three verdicts.
-func knownVerdict(v Verdict) bool { return v == Passed || v == Failed || v == Errored }
+// checkVerdicts refuses a verdict the report's version does not have: a
+// run is passed, failed, errored or (version 2) interrupted; an
+// expectation or invariant passed, failed, errored or (version 2)
+// skipped.
+func checkVerdicts(data []byte, res *Result) error {
+	run, item := []Verdict{Passed, Failed, Errored}, []Verdict{Passed, Failed, Errored}
+	if res.ReportVersion >= 2 {
+		run, item = append(run, Interrupted), append(item, Skipped)
+	}
+	bad := func(path string, v Verdict, known []Verdict) error {
+		names := make([]string, len(known))
+		for i, k := range known {
+			names[i] = string(k)
+		}
+		return readErr(data, valueAt(data, path), fmt.Sprintf("%s: %q is not a verdict of a version-%d report (%s or %s)",
+			path, string(v), res.ReportVersion, strings.Join(names[:len(names)-1], ", "), names[len(names)-1]), nil)
+	}
+	if !slices.Contains(run, res.Verdict) {
+		return bad("verdict", res.Verdict, run)
+	}
+	for i, e := range res.Expectations {
+		if !slices.Contains(item, e.Verdict) {
+			return bad(fmt.Sprintf("expectations[%d].verdict", i), e.Verdict, item)
+		}
+	}
+	for i, inv := range res.Invariants {
+		if !slices.Contains(item, inv.Verdict) {
+			return bad(fmt.Sprintf("invariants[%d].verdict", i), inv.Verdict, item)
+		}
+	}
+	return nil
+}
 
 // notAReport says that a JSON document starting with c is not an object.
 func notAReport(c byte) string {

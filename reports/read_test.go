@@ -36,6 +36,9 @@ func position(s string, off int) (int, int) {
 var _ = Describe("Read", func() {
 	var stored string
 
+	// current is how the stored report states its version.
+	current := fmt.Sprintf(`"reportVersion": %d,`, reports.ReportVersion)
+
 	BeforeEach(func() {
 		data, err := failingJSON()
 		Expect(err).NotTo(HaveOccurred())
@@ -83,7 +86,7 @@ var _ = Describe("Read", func() {
 	})
 
 	It("refuses a report from a newer faultline, naming both versions", func() {
-		newer := strings.Replace(stored, `"reportVersion": 1,`, fmt.Sprintf(`"reportVersion": %d,`, reports.ReportVersion+1), 1)
+		newer := strings.Replace(stored, current, fmt.Sprintf(`"reportVersion": %d,`, reports.ReportVersion+1), 1)
 		res, err := readString(newer)
 		Expect(res).To(BeNil())
 		Expect(err).To(MatchError(reports.ErrNewerVersion))
@@ -93,7 +96,7 @@ var _ = Describe("Read", func() {
 		Expect(errors.As(err, &ve)).To(BeTrue())
 		Expect(ve).To(Equal(&reports.NewerVersionError{Version: reports.ReportVersion + 1, Supported: reports.ReportVersion}))
 
-		Expect(readError(strings.Replace(stored, `"reportVersion": 1,`, `"reportVersion": 0,`, 1)).Error()).To(Equal(
+		Expect(readError(strings.Replace(stored, current, `"reportVersion": 0,`, 1)).Error()).To(Equal(
 			"line 2, column 20: reportVersion 0: no faultline writes it (the first is 1)"))
 	})
 
@@ -103,7 +106,7 @@ var _ = Describe("Read", func() {
 		line, col := position(bad, off)
 		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: seed: a string where a report has a non-negative integer`, line, col)))
 
-		bad = strings.Replace(stored, `"reportVersion": 1,`, `"reportVersion": "1",`, 1)
+		bad = strings.Replace(stored, current, `"reportVersion": "1",`, 1)
 		Expect(readError(bad).Error()).To(Equal(`line 2, column 20: reportVersion: a string where a report has an integer`))
 
 		// Deep in a list: the path names the index.
@@ -114,7 +117,9 @@ var _ = Describe("Read", func() {
 		line, col = position(bad, j+len(`"created": `))
 		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: ledger.byTask[1].created: the number 282.5 where a report has an integer`, line, col)))
 
-		bad = strings.Replace(stored, `"breakers": []`, `"breakers": {}`, 1)
+		i = strings.Index(stored, "\n  \"breakers\": [")
+		j = i + strings.Index(stored[i:], "\n  ],")
+		bad = stored[:i] + "\n  \"breakers\": {}," + stored[j+len("\n  ],"):]
 		off = strings.Index(bad, `"breakers": {}`) + len(`"breakers": `)
 		line, col = position(bad, off)
 		Expect(readError(bad).Error()).To(Equal(fmt.Sprintf(`line %d, column %d: breakers: an object where a report has an array`, line, col)))
@@ -123,14 +128,71 @@ var _ = Describe("Read", func() {
 		Expect(readError(bad).Msg).To(Equal(`alerts.byReceiver.x: a boolean where a report has an integer`))
 	})
 
-	It("refuses a verdict that is none of the three", func() {
+	It("refuses a verdict the report's version does not have", func() {
 		bad := strings.Replace(stored, `"verdict": "failed",`, `"verdict": "flaky",`, 1)
 		re := readError(bad)
-		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict (passed, failed or errored)`))
+		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict of a version-2 report (passed, failed, errored or interrupted)`))
 		Expect(re.Line).To(Equal(8))
 
 		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": ""`, 1)
-		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "" is not a verdict (passed, failed or errored)`))
+		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+
+		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": "interrupted"`, 1)
+		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "interrupted" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+
+		i := strings.Index(stored, `"invariants": [`)
+		j := i + strings.Index(stored[i:], `"verdict": "passed"`)
+		bad = stored[:j] + `"verdict": "maybe"` + stored[j+len(`"verdict": "passed"`):]
+		Expect(readError(bad).Msg).To(Equal(`invariants[0].verdict: "maybe" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+
+		v1, err := os.ReadFile("testdata/v1/payment-challenge.failing.json")
+		Expect(err).NotTo(HaveOccurred())
+		bad = strings.Replace(string(v1), `"verdict": "failed",`, `"verdict": "interrupted",`, 1)
+		Expect(readError(bad).Msg).To(Equal(`verdict: "interrupted" is not a verdict of a version-1 report (passed, failed or errored)`))
+	})
+
+	It("refuses a report missing its ledger or its verdict: zeros would state a run that never was", func() {
+		for _, key := range []string{"ledger", "verdict"} {
+			i := strings.Index(stored, "\n  \""+key+"\": ")
+			Expect(i).To(BeNumerically(">", 0))
+			renamed := stored[:i] + "\n  \"was-" + key + "\": " + stored[i+len("\n  \""+key+"\": "):]
+			Expect(readError(renamed).Error()).To(Equal("line 1, column 1: an incomplete faultline report: no " + key + " (every report has them: was it cut or edited?)"))
+		}
+	})
+
+	It("refuses a run length no run can have, with what the limit is", func() {
+		for _, ms := range []string{"9223372036854775807", "-1", "9223372036855"} {
+			bad := strings.Replace(stored, `"durationMs": 600000,`, `"durationMs": `+ms+`,`, 1)
+			Expect(readError(bad).Msg).To(Equal("durationMs: " + ms + " ms is not a run length faultline can have (0 to about 292 years, what a duration holds)"))
+		}
+		bad := strings.Replace(stored, `"endedAtMs": 600000,`, `"endedAtMs": 9223372036854775807,`, 1)
+		Expect(readError(bad).Msg).To(HavePrefix("endedAtMs: 9223372036854775807 ms is not a run length"))
+		// The longest a report can state is read.
+		long := strings.Replace(stored, `"durationMs": 600000,`, `"durationMs": 9223372036854,`, 1)
+		_, err := readString(long)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("still reads a version-1 report, as version 1 meant it", func() {
+		for _, name := range []string{"payment-challenge.failing.json", "dlq-basics.passing.json"} {
+			f, err := os.Open("testdata/v1/" + name)
+			Expect(err).NotTo(HaveOccurred())
+			r, err := reports.Read(f)
+			f.Close()
+			Expect(err).NotTo(HaveOccurred(), name)
+			Expect(r.ReportVersion).To(Equal(1))
+			Expect(r.Invariants).To(BeNil(), "version 1 does not record them")
+			// What version 1 meant: every invariant checked, the violated one failed.
+			invs := r.InvariantResults()
+			Expect(invs).To(HaveLen(len(reports.Invariants())))
+			for _, inv := range invs {
+				want := reports.Passed
+				if len(r.Violations) > 0 && inv.Name == r.Violations[0].Invariant {
+					want = reports.Failed
+				}
+				Expect(inv.Verdict).To(Equal(want), inv.Name)
+			}
+		}
 	})
 
 	It("ignores keys it does not know: a newer faultline may add fields without a new reportVersion", func() {

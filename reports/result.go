@@ -17,7 +17,23 @@ import (
 
 // ReportVersion is the version of the model's JSON form. It grows when a
 // field changes meaning or disappears; new fields do not bump it.
-const ReportVersion = 1
+//
+// Version 2: a run no longer stops at its first violation — Violations
+// lists every one (at most MaxListedViolations per invariant, Invariants
+// giving the totals) and expectations are judged on the whole run; an
+// interrupted run (Ctrl-C, a limit) has a verdict of its own and its
+// expectations are skipped, not judged; Invariants says which invariants
+// ran. Read still reads version 1.
+const ReportVersion = 2
+
+// MaxListedViolations is how many violations of one invariant a result
+// lists; InvariantResult.Violations counts them all.
+const MaxListedViolations = 100
+
+// MaxDurationMs is the longest run a report can describe: what a
+// time.Duration holds (about 292 years). Read refuses a report claiming a
+// longer one.
+const MaxDurationMs = int64(1<<63-1) / 1e6
 
 // Verdict is a run's or an expectation's outcome.
 type Verdict string
@@ -28,12 +44,21 @@ const (
 	Passed Verdict = "passed"
 	// Failed: an expectation did not hold or an invariant was violated.
 	Failed Verdict = "failed"
-	// Errored: the run could not be carried out (a component failed to
-	// start, the context was canceled).
+	// Errored: the run could not be carried out (a component or the store
+	// failed).
 	Errored Verdict = "errored"
+	// Interrupted: the run was stopped before its end (Ctrl-C, a canceled
+	// context, a limit such as the jobs in flight): its expectations were
+	// not evaluated, and it is not a pass. Since reportVersion 2.
+	Interrupted Verdict = "interrupted"
+	// Skipped is an expectation or invariant that was not judged: the run
+	// was interrupted or errored, or the invariant is turned off. Never a
+	// run's verdict. Since reportVersion 2.
+	Skipped Verdict = "skipped"
 )
 
-// String returns "passed", "failed" or "errored".
+// String returns "passed", "failed", "errored", "interrupted" or
+// "skipped".
 func (v Verdict) String() string { return string(v) }
 
 // Result is one run of one scenario with one seed.
@@ -51,19 +76,32 @@ type Result struct {
 	ScenarioHash string `json:"scenarioHash,omitempty"`
 	Seed         uint64 `json:"seed"`
 	// Verdict is Failed when any expectation failed or any invariant was
-	// violated, Errored when Error is set.
+	// violated, Errored when the run could not be carried out, Interrupted
+	// when it was stopped before its end (Error says why in both).
 	Verdict Verdict `json:"verdict"`
-	// Error says why an errored run stopped.
+	// Error says why an errored or interrupted run stopped.
 	Error string `json:"error,omitempty"`
 	// DurationMs is the virtual length of the scenario; EndedAtMs the
-	// offset the run reached (earlier when a violation stopped it).
+	// offset the run reached (earlier when it was interrupted or errored;
+	// in a version-1 report, also when a violation stopped it).
 	DurationMs int64 `json:"durationMs"`
 	EndedAtMs  int64 `json:"endedAtMs"`
 	// Reproduce is the command line that runs this scenario and seed again.
 	Reproduce    string        `json:"reproduce,omitempty"`
 	Expectations []Expectation `json:"expectations"`
-	Violations   []Violation   `json:"violations"`
-	Ledger       Ledger        `json:"ledger"`
+	// Violations are the invariant violations in the order they happened,
+	// at most MaxListedViolations of each invariant (Invariants counts them
+	// all). A version-1 report lists the first one only.
+	Violations []Violation `json:"violations"`
+	// Invariants says, per invariant, whether it was checked and held,
+	// was violated (how often), or was skipped (turned off, or the run did
+	// not reach its end). Absent from version-1 reports: see
+	// InvariantResults.
+	Invariants []InvariantResult `json:"invariants,omitempty"`
+	// Warnings are things a reader should know that do not fail the run,
+	// e.g. a fault that never hit.
+	Warnings []string `json:"warnings,omitempty"`
+	Ledger   Ledger   `json:"ledger"`
 	// Fates are where the explicit jobs, and the jobs an expectation
 	// names, ended, by job ID.
 	Fates     []JobFate    `json:"fates"`
@@ -90,7 +128,21 @@ type Expectation struct {
 	Verdict  Verdict `json:"verdict"`
 }
 
-// Violation is a broken invariant: the run stopped there.
+// InvariantResult is what became of one invariant in a run.
+type InvariantResult struct {
+	// Name is the invariant's (a Violation's Invariant).
+	Name string `json:"name"`
+	// Verdict is Passed (checked to the end, never violated), Failed
+	// (violated) or Skipped (turned off, or checked only until the run was
+	// interrupted or errored: Note says which).
+	Verdict Verdict `json:"verdict"`
+	// Violations counts every violation, listed or not.
+	Violations int64 `json:"violations"`
+	// Note says why a skipped invariant was not checked.
+	Note string `json:"note,omitempty"`
+}
+
+// Violation is a broken invariant, where and when it broke.
 type Violation struct {
 	// Invariant names the rule, e.g. "no-retry-of-permanent-or-critical".
 	Invariant string `json:"invariant"`
@@ -105,13 +157,17 @@ type Violation struct {
 
 // Ledger is where every created job ended up, and what happened on the way.
 type Ledger struct {
-	// Created = Queued + InFlight + Scheduled + Fallback + DeadLettered +
-	// Succeeded + Removed, always.
-	Created      int64 `json:"created"`
-	Queued       int64 `json:"queued"`
-	InFlight     int64 `json:"inFlight"`
-	Scheduled    int64 `json:"scheduled"`
-	Fallback     int64 `json:"fallback"`
+	// Created = Queued + InFlight + Scheduled + Fallback + HeldAtEnd +
+	// DeadLettered + Succeeded + Removed, always.
+	Created   int64 `json:"created"`
+	Queued    int64 `json:"queued"`
+	InFlight  int64 `json:"inFlight"`
+	Scheduled int64 `json:"scheduled"`
+	Fallback  int64 `json:"fallback"`
+	// HeldAtEnd counts jobs whose dead letters were decided but still wait
+	// in the held set for room in the DLQ (their handlers do not run
+	// again).
+	HeldAtEnd    int64 `json:"heldAtEnd"`
 	DeadLettered int64 `json:"deadLettered"`
 	Succeeded    int64 `json:"succeeded"`
 	// Removed counts jobs whose DLQ entry was evicted from a full DLQ or
@@ -135,14 +191,20 @@ type Ledger struct {
 	// Fenced counts completions refused because their lease was lost (a
 	// stalled or crashed worker's late answer).
 	Fenced int64 `json:"fenced"`
-	// Held counts dead letters the DLQ store could not take at once, kept
-	// by the worker and written when it came back; HeldMaxMs the longest
-	// such wait.
+	// Held counts dead letters the DLQ could not take at once (its store
+	// was away, or it was full under the reject policy), held — parked in
+	// the store's held set, or kept by the worker — and written to the DLQ
+	// later; HeldMaxMs the longest such wait, from the failure to the
+	// write. Kept counts the dead letters the held set had no room for,
+	// kept by the worker with their leases alive.
 	Held      int64 `json:"held"`
 	HeldMaxMs int64 `json:"heldMaxMs"`
-	// Refused counts dead letters a full DLQ refused (reject policy): the
-	// job stayed leased and came back.
-	Refused int64 `json:"refused"`
+	Kept      int64 `json:"kept"`
+	// Refused counts the jobs whose dead letters a full DLQ refused
+	// (reject policy), each once; RefusedTimes how many refusals there
+	// were in all. A refused dead letter is held, never run again.
+	Refused      int64 `json:"refused"`
+	RefusedTimes int64 `json:"refusedTimes"`
 	// BudgetDelayed counts the retries the retry budget pushed later than
 	// their backoff; BudgetExceeded those that ran over the budget after
 	// waiting the longest it allows (the reference policy only).
@@ -163,8 +225,8 @@ type TaskTotals struct {
 	Created      int64  `json:"created"`
 	Succeeded    int64  `json:"succeeded"`
 	DeadLettered int64  `json:"deadLettered"`
-	// Pending are queued, in flight or scheduled; Fallback in the batch
-	// queue.
+	// Pending are queued, in flight, scheduled or held (a decided dead
+	// letter waiting for room in the DLQ); Fallback in the batch queue.
 	Pending  int64 `json:"pending"`
 	Fallback int64 `json:"fallback"`
 	Removed  int64 `json:"removed"`
@@ -294,13 +356,16 @@ type Confusion struct {
 
 // Fault is one injected fault: where, what, when, and how often it hit.
 type Fault struct {
-	Name       string `json:"name"`
-	Target     string `json:"target"`
-	Model      string `json:"model"`
-	Class      string `json:"class,omitempty"`
-	Hits       int64  `json:"hits"`
-	FirstHitMs int64  `json:"firstHitMs"`
-	LastHitMs  int64  `json:"lastHitMs"`
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	Model  string `json:"model"`
+	Class  string `json:"class,omitempty"`
+	Hits   int64  `json:"hits"`
+	// RequireHits says the scenario requires the fault to hit: with zero
+	// hits the run fails (otherwise zero hits is a warning).
+	RequireHits bool  `json:"requireHits,omitempty"`
+	FirstHitMs  int64 `json:"firstHitMs"`
+	LastHitMs   int64 `json:"lastHitMs"`
 	// Windows are the [from, until) offsets its schedule was on, at most a
 	// cap; Truncated says there were more.
 	Windows   [][2]int64 `json:"windows"`
@@ -325,6 +390,9 @@ type Series struct {
 	InFlight   []int64 `json:"inFlight"`
 	Scheduled  []int64 `json:"scheduled"`
 	Fallback   []int64 `json:"fallback"`
+	// Held is the held set's size (dead letters decided, waiting for room
+	// in the DLQ) per sample; absent when a run never held one.
+	Held []int64 `json:"held,omitempty"`
 	// DLQBySeverity is the DLQ's depth (entries failed, quarantined or
 	// deleted) per severity.
 	DLQBySeverity map[string][]int64 `json:"dlqBySeverity"`
@@ -362,5 +430,40 @@ func (r *Result) JSON() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// Failed reports whether the run failed or errored.
+// Failed reports whether the run did not pass: failed, errored or
+// interrupted.
 func (r *Result) Failed() bool { return r.Verdict != Passed }
+
+// InvariantResults returns what became of each invariant: r.Invariants,
+// or, for a version-1 report (which does not record it), what version 1
+// meant: every invariant the simulator knows, failed when violated,
+// skipped when the run errored, else passed; plus any unknown invariant
+// that was violated.
+func (r *Result) InvariantResults() []InvariantResult {
+	if r.Invariants != nil {
+		return r.Invariants
+	}
+	count := map[string]int64{}
+	for _, v := range r.Violations {
+		count[v.Invariant]++
+	}
+	out := make([]InvariantResult, 0, len(invariants))
+	for _, inv := range invariants {
+		ir := InvariantResult{Name: inv.Name, Verdict: Passed, Violations: count[inv.Name]}
+		switch {
+		case ir.Violations > 0:
+			ir.Verdict = Failed
+		case r.Verdict == Errored || r.Verdict == Interrupted:
+			ir.Verdict, ir.Note = Skipped, "not checked to the end: the run "+string(r.Verdict)
+		}
+		out = append(out, ir)
+		delete(count, inv.Name)
+	}
+	for _, v := range r.Violations {
+		if n, ok := count[v.Invariant]; ok {
+			out = append(out, InvariantResult{Name: v.Invariant, Verdict: Failed, Violations: n})
+			delete(count, v.Invariant)
+		}
+	}
+	return out
+}

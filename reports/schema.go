@@ -54,7 +54,7 @@ var fieldDocs = map[string]string{
 	"Violation.AtMs":  "The virtual offset of the violation, in milliseconds.",
 	"Violation.Seed":  "The seed of the run.",
 
-	"Ledger.Created":       "Jobs created. Created = queued + inFlight + scheduled + fallback + deadLettered + succeeded + removed, always.",
+	"Ledger.Created":       "Jobs created. Created = queued + inFlight + scheduled + fallback + heldAtEnd + deadLettered + succeeded + removed, always.",
 	"Ledger.Queued":        "Jobs waiting in the work queue at the end.",
 	"Ledger.InFlight":      "Jobs leased by a worker at the end.",
 	"Ledger.Scheduled":     "Jobs waiting for a retry at the end.",
@@ -71,7 +71,8 @@ var fieldDocs = map[string]string{
 	"Ledger.LeaseExpiries": "Leases that expired, the job coming back to the queue (a crashed or stalled worker).",
 	"Ledger.Evicted":       "DLQ entries evicted from a full DLQ.",
 	"Ledger.Purged":        "DLQ entries purged by an operator.",
-	"Ledger.HeldMaxMs":     "The longest a held dead letter waited for the DLQ store, in milliseconds.",
+	"Ledger.HeldMaxMs":     "The longest a held dead letter waited for the DLQ (its store away, or no room), from its failure to its write, in milliseconds.",
+	"Ledger.HeldAtEnd":     "Jobs whose dead letters were decided but still wait in the held set for room in the DLQ at the end.",
 
 	"TaskTotals.Task":         "The task's name.",
 	"TaskTotals.Created":      "The task's jobs created.",
@@ -148,6 +149,7 @@ var fieldDocs = map[string]string{
 	"Series.IntervalMs": "The sampling interval, in milliseconds of virtual time.",
 	"Series.AtMs":       "The virtual offset of each sample, in milliseconds.",
 	"Series.Queued":     "Jobs in the work queue, per sample.",
+	"Series.Held":       "Dead letters decided and waiting in the held set for room in the DLQ, per sample; absent when a run never held one.",
 	"Series.InFlight":   "Jobs in flight, per sample.",
 	"Series.Scheduled":  "Jobs waiting for a retry, per sample.",
 	"Series.Fallback":   "Jobs in the batch queue, per sample.",
@@ -210,7 +212,7 @@ func (g *schemaGen) defSchema(t reflect.Type) orderedObject {
 		return orderedObject{
 			{"description", g.docs.types[t.Name()]},
 			{"type", "string"},
-			{"enum", []Verdict{Passed, Failed, Errored}},
+			{"enum", []Verdict{Passed, Failed, Errored, Interrupted, Skipped}},
 		}
 	}
 	return g.structSchema(t)

@@ -184,6 +184,7 @@ func fullResult() *reports.Result {
 	r.Verdict, r.Error = reports.Errored, "boom"
 	r.Steps = append(r.Steps, reports.Step{AtMs: 1, Kind: "requeue", Detail: "matched 0", Error: "dlq store down"})
 	r.Breakers = append(r.Breakers, reports.Transition{AtMs: 1, Breaker: "payment-gateway", From: "closed", To: "open", Reason: "failures"})
+	r.Series.Held = make([]int64, len(r.Series.AtMs)) // a run that held a dead letter
 	return r
 }
 
@@ -213,7 +214,7 @@ var _ = Describe("The JSON Schema", func() {
 		s := schemaDoc()
 		defs := s["$defs"].(map[string]any)
 		Expect(defs).To(HaveKey("Verdict"))
-		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored")))
+		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored", "interrupted", "skipped")))
 		all := map[string]any{"Result": s}
 		for name, d := range defs {
 			all[name] = d
@@ -236,7 +237,10 @@ var _ = Describe("The JSON Schema", func() {
 	It("validates real reports, and every key it describes occurs in one", func() {
 		s := schemaDoc()
 		val := &validator{root: s, seen: map[string]bool{}}
-		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult()} {
+		warned := passingRun()
+		warned.Warnings = []string{"fault smtp-busy never hit"}
+		warned.Faults[0].RequireHits = true
+		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned} {
 			data, err := r.JSON()
 			Expect(err).NotTo(HaveOccurred())
 			var v any
@@ -267,7 +271,7 @@ var _ = Describe("The JSON Schema", func() {
 		Expect(val.validate(s, v, "report", "Result")).To(ConsistOf(
 			`report: required key "seed" missing`,
 			`report: key "extra" is not in the schema`,
-			`report.verdict: flaky is not one of [passed failed errored]`,
+			`report.verdict: flaky is not one of [passed failed errored interrupted skipped]`,
 			`report.ledger.lost: want an integer, got none`,
 			`report.faults[0].windows[0]: 1 items, want at least 2`,
 		))

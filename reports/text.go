@@ -50,18 +50,25 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	t := textWriter{w: bw, color: o.Color}
 	t.verdict(r)
 	failed := failedExpectations(r)
-	if r.Verdict == Errored || len(r.Violations) > 0 || len(failed) > 0 {
+	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 {
 		t.line(0, "")
 	}
-	if r.Verdict == Errored {
+	switch r.Verdict {
+	case Errored:
 		t.line(2, t.paint(ansiYellow, "error: ")+indentMore(r.Error, 4))
+	case Interrupted:
+		t.line(2, t.paint(ansiYellow, "interrupted: ")+indentMore(r.Error, 4))
+		if n := len(skippedExpectations(r)); n > 0 {
+			t.line(4, fmt.Sprintf("%d %s not evaluated: a run that did not reach its end proves nothing either way", n, plural(n, "expectation", "expectations")))
+		}
 	}
-	for _, v := range r.Violations {
-		t.violation(v)
-	}
+	t.violations(r)
 	for _, e := range failed {
 		t.line(2, t.paint(ansiRed, "✗ ")+e.Name)
 		t.line(6, fmt.Sprintf("expected %s, got %s", e.Expected, e.Actual))
+	}
+	for _, w := range r.Warnings {
+		t.line(2, t.paint(ansiYellow, "⚠ warning: ")+w)
 	}
 	if o.Verbose {
 		t.verbose(r)
@@ -107,6 +114,8 @@ func (t textWriter) verdict(r *Result) {
 		word, code = "FAIL", ansiRed
 	case Errored:
 		word, code = "ERROR", ansiYellow
+	case Interrupted:
+		word, code = "INTERRUPTED", ansiYellow
 	}
 	head := fmt.Sprintf("%s  %s  seed %d", t.paint(ansiBold+code, word), r.Scenario, r.Seed)
 	if r.ScenarioFile != "" && r.ScenarioFile != "builtin:"+r.Scenario {
@@ -116,6 +125,38 @@ func (t textWriter) verdict(r *Result) {
 	t.line(2, summaryLine(r))
 	if r.EndedAtMs < r.DurationMs {
 		t.line(2, fmt.Sprintf("stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs)))
+	}
+}
+
+// textViolationCap is how many violations of one invariant the text
+// report shows with their trail; textViolationLines how many more get a
+// line each.
+const (
+	textViolationCap   = 1
+	textViolationLines = 5
+)
+
+// violations writes the broken invariants: per invariant, the first
+// violation with its rule and trail, a few more on a line each, and how
+// many there were in all.
+func (t textWriter) violations(r *Result) {
+	for _, inv := range r.InvariantResults() {
+		if inv.Verdict != Failed {
+			continue
+		}
+		vs := violationsOf(r, inv.Name)
+		for i, v := range vs {
+			switch {
+			case i < textViolationCap:
+				t.violation(v)
+			case i < textViolationCap+textViolationLines:
+				t.line(6, fmt.Sprintf("also at %s%s: %s", fmtOffset(v.AtMs), jobSuffix(v.JobID), v.Message))
+			}
+		}
+		if shown := int64(min(len(vs), textViolationCap+textViolationLines)); inv.Violations > shown {
+			t.line(6, fmt.Sprintf("… and %d more %s of %s (%d in all)", inv.Violations-shown,
+				plural(int(inv.Violations-shown), "violation", "violations"), inv.Name, inv.Violations))
+		}
 	}
 }
 
@@ -138,9 +179,25 @@ func (t textWriter) violation(v Violation) {
 // faults and the steps.
 func (t textWriter) verbose(r *Result) {
 	l := r.Ledger
+	t.heading("invariants")
+	for _, inv := range r.InvariantResults() {
+		mark := t.paint(ansiGreen, "✓")
+		what := "held"
+		switch inv.Verdict {
+		case Failed:
+			mark, what = t.paint(ansiRed, "✗"), fmt.Sprintf("violated %d %s", inv.Violations, plural(int(inv.Violations), "time", "times"))
+		case Skipped, Errored:
+			mark, what = t.paint(ansiDim, "–"), "not checked: "+inv.Note
+		}
+		t.line(4, mark+" "+inv.Name+": "+what)
+	}
 	t.heading("ledger")
-	t.line(4, fmt.Sprintf("created %d = queued %d + in flight %d + scheduled %d + fallback %d + dead-lettered %d + succeeded %d + removed %d; lost %d",
-		l.Created, l.Queued, l.InFlight, l.Scheduled, l.Fallback, l.DeadLettered, l.Succeeded, l.Removed, l.Lost))
+	held := ""
+	if l.HeldAtEnd > 0 {
+		held = fmt.Sprintf(" + held %d", l.HeldAtEnd)
+	}
+	t.line(4, fmt.Sprintf("created %d = queued %d + in flight %d + scheduled %d + fallback %d%s + dead-lettered %d + succeeded %d + removed %d; lost %d",
+		l.Created, l.Queued, l.InFlight, l.Scheduled, l.Fallback, held, l.DeadLettered, l.Succeeded, l.Removed, l.Lost))
 	if moves := nonZero(ledgerMoves(l)); moves != "" {
 		t.line(4, "moves: "+moves)
 	}
@@ -300,12 +357,14 @@ func (in *indenter) Write(p []byte) (int, error) {
 func summaryLine(r *Result) string {
 	l := r.Ledger
 	s := fmt.Sprintf("%d jobs: %d succeeded, %d dead-lettered, %d pending, %d in fallback, %d lost; %d %s, %d %s",
-		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled, l.Fallback, l.Lost,
+		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.HeldAtEnd, l.Fallback, l.Lost,
 		r.Alerts.Notifications, plural(int(r.Alerts.Notifications), "notification", "notifications"),
 		r.Alerts.Pages, plural(int(r.Alerts.Pages), "page", "pages"))
 	n, failed := len(r.Expectations), len(failedExpectations(r))
-	switch {
+	switch skipped := len(skippedExpectations(r)); {
 	case n == 0:
+	case skipped > 0:
+		s += fmt.Sprintf("; %d of %d %s not evaluated", skipped, n, plural(n, "expectation", "expectations"))
 	case failed == 0:
 		s += fmt.Sprintf("; %d %s held", n, plural(n, "expectation", "expectations"))
 	default:
@@ -325,7 +384,7 @@ func ledgerMoves(l Ledger) []namedCount {
 	return []namedCount{
 		{"attempts", l.Attempts}, {"retries", l.Retries}, {"dead letters", l.DeadLetters}, {"requeues", l.Requeues},
 		{"diversions", l.Diversions}, {"drained", l.Drained}, {"released", l.Released}, {"lease expiries", l.LeaseExpiries},
-		{"evicted", l.Evicted}, {"purged", l.Purged}, {"fenced", l.Fenced}, {"held", l.Held}, {"refused", l.Refused},
+		{"evicted", l.Evicted}, {"purged", l.Purged}, {"fenced", l.Fenced}, {"held", l.Held}, {"kept", l.Kept}, {"refused", l.Refused}, {"refusals", l.RefusedTimes},
 		{"budget-delayed", l.BudgetDelayed}, {"budget-exceeded", l.BudgetExceeded}, {"charges", l.Charges},
 	}
 }
@@ -353,11 +412,23 @@ func countsOf[N int | int64](m map[string]N) string {
 	return strings.Join(parts, ", ")
 }
 
-// failedExpectations returns the expectations that did not pass.
+// failedExpectations returns the expectations that were judged and did
+// not pass.
 func failedExpectations(r *Result) []Expectation {
 	var out []Expectation
 	for _, e := range r.Expectations {
-		if e.Verdict != Passed {
+		if e.Verdict != Passed && e.Verdict != Skipped {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// skippedExpectations returns the expectations that were not evaluated.
+func skippedExpectations(r *Result) []Expectation {
+	var out []Expectation
+	for _, e := range r.Expectations {
+		if e.Verdict == Skipped {
 			out = append(out, e)
 		}
 	}

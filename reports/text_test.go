@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -19,21 +20,23 @@ func textOf(r *reports.Result, o reports.TextOptions) string {
 
 var _ = Describe("WriteText", func() {
 	It("writes a passing run as a verdict line and its totals", func() {
-		out := textOf(passingRun(), reports.TextOptions{})
+		r := passingRun()
+		out := textOf(r, reports.TextOptions{})
 		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 		Expect(lines).To(HaveLen(2))
 		Expect(lines[0]).To(Equal("PASS  dlq-basics  seed 1"))
 		Expect(lines[1]).To(ContainSubstring("0 lost"))
-		Expect(lines[1]).To(HaveSuffix("11 expectations held"))
+		Expect(lines[1]).To(HaveSuffix(fmt.Sprintf("%d expectations held", len(r.Expectations))))
 	})
 
 	It("writes a failed run's violation with its trail, its failed expectations and the reproduce command", func() {
 		out := textOf(failingRun(), reports.TextOptions{})
 		Expect(out).To(HavePrefix("FAIL  payment-challenge  seed 1\n"))
-		Expect(out).To(ContainSubstring("stopped at +3m0.031s of 10m0s"))
+		Expect(out).NotTo(ContainSubstring("stopped at"), "a violation no longer stops the run")
 		Expect(out).To(ContainSubstring("✗ invariant no-retry-of-permanent-or-critical at +3m0.031s, job pay-auth (seed 1)"))
+		Expect(out).To(ContainSubstring("✗ invariant critical-failure-paged at +8m0.031s, job pay-auth (seed 1)"))
 		Expect(out).To(ContainSubstring("      trail:\n        +3m0s  none → queued (enqueued), attempts 0\n"))
-		Expect(out).To(ContainSubstring("  ✗ pages with receiver slack-oncall ≥ 1\n      expected ≥ 1, got 0\n"))
+		Expect(out).To(ContainSubstring("  ✗ a page within 1m0s of the first critical failure\n      expected ≤ 1m0s, got no page for a critical failure\n"))
 		Expect(out).To(HaveSuffix("  reproduce: faultline run payment-challenge --seed 1\n"))
 		Expect(out).NotTo(ContainSubstring("ledger"))
 	})
@@ -47,12 +50,14 @@ var _ = Describe("WriteText", func() {
 	It("adds the ledger, the DLQ, the alerts, the classifier, the breakers and the faults when verbose", func() {
 		out := textOf(failingRun(), reports.TextOptions{Verbose: true})
 		for _, s := range []string{
-			"created 1065 = queued 0 + in flight 1 + scheduled 2",
-			"DLQ at the end: 2 entries",
+			"✗ no-retry-of-permanent-or-critical: violated 1 time\n",
+			"✓ conservation: held\n",
+			"created 2870 = queued 0 + in flight 0 + scheduled 0",
+			"DLQ at the end: 38 entries",
 			"pay-declined",
-			"alerts: 2 notifications, 0 pages, 0 rejected",
+			"alerts: 5 notifications, 1 page, 0 rejected",
 			"critical       1    said transient 1",
-			"breaker transitions: 0",
+			"breaker transitions: 5",
 			"revoked-key       dependency/payment-gateway  auth-failure     1 hit (+3m0s … +3m0s)",
 		} {
 			Expect(out).To(ContainSubstring(s))
@@ -74,6 +79,40 @@ var _ = Describe("WriteText", func() {
 		Expect(out).To(HavePrefix("\x1b[1m\x1b[31mFAIL\x1b[0m  payment-challenge"))
 		Expect(out).To(ContainSubstring("\x1b[31m✗ invariant no-retry-of-permanent-or-critical\x1b[0m"))
 		Expect(textOf(passingRun(), reports.TextOptions{Color: true})).To(HavePrefix("\x1b[1m\x1b[32mPASS\x1b[0m"))
+	})
+
+	It("writes an interrupted run as such: why it stopped, its expectations not evaluated, not listed as failed", func() {
+		r := interruptedRun()
+		n := len(r.Expectations)
+		out := textOf(r, reports.TextOptions{})
+		Expect(out).To(HavePrefix("INTERRUPTED  dlq-basics  seed 1\n"))
+		Expect(out).To(ContainSubstring(fmt.Sprintf("; %d of %d expectations not evaluated\n  stopped at +1m0s of 5m0s\n", n, n)))
+		Expect(out).To(ContainSubstring(fmt.Sprintf("  interrupted: run stopped at +1m0s: context canceled\n    %d expectations not evaluated: a run that did not reach its end proves nothing either way\n", n)))
+		Expect(out).NotTo(ContainSubstring("✗"))
+		Expect(textOf(interruptedRun(), reports.TextOptions{Verbose: true})).To(ContainSubstring(
+			"    – conservation: not checked: not checked to the end: the run was interrupted at +1m0s\n"))
+	})
+
+	It("lists a turned-off invariant as not checked, never as held", func() {
+		r := passingRun()
+		r.Invariants[7] = reports.InvariantResult{Name: "critical-failure-paged", Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin: off)"}
+		Expect(textOf(r, reports.TextOptions{Verbose: true})).To(ContainSubstring("    – critical-failure-paged: not checked: turned off (invariants.pageWithin: off)\n"))
+	})
+
+	It("shows the first violation of an invariant with its trail, a few more on a line each, and how many in all", func() {
+		out := textOf(manyViolations(), reports.TextOptions{})
+		Expect(out).To(ContainSubstring("  ✗ invariant no-double-charge at +0s, job charge-0 (seed 1)\n"))
+		Expect(out).To(ContainSubstring("      also at +1s, job charge-1: the payment of job charge-1 was charged 2 times: the job has no idempotency key\n"))
+		Expect(out).To(ContainSubstring("      also at +5s, job charge-5: "))
+		Expect(out).NotTo(ContainSubstring("charge-6"))
+		Expect(out).To(ContainSubstring("      … and 244 more violations of no-double-charge (250 in all)\n"))
+		Expect(strings.Count(out, "trail:")).To(Equal(3), "one trail per violated invariant")
+	})
+
+	It("warns of a fault that never hit", func() {
+		r := passingRun()
+		r.Warnings = []string{"fault late (outage on dependency/smtp) never hit"}
+		Expect(textOf(r, reports.TextOptions{})).To(ContainSubstring("\n  ⚠ warning: fault late (outage on dependency/smtp) never hit\n"))
 	})
 
 	It("makes a reproduce command from the scenario file when the run has none", func() {

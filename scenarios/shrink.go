@@ -26,6 +26,9 @@ type ShrinkResult struct {
 	Signature string
 	// Runs counts the runs Shrink made; Removed the faults it removed.
 	Runs, Removed int
+	// Idle names the faults removed at the end because they never hit in
+	// the shrunk run: a fault that never hit cannot be the cause.
+	Idle []string
 	// Exhausted says the run budget ran out before no step helped.
 	Exhausted bool
 }
@@ -37,8 +40,8 @@ func Signature(r *reports.Result) string {
 	if r == nil {
 		return ""
 	}
-	if r.Verdict == reports.Errored {
-		return "errored: " + r.Error
+	if r.Verdict == reports.Errored || r.Verdict == reports.Interrupted {
+		return string(r.Verdict) + ": " + r.Error
 	}
 	if len(r.Violations) > 0 {
 		return "invariant " + r.Violations[0].Invariant
@@ -60,6 +63,12 @@ var ErrPasses = errors.New("the scenario passes with this seed: nothing to shrin
 // cycle, its number of calls and its probability, keeps the first change
 // that still fails, and starts again, until no change helps or maxRuns runs
 // were made (default 200). Everything but the faults stays as it was.
+//
+// The result never presents a fault that did not hit as (part of) the
+// cause: a fault thinned to zero hits, or one that never hit at all, is
+// removed from the shrunk schedule at the end (one more run checks it
+// still fails the same way, and it does: a fault that never hit changed
+// nothing; were it otherwise, the fault is kept and not listed in Idle).
 func Shrink(ctx context.Context, l *Loaded, seed uint64, run RunFunc, maxRuns int) (*ShrinkResult, error) {
 	if maxRuns <= 0 {
 		maxRuns = 200
@@ -107,8 +116,38 @@ func Shrink(ctx context.Context, l *Loaded, seed uint64, run RunFunc, maxRuns in
 			break
 		}
 	}
+	if err := dropIdle(ctx, out, want, try); err != nil {
+		return out, err
+	}
 	out.Removed = original - len(out.Document.Faults)
 	return out, nil
+}
+
+// dropIdle removes from out's document the faults that never hit in its
+// run, if the run without them still fails the way wanted.
+func dropIdle(ctx context.Context, out *ShrinkResult, want string, try func(*Document) (*reports.Result, error)) error {
+	idle := map[string]bool{}
+	for _, f := range out.Result.Faults {
+		if f.Hits == 0 {
+			idle[f.Name] = true
+		}
+	}
+	if len(idle) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cand := cloneFaults(out.Document)
+	cand.Faults = slices.DeleteFunc(cand.Faults, func(f Fault) bool { return idle[f.Name] })
+	r, err := try(cand)
+	out.Runs++
+	if err != nil || Signature(r) != want {
+		return nil
+	}
+	out.Document, out.Result = cand, r
+	out.Idle = slices.Sorted(maps.Keys(idle))
+	return nil
 }
 
 // withFaults converts d (which differs from l's document in its faults

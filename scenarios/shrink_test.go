@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"strings"
 	"testing/fstest"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -65,6 +66,36 @@ var _ = Describe("Shrink", func() {
 	run := func(ctx context.Context, sc sim.Scenario, seed uint64) (*reports.Result, error) {
 		return sim.Run(ctx, sc, sim.WithSeed(seed))
 	}
+
+	It("never presents a fault that did not hit as the cause: it is dropped from the shrunk schedule", func() {
+		// A sixth fault, on after the last arrival: nothing calls the
+		// gateway while it is on.
+		idle := strings.Replace(fiveFaults, "expect:\n", `  - name: late-outage
+    target: dependency/payment-gateway
+    model: outage
+    schedule: {from: 290s}
+expect:
+`, 1)
+		l, err := scenarios.LoadFS(fstest.MapFS{"six.yaml": {Data: []byte(idle)}}, "six.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, budget := range []int{1, 200} {
+			res, err := scenarios.Shrink(context.Background(), l, 3, run, budget)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Signature).To(Equal("expectation dead-lettered = 0"))
+			Expect(res.Document.Faults).NotTo(ContainElement(HaveField("Name", "late-outage")), "budget %d", budget)
+			for _, f := range res.Result.Faults {
+				Expect(f.Hits).To(BeNumerically(">", 0), "fault %s in the shrunk run (budget %d)", f.Name, budget)
+			}
+			if budget == 1 {
+				// The budget was spent on the original run: only the
+				// clean-up removed the idle fault, in one more run.
+				Expect(res.Exhausted).To(BeTrue())
+				Expect(res.Idle).To(Equal([]string{"late-outage"}))
+				Expect(res.Document.Faults).To(HaveLen(5))
+				Expect(res.Runs).To(Equal(2))
+			}
+		}
+	})
 
 	It("shrinks five fault windows to the one that causes the failure", func() {
 		l, err := scenarios.LoadFS(fstest.MapFS{"five.yaml": {Data: []byte(fiveFaults)}}, "five.yaml")

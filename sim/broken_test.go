@@ -2,6 +2,8 @@ package sim_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,10 +232,14 @@ func badData() sim.Scenario {
 	return sc
 }
 
+// violation returns the run's first violation; the run went on to its
+// end all the same.
 func violation(res *reports.Result) reports.Violation {
 	GinkgoHelper()
 	Expect(res.Verdict).To(Equal(reports.Failed))
-	Expect(res.Violations).To(HaveLen(1))
+	Expect(res.Violations).NotTo(BeEmpty())
+	Expect(res.EndedAtMs).To(Equal(res.DurationMs), "a violation no longer stops the run")
+	fmt.Fprintf(GinkgoWriter, "%d violations: %v\n", len(res.Violations), res.Invariants)
 	return res.Violations[0]
 }
 
@@ -280,16 +286,28 @@ var _ = Describe("a team's broken component", func() {
 	})
 
 	Describe("a store whose DLQ trims silently", func() {
-		It("fails the run on the first dead-lettered job whose entry is gone", func() {
+		It("fails the run naming every dead-lettered job whose entry is gone, each once, and runs to its end", func() {
 			var ts *trimmingStore
 			res := run(badData(), sim.WithStore(openTrimming(5, &ts)))
 			v := violation(res)
 			Expect(ts.dropped).NotTo(BeEmpty())
 			Expect(v.Invariant).To(Equal(sim.InvConservation))
-			Expect(v.JobID).To(Equal(slices.Min(ts.dropped)))
+			Expect(v.JobID).To(Equal(ts.dropped[0]))
 			Expect(v.Message).To(HavePrefix("job " + v.JobID + " was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event"))
-			Expect(v.Message).To(HaveSuffix("(5 entries held, %d dead-lettered)", 5+len(ts.dropped)))
+			Expect(v.Message).To(MatchRegexp(`\(5 entries held, \d+ dead-lettered\)$`))
 			Expect(v.Trail[len(v.Trail)-1]).To(ContainSubstring("in-flight → dead-lettered (dead-lettered)"))
+
+			named := map[string]int{}
+			for _, v := range res.Violations {
+				Expect(v.Invariant).To(Equal(sim.InvConservation), v.Message)
+				named[v.JobID]++
+			}
+			Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: sim.InvConservation, Verdict: reports.Failed, Violations: int64(len(ts.dropped))}))
+			Expect(len(ts.dropped)).To(BeNumerically(">", reports.MaxListedViolations), "enough to be capped")
+			Expect(res.Violations).To(HaveLen(reports.MaxListedViolations))
+			Expect(slices.Sorted(maps.Keys(named))).To(Equal(slices.Sorted(slices.Values(ts.dropped[:reports.MaxListedViolations]))), "each dropped job named once, in order, up to the cap")
+			Expect(res.Expectations).To(ConsistOf(reports.Expectation{Name: "lost = 0", Expected: "= 0", Actual: strconv.Itoa(len(ts.dropped)), Verdict: reports.Failed}),
+				"judged on the whole run: every dropped job is lost")
 		})
 
 		It("passes with the reference store", func() {

@@ -31,11 +31,17 @@
 // counts against it; at the end, its DLQ listing), legal moves, nothing
 // after success, one DLQ entry per job, no retry of a failure whose
 // injected class is permanent or critical, attempts within the policy, no
-// payment charged twice, a page within Invariants.PageWithin of every
+// payment charged twice, no re-run of a job whose dead letter is decided
+// (held, kept or written: its handler never runs again until a requeue,
+// however the job would come back), a page within Invariants.PageWithin of every
 // critical failure, at most one page per fingerprint per repeat interval,
-// and legal breaker transitions. The first violation stops the run; the
-// result names the invariant, the job, its trail, the seed and the virtual
-// time. Memory grows with the jobs not yet done, not with those that
+// and legal breaker transitions. A violation does not stop the run: it
+// goes on to its end and records every violation (each job once per
+// invariant; the first reports.MaxListedViolations of an invariant listed,
+// all counted), each naming the invariant, the job, its trail, the seed
+// and the virtual time, so that expectations are judged on the whole run.
+// Only a canceled context or a limit (ErrLimit) stops a run early: its
+// verdict is reports.Interrupted and its expectations are not evaluated. Memory grows with the jobs not yet done, not with those that
 // succeeded.
 //
 // # The system under test

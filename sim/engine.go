@@ -427,12 +427,14 @@ func (w *world) at(at time.Duration, f func()) clock.Timer {
 	return w.clk.AfterFunc(max(at-w.now(), 0), f)
 }
 
-// run drives the clock until the scenario's end or the first violation.
+// run drives the clock until the scenario's end: a violation is recorded
+// and the run goes on; only an error (a store failure, a canceled context,
+// a limit) stops it early.
 func (w *world) run() *reports.Result {
 	w.schedule()
 	endAt := w.start.Add(w.end)
 	for {
-		if w.led.violation != nil || len(w.errs) > 0 {
+		if len(w.errs) > 0 {
 			break
 		}
 		if w.kick {
@@ -461,7 +463,7 @@ func (w *world) run() *reports.Result {
 			}
 		}
 	}
-	if w.led.violation == nil && len(w.errs) == 0 && w.now() < w.end {
+	if len(w.errs) == 0 && w.now() < w.end {
 		w.clk.RunUntil(endAt) // nothing is pending: just move the clock
 	}
 	return w.result()
@@ -1171,26 +1173,25 @@ func (w *world) sample() {
 // reconcile compares the ledger with the store's counts; at the end (full)
 // it also lists the DLQ and checks every dead-lettered job has one entry.
 func (w *world) reconcile(full bool) {
-	if w.led.violation != nil {
-		return
-	}
 	c, err := w.backend.Counts(w.ctx)
 	if err != nil {
 		return // a store outage: the next sample checks again
 	}
 	l := w.led
-	if int64(c.Queued) != l.counts[disposition.Queued] || int64(c.InFlight) != l.counts[disposition.InFlight] ||
-		int64(c.Scheduled) != l.counts[disposition.Scheduled] || int64(c.Fallback) != l.counts[disposition.Fallback] {
+	if l.mismatch(0, int64(c.Queued)-l.counts[disposition.Queued], int64(c.InFlight)-l.counts[disposition.InFlight],
+		int64(c.Scheduled)-l.counts[disposition.Scheduled], int64(c.Fallback)-l.counts[disposition.Fallback]) {
 		l.fail(InvConservation, nil, "the store holds %d queued, %d in flight, %d scheduled, %d in fallback; its moves account for %d, %d, %d, %d: a job moved without an event",
 			c.Queued, c.InFlight, c.Scheduled, c.Fallback, l.counts[disposition.Queued], l.counts[disposition.InFlight], l.counts[disposition.Scheduled], l.counts[disposition.Fallback])
-		return
 	}
 	st, err := w.backend.Stats(w.ctx)
 	if err != nil {
 		return
 	}
 	inDLQ := int64(st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()] + st.ByStatus[dlq.Deleted.String()] + st.Corrupt)
-	if inDLQ == l.counts[disposition.DeadLettered] && !full {
+	// A difference is reported once until it changes; the DLQ is listed
+	// when it is new, and at the end.
+	fresh := l.mismatch(1, inDLQ-l.counts[disposition.DeadLettered])
+	if !fresh && !full {
 		return
 	}
 	// List the DLQ: which dead-lettered job has no entry, or two?
@@ -1216,18 +1217,18 @@ func (w *world) reconcile(full bool) {
 		}
 	}
 	slices.Sort(ids)
+	blamed := false // a job named explains the difference
 	for _, id := range ids {
+		blamed = blamed || seen[id] != 1
 		switch seen[id] {
 		case 1:
 		case 0:
 			l.fail(InvConservation, l.jobs[id], "job %s was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event (%d entries held, %d dead-lettered)", id, inDLQ, l.counts[disposition.DeadLettered])
-			return
 		default:
 			l.fail(InvOneDLQEntry, l.jobs[id], "job %s has %d DLQ entries", id, seen[id])
-			return
 		}
 	}
-	if inDLQ != l.counts[disposition.DeadLettered] {
+	if fresh && !blamed {
 		l.fail(InvConservation, nil, "the DLQ store holds %d entries that are failed, quarantined, deleted or corrupt, but %d jobs were dead-lettered", inDLQ, l.counts[disposition.DeadLettered])
 	}
 }

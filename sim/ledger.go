@@ -27,8 +27,29 @@ const (
 	InvBreakerLegal    = "breaker-transitions-legal"
 )
 
-// Violation is a broken invariant; Run stops at the first one.
+// Violation is a broken invariant. A run does not stop at one: it runs to
+// its end and records every violation (at most
+// reports.MaxListedViolations of each invariant listed, all counted).
 type Violation = reports.Violation
+
+// invariantNames are the invariants in declaration order: a rec keeps one
+// bit per invariant its job has violated.
+var invariantNames = []string{InvConservation, InvLegalMove, InvNoMoveAfterDone, InvOneDLQEntry, InvNoRetryOfFinal,
+	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal}
+
+func invariantBit(name string) uint16 {
+	for i, n := range invariantNames {
+		if n == name {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// maxUnknownJobs bounds how many jobs the ledger does not know (never
+// created, or forgotten after they succeeded) it remembers having
+// reported.
+const maxUnknownJobs = 10_000
 
 // states counted by the ledger: the disposition states plus Removed.
 const (
@@ -87,6 +108,9 @@ type rec struct {
 	everDLQ   bool
 	requeued  int32
 	finalSeen bool
+	// violated has a bit per invariant this job already violated (see
+	// invariantBit): a job is listed once per invariant.
+	violated uint16
 }
 
 func (r *rec) add(it trailItem) {
@@ -193,7 +217,14 @@ type ledger struct {
 	// margins (true × said, true × route) are summed when read.
 	confusionN [8][8][8]int64
 
-	violation *Violation
+	// violations are the violations listed, in order; violationN counts
+	// every violation per invariant, listed or not.
+	violations []Violation
+	violationN map[string]int64
+	// lastMismatch is the last difference reconcile found between the
+	// store's counts and the ledger's, per check: reported once until it
+	// changes.
+	lastMismatch [2][4]int64
 }
 
 func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *ledger {
@@ -204,6 +235,7 @@ func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttemp
 		deadBy:      make(map[dlKey]int64),
 		maxAttempts: maxAttempts,
 		watched:     watched,
+		violationN:  make(map[string]int64),
 	}
 }
 
@@ -219,17 +251,77 @@ func (l *ledger) task(name string) int32 {
 	return i
 }
 
-// fail records the run's violation (the first one only).
+// fail records a violation; the run goes on. A job is named once per
+// invariant (a job charged three times is one double charge); the first
+// reports.MaxListedViolations of an invariant are listed with the job's
+// trail, the rest only counted.
 func (l *ledger) fail(invariant string, r *rec, format string, args ...any) {
-	if l.violation != nil {
+	if r != nil {
+		bit := invariantBit(invariant)
+		if r.violated&bit != 0 {
+			return
+		}
+		r.violated |= bit
+	}
+	l.violationN[invariant]++
+	if l.violationN[invariant] > reports.MaxListedViolations {
 		return
 	}
-	v := &Violation{Invariant: invariant, Message: fmt.Sprintf(format, args...), AtMs: l.now().Milliseconds(), Seed: l.seed}
+	v := Violation{Invariant: invariant, Message: fmt.Sprintf(format, args...), AtMs: l.now().Milliseconds(), Seed: l.seed}
 	if r != nil {
 		v.JobID = r.id
 		v.Trail = r.lines(l.start)
 	}
-	l.violation = v
+	l.violations = append(l.violations, v)
+}
+
+// mismatch records the difference d between the store's counts and the
+// ledger's for check kind, and reports whether it is one to report: not
+// zero, and not the one last recorded.
+func (l *ledger) mismatch(kind int, d ...int64) bool {
+	var k [4]int64
+	copy(k[:], d)
+	if k == l.lastMismatch[kind] {
+		return false
+	}
+	l.lastMismatch[kind] = k
+	return k != [4]int64{}
+}
+
+// violated reports whether any invariant was violated.
+func (l *ledger) violated() bool { return len(l.violations) > 0 }
+
+// stranger returns a record for a job the ledger does not hold — never
+// created, or forgotten once it succeeded — so that its moves are followed
+// (and it is reported once) from now on: in state, with the event's task.
+func (l *ledger) stranger(e disposition.Event, state disposition.State) *rec {
+	if len(l.jobs) >= maxUnknownJobs && state == disposition.None {
+		// Bounded: past this many, an unknown job is counted, not followed.
+		return nil
+	}
+	r := l.register(e.JobID, e.Task, 0)
+	r.watched = true
+	if state == disposition.Succeeded {
+		r.state = state
+		l.counts[state]++
+		l.byTask[r.task][state]++
+	}
+	return r
+}
+
+// shift moves r, in the counts, from where the ledger had it to state
+// from, where the store says it was: after a violation, the ledger follows
+// the store so that one lost event is one violation, not a cascade.
+func (l *ledger) shift(r *rec, from disposition.State) {
+	if s := r.state; s != disposition.None {
+		l.counts[s]--
+		l.byTask[r.task][s]--
+	}
+	if from != disposition.None {
+		l.counts[from]++
+		l.byTask[r.task][from]++
+	}
+	r.state = from
 }
 
 // jobNumber returns the number of a generated job ID ("<task>-<n>").
@@ -290,15 +382,19 @@ func (l *ledger) observe(e disposition.Event) {
 	}
 	if r == nil {
 		if n, ok := jobNumber(e.JobID); ok && l.isSucceeded(n) {
-			l.fail(InvNoMoveAfterDone, nil, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
+			r = l.stranger(e, disposition.Succeeded)
 		} else {
-			l.fail(InvConservation, nil, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
+			r = l.stranger(e, disposition.None)
+			if r == nil {
+				l.fail(InvConservation, nil, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
+				return
+			}
+			l.fail(InvConservation, r, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
 		}
-		return
 	}
-	if r.state == disposition.Succeeded {
-		l.fail(InvNoMoveAfterDone, r, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
-		return
+	if e.From >= numStates || e.To >= numStates {
+		l.fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
+		return // no state the ledger can count it in
 	}
 	at := l.now() // the store's events carry the simulator's now
 	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, text: string(e.Reason), attempts: int32(e.Attempts)})
@@ -307,12 +403,15 @@ func (l *ledger) observe(e disposition.Event) {
 		state = disposition.None
 	}
 	if e.From != state {
-		l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
-		return
+		if r.state == disposition.Succeeded {
+			l.fail(InvNoMoveAfterDone, r, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
+		} else {
+			l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
+		}
+		l.shift(r, e.From)
 	}
-	if e.From >= numStates || e.To >= numStates || !legal[e.From][e.To] {
+	if !legal[e.From][e.To] {
 		l.fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
-		return
 	}
 	from, to := e.From, e.To
 	if to == disposition.None {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,7 +16,7 @@ import (
 
 // result assembles the run's report model.
 func (w *world) result() *reports.Result {
-	if w.led.violation == nil && len(w.errs) == 0 {
+	if len(w.errs) == 0 {
 		w.led.checkCreated(w.made)
 		w.reconcile(true)
 	}
@@ -69,17 +70,45 @@ func (w *world) result() *reports.Result {
 	res.DLQ = w.dlqSummary()
 	res.Faults = w.faultReport()
 
+	// The run's end: reached, or stopped by an error or an interruption.
+	stopped := ""
 	if len(w.errs) > 0 {
-		res.Verdict = reports.Errored
+		res.Verdict = reports.Interrupted
+		for _, err := range w.errs {
+			if !interruption(err) {
+				res.Verdict = reports.Errored
+			}
+		}
 		res.Error = errors.Join(w.errs...).Error()
-		return res
+		stopped = "the run errored at " + fmtOffset(w.now())
+		if res.Verdict == reports.Interrupted {
+			stopped = "the run was interrupted at " + fmtOffset(w.now())
+		}
 	}
-	if v := w.led.violation; v != nil {
-		res.Violations = append(res.Violations, *v)
-	}
+	res.Violations = append(res.Violations, w.led.violations...)
+	res.Invariants = w.invariants(stopped)
+
 	obs := &Observation{Result: res, w: w}
 	for _, e := range w.sc.Expect {
 		res.Expectations = append(res.Expectations, e.Evaluate(obs))
+	}
+	for _, f := range res.Faults {
+		switch {
+		case f.RequireHits:
+			res.Expectations = append(res.Expectations, reports.Expectation{Name: "fault " + f.Name + " hits at least once (requireHits)",
+				Expected: "≥ 1 hit", Actual: fmt.Sprintf("%d %s", f.Hits, plural(f.Hits, "hit", "hits")), Verdict: verdict(f.Hits > 0)})
+		case f.Hits == 0 && stopped == "":
+			res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s (%s on %s) never hit: no call reached its target while it was on, so the run did not test it (requireHits: true makes this a failure)",
+				f.Name, f.Model, f.Target))
+		}
+	}
+	if stopped != "" {
+		// Judged on part of a run, an expectation would mean nothing.
+		for i := range res.Expectations {
+			e := &res.Expectations[i]
+			e.Actual, e.Verdict = "not evaluated: "+stopped, reports.Skipped
+		}
+		return res
 	}
 	res.Verdict = reports.Passed
 	if len(res.Violations) > 0 {
@@ -91,6 +120,35 @@ func (w *world) result() *reports.Result {
 		}
 	}
 	return res
+}
+
+// invariants says what became of each invariant: violated, held to the
+// end, or skipped — turned off, or checked only until the run stopped
+// (stopped says where; "" for a run that reached its end).
+func (w *world) invariants(stopped string) []reports.InvariantResult {
+	out := make([]reports.InvariantResult, 0, len(invariantNames))
+	for _, name := range invariantNames {
+		ir := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: w.led.violationN[name]}
+		switch {
+		case ir.Violations > 0:
+			ir.Verdict = reports.Failed
+		case name == InvCriticalPaged && w.pageWithin < 0:
+			ir.Verdict, ir.Note = reports.Skipped, "turned off (invariants.pageWithin: off)"
+		case name == InvAttempts && w.led.maxAttempts <= 0:
+			ir.Verdict, ir.Note = reports.Skipped, "turned off: the retry policy sets no maximum of attempts"
+		case stopped != "":
+			ir.Verdict, ir.Note = reports.Skipped, "not checked to the end: "+stopped
+		}
+		out = append(out, ir)
+	}
+	return out
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func (w *world) dlqSummary() reports.DLQ {
@@ -143,6 +201,9 @@ func (w *world) faultReport() []reports.Fault {
 	wins := w.inj.Windows(w.end, maxWindows)
 	for i, s := range stats {
 		f := reports.Fault{Name: s.Name, Target: s.Target.String(), Model: s.Model, Hits: s.Hits, Windows: [][2]int64{}}
+		if i < len(w.sc.Faults) && w.sc.Faults[i].Name == s.Name {
+			f.RequireHits = w.sc.Faults[i].RequireHits
+		}
 		if s.Class != 0 {
 			f.Class = s.Class.String()
 		}
@@ -171,7 +232,7 @@ func (w *world) lost() int64 {
 	if err != nil {
 		return 0
 	}
-	held := int64(c.Queued+c.InFlight+c.Scheduled+c.Fallback) +
+	held := int64(c.Queued+c.InFlight+c.Scheduled+c.Fallback+c.Held) +
 		int64(st.ByStatus[dlq.Failed.String()]+st.ByStatus[dlq.Quarantined.String()]+st.ByStatus[dlq.Deleted.String()]+st.Corrupt)
 	return max(w.made-held-w.led.counts[disposition.Succeeded]-w.led.counts[removed], 0)
 }

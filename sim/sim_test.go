@@ -137,7 +137,16 @@ var _ = Describe("Run", func() {
 		sc.Faults[0].Model = faults.GatewayTimeout{After: 5 * time.Second, ChargedProbability: 1}
 		res := run(sc)
 		Expect(res.Verdict).To(Equal(reports.Failed))
-		Expect(res.Violations).To(HaveLen(1))
+		Expect(res.EndedAtMs).To(Equal(res.DurationMs), "the run goes on after a violation")
+		// Every doubly charged job is named, once.
+		jobs := map[string]bool{}
+		for _, v := range res.Violations {
+			Expect(v.Invariant).To(Equal(sim.InvNoDoubleCharge))
+			Expect(jobs).NotTo(HaveKey(v.JobID))
+			jobs[v.JobID] = true
+		}
+		Expect(len(jobs)).To(BeNumerically(">", 1))
+		Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: sim.InvNoDoubleCharge, Verdict: reports.Failed, Violations: int64(len(jobs))}))
 		v := res.Violations[0]
 		Expect(v.Invariant).To(Equal(sim.InvNoDoubleCharge))
 		Expect(v.Message).To(ContainSubstring("ignored idempotency key"))

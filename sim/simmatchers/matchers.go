@@ -78,8 +78,10 @@ func checkNil(r *reports.Result) error {
 
 // Pass succeeds when the run's verdict is passed: every expectation held
 // and no invariant was violated. Its failure lists the failed expectations
-// with what was expected and what happened, and the violation with the
-// job's trail (or the error of a run that errored).
+// with what was expected and what happened, and each violated invariant's
+// first violation with the job's trail and how many more there were (or
+// the error of a run that errored or was interrupted, whose expectations
+// were not evaluated).
 func Pass() types.GomegaMatcher {
 	return gcustom.MakeMatcher(func(r *reports.Result) (bool, error) {
 		if err := checkNil(r); err != nil {
@@ -107,16 +109,36 @@ func (passData) Held(r *reports.Result) string {
 // violation.
 func (passData) Problems(r *reports.Result) []string {
 	var out []string
-	if r.Error != "" {
+	switch {
+	case r.Verdict == reports.Interrupted:
+		out = append(out, "the run was interrupted: "+r.Error)
+	case r.Error != "":
 		out = append(out, "the run errored: "+r.Error)
 	}
+	skipped := int64(0)
 	for _, e := range r.Expectations {
-		if e.Verdict != reports.Passed {
+		switch e.Verdict {
+		case reports.Passed:
+		case reports.Skipped:
+			skipped++
+		default:
 			out = append(out, fmt.Sprintf("expectation failed: %s: expected %s, got %s", e.Name, e.Expected, e.Actual))
 		}
 	}
-	for _, v := range r.Violations {
-		out = append(out, violation(v, true))
+	if skipped > 0 {
+		out = append(out, plural(skipped, "expectation", "expectations")+" not evaluated: the run did not reach its end")
+	}
+	for _, inv := range r.InvariantResults() {
+		first := true
+		for _, v := range r.Violations {
+			if v.Invariant == inv.Name && first {
+				out = append(out, violation(v, true))
+				first = false
+			}
+		}
+		if inv.Violations > 1 {
+			out = append(out, fmt.Sprintf("and %s of %s", plural(inv.Violations-1, "more violation", "more violations"), inv.Name))
+		}
 	}
 	if len(out) == 0 {
 		out = append(out, "the report records no failed expectation, violation or error")
@@ -396,7 +418,7 @@ func (dlqData) Left(r *reports.Result) []string {
 	return out
 }
 
-// HaveViolated succeeds when the run stopped on a violation of invariant
+// HaveViolated succeeds when the run recorded a violation of invariant
 // (one of the sim.Inv... names). Its failure names the invariant that was
 // violated instead, if any; negated, it shows the violation and its trail.
 func HaveViolated(invariant string) types.GomegaMatcher {
@@ -424,9 +446,14 @@ func (d violatedData) Instead(r *reports.Result) string {
 	if len(r.Violations) == 0 {
 		return "it violated none"
 	}
-	s := make([]string, len(r.Violations))
+	const most = 5
+	s := make([]string, 0, most+1)
 	for i, v := range r.Violations {
-		s[i] = violation(v, false)
+		if i == most {
+			s = append(s, fmt.Sprintf("and %d more", len(r.Violations)-most))
+			break
+		}
+		s = append(s, violation(v, false))
 	}
 	return "it violated another: " + strings.Join(s, "; ")
 }

@@ -11,12 +11,27 @@ import (
 )
 
 // printer writes the verdicts: one block per run, or, for a seed sweep,
-// one block per scenario with the first failing seed in detail.
+// one block per scenario with the first failing seed in detail. A sweep's
+// group keeps no result: what its block shows of a run is taken when the
+// run comes (its seed, the first failing run's details, the next failing
+// seeds' verdicts), so that the results can be let go of at once.
 type printer struct {
 	w     io.Writer
 	sweep bool
 	color bool
-	group []*job
+	group *sweepGroup
+}
+
+// sweepGroup is what a sweep's block needs of one scenario's runs.
+type sweepGroup struct {
+	t           *target
+	first, last uint64
+	runs        int
+	// bad lists the first failing seeds; nBad counts them all.
+	bad    []uint64
+	nBad   int
+	detail bytes.Buffer // the first failing run's details
+	more   []string     // "seed N: verdict" of the next failing runs
 }
 
 func (p *printer) add(j *job) {
@@ -24,50 +39,60 @@ func (p *printer) add(j *job) {
 		printRun(p.w, j, p.color)
 		return
 	}
-	if len(p.group) > 0 && p.group[0].t != j.t {
+	if p.group != nil && p.group.t != j.t {
 		p.flush()
 	}
-	p.group = append(p.group, j)
+	if p.group == nil {
+		p.group = &sweepGroup{t: j.t, first: j.seed}
+	}
+	g := p.group
+	g.last = j.seed
+	g.runs++
+	if j.err == nil && !j.res.Failed() {
+		return
+	}
+	g.nBad++
+	if len(g.bad) < 20 {
+		g.bad = append(g.bad, j.seed)
+	}
+	switch {
+	case g.nBad == 1:
+		details(&g.detail, j, p.color)
+	case len(g.more) < 9:
+		g.more = append(g.more, fmt.Sprintf("  seed %d: %s\n", j.seed, failure(j)))
+	}
 }
 
 // flush prints the pending sweep group.
 func (p *printer) flush() {
-	if len(p.group) == 0 {
+	g := p.group
+	if g == nil {
 		return
 	}
-	g := p.group
 	p.group = nil
-	var bad []*job
-	for _, j := range g {
-		if j.err != nil || j.res.Failed() {
-			bad = append(bad, j)
-		}
-	}
-	name := g[0].t.loaded.Scenario.Name
-	seeds := fmt.Sprintf("seeds %d..%d", g[0].seed, g[len(g)-1].seed)
-	if len(bad) == 0 {
-		fmt.Fprintf(p.w, "PASS  %s  %s: %d runs\n", name, seeds, len(g))
-		if c := claim(g[0].t.loaded.Scenario.Description); c != "" {
+	name := g.t.loaded.Scenario.Name
+	seeds := fmt.Sprintf("seeds %d..%d", g.first, g.last)
+	if g.nBad == 0 {
+		fmt.Fprintf(p.w, "PASS  %s  %s: %d runs\n", name, seeds, g.runs)
+		if c := claim(g.t.loaded.Scenario.Description); c != "" {
 			fmt.Fprintf(p.w, "  proved: %s\n", c)
 		}
 		return
 	}
-	list := make([]string, 0, min(len(bad), 20))
-	for i, j := range bad {
-		if i == 20 {
-			list = append(list, fmt.Sprintf("… %d more", len(bad)-20))
-			break
-		}
-		list = append(list, fmt.Sprint(j.seed))
+	list := make([]string, 0, len(g.bad)+1)
+	for _, seed := range g.bad {
+		list = append(list, fmt.Sprint(seed))
 	}
-	fmt.Fprintf(p.w, "FAIL  %s  %s: %d of %d runs failed (seeds %s)\n", name, seeds, len(bad), len(g), strings.Join(list, ", "))
-	details(p.w, bad[0], p.color)
-	for i, j := range bad[1:] {
-		if i == 9 {
-			fmt.Fprintf(p.w, "  … and %d more failing seeds\n", len(bad)-10)
-			break
-		}
-		fmt.Fprintf(p.w, "  seed %d: %s\n", j.seed, failure(j))
+	if g.nBad > len(g.bad) {
+		list = append(list, fmt.Sprintf("… %d more", g.nBad-len(g.bad)))
+	}
+	fmt.Fprintf(p.w, "FAIL  %s  %s: %d of %d runs failed (seeds %s)\n", name, seeds, g.nBad, g.runs, strings.Join(list, ", "))
+	_, _ = g.detail.WriteTo(p.w)
+	for _, m := range g.more {
+		io.WriteString(p.w, m)
+	}
+	if g.nBad > 1+len(g.more) {
+		fmt.Fprintf(p.w, "  … and %d more failing seeds\n", g.nBad-1-len(g.more))
 	}
 }
 
@@ -145,6 +170,7 @@ func conservation(l reports.Ledger) string {
 		{l.InFlight, "in flight", false},
 		{l.Scheduled, "scheduled for a retry", false},
 		{l.Fallback, "in the fallback queue", false},
+		{l.HeldAtEnd, "held for room in the DLQ", false},
 	}
 	var sum int64
 	parts := make([]string, 0, len(terms))

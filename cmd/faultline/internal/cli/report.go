@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,7 +60,9 @@ says what is wrong and where).`,
 		Long: `Compare two reports of the same scenario (say, two versions of a team's handler):
 expectations that flipped, invariant violations that appeared or went, dispositions that
 moved, alert counts. Exit codes: 0 no regression; 1 a regression (an expectation now
-failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readable report.`,
+failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readable report,
+or the two reports are of different scenarios (nothing to compare). Reports of version 1
+(before a run went on past its first violation) are read too.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage(c, errors.New("report diff needs two JSON reports: OLD NEW"))
@@ -76,6 +77,10 @@ failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readabl
 			cur, err := readReport(args[1])
 			if err != nil {
 				return err
+			}
+			if err := reports.Comparable(old, cur); err != nil {
+				return &InvalidInputError{Err: fmt.Errorf("%s and %s: %w", args[0], args[1], err),
+					Hint: "Try: faultline report diff OLD.json NEW.json with two runs of the same scenario"}
 			}
 			d := reports.Diff(reports.Redact(old), reports.Redact(cur)) // what it prints is masked
 			if err := reports.WriteDiff(c.OutOrStdout(), d); err != nil {
@@ -135,50 +140,6 @@ func colorFor(w io.Writer) bool {
 	return ok && isTerminal(f)
 }
 
-// writeRunReports writes the reports of a run: per run, the JSON and HTML
-// files (for a seed sweep, the failing runs' only, plus summary.json); for
-// all runs together, junit.xml and summary.md.
-func writeRunReports(dir string, formats []string, jobs []*job, sweep bool) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	all := results(jobs)
-	for _, format := range formats {
-		switch format {
-		case "junit", "md":
-			name := map[string]string{"junit": "junit.xml", "md": "summary.md"}[format]
-			if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return writeFormat(w, format, all, false) }); err != nil {
-				return err
-			}
-		case "json", "html":
-			for _, r := range all {
-				if sweep && !r.Failed() {
-					continue
-				}
-				name := fmt.Sprintf("%s.seed-%d.%s", safeName(r.Scenario), r.Seed, format)
-				if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return writeFormat(w, format, []*reports.Result{r}, false) }); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if sweep {
-		return writeSummary(dir, jobs)
-	}
-	return nil
-}
-
-// results returns the finished jobs' results, in job order.
-func results(jobs []*job) []*reports.Result {
-	var all []*reports.Result
-	for _, j := range jobs {
-		if j.done() && j.res != nil {
-			all = append(all, j.res)
-		}
-	}
-	return all
-}
-
 func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -187,25 +148,6 @@ func writeFile(path string, write func(io.Writer) error) error {
 	if err := write(f); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// appendStepSummary appends the Markdown summary of the runs to the file
-// GitHub Actions names in GITHUB_STEP_SUMMARY, when it is set.
-func appendStepSummary(jobs []*job) error {
-	path := os.Getenv("GITHUB_STEP_SUMMARY")
-	if path == "" {
-		return nil
-	}
-	all := results(jobs)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
-	}
-	if err := reports.WriteMarkdown(f, all); err != nil {
-		f.Close()
-		return err
 	}
 	return f.Close()
 }

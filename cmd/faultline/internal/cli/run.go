@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,6 +218,8 @@ type job struct {
 	res   *reports.Result
 	err   error
 	state jobState
+	// verdict is res's, kept when res is released (see release).
+	verdict reports.Verdict
 }
 
 // done says the job finished: res or err is its outcome.
@@ -296,12 +297,23 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 
 	bar := newBar(errw, f.progress, len(jobs))
 	p := &printer{w: out, sweep: sweep, color: colorFor(out)}
+	// Each run is printed and written as it finishes, in order, then let
+	// go of: memory stays flat in the number of runs.
+	sink, err := newRunSink(f.reportDir, formats, sweep)
+	if err != nil {
+		return err
+	}
 	execute(ctx, jobs, f.parallel, func(done []*job) {
 		if bar != nil {
 			_ = bar.Clear() // a result line starts on a line of its own
 		}
 		for _, j := range done {
 			p.add(j)
+			sink.add(j)
+			j.release()
+			if afterRelease != nil {
+				afterRelease()
+			}
 		}
 		if bar != nil {
 			_ = bar.Add(len(done))
@@ -314,37 +326,43 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	p.flush()
 
 	interrupted := ctx.Err() != nil
-	failed, errored, ran := 0, 0, 0
+	failed, errored, stopped, ran := 0, 0, 0, 0
 	for _, j := range jobs {
-		switch {
-		case !j.done():
-		case j.err != nil || j.res.Verdict == reports.Errored:
+		if !j.done() {
+			continue
+		}
+		ran++
+		switch j.outcome() {
+		case reports.Errored:
 			errored++
-			ran++
-		case j.res.Failed():
-			failed++
-			ran++
+		case reports.Interrupted:
+			stopped++
+		case reports.Passed:
 		default:
-			ran++
+			failed++
 		}
 	}
 	shrunk := &shrunkOut{path: f.shrunkOut}
 	if !interrupted && !f.noShrink {
 		shrinkFailures(ctx, out, jobs, shrunk)
 	}
-	if len(formats) > 0 {
-		if err := writeRunReports(f.reportDir, formats, jobs, sweep); err != nil {
-			return err
-		}
+	wrote, err := sink.close()
+	if err != nil {
+		return err
+	}
+	if wrote {
 		fmt.Fprintf(out, "reports written to %s\n", f.reportDir)
 	}
-	if err := appendStepSummary(jobs); err != nil {
+	if err := sink.closeStep(); err != nil {
 		fmt.Fprintln(errw, "faultline:", err)
 	}
 	fmt.Fprintf(out, "%d %s, %d %s: %d passed, %d failed", len(targets), plural(len(targets), "scenario", "scenarios"),
-		ran, plural(ran, "run", "runs"), ran-failed-errored, failed)
+		ran, plural(ran, "run", "runs"), ran-failed-errored-stopped, failed)
 	if errored > 0 {
 		fmt.Fprintf(out, ", %d errored", errored)
+	}
+	if stopped > 0 {
+		fmt.Fprintf(out, ", %d interrupted (expectations not evaluated)", stopped)
 	}
 	if interrupted {
 		fmt.Fprintf(out, "; interrupted: %d of %d runs not made", len(jobs)-ran, len(jobs))
@@ -358,8 +376,8 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		return fmt.Errorf("%d %s could not be carried out", errored, plural(errored, "run", "runs"))
 	case failed > 0:
 		return fmt.Errorf("%d of %d runs failed: %w", failed, ran, ErrChecksFailed)
-	case interrupted:
-		return fmt.Errorf("%w after %d of %d runs: not a pass: %w", ErrInterrupted, ran, len(jobs), ErrChecksFailed)
+	case interrupted || stopped > 0:
+		return fmt.Errorf("%w after %d of %d runs: not a pass: %w", ErrInterrupted, ran-stopped, len(jobs), ErrChecksFailed)
 	}
 	return nil
 }
@@ -373,10 +391,15 @@ func plural(n int, one, many string) string {
 
 // execute runs the jobs on n workers and reports finished jobs in job
 // order (a job is reported once every job before it is finished or
-// canceled), so the output does not depend on n.
+// canceled), so the output does not depend on n. A worker runs at most
+// aheadPerWorker·n jobs past the first one not yet reported, so that the
+// results waiting for a slow run to be reported stay bounded, whatever
+// the number of runs.
 func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 	var mu sync.Mutex
+	caughtUp := sync.NewCond(&mu)
 	next, reported := 0, 0
+	ahead := aheadPerWorker * max(n, 1)
 	flush := func(final bool) {
 		var ready []*job
 		for reported < len(jobs) {
@@ -391,6 +414,7 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 		}
 		if len(ready) > 0 {
 			report(ready)
+			caughtUp.Broadcast()
 		}
 	}
 	var wg sync.WaitGroup
@@ -400,6 +424,9 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 			defer wg.Done()
 			for {
 				mu.Lock()
+				for next < len(jobs) && next-reported >= ahead && ctx.Err() == nil {
+					caughtUp.Wait()
+				}
 				if next >= len(jobs) || ctx.Err() != nil {
 					mu.Unlock()
 					return
@@ -416,9 +443,11 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 				}
 
 				mu.Lock()
-				if ctx.Err() != nil && (err != nil || res.Verdict == reports.Errored) {
-					j.state = canceled
+				if ctx.Err() != nil && err != nil {
+					j.state = canceled // stopped before it started
 				} else {
+					// A run stopped by Ctrl-C has a result of its own:
+					// verdict interrupted, expectations not evaluated.
 					j.res, j.err, j.state = res, err, finished
 				}
 				flush(false)
@@ -429,6 +458,10 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 	wg.Wait()
 	flush(true)
 }
+
+// aheadPerWorker bounds how far past the first unreported job the workers
+// run (see execute).
+const aheadPerWorker = 4
 
 func isTerminal(f *os.File) bool {
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
@@ -464,27 +497,6 @@ func reportFormats(s string) ([]string, error) {
 	return out, nil
 }
 
-// writeSummary writes summary.json: one line a run of a seed sweep.
-func writeSummary(dir string, jobs []*job) error {
-	type row struct {
-		Scenario string          `json:"scenario"`
-		Seed     uint64          `json:"seed"`
-		Verdict  reports.Verdict `json:"verdict"`
-		Failure  string          `json:"failure,omitempty"`
-	}
-	summary := []row{}
-	for _, j := range jobs {
-		if j.done() && j.res != nil {
-			summary = append(summary, row{j.res.Scenario, j.seed, j.res.Verdict, masked(scenarios.Signature(j.res))})
-		}
-	}
-	b, err := json.MarshalIndent(summary, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
-}
-
 func safeName(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
@@ -499,7 +511,7 @@ func safeName(s string) string {
 func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrunkOut) {
 	seen := map[*target]bool{}
 	for _, j := range jobs {
-		if !j.done() || j.res == nil || !j.res.Failed() || j.res.Verdict == reports.Errored || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
+		if !j.done() || j.outcome() != reports.Failed || seen[j.t] || len(j.t.loaded.Document.Faults) == 0 {
 			continue
 		}
 		seen[j.t] = true

@@ -71,13 +71,6 @@ type taskGen struct {
 	target faults.Target
 }
 
-type held struct {
-	lease queue.Lease
-	o     worker.Outcome
-	since time.Duration
-	rec   *rec
-}
-
 type breakerRun struct {
 	name  string
 	b     Breaker
@@ -162,7 +155,9 @@ type world struct {
 	critFPs   map[string]bool
 	firstPage time.Duration
 	hasPage   bool
-	holds     []*held
+	// mon is the DLQ monitor, when the scenario has one: it hears the
+	// store's overflow reports as they happen.
+	mon *worker.Monitor
 	// sharedKeys are the idempotency keys explicit jobs were given (two
 	// jobs may share one); keyCharges counts their charges per key.
 	sharedKeys map[string]bool
@@ -290,6 +285,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	// The store.
 	cfg := store.Config{Namespace: "sim", DLQCapacity: sc.System.DLQ.Capacity, Overflow: sc.System.DLQ.Overflow,
 		LostLeaseUsesAttempt: sc.System.DLQ.LostLeaseUsesAttempt, Observer: w.observe}
+	cfg.OnOverflow = w.overflow
 	if o.store != nil {
 		w.backend, err = o.store(ctx, w.env, cfg)
 	} else {
@@ -374,7 +370,8 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: w.core, Queue: w.backend, DLQ: w.dlqW})
+	w.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: w.core, Queue: w.backend, DLQ: w.dlqW,
+		LeaseTTL: w.sc.Workers.LeaseTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +386,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
+		w.mon = mon
 		mon.Start()
 	}
 	if a := sc.System.AutoRetry; a != nil {
@@ -794,8 +792,10 @@ func (w *world) complete(s *slot) {
 	w.setIdle(s)
 }
 
-// apply carries an outcome out, holding a dead letter the DLQ store could
-// not take.
+// apply carries an outcome out. A dead letter the DLQ refused (full, reject)
+// or could not take (its store away) is parked in the store's held set by
+// the pipeline, or kept by it in memory when the held set is full too; its
+// handler never runs again, and retryHolds writes it later.
 func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 	err := w.pipeline.Apply(w.ctx, l, o, w.clk.Now())
 	switch {
@@ -806,33 +806,24 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 			// (Redis scripts get integer milliseconds).
 			w.at(ceilMs(o.At.Sub(w.start)), w.forwardFn)
 		}
+		if o.Action == worker.DeadLetter && r != nil && r.state == disposition.Held {
+			w.led.note(r, "the DLQ did not take the dead letter: it is held with its entry; only the write is retried")
+			w.scheduleHolds()
+		}
 	case errors.Is(err, queue.ErrLeaseLost):
 		w.led.settle(r, false)
 		w.led.totals.Fenced++
 		if r != nil {
 			w.led.note(r, "late completion (%s) fenced off: the lease was lost", o.Action)
 		}
-	case errors.Is(err, dlq.ErrFull):
-		// Held in flight by a full DLQ (reject policy): it comes back when
-		// the lease expires.
-		w.led.settle(r, false)
-		w.led.totals.Refused++
+	case errors.Is(err, worker.ErrKept):
+		// Neither the DLQ nor the held set took it: the worker keeps it,
+		// its lease alive. The verdict stays pending until it is parked.
+		w.led.keep(r)
 		if r != nil {
-			w.led.note(r, "the DLQ is full: the dead letter was refused; the job comes back when its lease expires")
+			w.led.note(r, "the dead letter is kept by the worker, its lease kept alive (%v)", err)
 		}
-		w.at(l.Expires.Sub(w.start), w.recoverFn)
-	case o.Action == worker.DeadLetter:
-		// The DLQ store is down: the worker keeps the dead letter, keeps
-		// its lease alive, and writes it when the store is back. The
-		// verdict stays pending until then.
-		h := &held{lease: l, o: o, since: w.now(), rec: r}
-		if r != nil {
-			w.led.note(r, "the DLQ store failed (%v): the dead letter is held and retried", err)
-		}
-		if w.heartbeatHeld(h) {
-			w.holds = append(w.holds, h)
-			w.scheduleHolds()
-		}
+		w.scheduleHolds()
 	default:
 		w.led.settle(r, false)
 		if r != nil {
@@ -842,27 +833,18 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 	}
 }
 
-// heartbeatHeld extends a held dead letter's lease when it would expire
-// before the next retry; it reports false, and lets go of the hold, when
-// the lease was lost.
-func (w *world) heartbeatHeld(h *held) bool {
-	if h.lease.Expires.Sub(w.start) > w.now()+2*w.holdEvery() {
-		return true
-	}
-	nl, err := w.backend.Heartbeat(w.ctx, h.lease, w.clk.Now(), w.sc.Workers.LeaseTTL)
-	switch {
-	case err == nil:
-		h.lease = nl
-		return true
-	case errors.Is(err, queue.ErrLeaseLost):
-		w.led.settle(h.rec, false)
-		w.led.totals.Fenced++
-		if h.rec != nil {
-			w.led.note(h.rec, "held dead letter let go: its lease was lost")
+// overflow is the store's OnOverflow: the ledger counts refusals, and the
+// DLQ monitor hears of it at once, whenever it happens.
+func (w *world) overflow(o store.Overflow) {
+	if o.Policy == store.Reject {
+		w.led.refuse(o.JobID)
+		if r := w.led.jobs[o.JobID]; r != nil {
+			w.led.note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
 		}
-		return false
 	}
-	return true // the queue store failed this time; the next round tries again
+	if w.mon != nil {
+		w.mon.Overflow(o)
+	}
 }
 
 // ErrNotSimulated: a fault whose model and target the simulator does not
@@ -897,67 +879,47 @@ func ceilMs(d time.Duration) time.Duration {
 	return d
 }
 
-// holdEvery is how often held dead letters are retried; their leases are
-// extended each time.
+// holdEvery is how often held dead letters are written and kept ones
+// retried (their leases heartbeated).
 func (w *world) holdEvery() time.Duration {
 	return max(min(time.Second, w.sc.Workers.LeaseTTL/3), time.Millisecond)
 }
 
+// scheduleHolds wakes retryHolds while dead letters are held or kept.
 func (w *world) scheduleHolds() {
-	if w.holdTimerSet || len(w.holds) == 0 {
+	if w.holdTimerSet || w.led.counts[disposition.Held] == 0 && w.pipeline.Kept() == 0 {
 		return
 	}
 	w.holdTimerSet = true
 	w.at(w.now()+w.holdEvery(), w.retryHolds)
 }
 
+// retryHolds hands the kept dead letters to the store and writes the held
+// ones to the DLQ, oldest first.
 func (w *world) retryHolds() {
 	w.holdTimerSet = false
 	now := w.clk.Now()
-	keep := w.holds[:0]
-	down := false
-	for _, h := range w.holds {
-		if !w.heartbeatHeld(h) {
+	for _, k := range w.pipeline.RetryKept(w.ctx, now) {
+		r := w.led.jobs[k.JobID]
+		if r == nil {
 			continue
 		}
-		if down { // one probe a round: the store is still down
-			keep = append(keep, h)
-			continue
-		}
-		// worker.Apply, not the pipeline's: a refused write is not a new
-		// failure for the job's history.
-		err := worker.Apply(w.ctx, w.backend, w.dlqW, h.lease, h.o, now)
-		switch {
-		case err == nil:
-			w.pipeline.History().Forget(h.o.Job.ID)
-			w.led.settle(h.rec, true)
-			w.led.totals.Held++
-			w.led.totals.HeldMaxMs = max(w.led.totals.HeldMaxMs, (w.now() - h.since).Milliseconds())
-			if h.rec != nil {
-				w.led.note(h.rec, "held dead letter written after %s", w.now()-h.since)
-			}
-		case errors.Is(err, queue.ErrLeaseLost):
-			w.led.settle(h.rec, false)
+		if k.State == worker.KeptFenced {
+			w.led.settle(r, false)
 			w.led.totals.Fenced++
-			if h.rec != nil {
-				w.led.note(h.rec, "held dead letter fenced off: the lease was lost")
+			w.led.note(r, "kept dead letter let go: its lease was lost")
+			continue
+		}
+		r.kept = false
+	}
+	if w.led.counts[disposition.Held] > 0 {
+		for {
+			res, err := w.pipeline.FlushHeld(w.ctx, now, 1000)
+			if err != nil || res.Full || len(res.Written) < 1000 {
+				break
 			}
-		case errors.Is(err, dlq.ErrFull):
-			// The store is back but full (reject policy): as in apply, the
-			// job comes back when its lease expires.
-			w.led.settle(h.rec, false)
-			w.led.totals.Refused++
-			if h.rec != nil {
-				w.led.note(h.rec, "held dead letter refused by a full DLQ: the job comes back when its lease expires")
-			}
-			w.at(h.lease.Expires.Sub(w.start), w.recoverFn)
-		default:
-			down = true
-			keep = append(keep, h)
 		}
 	}
-	clear(w.holds[len(keep):])
-	w.holds = keep
 	w.scheduleHolds()
 }
 
@@ -1156,6 +1118,13 @@ func (w *world) sample() {
 	s.InFlight = append(s.InFlight, l.counts[disposition.InFlight])
 	s.Scheduled = append(s.Scheduled, l.counts[disposition.Scheduled])
 	s.Fallback = append(s.Fallback, l.counts[disposition.Fallback])
+	if h := l.counts[disposition.Held]; h > 0 || s.Held != nil {
+		// Only runs that ever held a dead letter carry the series.
+		if s.Held == nil {
+			s.Held = make([]int64, len(s.AtMs)-1, cap(s.AtMs))
+		}
+		s.Held = append(s.Held, h)
+	}
 	if s.DLQBySeverity == nil {
 		s.DLQBySeverity = map[string][]int64{}
 		s.Breakers = map[string][]string{}
@@ -1178,6 +1147,10 @@ func (w *world) reconcile(full bool) {
 		return // a store outage: the next sample checks again
 	}
 	l := w.led
+	if l.mismatch(2, int64(c.Held)-l.counts[disposition.Held]) {
+		l.fail(InvConservation, nil, "the store holds %d jobs in its held set; its moves account for %d: a job moved without an event",
+			c.Held, l.counts[disposition.Held])
+	}
 	if l.mismatch(0, int64(c.Queued)-l.counts[disposition.Queued], int64(c.InFlight)-l.counts[disposition.InFlight],
 		int64(c.Scheduled)-l.counts[disposition.Scheduled], int64(c.Fallback)-l.counts[disposition.Fallback]) {
 		l.fail(InvConservation, nil, "the store holds %d queued, %d in flight, %d scheduled, %d in fallback; its moves account for %d, %d, %d, %d: a job moved without an event",
@@ -1362,6 +1335,15 @@ func (f *faultyDLQ) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, 
 		return dlq.AddResult{}, err
 	}
 	return f.Store.DeadLetter(ctx, l, e, now)
+}
+
+// FlushHeld writes held dead letters unless the store is down. (Hold is the
+// queue store's side of the move: it is not faulted.)
+func (f *faultyDLQ) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
+	if err := f.fault(""); err != nil {
+		return dlq.FlushResult{}, err
+	}
+	return f.Store.FlushHeld(ctx, now, limit)
 }
 
 // RequeueMatching requeues unless the store is down.

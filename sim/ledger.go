@@ -25,6 +25,11 @@ const (
 	InvCriticalPaged   = "critical-failure-paged"
 	InvOnePage         = "one-page-per-repeat-interval"
 	InvBreakerLegal    = "breaker-transitions-legal"
+	// InvNoRerunAfterDead: once a job's dead letter is decided (written,
+	// held, or kept by the worker), its handler never runs again, whatever
+	// the path (a lease that expired included), until an operator or the
+	// auto-retry requeues it from the DLQ.
+	InvNoRerunAfterDead = "no-rerun-after-dead-letter"
 )
 
 // Violation is a broken invariant. A run does not stop at one: it runs to
@@ -35,7 +40,7 @@ type Violation = reports.Violation
 // invariantNames are the invariants in declaration order: a rec keeps one
 // bit per invariant its job has violated.
 var invariantNames = []string{InvConservation, InvLegalMove, InvNoMoveAfterDone, InvOneDLQEntry, InvNoRetryOfFinal,
-	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal}
+	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal, InvNoRerunAfterDead}
 
 func invariantBit(name string) uint16 {
 	for i, n := range invariantNames {
@@ -53,7 +58,7 @@ const maxUnknownJobs = 10_000
 
 // states counted by the ledger: the disposition states plus Removed.
 const (
-	removed   = disposition.Succeeded + 1
+	removed   = disposition.Held + 1
 	numStates = removed + 1
 )
 
@@ -111,6 +116,13 @@ type rec struct {
 	// violated has a bit per invariant this job already violated (see
 	// invariantBit): a job is listed once per invariant.
 	violated uint16
+	// decided says the job's dead letter is decided (written, held, or
+	// kept by the worker) and it has not been requeued since: its handler
+	// must not run again. decidedAt is when (for the held wait).
+	decided   bool
+	kept      bool
+	refused   bool
+	decidedAt time.Duration
 }
 
 func (r *rec) add(it trailItem) {
@@ -170,7 +182,9 @@ var legal = func() (t [numStates][numStates]bool) {
 		{disposition.Scheduled, disposition.Queued},
 		{disposition.Fallback, disposition.Queued},
 		{d, disposition.Queued},
-		{d, disposition.None}, // evicted or purged
+		{d, disposition.None},                    // evicted or purged
+		{disposition.InFlight, disposition.Held}, // a decided dead letter the DLQ refused or could not take
+		{disposition.Held, d},                    // written once there is room
 	} {
 		t[m[0]][m[1]] = true
 	}
@@ -224,7 +238,7 @@ type ledger struct {
 	// lastMismatch is the last difference reconcile found between the
 	// store's counts and the ledger's, per check: reported once until it
 	// changes.
-	lastMismatch [2][4]int64
+	lastMismatch [3][4]int64
 }
 
 func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *ledger {
@@ -436,6 +450,25 @@ func (l *ledger) observe(e disposition.Event) {
 		r.state = removed
 	}
 
+	// A decided dead letter: the written or held move, or the write of a
+	// held or kept one; a lease of a decided job is a re-run.
+	switch {
+	case e.From == disposition.InFlight && (e.To == disposition.Held || e.To == disposition.DeadLettered):
+		if !r.decided {
+			r.decided, r.decidedAt = true, at
+		} else if e.To == disposition.DeadLettered { // kept by the worker, now written
+			l.heldWritten(r, at)
+		}
+		r.kept = false
+	case e.From == disposition.Held && e.To == disposition.DeadLettered:
+		l.heldWritten(r, at)
+	case e.Reason == disposition.Requeued:
+		r.decided = false
+	case e.Reason == disposition.Leased && r.decided:
+		l.fail(InvNoRerunAfterDead, r, "job %s was leased again at %s (its handler runs again) after its dead letter was decided at %s",
+			e.JobID, fmtOffset(at), fmtOffset(r.decidedAt))
+	}
+
 	switch e.Reason {
 	case disposition.Leased:
 		l.totals.Attempts++
@@ -465,7 +498,7 @@ func (l *ledger) observe(e disposition.Event) {
 	if from == disposition.DeadLettered && r.severity <= classify.High {
 		l.dlqBySev[r.severity]--
 	}
-	if r.hasPend && (to == disposition.DeadLettered || to == disposition.Scheduled) {
+	if r.hasPend && (to == disposition.DeadLettered || to == disposition.Scheduled || to == disposition.Held) {
 		r.severity, r.class, r.hasPend = r.pendSev, r.pendClass, false
 	}
 	switch to {
@@ -515,6 +548,37 @@ func (l *ledger) settle(r *rec, applied bool) {
 	r.hasPend = false
 }
 
+// heldWritten counts a held (or kept) dead letter written to the DLQ at at.
+func (l *ledger) heldWritten(r *rec, at time.Duration) {
+	l.totals.Held++
+	l.totals.HeldMaxMs = max(l.totals.HeldMaxMs, (at - r.decidedAt).Milliseconds())
+}
+
+// keep notes that the worker keeps r's decided dead letter in memory: it
+// is in flight, its fate decided.
+func (l *ledger) keep(r *rec) {
+	if r == nil || r.kept {
+		return
+	}
+	if !r.decided {
+		r.decided, r.decidedAt = true, l.now()
+	}
+	r.kept = true
+	l.totals.Kept++
+}
+
+// refuse counts a full DLQ's refusal of job id's dead letter: the job once,
+// the refusal every time.
+func (l *ledger) refuse(id string) {
+	l.totals.RefusedTimes++
+	if r := l.jobs[id]; r != nil && !r.refused {
+		r.refused = true
+		l.totals.Refused++
+	} else if r == nil {
+		l.totals.Refused++
+	}
+}
+
 // note adds a line to a job's trail.
 func (l *ledger) note(r *rec, format string, args ...any) {
 	r.add(trailItem{kind: trailNote, at: l.now(), text: fmt.Sprintf(format, args...)})
@@ -550,6 +614,7 @@ func (l *ledger) report() reports.Ledger {
 	t.InFlight = l.counts[disposition.InFlight]
 	t.Scheduled = l.counts[disposition.Scheduled]
 	t.Fallback = l.counts[disposition.Fallback]
+	t.HeldAtEnd = l.counts[disposition.Held]
 	t.DeadLettered = l.counts[disposition.DeadLettered]
 	t.Succeeded = l.counts[disposition.Succeeded]
 	t.Removed = l.counts[removed]
@@ -559,7 +624,7 @@ func (l *ledger) report() reports.Ledger {
 		t.ByTask = append(t.ByTask, reports.TaskTotals{
 			Task: l.taskNames[i], Created: l.taskMade[i],
 			Succeeded: c[disposition.Succeeded], DeadLettered: c[disposition.DeadLettered],
-			Pending:  c[disposition.Queued] + c[disposition.InFlight] + c[disposition.Scheduled],
+			Pending:  c[disposition.Queued] + c[disposition.InFlight] + c[disposition.Scheduled] + c[disposition.Held],
 			Fallback: c[disposition.Fallback],
 			Removed:  c[removed],
 		})

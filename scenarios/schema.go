@@ -293,7 +293,7 @@ var keyDocs = map[string]keyDoc{
 	"Budget.maxWait":  {doc: "The longest the budget delays a retry; a retry that finds no room within it runs anyway, counted as over budget (default: maxDelay)."},
 
 	"DLQ.capacity":             {doc: "The most entries the DLQ holds (default 100000).", min: bound(0)},
-	"DLQ.overflow":             {doc: "What a full DLQ does with a new dead letter: reject it (the default) or evict the oldest entry; either is reported, never silent.", enum: overflowNames},
+	"DLQ.overflow":             {doc: "What a full DLQ does with a new dead letter: reject it (the default: the job is held with its entry, its handler never run again, and written once there is room) or evict the oldest entry; either is reported, never silent.", enum: overflowNames},
 	"DLQ.lostLeaseUsesAttempt": {doc: "A job recovered from an expired lease counts the attempt it lost; by default it does not (the worker died, not the job)."},
 
 	"Alerts.receivers":       {doc: "The receivers' names; the simulator records their deliveries."},

@@ -1,11 +1,14 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -129,5 +132,31 @@ var _ = Describe("faultline run --seeds, streamed", func() {
 		Expect(doc.Suites).To(HaveLen(12))
 		Expect(doc.Suites[11].Name).To(Equal("revoked (seed 12)"))
 		Expect(files[0]["summary.md"]).To(ContainSubstring("12 runs failed"))
+	})
+})
+
+var _ = Describe("faultline run stopped by Ctrl-C mid-run", func() {
+	It("prints the run it stopped as interrupted, its expectations not evaluated, and exits 1", func() {
+		quick := writeFile("steady.yaml", passing)
+		long := writeFile("long.yaml", strings.NewReplacer("name: steady", "name: long", "duration: 1m", "duration: 6h",
+			"rate: 10/s", "rate: 50/s", "atLeast: 500", "atLeast: 5").Replace(passing))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Ctrl-C a moment after the quick run is printed, while the long
+		// one (a million jobs, seconds of work) runs.
+		var once sync.Once
+		undo := cli.SetAfterRelease(func() { once.Do(func() { time.AfterFunc(300*time.Millisecond, cancel) }) })
+		defer undo()
+		var out, errOut bytes.Buffer
+		root := cli.New(&out, &errOut)
+		root.SetArgs([]string{"run", quick, long, "--parallel", "1", "--no-shrink", "--progress", "never"})
+		err := root.ExecuteContext(ctx)
+		Expect(cli.ExitCode(err)).To(Equal(cli.ExitFailed))
+		Expect(err).To(MatchError(cli.ErrInterrupted))
+		Expect(out.String()).To(ContainSubstring("PASS  steady  seed 5"))
+		Expect(out.String()).To(MatchRegexp(`INTERRUPTED  long  seed 5 .*\n.*; 2 of 2 expectations not evaluated\n`))
+		Expect(out.String()).To(MatchRegexp(`\n  stopped at \+\S+ of 6h0m0s\n`))
+		Expect(out.String()).To(MatchRegexp(`\n  interrupted: .*context canceled\n`))
+		Expect(out.String()).To(HaveSuffix("2 scenarios, 2 runs: 1 passed, 0 failed, 1 interrupted (expectations not evaluated); interrupted: 0 of 2 runs not made\n"))
 	})
 })

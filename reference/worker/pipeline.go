@@ -476,6 +476,7 @@ func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Durati
 			p.history.Record(r.JobID, r.Entry.History[len(r.Entry.History)-1])
 		default:
 			p.history.Forget(r.JobID)
+			p.applied[DeadLetter].Add(1)
 			if r.State == KeptHeld {
 				p.held.Add(1)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
 )
 
@@ -49,13 +50,23 @@ type running struct {
 
 var _ = Describe("Pipeline properties", func() {
 	It("conserves every job after every step of any sequence of faults, crashes, late completions, "+
-		"recoveries, requeues and breaker trips on the virtual clock", func() {
+		"recoveries, requeues and breaker trips, a small DLQ and held set, and no re-run after a dead letter", func() {
 		rapid.Check(GinkgoT(), func(t *rapid.T) {
-			w := newWorld()
+			// A small DLQ and held set, so that dead letters are refused,
+			// held and kept.
+			cfg := store.Config{
+				DLQCapacity:  rapid.IntRange(1, 4).Draw(t, "dlqCapacity"),
+				HeldCapacity: rapid.IntRange(1, 3).Draw(t, "heldCapacity"),
+				Overflow:     rapid.SampledFrom([]store.OverflowPolicy{store.Reject, store.EvictOldest}).Draw(t, "overflow"),
+			}
+			w := newWorld(func(c *worldConfig) { c.store = cfg })
 			ctx := context.Background()
 			var (
 				created, finishedWithErr int
 				inFlight, zombies        []running
+				// decided are the jobs whose dead letter is decided (and
+				// not requeued since): their handlers must never run again.
+				decided = map[string]bool{}
 			)
 			take := func(list *[]running, label string) running {
 				i := rapid.IntRange(0, len(*list)-1).Draw(t, label)
@@ -73,6 +84,17 @@ var _ = Describe("Pipeline properties", func() {
 				}
 				switch {
 				case err == nil:
+					if o.Action == worker.DeadLetter {
+						decided[o.Job.ID] = true
+					}
+				case errors.Is(err, worker.ErrKept):
+					// Kept in memory under its lease: safe unless the
+					// attempt outlived that lease (a recovery may already
+					// have taken the job: then it runs again, as any job
+					// whose lease ran out).
+					if r.l.Expires.After(w.now()) {
+						decided[o.Job.ID] = true
+					}
 				case errors.Is(err, queue.ErrLeaseLost):
 					return
 				default:
@@ -123,6 +145,9 @@ var _ = Describe("Pipeline properties", func() {
 						if err != nil || !ok {
 							return
 						}
+						if decided[j.ID] {
+							t.Fatalf("%s leased again (its handler would run again) after its dead letter was decided", j.ID)
+						}
 						a, started, err := w.p.Start(ctx, j, l, w.now())
 						if err != nil {
 							t.Fatalf("start %s: %v", j.ID, err)
@@ -150,7 +175,21 @@ var _ = Describe("Pipeline properties", func() {
 					}
 				},
 				"advance": func(t *rapid.T) {
-					w.clk.Advance(time.Duration(rapid.IntRange(0, 40).Draw(t, "seconds")) * time.Second)
+					// The runner's ticker: kept dead letters' leases are
+					// heartbeated at least every 10s of the 30s lease.
+					for left := time.Duration(rapid.IntRange(0, 40).Draw(t, "seconds")) * time.Second; left > 0; left -= 10 * time.Second {
+						w.clk.Advance(min(left, 10*time.Second))
+						for _, k := range w.p.RetryKept(ctx, w.now()) {
+							if k.State == worker.KeptFenced && decided[k.JobID] {
+								t.Fatalf("kept dead letter %s lost its lease", k.JobID)
+							}
+						}
+					}
+				},
+				"flush held": func(t *rapid.T) {
+					if _, err := w.p.FlushHeld(ctx, w.now(), rapid.IntRange(1, 3).Draw(t, "limit")); err != nil {
+						t.Fatalf("flush held: %v", err)
+					}
 				},
 				"forward due": func(t *rapid.T) {
 					if _, err := w.st.ForwardDue(ctx, w.now(), 100); err != nil {
@@ -175,6 +214,7 @@ var _ = Describe("Pipeline properties", func() {
 					if err != nil || out != dlq.OutcomeRequeued {
 						t.Fatalf("requeue %s: %v %v", e.ID(), out, err)
 					}
+					delete(decided, e.ID())
 				},
 				"": func(t *rapid.T) {
 					// Conservation: every job is in exactly one place, and
@@ -195,7 +235,7 @@ var _ = Describe("Pipeline properties", func() {
 						t.Fatalf("counts: %v", err)
 					}
 					if want := (queue.Counts{Queued: counts[disposition.Queued], InFlight: counts[disposition.InFlight],
-						Scheduled: counts[disposition.Scheduled], Fallback: counts[disposition.Fallback]}); c != want {
+						Scheduled: counts[disposition.Scheduled], Fallback: counts[disposition.Fallback], Held: counts[disposition.Held]}); c != want {
 						t.Fatalf("store counts %+v, ledger %+v", c, want)
 					}
 					st, err := w.st.Stats(ctx)
@@ -205,8 +245,8 @@ var _ = Describe("Pipeline properties", func() {
 					if st.ByStatus["failed"] != counts[disposition.DeadLettered] {
 						t.Fatalf("%d failed DLQ entries, %d dead jobs", st.ByStatus["failed"], counts[disposition.DeadLettered])
 					}
-					if counts[disposition.InFlight] > len(inFlight)+len(zombies) {
-						t.Fatalf("%d jobs in flight, %d attempts held", counts[disposition.InFlight], len(inFlight)+len(zombies))
+					if counts[disposition.InFlight] > len(inFlight)+len(zombies)+w.p.Kept() {
+						t.Fatalf("%d jobs in flight, %d attempts held, %d dead letters kept", counts[disposition.InFlight], len(inFlight)+len(zombies), w.p.Kept())
 					}
 					// The hooks: one OnError per error, one OnDead per death.
 					if n := len(w.errorCalls()); n != finishedWithErr {

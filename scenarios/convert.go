@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"github.com/faultline/faultline/internal/didyoumean"
 	"math"
@@ -54,15 +55,62 @@ func (c *converter) bad(path, format string, args ...any) {
 // scenario. rules loads a rules file the document names (nil refuses
 // one). Every problem is returned, not only the first; the scenario is
 // only meaningful when there are none.
+//
+// The simulator's own check (sim.Scenario.Validate: every component's
+// configuration as a run builds it, references that name nothing, the run
+// limits) runs too, each of its problems at the document's path; so a
+// scenario Convert accepts is one sim.Run runs. The limits are the
+// defaults (Limits.Load sets others).
 func Convert(d *Document, rules func(path string) ([]classify.Rule, error)) (sim.Scenario, []Problem) {
+	return convert(d, rules, sim.Limits{})
+}
+
+func convert(d *Document, rules func(path string) ([]classify.Rule, error), lim sim.Limits) (sim.Scenario, []Problem) {
 	c := &converter{rules: rules}
 	sc := c.convert(d)
-	if len(c.problems) == 0 {
-		if err := sc.WithDefaults().Validate(); err != nil {
-			c.bad("", "%v", err)
+	sc.Limits = lim
+	own := slices.Clone(c.problems)
+	for _, err := range flatten(sc.WithDefaults().Validate()) {
+		pr := Problem{Message: err.Error()}
+		var se *sim.ScenarioError
+		if errors.As(err, &se) {
+			pr = Problem{Path: docPath(d, simPath(se.Field)), Message: se.Reason}
 		}
+		// A value the conversion already refused left a zero or a hole
+		// behind it: the simulator's word on it would be a second report
+		// of the same problem.
+		if slices.ContainsFunc(own, func(o Problem) bool { return related(o.Path, pr.Path) }) {
+			continue
+		}
+		c.problems = append(c.problems, pr)
 	}
 	return sc, c.problems
+}
+
+// docPath resolves a path the simulator's fields cannot name alone: an
+// expectation's breaker is one of three keys.
+func docPath(d *Document, p string) string {
+	rest, ok := strings.CutPrefix(p, "expect[")
+	num, key, _ := strings.Cut(rest, "]")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil || key != ".breaker" || i < 0 || i >= len(d.Expect) {
+		return p
+	}
+	switch e := d.Expect[i]; {
+	case e.BreakerOpened != "":
+		return "expect[" + num + "].breakerOpened"
+	case e.BreakerClosedBy != "":
+		return "expect[" + num + "].breakerClosedBy"
+	}
+	return "expect[" + num + "].breakerTransitions"
+}
+
+// related reports whether one path holds the other (or they are one).
+func related(a, b string) bool {
+	within := func(in, out string) bool {
+		return out == "" || in == out || (strings.HasPrefix(in, out) && (in[len(out)] == '.' || in[len(out)] == '['))
+	}
+	return within(a, b) || within(b, a)
 }
 
 func (c *converter) convert(d *Document) sim.Scenario {
@@ -315,10 +363,10 @@ func (c *converter) filter(path string, f Filter) dlq.Filter {
 
 func (c *converter) step(path string, s Step) sim.Step {
 	out := sim.Step{At: s.At.D(), OlderThan: s.OlderThan.D(), Workers: s.Workers}
+	out.Budget = c.budget(path+".budget", s.Budget) // checked whatever the action, as the schema does
 	switch s.Action {
 	case "requeue":
 		out.Kind = sim.Requeue
-		out.Budget = c.budget(path+".budget", s.Budget)
 	case "delete":
 		out.Kind = sim.Delete
 	case "purge":
@@ -336,7 +384,7 @@ func (c *converter) step(path string, s Step) sim.Step {
 			out.Retry = c.retry(path+".retry", *s.Retry)
 		}
 	default:
-		actions := []string{"requeue", "delete", "purge", "set-workers", "set-retry"}
+		actions := stepActions
 		c.bad(path+".action", "expected one of %s, got %q%s", strings.Join(actions, ", "), s.Action, suggest(s.Action, actions))
 	}
 	if s.Filter != nil {
@@ -347,7 +395,7 @@ func (c *converter) step(path string, s Step) sim.Step {
 
 // fault builds a fault from its catalogue model and parameters.
 func (c *converter) fault(path string, f Fault) faults.Fault {
-	out := faults.Fault{Name: f.Name}
+	out := faults.Fault{Name: f.Name, RequireHits: f.RequireHits}
 	if f.Name == "" {
 		c.bad(path+".name", "expected a fault name")
 	}

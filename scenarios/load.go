@@ -9,7 +9,6 @@ import (
 	"github.com/faultline/faultline/internal/didyoumean"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -100,18 +99,18 @@ type Loaded struct {
 // Load reads a scenario file from the operating system's file system,
 // follows its includes (relative to the including file) and converts it.
 // Every problem, in every file, is in the *LoadError returned.
-func Load(path string) (*Loaded, error) { return load(osFiles{}, path) }
+func Load(path string) (*Loaded, error) { return load(osFiles{}, path, Limits{}) }
 
 // LoadFS is Load on fsys: includes and the rules file are resolved relative
 // to the including file inside fsys (and may not leave it).
-func LoadFS(fsys fs.FS, path string) (*Loaded, error) { return load(fsFiles{fsys}, path) }
+func LoadFS(fsys fs.FS, path string) (*Loaded, error) { return load(fsFiles{fsys}, path, Limits{}) }
 
 // Parse decodes one document strictly, following no includes: unknown keys,
 // values of the wrong type, bad durations and rates, a wrong apiVersion or
 // kind are errors. Every problem is reported (a *LoadError, positions in
 // name), not only the first; Parse never panics.
 func Parse(name string, data []byte) (*Document, error) {
-	p := parseDocument(name, data)
+	p := parseDocument(name, data, DefaultMaxDepth)
 	if len(p.diags) > 0 {
 		return nil, &LoadError{Diagnostics: sortDiagnostics(p.diags, nil)}
 	}
@@ -138,15 +137,14 @@ const (
 	// maxValues bounds the values one document decodes to, aliases
 	// counted each time they are used ("billion laughs").
 	maxValues = 100_000
-	// maxDepth bounds the nesting of values.
-	maxDepth = 64
 )
 
 // ---- files ----
 
 // files is where the loader reads: the OS or an fs.FS.
 type files interface {
-	read(name string) ([]byte, error)
+	// read reads a file of at most max bytes.
+	read(name string, max int64) ([]byte, error)
 	// resolve returns the path of ref, a path written in file from.
 	resolve(from, ref string) (string, error)
 	// rebase rewrites ref, written in a fragment that a file includes as
@@ -159,7 +157,7 @@ type files interface {
 
 type osFiles struct{}
 
-func (osFiles) read(name string) ([]byte, error) { return os.ReadFile(name) }
+func (osFiles) read(name string, max int64) ([]byte, error) { return readOSFile(name, max) }
 
 func (osFiles) resolve(from, ref string) (string, error) {
 	if strings.TrimSpace(ref) == "" {
@@ -189,12 +187,12 @@ func (osFiles) identity(name string) string {
 
 type fsFiles struct{ fsys fs.FS }
 
-func (f fsFiles) read(name string) ([]byte, error) {
+func (f fsFiles) read(name string, max int64) ([]byte, error) {
 	n := path.Clean(name)
 	if !fs.ValidPath(n) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	return fs.ReadFile(f.fsys, n)
+	return readFSFile(f.fsys, n, max)
 }
 
 func (fsFiles) resolve(from, ref string) (string, error) {
@@ -223,6 +221,9 @@ func (fsFiles) identity(name string) string { return path.Clean(name) }
 // readFailure says why a file could not be read, without the path the
 // caller names anyway.
 func readFailure(err error) string {
+	if msg, ok := tooLarge(err); ok {
+		return msg
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return "no such file"
 	}
@@ -263,10 +264,11 @@ type loader struct {
 	// merged holds the fragments already merged: a fragment included
 	// twice (a diamond) is merged once.
 	merged map[string]bool
+	lim    Limits
 }
 
-func load(fsys files, name string) (*Loaded, error) {
-	l := &loader{files: fsys, rank: map[string]int{}, merged: map[string]bool{fsys.identity(name): true}}
+func load(fsys files, name string, lim Limits) (*Loaded, error) {
+	l := &loader{files: fsys, rank: map[string]int{}, merged: map[string]bool{fsys.identity(name): true}, lim: lim.WithDefaults()}
 	eff := l.file(name, []string{name}, nil)
 	if eff == nil {
 		return nil, l.err()
@@ -278,7 +280,7 @@ func load(fsys files, name string) (*Loaded, error) {
 		l.addAt(eff.index["kind"], "kind: this file is a Fragment, which cannot be run on its own; include it from a Scenario (kind: Scenario)")
 		return nil, l.err()
 	}
-	sc, problems := Convert(eff.doc, l.rules(name))
+	sc, problems := convert(eff.doc, l.rules(name), l.lim.Run)
 	l.problems(eff, sc, problems)
 	if len(l.diags) > 0 {
 		return nil, l.err()
@@ -307,7 +309,7 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 	if _, ok := l.rank[name]; !ok {
 		l.rank[name] = len(l.rank)
 	}
-	data, err := l.files.read(name)
+	data, err := l.files.read(name, l.lim.MaxFileSize)
 	if err != nil {
 		if via == nil {
 			l.diags = append(l.diags, Diagnostic{File: name, Message: "cannot read the file: " + readFailure(err)})
@@ -318,7 +320,7 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 		}
 		return nil
 	}
-	p := parseDocument(name, data)
+	p := parseDocument(name, data, l.lim.MaxDepth)
 	l.diags = append(l.diags, p.diags...)
 	if p.doc == nil {
 		return nil
@@ -379,7 +381,7 @@ func (l *loader) rules(root string) func(string) ([]classify.Rule, error) {
 		if _, ok := l.rank[name]; !ok {
 			l.rank[name] = len(l.rank)
 		}
-		data, err := l.files.read(name)
+		data, err := l.files.read(name, l.lim.MaxFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the rule file %s: %s", name, readFailure(err))
 		}
@@ -420,14 +422,8 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 	decodeFailed := len(l.diags) > 0
 	for i := 0; i < len(problems); i++ {
 		pr := problems[i]
-		if pr.Path == "" {
-			if decodeFailed {
-				continue // the simulator's check of a document with holes in it
-			}
-			var se *sim.ScenarioError
-			if errors.As(sc.WithDefaults().Validate(), &se) {
-				pr = Problem{Path: simPath(se.Field), Message: se.Reason}
-			}
+		if pr.Path == "" && decodeFailed {
+			continue // about the document as a whole, which has holes in it
 		}
 		if split := faultProblems(pr, sc); split != nil {
 			problems = append(problems, split...) // reported in turn below
@@ -523,13 +519,32 @@ func simPath(field string) string {
 	switch field {
 	case "Name", "Description", "Tags":
 		return "metadata." + lowerFirst(field)
+	case "System.Rules":
+		return "system.rulesFile"
 	}
-	parts := strings.Split(field, ".")
-	for i, p := range parts {
-		parts[i] = lowerFirst(p)
-		if i > 0 && strings.HasPrefix(parts[i-1], "steps[") && parts[i] == "kind" {
-			parts[i] = "action"
+	var parts []string
+	for _, p := range strings.Split(field, ".") {
+		prev := ""
+		if len(parts) > 0 {
+			prev = parts[len(parts)-1]
 		}
+		p = lowerFirst(p)
+		switch {
+		case strings.HasPrefix(prev, "steps[") && p == "kind":
+			p = "action"
+		case strings.HasPrefix(prev, "breakers[") && p == "config":
+			continue // a breaker's keys are its config's
+		case strings.HasPrefix(prev, "breakers[") && p == "name":
+			p = "dependency"
+		case strings.HasPrefix(prev, "receivers[") && p == "name":
+			continue // a receiver is its name
+		case strings.HasPrefix(prev, "expect[") && p == "jobID":
+			p = "job"
+		case prev == "window" && len(parts) > 1 && parts[len(parts)-2] == "autoRetry":
+			parts[len(parts)-1] = "window" + strings.ToUpper(p[:1]) + p[1:]
+			continue
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, ".")
 }
@@ -720,8 +735,15 @@ func (m merger) moveUnder(dp, sp string) {
 
 // parseDocument parses and decodes one document, gathering every problem.
 // doc is nil when the file is not YAML, or not one document.
-func parseDocument(name string, data []byte) *parsed {
+func parseDocument(name string, data []byte, maxDepth int) *parsed {
 	p := &parsed{index: map[string]place{"": {file: name, line: 1, col: 1}}}
+	// The parser's memory grows with the nesting far faster than with the
+	// size: measure the nesting first, without it.
+	if line, col, ok := depthScan(data, maxDepth); !ok {
+		p.diags = append(p.diags, Diagnostic{File: name, Line: line, Col: col,
+			Message: fmt.Sprintf("values are nested more than %d deep; lift the limit with --max-depth", maxDepth)})
+		return p
+	}
 	file, err := parseYAML(data)
 	if err != nil {
 		p.diags = append(p.diags, syntaxDiagnostic(name, data, err))
@@ -745,7 +767,7 @@ func parseDocument(name string, data []byte) *parsed {
 			Message: fmt.Sprintf("expected one document, found %d (separated by ---)", len(bodies))})
 		return p
 	}
-	d := &decoder{file: name, index: p.index, budget: maxValues, anchors: map[string][]*ast.AnchorNode{}, active: map[*ast.AnchorNode]bool{}}
+	d := &decoder{file: name, index: p.index, budget: maxValues, maxDepth: maxDepth, anchors: map[string][]*ast.AnchorNode{}, active: map[*ast.AnchorNode]bool{}}
 	d.collectAnchors(bodies[0], 0)
 	d.at("", nil, bodies[0])
 	var doc Document
@@ -807,6 +829,7 @@ type decoder struct {
 	// active are the anchors being decoded: an alias to one would never end.
 	active          map[*ast.AnchorNode]bool
 	budget          int
+	maxDepth        int
 	tooBig, tooDeep bool
 }
 
@@ -859,10 +882,10 @@ func (d *decoder) spend(n ast.Node, depth int) bool {
 		}
 		return false
 	}
-	if depth > maxDepth {
+	if depth > d.maxDepth {
 		if !d.tooDeep {
 			d.tooDeep = true
-			d.report(n, fmt.Sprintf("values are nested more than %d deep", maxDepth))
+			d.report(n, fmt.Sprintf("values are nested more than %d deep; lift the limit with --max-depth", d.maxDepth))
 		}
 		return false
 	}
@@ -870,7 +893,7 @@ func (d *decoder) spend(n ast.Node, depth int) bool {
 }
 
 func (d *decoder) collectAnchors(n ast.Node, depth int) {
-	if n == nil || depth > 4*maxDepth {
+	if n == nil || depth > 4*d.maxDepth {
 		return
 	}
 	switch m := n.(type) {

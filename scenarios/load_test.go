@@ -351,7 +351,7 @@ var _ = Describe("Load", func() {
 	Describe("includes in an fs.FS", func() {
 		It("merges a fragment included twice (a diamond) once", func() {
 			fsys := mapFS(
-				"s.yaml", scenarioHead+pingWorkload+"include: [b.yaml, c.yaml]\n",
+				"s.yaml", scenarioHead+"workload:\n  tasks: [{name: ping, dependency: gw}]\n  arrivals: {rate: 1/s}\n"+"include: [b.yaml, c.yaml]\n",
 				"b.yaml", fragmentHead+"include: [d.yaml]\n",
 				"c.yaml", fragmentHead+"include: [d.yaml]\n",
 				"d.yaml", fragmentHead+"dependencies: [{name: gw}]\n",
@@ -390,13 +390,13 @@ var _ = Describe("Load", func() {
 
 		It("reports a fragment's problems in the fragment, at their positions", func() {
 			fsys := mapFS(
-				"s.yaml", scenarioHead+pingWorkload+"include: [f.yaml]\nfaults:\n  - {name: own, target: store, model: store-outage}\n",
-				"f.yaml", fragmentHead+"faults:\n  - name: shared\n    target: dependency/gw\n    model: gateway-timout\n  - {name: other, target: store, model: store-outage, schedule: {from: soon}}\n",
+				"s.yaml", scenarioHead+pingWorkload+"include: [f.yaml]\nfaults:\n  - {name: own, target: dlq-store, model: store-outage}\n",
+				"f.yaml", fragmentHead+"faults:\n  - name: shared\n    target: dependency/gw\n    model: gateway-timout\n  - {name: other, target: dlq-store, model: store-outage, schedule: {from: soon}}\n",
 			)
 			_, err := scenarios.LoadFS(fsys, "s.yaml")
 			Expect(err).To(reportExactly(
 				`f.yaml:6:12: faults[0].model: unknown fault model "gateway-timout"; did you mean "gateway-timeout"? (known: gateway-timeout, latency, http-status, auth-failure, card-declined, rate-limit, indeterminate-5xx, flapping, outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store)`,
-				`f.yaml:7:72: faults[1].schedule.from: expected a duration like 30s, 2m or 250ms, got "soon"`,
+				`f.yaml:7:76: faults[1].schedule.from: expected a duration like 30s, 2m or 250ms, got "soon"`,
 			))
 		})
 

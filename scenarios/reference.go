@@ -3,9 +3,11 @@ package scenarios
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/sim"
 )
 
 // ReferenceExample is the scenario the reference page opens with; a spec
@@ -69,6 +71,35 @@ func Reference() []byte {
 	w("- **Whole numbers**, **numbers** and **true/false** are YAML's; a quoted number is a string.\n")
 	w("- A key left out takes its default; so does a zero value (`0`, `\"\"`, `false`), which is why a fragment's\n")
 	w("  value cannot be turned off by a scenario writing a zero.\n\n")
+	w("## What validate checks\n\n")
+	w("`faultline validate` runs every check `faultline run` runs before a run starts, and reports them all in one\n")
+	w("pass: the file's keys and values, the simulator's own check of the scenario, the configuration of each\n")
+	w("component as a run builds it (retry policy, DLQ, alerter and its routes, breakers and fallbacks, monitor,\n")
+	w("auto-retry, classifier rules, faults), the fault/target pairs the simulator applies (the queue `store` can\n")
+	w("only be slowed, the `dlq-store` can only refuse writes), and references that would make something never\n")
+	w("happen — each refused with a suggestion where a name is near:\n\n")
+	w("- a fault on a dependency no task calls, on a receiver there is not, or on a worker beyond the run's\n")
+	w("  workers (`w1`..`wN`, N the most any `set-workers` step gives);\n")
+	w("- a task's `dependency` one letter from a listed one (a dependency not listed is a plain one, never\n")
+	w("  charged), a listed dependency no task calls, a breaker on a dependency no task calls;\n")
+	w("- a job, a burst, arrivals, a step or a fault's `from` at or after the end of the run;\n")
+	w("- an expectation about a job ID no job has (an explicit job's `id`, or `TASK-N` of a generated one), a\n")
+	w("  breaker there is not, or a count filtered by a task or receiver there is not.\n\n")
+	w("A file `validate` accepts is one `run` runs: an internal error (exit 3) from `run` is a bug in faultline.\n")
+	w("A fault that never hits a call in a run is reported as a warning; `requireHits: true` on the fault makes\n")
+	w("it a failure (the built-ins say so wherever a hit is certain).\n\n")
+	w("## Limits\n\n")
+	w("So that a mistaken or hostile file is refused with an error instead of exhausting memory, loading and\n")
+	w("running are bounded. Each error names its limit and the flag of `faultline run` and `faultline validate`\n")
+	w("that lifts it:\n\n")
+	w("| Limit | Default | Flag | Checked |\n|---|---|---|---|\n")
+	w("| Size of a scenario, fragment or rule file | 10 MiB | `--max-file-size` | before the file is read |\n")
+	w("| Nesting of a file's values | %d | `--max-depth` | by a scan of the text before it is parsed |\n", DefaultMaxDepth)
+	w("| Worker slots (`workers.count`, a `set-workers` step) | %s | `--max-workers` | at load |\n", thousands(sim.DefaultMaxWorkers))
+	w("| Samples of a run's time series (`duration` / `sample`) | %s | `--max-samples` | at load; coarsen the sampling |\n", thousands(sim.DefaultMaxSamples))
+	w("| Jobs in flight (created and not yet succeeded: queued, running, scheduled, in fallback, held or dead-lettered) | %s | `--max-in-flight` | during the run, which stops there as *interrupted* |\n\n", thousands(sim.DefaultMaxInFlight))
+	w("The built-in library peaks below 2,500 jobs in flight; a 24-hour run at 100 jobs a second stays far below\n")
+	w("the default as long as its jobs finish.\n\n")
 	w("## Fragments and `include`\n\n")
 	w("A file of `kind: Fragment` holds a reusable part of a scenario — a system configuration, a set of faults —\n")
 	w("with the same keys as a scenario, all optional. A scenario lists fragments under `include`, relative to\n")
@@ -198,4 +229,13 @@ func codeList(vs []string) string {
 // cell escapes text for a Markdown table cell.
 func cell(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
+
+// thousands writes n with a comma every three digits: 1,000,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

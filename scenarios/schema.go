@@ -102,8 +102,11 @@ type keyDoc struct {
 	enum []string
 	// pattern constrains a string (of the items, for a list).
 	pattern string
-	// min and max bound a number.
-	min, max *float64
+	// min and max bound a number; exclusiveMin makes min itself invalid;
+	// zeroOr allows 0 (the default) besides [min, max].
+	min, max     *float64
+	exclusiveMin bool
+	zeroOr       bool
 	// required marks a key a valid document always has (of kind Scenario
 	// for Document's keys).
 	required bool
@@ -257,7 +260,7 @@ var keyDocs = map[string]keyDoc{
 	"Arrivals.bursts": {doc: "Jobs arriving all at once, besides the rate."},
 
 	"Burst.at":    {doc: "The offset of the burst."},
-	"Burst.count": {doc: "How many jobs arrive.", min: bound(0)},
+	"Burst.count": {doc: "How many jobs arrive (at most 10,000,000).", min: bound(0), max: bound(10_000_000)},
 	"Burst.task":  {doc: "The jobs' task (default: chosen by weight for each job)."},
 
 	"PlannedJob.at":             {doc: "The offset the job is created at."},
@@ -266,7 +269,7 @@ var keyDocs = map[string]keyDoc{
 	"PlannedJob.idempotencyKey": {doc: "The job's idempotency key (default: as its task says)."},
 	"PlannedJob.payload":        {doc: "The job's payload (default: its task's)."},
 
-	"Workers.count":    {doc: "The number of worker slots, named w1..wN (default 4).", min: bound(0)},
+	"Workers.count":    {doc: "The number of worker slots, named w1..wN (default 4; at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
 	"Workers.leaseTTL": {doc: "How long a dequeued job is leased before it counts as lost (default 30s)."},
 
 	"Dependency.name":                   {doc: "The dependency's name, as tasks and fault targets (dependency/NAME) write it.", required: true},
@@ -302,7 +305,7 @@ var keyDocs = map[string]keyDoc{
 	"Alerts.groupBy":         {doc: "The labels that group the default route's alerts (default: dependency)."},
 	"Alerts.timing":          {doc: "The default timing of every route."},
 	"Alerts.dedupWindow":     {doc: "Occurrences of a fingerprint closer than this are one alert, and a job-failure alert resolves after this long without one (default 5m)."},
-	"Alerts.maxAlerts":       {doc: "The most distinct alerts held at once (default 10000); past it, new fingerprints are counted in one alert-limit alert.", min: bound(0)},
+	"Alerts.maxAlerts":       {doc: "The most distinct alerts held at once, at least 2 (default 10000); past it, new fingerprints are counted in one alert-limit alert.", min: bound(2), zeroOr: true},
 
 	"Route.receiver":   {doc: "The receiver the route sends to.", required: true},
 	"Route.severities": {doc: "Limits the route to these severities.", enum: severityNames()},
@@ -349,11 +352,12 @@ var keyDocs = map[string]keyDoc{
 
 	"Invariants.pageWithin": {doc: "How soon a critical failure must reach a person as a high-severity alert (default 5m); off turns the check off.", pattern: `^(off|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
 
-	"Fault.name":     {doc: "Names the fault in reports; unique among the faults.", required: true},
-	"Fault.target":   {doc: "What the fault hits: dependency/NAME, dlq-store, alert-sink (every receiver) or alert-sink/RECEIVER, worker (every worker) or worker/NAME, or store.", pattern: targetPattern, required: true},
-	"Fault.model":    {doc: "A model of the fault catalogue.", enum: catalogueNames(), required: true},
-	"Fault.params":   {doc: "The model's parameters by name; each has a default (see the fault catalogue)."},
-	"Fault.schedule": {doc: "When the fault is on (default: the whole run, every call)."},
+	"Fault.name":        {doc: "Names the fault in reports; unique among the faults.", required: true},
+	"Fault.target":      {doc: "What the fault hits: dependency/NAME, dlq-store, alert-sink (every receiver) or alert-sink/RECEIVER, worker (every worker) or worker/NAME, or store.", pattern: targetPattern, required: true},
+	"Fault.model":       {doc: "A model of the fault catalogue.", enum: catalogueNames(), required: true},
+	"Fault.params":      {doc: "The model's parameters by name; each has a default (see the fault catalogue)."},
+	"Fault.schedule":    {doc: "When the fault is on (default: the whole run, every call)."},
+	"Fault.requireHits": {doc: "Makes a run in which the fault never hit a call fail; by default zero hits are a warning (a probabilistic fault may draw no hit on some seeds)."},
 
 	"Schedule.from":        {doc: "The offset from which the fault is on (default 0)."},
 	"Schedule.until":       {doc: "The offset before which the fault is on (default: the end of the run)."},
@@ -362,7 +366,7 @@ var keyDocs = map[string]keyDoc{
 	"Schedule.probability": {doc: "The chance in [0,1] that a call reaching the fault is hit; 0 means 1.", min: bound(0), max: bound(1)},
 
 	"Periodic.period": {doc: "The length of one cycle.", required: true},
-	"Periodic.duty":   {doc: "The fraction of each period the fault is on, in (0,1].", min: bound(0), max: bound(1), required: true},
+	"Periodic.duty":   {doc: "The fraction of each period the fault is on, in (0,1].", min: bound(0), exclusiveMin: true, max: bound(1), required: true},
 	"Periodic.jitter": {doc: "Shifts each on-phase by up to ± this much, drawn from the seed; at most period/2."},
 	"Periodic.phase":  {doc: "The offset of the first on-phase's start (default 0)."},
 
@@ -371,7 +375,7 @@ var keyDocs = map[string]keyDoc{
 	"Step.filter":    {doc: "Selects the DLQ entries requeue and delete act on (default: every entry)."},
 	"Step.budget":    {doc: "requeue's attempt budget: one-more-attempt (the default) or reset-attempts.", enum: requeueBudgets},
 	"Step.olderThan": {doc: "purge's age: the entries that failed more than this long ago go; required for purge."},
-	"Step.workers":   {doc: "set-workers' number of worker slots.", min: bound(0)},
+	"Step.workers":   {doc: "set-workers' number of worker slots (at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
 	"Step.retry":     {doc: "set-retry's new retry policy; required for set-retry."},
 
 	"Filter.tasks":      {doc: "The entries' tasks."},
@@ -520,7 +524,12 @@ func valueSchema(t reflect.Type, kd keyDoc) jsonObject {
 
 func numberSchema(typ string, kd keyDoc) jsonObject {
 	s := jsonObject{{"type", typ}}
-	if kd.min != nil {
+	if kd.zeroOr && kd.min != nil {
+		return append(s, jsonMember{"anyOf", []any{jsonObject{{"const", 0}}, jsonObject{{"minimum", *kd.min}}}})
+	}
+	if kd.min != nil && kd.exclusiveMin {
+		s = append(s, jsonMember{"exclusiveMinimum", *kd.min})
+	} else if kd.min != nil {
 		s = append(s, jsonMember{"minimum", *kd.min})
 	}
 	if kd.max != nil {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -157,13 +158,15 @@ var _ = Describe("The JSON Schema", func() {
 		Entry(nil, "Expect", "count", func(v string) string {
 			return scenarioHead + pingWorkload + "expect: [{count: " + v + ", atLeast: 0}]\n"
 		}),
-		Entry(nil, "Expect", "state", func(v string) string { return scenarioHead + pingWorkload + "expect: [{job: j, state: " + v + "}]\n" }),
+		Entry(nil, "Expect", "state", func(v string) string {
+			return scenarioHead + pingJobWorkload + "expect: [{job: j, state: " + v + "}]\n"
+		}),
 		Entry(nil, "Expect", "route", func(v string) string {
 			switch v { // a confusion gate's routes; a job's are the move reasons
 			case "retry", "dead-letter", "release", "divert":
 				return scenarioHead + pingWorkload + "expect: [{confusion: transient, route: " + v + ", equals: 0}]\n"
 			}
-			return scenarioHead + pingWorkload + "expect: [{job: j, state: succeeded, route: " + v + "}]\n"
+			return scenarioHead + pingJobWorkload + "expect: [{job: j, state: succeeded, route: " + v + "}]\n"
 		}),
 		Entry(nil, "Expect", "confusion", func(v string) string {
 			return scenarioHead + pingWorkload + "expect: [{confusion: " + v + ", said: " + v + ", equals: 0}]\n"
@@ -172,7 +175,8 @@ var _ = Describe("The JSON Schema", func() {
 			return scenarioHead + pingWorkload + "expect: [{count: dead-letters, severity: " + v + ", equals: 0}]\n"
 		}),
 		Entry(nil, "Fault", "model", func(v string) string {
-			return scenarioHead + pingWorkload + "faults: [{name: f, target: " + targetFor(v) + ", model: " + v + "}]\n"
+			return scenarioHead + "workload: {tasks: [{name: ping, dependency: ping}], arrivals: {rate: 1/s}}\n" +
+				"faults: [{name: f, target: " + targetFor(v) + ", model: " + v + "}]\n"
 		}),
 	)
 
@@ -275,7 +279,10 @@ var _ = Describe("The reference page", func() {
 	})
 })
 
-// targetFor returns a target a model may hit.
+// pingJobWorkload is pingWorkload with an explicit job "j".
+const pingJobWorkload = "workload:\n  tasks: [{name: ping}]\n  arrivals: {rate: 1/s}\n  jobs: [{at: 1s, id: j, task: ping}]\n"
+
+// targetFor returns a target a model may hit (and the simulator applies).
 func targetFor(model string) string {
 	for _, e := range faults.Catalogue() {
 		if e.Name == model {
@@ -361,6 +368,9 @@ func (v *schemaValidator) check(schema map[string]any, x any, at string) {
 		}
 		if hi, ok := schema["maximum"].(float64); ok && n > hi {
 			v.fail(at, "%v is above %v", n, hi)
+		}
+		if lo, ok := schema["exclusiveMinimum"].(float64); ok && n <= lo {
+			v.fail(at, "%v is not above %v", n, lo)
 		}
 	}
 	if obj, isObj := x.(map[string]any); isObj {
@@ -451,3 +461,198 @@ func schemaSame(a, b any) bool {
 	}
 	return a == b
 }
+
+// schemaHost embeds an object of one document type in a valid scenario:
+// base are the keys it needs, wrap puts the object in place.
+type schemaHost struct {
+	base [][2]string
+	wrap func(obj string) string
+}
+
+// doc returns the scenario with key set to value in the object (or left
+// out, when omit), the other base keys as they are.
+func (h schemaHost) doc(key, value string, omit bool) string {
+	var pairs []string
+	seen := false
+	for _, kv := range h.base {
+		if kv[0] == key {
+			seen = true
+			if omit {
+				continue
+			}
+			kv[1] = value
+		}
+		pairs = append(pairs, kv[0]+": "+kv[1])
+	}
+	if !seen && !omit {
+		pairs = append(pairs, key+": "+value)
+	}
+	return h.wrap("{" + strings.Join(pairs, ", ") + "}")
+}
+
+// schemaHosts place an object of each document type.
+func schemaHosts() map[string]schemaHost {
+	const wl = "{tasks: [{name: ping, dependency: ping}], arrivals: {rate: 1/s}}"
+	doc := func(kvs string) string {
+		return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: " + wl + kvs + "}\n"
+	}
+	in := func(prefix, suffix string) func(string) string {
+		return func(obj string) string { return doc(", " + prefix + obj + suffix) }
+	}
+	return map[string]schemaHost{
+		"Document": {base: [][2]string{{"apiVersion", "faultline/v1"}, {"kind", "Scenario"}, {"metadata", "{name: s}"}, {"duration", "1m"}, {"workload", wl}},
+			wrap: func(obj string) string { return obj + "\n" }},
+		"Metadata": {base: [][2]string{{"name", "s"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: " + obj + ", duration: 1m, workload: " + wl + "}\n"
+		}},
+		"Workload": {base: [][2]string{{"tasks", "[{name: ping, dependency: ping}]"}, {"arrivals", "{rate: 1/s}"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: " + obj + "}\n"
+		}},
+		"Task": {base: [][2]string{{"name", "ping"}, {"dependency", "ping"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: {tasks: [" + obj + "], arrivals: {rate: 1/s}}}\n"
+		}},
+		"Arrivals": {base: [][2]string{{"rate", "1/s"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: {tasks: [{name: ping}], arrivals: " + obj + "}}\n"
+		}},
+		"Burst": {base: [][2]string{{"at", "1s"}, {"count", "1"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: {tasks: [{name: ping}], arrivals: {bursts: [" + obj + "]}}}\n"
+		}},
+		"PlannedJob": {base: [][2]string{{"at", "1s"}, {"task", "ping"}}, wrap: func(obj string) string {
+			return "{apiVersion: faultline/v1, kind: Scenario, metadata: {name: s}, duration: 1m, workload: {tasks: [{name: ping}], jobs: [" + obj + "]}}\n"
+		}},
+		"Workers":    {wrap: in("workers: ", "")},
+		"Dependency": {base: [][2]string{{"name", "ping"}}, wrap: in("dependencies: [", "]")},
+		"System":     {wrap: in("system: ", "")},
+		"Retry":      {wrap: in("system: {retry: ", "}")},
+		"Budget":     {wrap: in("system: {retry: {budget: ", "}}")},
+		"DLQ":        {wrap: in("system: {dlq: ", "}")},
+		"Alerts":     {base: [][2]string{{"receivers", "[a, b]"}, {"defaultReceiver", "a"}}, wrap: in("system: {alerts: ", "}")},
+		"Route":      {base: [][2]string{{"receiver", "a"}}, wrap: in("system: {alerts: {receivers: [a, b], defaultReceiver: a, routes: [", "]}}")},
+		"Timing":     {wrap: in("system: {alerts: {dedupWindow: 1h, timing: ", "}}")},
+		"Breaker":    {base: [][2]string{{"dependency", "ping"}}, wrap: in("system: {breakers: [", "]}")},
+		"Fallback":   {wrap: in("system: {breakers: [{dependency: ping, fallback: ", "}]}")},
+		"AutoRetry":  {base: [][2]string{{"windowStart", "22h"}, {"windowEnd", "6h"}}, wrap: in("system: {autoRetry: ", "}")},
+		"Monitor":    {wrap: in("system: {monitor: ", "}")},
+		"Invariants": {wrap: in("invariants: ", "")},
+		"Fault":      {base: [][2]string{{"name", "f"}, {"target", "dependency/ping"}, {"model", "outage"}}, wrap: in("faults: [", "]")},
+		"Schedule":   {wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: ", "}]")},
+		"Periodic":   {base: [][2]string{{"period", "10s"}, {"duty", "0.5"}}, wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: {every: ", "}}]")},
+		"Step":       {base: [][2]string{{"at", "10s"}, {"action", "requeue"}}, wrap: in("steps: [", "]")},
+		"Filter":     {wrap: in("steps: [{at: 10s, action: delete, filter: ", "}]")},
+		"Expect":     {base: [][2]string{{"count", "created"}, {"atLeast", "0"}}, wrap: in("expect: [", "]")},
+	}
+}
+
+// constraint is one value a key's schema allows or refuses.
+type constraint struct {
+	typ, key, value, why string
+	omit, valid          bool
+}
+
+// schemaConstraints lists, for every key the schema constrains (enum,
+// minimum, exclusiveMinimum, maximum, a const-or-minimum, pattern,
+// required, a duration or rate), values that break the constraint, and
+// the bounds themselves, which keep it.
+func schemaConstraints(s map[string]any) []constraint {
+	var out []constraint
+	names := []string{"Document"}
+	for name, d := range s["$defs"].(map[string]any) {
+		if _, ok := d.(map[string]any)["properties"]; ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	for _, name := range names {
+		def := definition(s, name)
+		for _, r := range schemaList(def["required"]) {
+			out = append(out, constraint{typ: name, key: r.(string), omit: true, why: "required"})
+		}
+		props := def["properties"].(map[string]any)
+		for _, key := range schemaKeys(props) {
+			p := props[key].(map[string]any)
+			list := false
+			if items, ok := p["items"].(map[string]any); ok {
+				p, list = items, true
+			}
+			add := func(value, why string, valid bool) {
+				if list {
+					value = "[" + value + "]"
+				}
+				out = append(out, constraint{typ: name, key: key, value: value, why: why, valid: valid})
+			}
+			integer := p["type"] == "integer"
+			step := 0.5
+			if integer {
+				step = 1
+			}
+			if len(schemaList(p["enum"])) > 0 {
+				add("zz-none-of-these", "enum", false)
+			}
+			if lo, ok := p["minimum"].(float64); ok {
+				add(num(lo-step), "minimum", false)
+				add(num(lo), "minimum", true)
+				add(num(lo+step), "minimum", true)
+			}
+			if lo, ok := p["exclusiveMinimum"].(float64); ok {
+				add(num(lo), "exclusiveMinimum", false)
+			}
+			if hi, ok := p["maximum"].(float64); ok {
+				add(num(hi+step), "maximum", false)
+				add(num(hi), "maximum", true)
+			}
+			if alts := schemaList(p["anyOf"]); len(alts) == 2 {
+				if lo, ok := alts[1].(map[string]any)["minimum"].(float64); ok {
+					add("0", "const 0", true)
+					add(num(lo-step), "anyOf minimum", false)
+					add(num(lo), "anyOf minimum", true)
+				}
+			}
+			if _, ok := p["pattern"].(string); ok {
+				add(`"zz not this"`, "pattern", false)
+			}
+			switch p["$ref"] {
+			case "#/$defs/duration":
+				add("10x", "duration", false)
+			case "#/$defs/rate":
+				add("fast", "rate", false)
+			}
+		}
+	}
+	return out
+}
+
+var _ = Describe("The JSON Schema and the loader (issue 11 item 7)", func() {
+	It("agree on every constrained key: what the schema refuses the loader refuses, the bounds it allows the loader accepts", func() {
+		s := schemaDoc()
+		hosts := schemaHosts()
+		cs := schemaConstraints(s)
+		Expect(len(cs)).To(BeNumerically(">", 80))
+		kinds := map[string]int{}
+		for _, c := range cs {
+			h, ok := hosts[c.typ]
+			Expect(ok).To(BeTrue(), "no host for %s", c.typ)
+			if c.typ == "Expect" && (c.key == "equals" || c.key == "atMost") {
+				h.base = h.base[:1] // one comparison at a time
+			}
+			text := h.doc(c.key, c.value, c.omit)
+			what := fmt.Sprintf("%s.%s = %s (%s)\n%s", c.typ, c.key, c.value, c.why, text)
+			if c.omit {
+				what = fmt.Sprintf("%s.%s left out (%s)\n%s", c.typ, c.key, c.why, text)
+			}
+			_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+			if c.valid {
+				Expect(schemaErrors(s, []byte(text))).To(BeEmpty(), what)
+				Expect(err).NotTo(HaveOccurred(), what)
+			} else {
+				Expect(schemaErrors(s, []byte(text))).NotTo(BeEmpty(), "the schema allows "+what)
+				Expect(err).To(HaveOccurred(), "the schema refuses and the loader accepts "+what)
+			}
+			kinds[c.why]++
+		}
+		GinkgoWriter.Printf("%d constraints checked: %v\n", len(cs), kinds)
+		for _, k := range []string{"enum", "minimum", "maximum", "exclusiveMinimum", "anyOf minimum", "pattern", "required", "duration", "rate"} {
+			Expect(kinds).To(HaveKey(k))
+		}
+	})
+})

@@ -260,6 +260,9 @@ type Fault struct {
 	// Params are the model's parameters by name (see the catalogue).
 	Params   map[string]any `yaml:"params,omitempty" json:"params,omitempty"`
 	Schedule Schedule       `yaml:"schedule,omitempty" json:"schedule,omitempty"`
+	// RequireHits makes a run in which the fault never hit a failure
+	// (default: a warning; a probabilistic fault may draw no hit).
+	RequireHits bool `yaml:"requireHits,omitempty" json:"requireHits,omitempty"`
 }
 
 // Schedule says when a fault is on; every condition given must hold.

@@ -271,11 +271,6 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		w.led.task(t.Name)
 	}
 
-	for _, f := range sc.Faults {
-		if err := simulated(f); err != nil {
-			return nil, fmt.Errorf("scenario %q: fault %q: %w", sc.Name, f.Name, err)
-		}
-	}
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: faults: %w", sc.Name, err)
@@ -283,8 +278,8 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	w.inj = inj
 
 	// The store.
-	cfg := store.Config{Namespace: "sim", DLQCapacity: sc.System.DLQ.Capacity, Overflow: sc.System.DLQ.Overflow,
-		LostLeaseUsesAttempt: sc.System.DLQ.LostLeaseUsesAttempt, Observer: w.observe}
+	cfg := sc.storeConfig() // as Validate checked it
+	cfg.Observer = w.observe
 	cfg.OnOverflow = w.overflow
 	if o.store != nil {
 		w.backend, err = o.store(ctx, w.env, cfg)
@@ -320,11 +315,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	}
 
 	// The alerter, delivering through recording sinks.
-	acfg := sc.System.Alerts
-	acfg.Receivers = slices.Clone(acfg.Receivers)
-	for i := range acfg.Receivers {
-		acfg.Receivers[i].Sink = &recordingSink{w: w, name: acfg.Receivers[i].Name}
-	}
+	acfg := sc.alertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
 	w.repeatEvery = acfg.WithDefaults().Timing.RepeatInterval
 	for _, r := range acfg.Routes {
 		if t := r.Timing.RepeatInterval; t > 0 && t < w.repeatEvery {
@@ -381,8 +372,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		if !ok {
 			return nil, fmt.Errorf("monitor: the alerter %T cannot raise system alerts (it needs Raise and Clear)", w.alerter)
 		}
-		mon, err := worker.NewMonitor(worker.MonitorConfig{Store: w.dlqW, Alerter: sig, Clock: w.clk, Namespace: "sim",
-			MaxDepth: m.MaxDepth, MaxAge: m.MaxAge, Interval: m.Interval, Severity: m.Severity})
+		mon, err := worker.NewMonitor(sc.monitorConfig(w.dlqW, sig, w.clk))
 		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
@@ -390,8 +380,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		mon.Start()
 	}
 	if a := sc.System.AutoRetry; a != nil {
-		ar, err := worker.NewAutoRetry(worker.AutoRetryConfig{Store: w.dlqW, Clock: w.clk, Window: a.Window, Filter: a.Filter,
-			Rate: a.Rate, Interval: a.Interval, MaxAutoRetries: a.MaxAutoRetries, Budget: a.Budget})
+		ar, err := worker.NewAutoRetry(sc.autoRetryConfig(w.dlqW, w.clk))
 		if err != nil {
 			return nil, fmt.Errorf("auto-retry: %w", err)
 		}
@@ -573,6 +562,14 @@ func (w *world) pick(task string) *taskGen {
 
 // create enqueues one job of task t (with pj's explicit fields, if any).
 func (w *world) create(t *taskGen, pj PlannedJob) {
+	if len(w.led.jobs) >= w.sc.Limits.MaxInFlight {
+		if len(w.errs) == 0 {
+			w.errs = append(w.errs, fmt.Errorf("run stopped at %s: %w", fmtOffset(w.now()),
+				&LimitError{What: "jobs in flight", Flag: "--max-in-flight", Max: int64(w.sc.Limits.MaxInFlight), Got: int64(len(w.led.jobs)) + 1,
+					Hint: "lower the arrival rate, shorten the run,"}))
+		}
+		return
+	}
 	w.seq++
 	now := w.clk.Now()
 	j := job.Job{Task: t.Name, Queue: t.queue, Dependency: t.Dependency, EnqueuedAt: now}
@@ -845,30 +842,6 @@ func (w *world) overflow(o store.Overflow) {
 	if w.mon != nil {
 		w.mon.Overflow(o)
 	}
-}
-
-// ErrNotSimulated: a fault whose model and target the simulator does not
-// apply (it would be injected and change nothing: a silent pass).
-var ErrNotSimulated = errors.New("not simulated")
-
-// simulated refuses the fault/target pairs the engine does not apply: the
-// queue store only slows down (its outages are the live drills' Toxiproxy
-// work), the DLQ store only refuses writes.
-func simulated(f faults.Fault) error {
-	if f.Model == nil {
-		return nil // NewInjector reports it
-	}
-	switch f.Target.Kind {
-	case faults.Store:
-		if f.Model.Class() != classify.None {
-			return fmt.Errorf("%w: the queue store can only be slowed (slow-store, latency); model %s makes it fail: target dlq-store for DLQ outages", ErrNotSimulated, f.Model.Name())
-		}
-	case faults.DLQStore:
-		if f.Model.Class() == classify.None {
-			return fmt.Errorf("%w: the DLQ store can only refuse writes (store-outage, outage); model %s only adds latency", ErrNotSimulated, f.Model.Name())
-		}
-	}
-	return nil
 }
 
 // ceilMs rounds d up to a whole millisecond.

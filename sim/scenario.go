@@ -50,6 +50,9 @@ type Scenario struct {
 	Sample time.Duration
 	// Invariants tunes the invariants that need a figure.
 	Invariants Invariants
+	// Limits bound what the run may use (zero: the defaults); they are
+	// not part of the scenario file.
+	Limits Limits
 }
 
 // Workload is the jobs the scenario creates.

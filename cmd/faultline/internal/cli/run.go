@@ -37,6 +37,7 @@ type runFlags struct {
 	noShrink  bool
 	progress  string
 	shrunkOut string
+	limits    limitFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -89,6 +90,7 @@ passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.`,
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
+	f.limits.register(fl)
 	return c
 }
 
@@ -117,11 +119,11 @@ func seedRange(s string) (uint64, uint64, error) {
 }
 
 // resolve loads the scenarios the arguments name.
-func resolve(args []string, all bool) ([]target, error) {
+func resolve(args []string, all bool, lim scenarios.Limits) ([]target, error) {
 	if all {
 		var out []target
 		for _, b := range scenarios.Builtins() {
-			l, err := scenarios.LoadBuiltin(b.Name)
+			l, err := lim.LoadBuiltin(b.Name)
 			if err != nil {
 				return nil, fmt.Errorf("built-in %s: %w", b.Name, err)
 			}
@@ -135,7 +137,7 @@ func resolve(args []string, all bool) ([]target, error) {
 		st, err := os.Stat(a)
 		switch {
 		case err == nil && st.IsDir():
-			files, err := scenarioFiles(a)
+			files, err := scenarioFiles(a, lim)
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
@@ -144,7 +146,7 @@ func resolve(args []string, all bool) ([]target, error) {
 				problems = append(problems, fmt.Sprintf("%s: no scenario files (*.yaml, *.yml) in this directory", a))
 			}
 			for _, f := range files {
-				l, err := scenarios.Load(f)
+				l, err := lim.Load(f)
 				if err != nil {
 					problems = append(problems, err.Error())
 					continue
@@ -152,7 +154,7 @@ func resolve(args []string, all bool) ([]target, error) {
 				out = append(out, target{arg: f, file: f, loaded: l})
 			}
 		case err == nil:
-			l, err := scenarios.Load(a)
+			l, err := lim.Load(a)
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
@@ -161,7 +163,7 @@ func resolve(args []string, all bool) ([]target, error) {
 		case strings.ContainsAny(a, "/\\.") || !errors.Is(err, os.ErrNotExist):
 			problems = append(problems, err.Error())
 		default:
-			l, err := scenarios.LoadBuiltin(a)
+			l, err := lim.LoadBuiltin(a)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%q is neither a file nor a built-in scenario: %v", a, err))
 				continue
@@ -177,7 +179,7 @@ func resolve(args []string, all bool) ([]target, error) {
 
 // scenarioFiles lists a directory's scenario files (not its fragments),
 // sorted.
-func scenarioFiles(dir string) ([]string, error) {
+func scenarioFiles(dir string, lim scenarios.Limits) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -189,6 +191,10 @@ func scenarioFiles(dir string) ([]string, error) {
 			continue
 		}
 		p := filepath.Join(dir, n)
+		if info, err := e.Info(); err == nil && info.Size() > lim.WithDefaults().MaxFileSize {
+			out = append(out, p) // loading it says it is too large
+			continue
+		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
@@ -269,7 +275,11 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 			return usage(c, err)
 		}
 	}
-	targets, err := resolve(args, f.all)
+	lim, err := f.limits.limits()
+	if err != nil {
+		return usage(c, err)
+	}
+	targets, err := resolve(args, f.all, lim)
 	if err != nil {
 		return err
 	}

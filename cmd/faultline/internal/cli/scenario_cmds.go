@@ -14,7 +14,8 @@ import (
 )
 
 func newValidateCommand() *cobra.Command {
-	return &cobra.Command{
+	var lf limitFlags
+	c := &cobra.Command{
 		Use:   "validate (FILE | DIR)...",
 		Short: "Check scenario files; every problem is reported with file:line:col",
 		Long: `Check scenario files (includes followed) without running them. Every problem in a
@@ -27,16 +28,22 @@ key. Exit codes: 0 every file is valid; 2 a file is invalid.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return validate(c.OutOrStdout(), c.ErrOrStderr(), args)
+			lim, err := lf.limits()
+			if err != nil {
+				return usage(c, err)
+			}
+			return validate(c.OutOrStdout(), c.ErrOrStderr(), args, lim)
 		},
 	}
+	lf.register(c.Flags())
+	return c
 }
 
-func validate(stdout, stderr io.Writer, args []string) error {
+func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits) error {
 	var files []string
 	for _, a := range args {
 		if st, err := os.Stat(a); err == nil && st.IsDir() {
-			fs, err := scenarioFiles(a)
+			fs, err := scenarioFiles(a, lim)
 			if err != nil {
 				return &InvalidInputError{Err: err}
 			}
@@ -51,7 +58,7 @@ func validate(stdout, stderr io.Writer, args []string) error {
 	}
 	bad := 0
 	for _, f := range files {
-		l, err := scenarios.Load(f)
+		l, err := lim.Load(f)
 		if err != nil {
 			printErr(stderr, err)
 			bad++

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// limitFlags are the input limits faultline run and validate take: each
+// error at a limit names the flag that lifts it.
+type limitFlags struct {
+	fileSize byteSize
+	depth    int
+	workers  int
+	samples  int
+	inFlight int
+}
+
+func (l *limitFlags) register(fl *pflag.FlagSet) {
+	l.fileSize = scenarios.DefaultMaxFileSize
+	fl.Var(&l.fileSize, "max-file-size", "the largest scenario, fragment or rule file read, e.g. 10MiB (checked before reading)")
+	fl.IntVar(&l.depth, "max-depth", scenarios.DefaultMaxDepth, "the deepest nesting of a scenario file's values (checked before parsing)")
+	fl.IntVar(&l.workers, "max-workers", sim.DefaultMaxWorkers, "the most worker slots a scenario may have")
+	fl.IntVar(&l.samples, "max-samples", sim.DefaultMaxSamples, "the most points of a run's time series (duration / sample)")
+	fl.IntVar(&l.inFlight, "max-in-flight", sim.DefaultMaxInFlight, "the most jobs a run tracks at once (created, not yet succeeded); a run past it is interrupted")
+}
+
+// limits returns the limits, or a usage error for one that is not positive.
+func (l *limitFlags) limits() (scenarios.Limits, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"--max-file-size", int64(l.fileSize)}, {"--max-depth", int64(l.depth)}, {"--max-workers", int64(l.workers)},
+		{"--max-samples", int64(l.samples)}, {"--max-in-flight", int64(l.inFlight)}} {
+		if f.v < 1 {
+			return scenarios.Limits{}, fmt.Errorf("%s: expected at least 1, got %d", f.name, f.v)
+		}
+	}
+	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth,
+		Run: sim.Limits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight}}, nil
+}
+
+// byteSize is a flag of bytes: 1048576, 512KiB, 10MiB, 1GiB (KB, MB, GB
+// are read as the binary units too).
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Type() string { return "bytes" }
+
+func (b *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 || n > (1<<62)/mult {
+		return fmt.Errorf("expected a size like 10MiB or 1048576, got %q", s)
+	}
+	*b = byteSize(n * mult)
+	return nil
+}

@@ -1,0 +1,265 @@
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/faultline/faultline/sim"
+)
+
+// The default Limits.
+const (
+	// DefaultMaxFileSize bounds a scenario, fragment or rule file: 10 MiB.
+	DefaultMaxFileSize = 10 << 20
+	// DefaultMaxDepth bounds the nesting of a file's values.
+	DefaultMaxDepth = 64
+)
+
+// Limits bound what loading a scenario may take and what its run may use,
+// so that a hostile or mistaken file is refused with an error naming the
+// limit (and the faultline flag that lifts it) instead of exhausting
+// memory. A zero field takes its default.
+type Limits struct {
+	// MaxFileSize bounds each file read (scenario, fragment, rule file),
+	// in bytes; checked before the file is read (default
+	// DefaultMaxFileSize; faultline --max-file-size).
+	MaxFileSize int64
+	// MaxDepth bounds the nesting of a file's values; checked by a scan
+	// of the text before the YAML parser sees it (default
+	// DefaultMaxDepth; faultline --max-depth).
+	MaxDepth int
+	// Run bounds what the scenario's run may use: workers, samples, jobs
+	// in flight (sim.Limits; faultline --max-workers, --max-samples,
+	// --max-in-flight). The loaded scenario carries them.
+	Run sim.Limits
+}
+
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxFileSize <= 0 {
+		l.MaxFileSize = DefaultMaxFileSize
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	l.Run = l.Run.WithDefaults()
+	return l
+}
+
+// Load is Load within l.
+func (l Limits) Load(path string) (*Loaded, error) { return load(osFiles{}, path, l) }
+
+// LoadFS is LoadFS within l.
+func (l Limits) LoadFS(fsys fs.FS, path string) (*Loaded, error) {
+	return load(fsFiles{fsys}, path, l)
+}
+
+// LoadBuiltin is LoadBuiltin within l.
+func (l Limits) LoadBuiltin(name string) (*Loaded, error) {
+	for _, b := range builtins() {
+		if b.Name == name {
+			return l.LoadFS(builtinFS, b.Path)
+		}
+	}
+	return nil, unknownBuiltin(name)
+}
+
+// errTooLarge is a file over the size limit.
+type errTooLarge struct {
+	size, max int64
+}
+
+func (e *errTooLarge) Error() string {
+	return fmt.Sprintf("the file is larger than the limit of %s (it has %s); lift the limit with --max-file-size", byteSize(e.max), byteSize(e.size))
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readLimited reads r, refusing more than max bytes; size, when known
+// (≥ 0), is checked first, so that nothing is read from a file too large.
+func readLimited(r io.Reader, size, max int64) ([]byte, error) {
+	if size > max {
+		return nil, &errTooLarge{size: size, max: max}
+	}
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &errTooLarge{size: int64(len(data)), max: max}
+	}
+	return data, nil
+}
+
+func readOSFile(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return readLimited(f, size, max)
+}
+
+func readFSFile(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	return readLimited(f, size, max)
+}
+
+// tooLarge reports whether err is a file over the size limit, and says so.
+func tooLarge(err error) (string, bool) {
+	var tl *errTooLarge
+	if errors.As(err, &tl) {
+		return tl.Error(), true
+	}
+	return "", false
+}
+
+// depthScan measures how deep a YAML text nests its values without parsing
+// it, in one pass over the bytes and memory bounded by max: block
+// indentation levels, compact sequence entries and complex keys ("- - x",
+// "? "), and flow brackets outside quotes and comments; block scalars'
+// lines are skipped. It returns the 1-based line and column where the
+// nesting first passes max, or ok when it never does. It counts at least
+// as deep as the parser nests, so a text it passes is safe to parse.
+func depthScan(data []byte, max int) (line, col int, ok bool) {
+	var (
+		indents []int // the block levels' indentation
+		flow    int   // open flow brackets
+		quote   byte  // the quote of a quoted scalar spanning lines
+		// block is the indentation of the line that opened a block
+		// scalar; its content is every line indented more (or blank).
+		block = -1
+	)
+	for ln, rest := 1, data; len(rest) > 0; ln++ {
+		var text []byte
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			text, rest = rest[:i], rest[i+1:]
+		} else {
+			text, rest = rest, nil
+		}
+		text = bytes.TrimSuffix(text, []byte("\r"))
+		indent := 0
+		for indent < len(text) && text[indent] == ' ' {
+			indent++
+		}
+		blank := indent == len(text) || text[indent] == '#'
+		if block >= 0 {
+			if blank || indent > block {
+				continue
+			}
+			block = -1
+		}
+		pos := 0
+		depth := len(indents)
+		if quote == 0 && flow == 0 {
+			if blank {
+				continue
+			}
+			for len(indents) > 0 && indents[len(indents)-1] >= indent {
+				indents = indents[:len(indents)-1]
+			}
+			indents = append(indents, indent)
+			depth = len(indents)
+			pos = indent
+			// "- - - x" and "? ? x": each indicator opens a level.
+			for pos+1 < len(text) && (text[pos] == '-' || text[pos] == '?') && (text[pos+1] == ' ' || text[pos+1] == '\t') {
+				depth++
+				if depth+flow > max {
+					return ln, pos + 1, false
+				}
+				pos += 2
+				for pos < len(text) && (text[pos] == ' ' || text[pos] == '\t') {
+					pos++
+				}
+			}
+			if depth > max {
+				return ln, indent + 1, false
+			}
+		}
+		prev := byte(' ')
+		if pos > 0 {
+			prev = text[pos-1]
+		}
+		for ; pos < len(text); pos++ {
+			c := text[pos]
+			switch {
+			case quote == '\'':
+				if c == '\'' {
+					if pos+1 < len(text) && text[pos+1] == '\'' {
+						pos++
+					} else {
+						quote = 0
+					}
+				}
+			case quote == '"':
+				if c == '\\' {
+					pos++
+				} else if c == '"' {
+					quote = 0
+				}
+			case c == '#' && (prev == ' ' || prev == '\t'):
+				pos = len(text)
+			case (c == '\'' || c == '"') && (prev == ' ' || prev == '\t' || prev == '[' || prev == '{' || prev == ',' || prev == ':'):
+				quote = c
+			case c == '[' || c == '{':
+				flow++
+				if depth+flow > max {
+					return ln, pos + 1, false
+				}
+			case c == ']' || c == '}':
+				if flow > 0 {
+					flow--
+				}
+			}
+			prev = c
+		}
+		if quote == 0 && flow == 0 && opensBlockScalar(text) {
+			block = indent
+		}
+	}
+	return 0, 0, true
+}
+
+// opensBlockScalar reports whether a line ends in a block scalar's header
+// ("key: |", "- >-", "|2 # comment").
+func opensBlockScalar(text []byte) bool {
+	if i := bytes.Index(text, []byte(" #")); i >= 0 {
+		text = text[:i]
+	}
+	text = bytes.TrimRight(text, " \t")
+	i := len(text)
+	for i > 0 && (text[i-1] == '-' || text[i-1] == '+' || (text[i-1] >= '0' && text[i-1] <= '9')) {
+		i--
+	}
+	if i == 0 || (text[i-1] != '|' && text[i-1] != '>') {
+		return false
+	}
+	i--
+	return i == 0 || text[i-1] == ' ' || text[i-1] == '\t'
+}

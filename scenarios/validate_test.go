@@ -1,0 +1,402 @@
+package scenarios_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing/fstest"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"pgregory.net/rapid"
+
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// chargeScenario is a scenario calling the dependency "gateway"; a spec
+// appends its keys.
+const chargeScenario = scenarioHead + "workload:\n  tasks: [{name: charge, dependency: gateway}]\n  arrivals: {rate: 1/s}\n"
+
+// runs reports the error sim.Run gives a loaded scenario before it runs
+// (its context is canceled: the run stops at once), other than the
+// cancelation: what `faultline run` would exit 3 on.
+func runs(l *scenarios.Loaded) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := sim.Run(ctx, l.Scenario)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+var _ = Describe("validate runs every check run runs (issue 11 item 7)", func() {
+	DescribeTable("refuses at load, at file:line:col, what the simulator would refuse to run",
+		func(keys string, lines ...string) {
+			text := chargeScenario + keys
+			_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+			Expect(err).To(reportExactly(lines...))
+		},
+		Entry("a negative DLQ capacity", "system: {dlq: {capacity: -1}}\n",
+			"s.yaml:8:26: system.dlq.capacity: must be at least 1"),
+		Entry("a negative monitor depth", "system: {monitor: {maxDepth: -1}}\n",
+			"s.yaml:8:30: system.monitor.maxDepth: must not be negative (0 turns the check off)"),
+		Entry("an alerts block without a default receiver", "system: {alerts: {receivers: [pager, team]}}\n",
+			"s.yaml:8:10: system.alerts.defaultReceiver: expected the receiver of the alerts no route takes, one of pager, team"),
+		Entry("a route to an unknown receiver", "system: {alerts: {receivers: [pager], defaultReceiver: pager, routes: [{receiver: pagr}]}}\n",
+			`s.yaml:8:83: system.alerts.routes[0].receiver: "pagr" is not a receiver (the receivers are pager); did you mean "pager"?`),
+		Entry("maxOpenDuration below openDuration", "system: {breakers: [{dependency: gateway, openDuration: 10s, maxOpenDuration: 5s}]}\n",
+			"s.yaml:8:79: system.breakers[0].maxOpenDuration: must be at least OpenDuration (got 5s)"),
+		Entry("a failure rate of 250 %", "system: {breakers: [{dependency: gateway, failureRatePercent: 250}]}\n",
+			"s.yaml:8:63: system.breakers[0].failureRatePercent: must be between 1 and 100 (got 250)"),
+		Entry("an auto-retry window at 25h", "system: {autoRetry: {windowStart: 25h, windowEnd: 6h}}\n",
+			"s.yaml:8:35: system.autoRetry.windowStart: must be a time of day in [0, 24h)"),
+		Entry("maxAlerts: 1", "system: {alerts: {maxAlerts: 1}}\n",
+			"s.yaml:8:30: system.alerts.maxAlerts: must be at least 2"),
+		Entry("a dedupWindow shorter than groupWait", "system: {alerts: {dedupWindow: 10s, timing: {groupWait: 30s}}}\n",
+			"s.yaml:8:32: system.alerts.dedupWindow: must be at least Timing.GroupWait (30s), or a failure resolves before it is paged"),
+		Entry("a latency model on the DLQ store, which the schema allows and the simulator does not apply",
+			"faults: [{name: f, target: dlq-store, model: latency}]\n",
+			`s.yaml:8:46: faults[0].model: fault "f": not simulated: the DLQ store can only refuse writes (store-outage, outage); model latency only adds latency`),
+		Entry("an outage model on the queue store, likewise", "faults: [{name: f, target: store, model: outage}]\n",
+			`s.yaml:8:42: faults[0].model: fault "f": not simulated: the queue store can only be slowed (slow-store, latency); model outage makes it fail: target dlq-store for DLQ outages`),
+	)
+
+	It("reports every problem of every component in one pass, each at its place", func() {
+		text := chargeScenario + `system:
+  dlq: {capacity: -1}
+  alerts:
+    receivers: [pager, team]
+    routes: [{receiver: pagr}]
+    maxAlerts: 1
+    dedupWindow: 1s
+    timing: {groupWait: 30s}
+  breakers:
+    - {dependency: gateway, openDuration: 10s, maxOpenDuration: 5s, failureRatePercent: 250}
+  autoRetry: {windowStart: 25h, windowEnd: 6h}
+  monitor: {maxDepth: -3}
+faults:
+  - {name: a, target: dlq-store, model: latency}
+  - {name: b, target: store, model: outage}
+`
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).To(reportExactly(
+			"s.yaml:9:19: system.dlq.capacity: must be at least 1",
+			"s.yaml:10:3: system.alerts.defaultReceiver: expected the receiver of the alerts no route takes, one of pager, team",
+			`s.yaml:12:25: system.alerts.routes[0].receiver: "pagr" is not a receiver (the receivers are pager, team); did you mean "pager"?`,
+			"s.yaml:13:16: system.alerts.maxAlerts: must be at least 2",
+			"s.yaml:14:18: system.alerts.dedupWindow: must be at least Timing.GroupWait (30s), or a failure resolves before it is paged",
+			"s.yaml:17:65: system.breakers[0].maxOpenDuration: must be at least OpenDuration (got 5s)",
+			"s.yaml:17:89: system.breakers[0].failureRatePercent: must be between 1 and 100 (got 250)",
+			"s.yaml:18:28: system.autoRetry.windowStart: must be a time of day in [0, 24h)",
+			"s.yaml:19:23: system.monitor.maxDepth: must not be negative (0 turns the check off)",
+			`s.yaml:21:41: faults[0].model: fault "a": not simulated: the DLQ store can only refuse writes (store-outage, outage); model latency only adds latency`,
+			`s.yaml:22:37: faults[1].model: fault "b": not simulated: the queue store can only be slowed (slow-store, latency); model outage makes it fail: target dlq-store for DLQ outages`,
+		))
+	})
+
+	It("loads nothing that the simulator then refuses: the built-ins, the examples, the fuzz corpus", func() {
+		checked := 0
+		for _, b := range scenarios.Builtins() {
+			l, err := scenarios.LoadBuiltin(b.Name)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(runs(l)).To(Succeed(), b.Name)
+			checked++
+		}
+		files, err := filepath.Glob("testdata/valid/*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range files {
+			l, err := scenarios.Load(f)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(runs(l)).To(Succeed(), f)
+			checked++
+		}
+		corpus, err := filepath.Glob("testdata/fuzz/FuzzLoad/*")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(corpus).NotTo(BeEmpty())
+		for _, f := range corpus {
+			data := fuzzInput(f)
+			l, err := scenarios.LoadFS(fstest.MapFS{"s.yaml": {Data: data}}, "s.yaml")
+			if err != nil {
+				continue
+			}
+			Expect(runs(l)).To(Succeed(), f)
+			checked++
+		}
+		Expect(checked).To(BeNumerically(">=", 20))
+	})
+
+	It("has no scenario of these families that loads and that the simulator refuses to run (property)", func() {
+		rapid.Check(GinkgoT(), func(t *rapid.T) {
+			text := randomScenario(t)
+			l, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+			if err != nil {
+				var le *scenarios.LoadError
+				if !errors.As(err, &le) {
+					t.Fatalf("not a *LoadError: %v", err)
+				}
+				for _, d := range le.Diagnostics {
+					if d.File != "s.yaml" || d.Line < 1 || d.Col < 1 {
+						t.Fatalf("a problem without its position: %+v\n%s", d, text)
+					}
+				}
+				return
+			}
+			if err := runs(l); err != nil {
+				t.Fatalf("validate passed and run failed: %v\n%s", err, text)
+			}
+		})
+	})
+})
+
+// fuzzInput reads a file of Go's fuzz corpus format holding one []byte.
+func fuzzInput(name string) []byte {
+	GinkgoHelper()
+	data, err := os.ReadFile(name)
+	Expect(err).NotTo(HaveOccurred())
+	_, rest, ok := bytes.Cut(data, []byte("\n"))
+	Expect(ok).To(BeTrue(), name)
+	lit := strings.TrimSpace(string(rest))
+	lit = strings.TrimSuffix(strings.TrimPrefix(lit, "[]byte("), ")")
+	s, err := strconv.Unquote(lit)
+	Expect(err).NotTo(HaveOccurred(), name)
+	return []byte(s)
+}
+
+// randomScenario draws a scenario over the keys whose values the
+// components and the simulator constrain: sometimes valid, often not.
+func randomScenario(t *rapid.T) string {
+	pick := func(label string, xs ...string) string { return rapid.SampledFrom(xs).Draw(t, label) }
+	dur := func(label string) string {
+		return pick(label, "0", "1ms", "500ms", "1s", "5s", "30s", "1m", "5m", "1h", "23h", "25h")
+	}
+	num := func(label string) string { return strconv.Itoa(rapid.IntRange(-2, 120).Draw(t, label)) }
+	var b strings.Builder
+	b.WriteString(scenarioHead)
+	deps := []string{"gateway", "smtp"}
+	fmt.Fprintf(&b, "workload:\n  tasks: [{name: charge, dependency: %s}, {name: mail, dependency: %s}]\n  arrivals: {rate: 2/s}\n",
+		pick("dep1", deps...), pick("dep2", append(deps, "gatway")...))
+	if rapid.Bool().Draw(t, "jobs") {
+		fmt.Fprintf(&b, "  jobs: [{at: %s, id: j1, task: charge}]\n", dur("jobAt"))
+	}
+	fmt.Fprintf(&b, "workers: {count: %s}\n", pick("workers", "0", "1", "3", "-1", "10001"))
+	b.WriteString("system:\n")
+	fmt.Fprintf(&b, "  dlq: {capacity: %s, overflow: %s}\n", num("capacity"), pick("overflow", "reject", "evict-oldest"))
+	if rapid.Bool().Draw(t, "alerts") {
+		recv := []string{"pager", "team", "pagr", ""}
+		fmt.Fprintf(&b, "  alerts: {receivers: [pager, team], defaultReceiver: %q, routes: [{receiver: %q, severities: [high]}], maxAlerts: %s, dedupWindow: %s, timing: {groupWait: %s}}\n",
+			pick("default", recv...), pick("route", recv...), num("maxAlerts"), dur("dedup"), dur("groupWait"))
+	}
+	if rapid.Bool().Draw(t, "breaker") {
+		fmt.Fprintf(&b, "  breakers: [{dependency: %s, openDuration: %s, maxOpenDuration: %s, failureRatePercent: %s, rampStartPercent: %s, consecutiveFailures: %s, halfOpenProbes: %s, fallback: {batchSize: %s}}]\n",
+			pick("breakerDep", append(deps, "gatway")...), dur("open"), dur("maxOpen"), pick("rate", "0", "1", "50", "100", "101", "250", "-5"),
+			pick("ramp", "0", "10", "100", "101"), num("consec"), num("probes"), num("batch"))
+	}
+	if rapid.Bool().Draw(t, "autoRetry") {
+		fmt.Fprintf(&b, "  autoRetry: {windowStart: %s, windowEnd: %s, rate: %s, maxAutoRetries: %s}\n", dur("ws"), dur("we"), num("arRate"), num("arMax"))
+	}
+	if rapid.Bool().Draw(t, "monitor") {
+		fmt.Fprintf(&b, "  monitor: {maxDepth: %s, maxAge: %s, interval: %s}\n", num("depth"), dur("age"), dur("interval"))
+	}
+	if rapid.Bool().Draw(t, "retry") {
+		fmt.Fprintf(&b, "  retry: {maxAttempts: %s, baseDelay: %s, maxDelay: %s, budget: {burst: %s}}\n", num("attempts"), dur("base"), dur("max"), num("burst"))
+	}
+	b.WriteString("faults:\n")
+	targets := []string{"dependency/gateway", "dependency/smtp", "dependency/gatway", "dlq-store", "store", "alert-sink", "alert-sink/pager", "alert-sink/on-call", "worker", "worker/w1", "worker/w3", "worker/w9"}
+	for i := range rapid.IntRange(0, 3).Draw(t, "faults") {
+		model := pick(fmt.Sprintf("model%d", i), "outage", "latency", "store-outage", "slow-store", "sink-outage", "worker-crash", "worker-stall", "gateway-timeout", "http-status")
+		fmt.Fprintf(&b, "  - {name: f%d, target: %s, model: %s, schedule: {from: %s}}\n", i, pick(fmt.Sprintf("target%d", i), targets...), model, dur(fmt.Sprintf("from%d", i)))
+	}
+	if rapid.Bool().Draw(t, "step") {
+		fmt.Fprintf(&b, "steps: [{at: %s, action: %s, workers: %s}]\n", dur("stepAt"), pick("action", "requeue", "set-workers"), pick("stepWorkers", "0", "2", "9", "20000"))
+	}
+	if rapid.Bool().Draw(t, "expect") {
+		fmt.Fprintf(&b, "expect: [{job: %s, state: succeeded}, {breakerOpened: %s, atLeast: 1}]\n", pick("job", "j1", "charge-3", "chrage-1", "mail-0"), pick("eb", deps...))
+	}
+	return b.String()
+}
+
+var _ = Describe("A fault that can never fire, and other references to nothing (issue 11 item 8)", func() {
+	DescribeTable("are refused at load, with a suggestion where one is near",
+		func(keys string, lines ...string) {
+			_, err := scenarios.LoadFS(mapFS("s.yaml", keys), "s.yaml")
+			Expect(err).To(reportExactly(lines...))
+		},
+		Entry("a target worker beyond the worker count", chargeScenario+"workers: {count: 2}\nfaults: [{name: f, target: worker/w3, model: worker-crash}]\n",
+			`s.yaml:9:28: faults[0].target: worker "w3" does not exist: the run's workers are w1..w2, so the fault never fires`),
+		Entry("an unknown dependency", chargeScenario+"faults: [{name: f, target: dependency/gatway, model: gateway-timeout}]\n",
+			`s.yaml:8:28: faults[0].target: no task calls dependency "gatway", so the fault never fires; did you mean "gateway"?`),
+		Entry("an unknown receiver", chargeScenario+"faults: [{name: f, target: alert-sink/on-cal, model: sink-outage}]\n",
+			`s.yaml:8:28: faults[0].target: "on-cal" is not a receiver (the receivers are on-call, team), so the fault never fires; did you mean "on-call"?`),
+		Entry("a task whose dependency is misspelt", scenarioHead+"workload:\n  tasks: [{name: charge, dependency: gatewy}]\n  arrivals: {rate: 1/s}\ndependencies: [{name: gateway, payment: true}]\n",
+			`s.yaml:6:38: workload.tasks[0].dependency: "gatewy" is not a listed dependency (a plain one, never charged); did you mean "gateway"?`,
+			`s.yaml:8:23: dependencies[0].name: no task calls dependency "gateway"; did you mean "gatewy"?`),
+		Entry("a job and a burst at or after the end of the run",
+			scenarioHead+"workload:\n  tasks: [{name: charge, dependency: gateway}]\n  jobs: [{at: 2m, id: late, task: charge}]\n  arrivals: {rate: 1/s, bursts: [{at: 1m, count: 5}]}\n",
+			"s.yaml:7:15: workload.jobs[0].at: a job at 2m0s never happens: the run ends at 1m0s",
+			"s.yaml:8:39: workload.arrivals.bursts[0].at: a burst at 1m0s never happens: the run ends at 1m0s"),
+		Entry("a fault after the end", chargeScenario+"faults: [{name: f, target: dependency/gateway, model: outage, schedule: {from: 90s}}]\n",
+			"s.yaml:8:80: faults[0].schedule.from: a fault starting at 1m30s never happens: the run ends at 1m0s"),
+		Entry("a step at the end", chargeScenario+"steps: [{at: 1m, action: requeue}]\n",
+			"s.yaml:8:14: steps[0].at: a step at 1m0s never happens: the run ends at 1m0s"),
+		Entry("an expectation about a job ID that does not exist", chargeScenario+"expect: [{job: chrage-1, state: succeeded}]\n",
+			`s.yaml:8:16: expect[0].job: "chrage-1": no job of the run has this ID: explicit jobs have theirs (workload.jobs[].id), generated ones TASK-N; did you mean "charge-1"?`),
+		Entry("a breaker on a dependency no task calls", chargeScenario+"system: {breakers: [{dependency: gatewya}]}\n",
+			`s.yaml:8:34: system.breakers[0].dependency: no task calls dependency "gatewya", so the breaker never sees a call; did you mean "gateway"?`),
+		Entry("an expectation about a breaker there is not", chargeScenario+"expect: [{breakerOpened: gateway, atLeast: 1}]\n",
+			`s.yaml:8:26: expect[0].breakerOpened: no breaker guards "gateway"`),
+		Entry("counts filtered by a receiver or task there is not", chargeScenario+"expect: [{count: pages, receiver: oncall, equals: 0}, {count: dead-letters, task: chrge, equals: 0}]\n",
+			`s.yaml:8:35: expect[0].receiver: "oncall" is not a receiver (the receivers are on-call, team); did you mean "on-call"?`,
+			`s.yaml:8:83: expect[1].task: unknown task "chrge", so the count is always 0; did you mean "charge"?`),
+	)
+
+	It("accepts the references a run can meet: a worker a set-workers step adds, a generated job's ID, an explicit one's", func() {
+		text := chargeScenario + "  jobs: [{at: 5s, id: j1, task: charge}]\nworkers: {count: 2}\nsteps: [{at: 10s, action: set-workers, workers: 4}]\n" +
+			"faults: [{name: f, target: worker/w4, model: worker-crash}]\nexpect: [{job: charge-3, state: succeeded}, {job: j1, state: succeeded}]\n"
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("carries requireHits to the simulator's fault", func() {
+		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"faults: [{name: f, target: dependency/gateway, model: outage, requireHits: true}, {name: g, target: dependency/gateway, model: outage}]\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.Faults[0].RequireHits).To(BeTrue())
+		Expect(l.Scenario.Faults[1].RequireHits).To(BeFalse())
+	})
+})
+
+// allocatedBy returns the bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+var _ = Describe("Input limits (issue 11 item 9)", func() {
+	const deep = 100_000
+
+	DescribeTable("refuse a document nested 100,000 deep before parsing it: at once, in little memory",
+		func(text string) {
+			var err error
+			start := time.Now()
+			alloc := allocatedBy(func() { _, err = scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml") })
+			Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second))
+			Expect(alloc).To(BeNumerically("<", 16<<20), "bytes allocated")
+			Expect(diagnosticLines(err)).To(ConsistOf(MatchRegexp(`^s\.yaml:\d+:\d+: values are nested more than 64 deep; lift the limit with --max-depth$`)))
+		},
+		Entry("flow sequences", chargeScenario+"faults: [{name: f, target: dlq-store, model: store-outage, params: {p: "+strings.Repeat("[", deep)+strings.Repeat("]", deep)+"}}]\n"),
+		Entry("flow mappings", chargeScenario+"x: "+strings.Repeat("{a: ", deep)+"1"+strings.Repeat("}", deep)+"\n"),
+		Entry("block sequences on one line", chargeScenario+"x:\n"+strings.Repeat("- ", deep)+"1\n"),
+		Entry("block mappings, indented", chargeScenario+deepBlock(600)),
+	)
+
+	It("lets --max-depth lift the depth limit", func() {
+		text := chargeScenario + "faults: [{name: f, target: dlq-store, model: store-outage, params: {p: " + strings.Repeat("[", 80) + strings.Repeat("]", 80) + "}}]\n"
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(diagnosticLines(err)).To(ContainElement(ContainSubstring("nested more than 64 deep")))
+		_, err = scenarios.Limits{MaxDepth: 200}.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(diagnosticLines(err)).NotTo(ContainElement(ContainSubstring("nested")))
+	})
+
+	It("is not fooled by brackets and indentation in strings, comments and block scalars", func() {
+		text := chargeScenario + "metadata:\n  name: s\n  description: |\n" + strings.Repeat("    [[[[[[[[[[[[[[[[[[[[\n", 10) +
+			"  tags: [\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\", '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{''s']\n" +
+			"# " + strings.Repeat("[", 100) + "\n"
+		text = strings.Replace(text, "metadata: {name: s}\n", "", 1)
+		l, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Document.Metadata.Tags).To(HaveLen(2))
+	})
+
+	It("refuses a file over the size limit before reading it, naming --max-file-size, and reads it when lifted", func() {
+		dir := GinkgoT().TempDir()
+		big := filepath.Join(dir, "big.yaml")
+		padding := strings.Repeat("# padding padding padding padding padding padding padding padding\n", (10<<20)/66+1)
+		Expect(os.WriteFile(big, []byte(chargeScenario+padding), 0o600)).To(Succeed())
+		_, err := scenarios.Load(big)
+		Expect(diagnosticLines(err)).To(ConsistOf(MatchRegexp(`^` + regexpQuote(big) + `: cannot read the file: the file is larger than the limit of 10 MiB \(it has 10\.0 MiB\); lift the limit with --max-file-size$`)))
+		_, err = scenarios.Limits{MaxFileSize: 11 << 20}.Load(big)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("refuses an included fragment over the size limit at its include entry", func() {
+		fsys := fstest.MapFS{
+			"s.yaml": {Data: []byte(chargeScenario + "include: [f.yaml]\n")},
+			"f.yaml": {Data: []byte(fragmentHead + strings.Repeat("#\n", 600))},
+		}
+		_, err := scenarios.Limits{MaxFileSize: 1000}.LoadFS(fsys, "s.yaml")
+		Expect(err).To(reportExactly("s.yaml:8:11: include[0]: cannot read fragment f.yaml: the file is larger than the limit of 1000 bytes (it has 1240 bytes); lift the limit with --max-file-size"))
+	})
+
+	It("refuses workers past 10,000, naming --max-workers, and lets the flag lift it", func() {
+		text := chargeScenario + "workers: {count: 1000000000}\nsteps: [{at: 10s, action: set-workers, workers: 20000}]\n"
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).To(reportExactly(
+			"s.yaml:8:18: workers.count: 1000000000 workers, more than the limit of 10000; lift the limit with --max-workers",
+			"s.yaml:9:49: steps[0].workers: 20000 workers, more than the limit of 10000; lift the limit with --max-workers"))
+		l, err := scenarios.Limits{Run: sim.Limits{MaxWorkers: 1_000_000_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.Limits.MaxWorkers).To(Equal(1_000_000_000))
+	})
+
+	It("refuses more than 100,000 samples a run, saying to coarsen the sampling", func() {
+		text := strings.Replace(chargeScenario, "duration: 1m", "duration: 24h", 1) + "sample: 1ms\n"
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).To(reportExactly("s.yaml:8:9: sample: a sample every 1ms over 24h0m0s is 86400001 samples, more than the limit of 100000; " +
+			"coarsen the sampling (a sample of 1s gives 86401) or lift the limit with --max-samples"))
+		_, err = scenarios.LoadFS(mapFS("s.yaml", strings.Replace(text, "sample: 1ms", "sample: 1s", 1)), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("stops a run past the jobs in flight as interrupted, naming --max-in-flight, with memory bounded", func() {
+		text := strings.Replace(strings.Replace(chargeScenario, "rate: 1/s", "rate: 1000000/s", 1), "dependency: gateway}", "dependency: gateway, service: 1s}", 1)
+		l, err := scenarios.Limits{Run: sim.Limits{MaxInFlight: 2_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		var res *reportsResult
+		alloc := allocatedBy(func() { res, err = runResult(l) })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(res.Verdict)).To(Equal("interrupted"))
+		Expect(res.Error).To(MatchRegexp(`run stopped at \+\S+: 2001 jobs in flight, more than the limit of 2000; lower the arrival rate, shorten the run, or lift the limit with --max-in-flight`))
+		Expect(alloc).To(BeNumerically("<", 512<<20))
+	})
+})
+
+func deepBlock(levels int) string {
+	var b strings.Builder
+	b.WriteString("x:\n")
+	for i := 1; i <= levels; i++ {
+		b.WriteString(strings.Repeat(" ", i))
+		b.WriteString("a:\n")
+	}
+	return b.String()
+}
+
+func regexpQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$`, r) {
+			b.WriteRune('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+type reportsResult = reports.Result
+
+// runResult runs a loaded scenario to its end.
+func runResult(l *scenarios.Loaded) (*reports.Result, error) {
+	return sim.Run(context.Background(), l.Scenario)
+}

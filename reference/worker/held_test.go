@@ -159,3 +159,101 @@ var _ = Describe("The runner with a dead letter the DLQ cannot take", func() {
 		Expect(calls.Load()).To(Equal(int64(1)))
 	})
 })
+
+var _ = Describe("The pipeline with a dead letter it keeps in memory", func() {
+	// keptPipeline finishes job j1 with a permanent failure on a pipeline
+	// whose DLQ store refuses everything, so that it keeps the dead letter,
+	// and returns the pipeline, the store's two sides and the moves the
+	// pipeline's observer heard.
+	keptPipeline := func() (*worker.Pipeline, *outageDLQ, *[]disposition.Event, *[]string) {
+		GinkgoHelper()
+		ctx := context.Background()
+		st := newBackend(store.Config{})
+		down := &outageDLQ{backend: st}
+		down.dlqDown.Store(true)
+		down.holdDown.Store(true)
+		policy, err := retry.New(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, rand.New(rand.NewPCG(7, 8)))
+		Expect(err).NotTo(HaveOccurred())
+		core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
+		Expect(err).NotTo(HaveOccurred())
+		var moves []disposition.Event
+		var deaths []string
+		p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: down,
+			Observer: func(e disposition.Event) { moves = append(moves, e) },
+			OnDead:   func(j job.Job, _ dlq.Entry) { deaths = append(deaths, j.ID) },
+		})
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now()
+		Expect(st.Enqueue(ctx, newJob("j1", "report", ""), now)).To(Succeed())
+		j, l, ok, err := st.Dequeue(ctx, job.DefaultQueue, now, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue())
+		a, run, err := p.Start(ctx, j, l, now)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(run).To(BeTrue())
+		o, err := p.Finish(ctx, a, l, fmt.Errorf("card declined: %w", failure.ErrInvalidInput), now)
+		Expect(err).To(MatchError(worker.ErrKept))
+		Expect(o.Action).To(Equal(worker.DeadLetter))
+		Expect(moves).To(BeEmpty(), "nothing moved yet")
+		return p, down, &moves, &deaths
+	}
+
+	It("tells its observer of the move when RetryKept writes it to the DLQ", func() {
+		p, down, moves, deaths := keptPipeline()
+		down.dlqDown.Store(false)
+		down.holdDown.Store(false)
+		res := p.RetryKept(context.Background(), time.Now())
+		Expect(res).To(HaveLen(1))
+		Expect(res[0].State).To(Equal(worker.KeptWritten))
+		Expect(*deaths).To(Equal([]string{"j1"}))
+		Expect(*moves).To(ConsistOf(SatisfyAll(
+			HaveField("JobID", "j1"), HaveField("From", disposition.InFlight), HaveField("To", disposition.DeadLettered))),
+			"the observer hears every move the pipeline made")
+	})
+
+	It("tells its observer of the move when RetryKept parks it in the held set", func() {
+		p, down, moves, _ := keptPipeline()
+		down.holdDown.Store(false)
+		res := p.RetryKept(context.Background(), time.Now())
+		Expect(res).To(HaveLen(1))
+		Expect(res[0].State).To(Equal(worker.KeptHeld))
+		Expect(*moves).To(ConsistOf(SatisfyAll(
+			HaveField("JobID", "j1"), HaveField("From", disposition.InFlight), HaveField("To", disposition.Held),
+			HaveField("Reason", disposition.HeldBack))))
+	})
+})
+
+var _ = Describe("The pipeline letting go of a kept dead letter whose lease was lost", func() {
+	It("records the attempt's failure in the history, as Apply does, whatever the entry carries", func() {
+		ctx := context.Background()
+		st := newBackend(store.Config{})
+		down := &outageDLQ{backend: st}
+		down.dlqDown.Store(true)
+		down.holdDown.Store(true)
+		policy, err := retry.New(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, rand.New(rand.NewPCG(7, 8)))
+		Expect(err).NotTo(HaveOccurred())
+		core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
+		Expect(err).NotTo(HaveOccurred())
+		p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: down})
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now()
+		Expect(st.Enqueue(ctx, newJob("j1", "report", ""), now)).To(Succeed())
+		j, l, _, err := st.Dequeue(ctx, job.DefaultQueue, now, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		f := dlq.Failure{Attempt: 1, At: now, Error: "declined"}
+		// A dead letter built by hand: its entry has no history.
+		o := worker.Outcome{Action: worker.DeadLetter, Job: j, Failure: f, Entry: &dlq.Entry{Job: j, Reason: "declined"}}
+		Expect(p.Apply(ctx, l, o, now)).To(MatchError(worker.ErrKept))
+
+		late := now.Add(2 * time.Minute)
+		n, err := st.RecoverExpired(ctx, late, 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(Equal(1))
+		var res []worker.KeptResult
+		Expect(func() { res = p.RetryKept(ctx, late) }).NotTo(Panic())
+		Expect(res).To(HaveLen(1))
+		Expect(res[0].State).To(Equal(worker.KeptFenced))
+		Expect(p.History().Failures("j1")).To(Equal([]dlq.Failure{f}))
+		Expect(p.Kept()).To(BeZero())
+	})
+})

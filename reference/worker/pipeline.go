@@ -184,10 +184,12 @@ type PipelineConfig struct {
 	// MemoryHistory.
 	History History
 	// Observer, if set, hears every move the pipeline made, after the
-	// store made it: succeeded, scheduled for a retry, dead-lettered,
-	// released, diverted. A fenced or failed move is not heard. (A store's
-	// own observer hears these moves too, and the ones the pipeline does
-	// not make; a ledger listens to one of the two.)
+	// store made it: succeeded, scheduled for a retry, dead-lettered (by
+	// Apply or by RetryKept), held, released, diverted. A fenced or failed
+	// move is not heard, nor a held dead letter's write by FlushHeld,
+	// which only the store's observer hears. (A store's own observer hears
+	// these moves too, and the ones the pipeline does not make; a ledger
+	// listens to the store's.)
 	Observer disposition.Observer
 	// OnDead, if set, is called once per death of a job: after its entry
 	// was written to the DLQ, or parked with the job in the held set (its
@@ -454,7 +456,10 @@ func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Durati
 	p.keptMu.Lock()
 	todo := slices.Clone(p.keep)
 	p.keptMu.Unlock()
-	var out []KeptResult
+	var (
+		out  []KeptResult
+		left []*kept // out's dead letters, in the same order
+	)
 	gone := map[*kept]bool{}
 	down := false
 	for _, k := range todo {
@@ -462,6 +467,7 @@ func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Durati
 		if done {
 			gone[k] = true
 			out = append(out, res)
+			left = append(left, k)
 		}
 	}
 	if len(gone) == 0 {
@@ -470,15 +476,29 @@ func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Durati
 	p.keptMu.Lock()
 	p.keep = slices.DeleteFunc(p.keep, func(k *kept) bool { return gone[k] })
 	p.keptMu.Unlock()
-	for _, r := range out {
+	for i, r := range out {
+		k := left[i]
 		switch r.State {
 		case KeptFenced:
-			p.history.Record(r.JobID, r.Entry.History[len(r.Entry.History)-1])
+			// As Apply does for a move that was not written: the failure
+			// was real, and the job comes back.
+			if k.o.Failed() {
+				p.history.Record(r.JobID, k.o.Failure)
+			}
 		default:
 			p.history.Forget(r.JobID)
 			p.applied[DeadLetter].Add(1)
 			if r.State == KeptHeld {
 				p.held.Add(1)
+			}
+			if p.cfg.Observer != nil {
+				// The pipeline made this move: its observer hears it, as
+				// Apply's.
+				ev := k.o.Event(now)
+				if r.State == KeptHeld {
+					ev.To, ev.Reason = disposition.Held, disposition.HeldBack
+				}
+				p.cfg.Observer(ev)
 			}
 			if p.cfg.OnDead != nil {
 				p.cfg.OnDead(r.Job, r.Entry)

@@ -243,7 +243,7 @@ func expectationState(e Expectation) string {
 func dispositions(l Ledger) []namedCount {
 	return []namedCount{
 		{"created", l.Created}, {"queued", l.Queued}, {"in flight", l.InFlight}, {"scheduled", l.Scheduled},
-		{"fallback", l.Fallback}, {"dead-lettered", l.DeadLettered}, {"succeeded", l.Succeeded},
+		{"fallback", l.Fallback}, {"held", l.HeldAtEnd}, {"dead-lettered", l.DeadLettered}, {"succeeded", l.Succeeded},
 		{"removed", l.Removed}, {"lost", l.Lost},
 	}
 }

@@ -95,6 +95,15 @@ var _ = Describe("Diff", func() {
 		Expect(d.Regression).To(BeFalse())
 	})
 
+	It("lists the dead letters still held at the end among the dispositions", func() {
+		new.Ledger.DeadLettered -= 1
+		new.Ledger.HeldAtEnd += 1
+		d := reports.Diff(old, new)
+		Expect(d.Changes).To(ContainElement(reports.Change{Kind: reports.ChangeDisposition, What: "held",
+			Old: fmt.Sprint(old.Ledger.HeldAtEnd), New: fmt.Sprint(old.Ledger.HeldAtEnd + 1)}))
+		Expect(d.Regression).To(BeFalse())
+	})
+
 	It("flags two different scenarios, which Comparable refuses", func() {
 		d := reports.Diff(passingRun(), failingRun())
 		Expect(d.Changes[0]).To(Equal(reports.Change{Kind: reports.ChangeScenario, What: "scenario", Old: "dlq-basics", New: "payment-challenge", Regression: true}))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -255,5 +256,95 @@ var _ = Describe("The pipeline letting go of a kept dead letter whose lease was 
 		Expect(res[0].State).To(Equal(worker.KeptFenced))
 		Expect(p.History().Failures("j1")).To(Equal([]dlq.Failure{f}))
 		Expect(p.Kept()).To(BeZero())
+	})
+})
+
+// tickSpy is the wall clock, telling when a timer of duration d is stopped:
+// the runner's ticker stops its timer when the run stops.
+type tickSpy struct {
+	clock.Real
+	d       time.Duration
+	once    sync.Once
+	stopped chan struct{}
+}
+
+func (c *tickSpy) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := c.Real.AfterFunc(d, f)
+	if d != c.d {
+		return t
+	}
+	return spyTimer{t, c}
+}
+
+type spyTimer struct {
+	clock.Timer
+	c *tickSpy
+}
+
+func (t spyTimer) Stop() bool {
+	ok := t.Timer.Stop()
+	t.c.once.Do(func() { close(t.c.stopped) })
+	return ok
+}
+
+// flakyDLQ is a backend whose DLQ store fails the first DeadLetter and the
+// first Hold, and works from then on.
+type flakyDLQ struct {
+	backend
+	deadFailed, holdFailed atomic.Bool
+}
+
+func (f *flakyDLQ) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	if f.deadFailed.CompareAndSwap(false, true) {
+		return dlq.AddResult{}, errDLQDown
+	}
+	return f.backend.DeadLetter(ctx, l, e, now)
+}
+
+func (f *flakyDLQ) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) error {
+	if f.holdFailed.CompareAndSwap(false, true) {
+		return errDLQDown
+	}
+	return f.backend.Hold(ctx, l, e, now)
+}
+
+var _ = Describe("The runner stopping", func() {
+	It("hands the store a dead letter kept by a handler that finished in the shutdown's grace period, after the ticker stopped", func() {
+		ctx := context.Background()
+		led := newLedger()
+		st := newBackend(store.Config{Observer: led.observe})
+		flaky := &flakyDLQ{backend: st}
+		policy, err := retry.New(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, rand.New(rand.NewPCG(7, 8)))
+		Expect(err).NotTo(HaveOccurred())
+		core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
+		Expect(err).NotTo(HaveOccurred())
+		p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: flaky})
+		Expect(err).NotTo(HaveOccurred())
+		const tick = 7 * time.Millisecond
+		spy := &tickSpy{d: tick, stopped: make(chan struct{})}
+		started, release := make(chan struct{}), make(chan struct{})
+		r, err := worker.NewRunner(worker.RunnerConfig{
+			Pipeline: p, Source: st, Clock: spy, Workers: 1, LeaseTTL: time.Minute, HeartbeatInterval: 10 * time.Second,
+			PollMin: time.Millisecond, PollMax: 3 * time.Millisecond, TickInterval: tick, ShutdownGrace: time.Minute,
+			Handler: func(ctx context.Context, j job.Job) error {
+				close(started)
+				<-release
+				return fmt.Errorf("card declined: %w", failure.ErrInvalidInput)
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Enqueue(ctx, newJob("j1", "report", ""), time.Now())).To(Succeed())
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- r.Run(runCtx) }()
+		Eventually(started, runnerReacts, poll).Should(BeClosed())
+
+		cancel()
+		Eventually(spy.stopped, runnerReacts, poll).Should(BeClosed(), "the ticker stopped")
+		close(release) // the handler finishes within the grace period; its dead letter is kept
+		Eventually(done, runnerReacts, poll).Should(Receive(BeNil()))
+
+		Expect(p.Kept()).To(BeZero(), "the runner tried the kept dead letter once more before it returned")
+		Expect(led.state("j1")).To(Equal(disposition.DeadLettered))
 	})
 })

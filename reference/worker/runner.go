@@ -240,6 +240,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	run.grace(r.cfg.ShutdownGrace)
 	run.shutdown()
 	wg.Wait()
+	// Once more, now that no handler runs: a dead letter kept by a
+	// handler that finished after the ticker stopped (in the grace
+	// period) gets its last chance too.
+	run.retryKept(true)
 	return nil
 }
 
@@ -498,11 +502,10 @@ func callHandler(h Handler, ctx context.Context, j job.Job) (err error) {
 
 // tick forwards due retries, recovers expired leases, hands the dead
 // letters kept in memory to the store and writes held ones to the DLQ
-// every TickInterval until the run stops; then it tries the kept ones once
-// more.
+// every TickInterval until the run stops (Run tries the kept ones once
+// more when its workers are done).
 func (rn *run) tick() {
 	cfg := &rn.r.cfg
-	defer rn.retryKept(true)
 	for rn.wait(cfg.TickInterval) {
 		rn.retryKept(false)
 		for range maxTickBatches {

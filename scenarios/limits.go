@@ -142,11 +142,12 @@ func tooLarge(err error) (string, bool) {
 
 // depthScan measures how deep a YAML text nests its values without parsing
 // it, in one pass over the bytes and memory bounded by max: block
-// indentation levels, compact sequence entries and complex keys ("- - x",
-// "? "), and flow brackets outside quotes and comments; block scalars'
-// lines are skipped. It returns the 1-based line and column where the
-// nesting first passes max, or ok when it never does. It counts at least
-// as deep as the parser nests, so a text it passes is safe to parse.
+// indentation levels, sequence entries and complex keys that open a level
+// on the line ("- - x", "- &a - x", "? "), and flow brackets that open a
+// node, outside quotes and comments; a block scalar's lines are skipped. It
+// returns the 1-based line and column where the nesting first passes max,
+// or ok when it never does. It counts at least as deep as the parser
+// nests, so a text it passes is safe to parse.
 func depthScan(data []byte, max int) (line, col int, ok bool) {
 	var (
 		indents []int // the block levels' indentation
@@ -156,6 +157,7 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 		// scalar; its content is every line indented more (or blank).
 		block = -1
 	)
+	space := func(c byte) bool { return c == ' ' || c == '\t' }
 	for ln, rest := 1, data; len(rest) > 0; ln++ {
 		var text []byte
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
@@ -175,8 +177,10 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 			}
 			block = -1
 		}
-		pos := 0
 		depth := len(indents)
+		// node says the next character starts a node (a value), where a
+		// quote, a flow bracket, a block scalar or an entry may begin.
+		node := quote == 0
 		if quote == 0 && flow == 0 {
 			if blank {
 				continue
@@ -186,80 +190,80 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 			}
 			indents = append(indents, indent)
 			depth = len(indents)
-			pos = indent
-			// "- - - x" and "? ? x": each indicator opens a level.
-			for pos+1 < len(text) && (text[pos] == '-' || text[pos] == '?') && (text[pos+1] == ' ' || text[pos+1] == '\t') {
-				depth++
-				if depth+flow > max {
-					return ln, pos + 1, false
-				}
-				pos += 2
-				for pos < len(text) && (text[pos] == ' ' || text[pos] == '\t') {
-					pos++
-				}
-			}
 			if depth > max {
 				return ln, indent + 1, false
 			}
 		}
-		prev := byte(' ')
-		if pos > 0 {
-			prev = text[pos-1]
-		}
-		for ; pos < len(text); pos++ {
+		header := false // a block scalar's header: "|" or ">" at a node
+		for pos := indent; pos < len(text); pos++ {
 			c := text[pos]
+			next := byte(' ')
+			if pos+1 < len(text) {
+				next = text[pos+1]
+			}
 			switch {
 			case quote == '\'':
 				if c == '\'' {
-					if pos+1 < len(text) && text[pos+1] == '\'' {
+					if next == '\'' {
 						pos++
 					} else {
 						quote = 0
 					}
 				}
+				continue
 			case quote == '"':
 				if c == '\\' {
 					pos++
 				} else if c == '"' {
 					quote = 0
 				}
-			case c == '#' && (prev == ' ' || prev == '\t'):
+				continue
+			case space(c):
+				continue
+			case c == '#' && (pos == 0 || space(text[pos-1])):
 				pos = len(text)
-			case (c == '\'' || c == '"') && (prev == ' ' || prev == '\t' || prev == '[' || prev == '{' || prev == ',' || prev == ':'):
-				quote = c
-			case c == '[' || c == '{':
-				flow++
+				continue
+			}
+			switch {
+			case node && (c == '&' || c == '!'): // an anchor or a tag before the node
+				for pos+1 < len(text) && !space(text[pos+1]) && (flow == 0 || !bytes.ContainsAny(text[pos+1:pos+2], ",[]{}")) {
+					pos++
+				}
+			case node && flow == 0 && (c == '-' || c == '?') && space(next):
+				depth++ // a sequence entry or complex key opens a level
 				if depth+flow > max {
 					return ln, pos + 1, false
+				}
+			case node && (c == '\'' || c == '"'):
+				quote, node = c, false
+			case c == '[' || c == '{':
+				if node || flow > 0 {
+					flow++
+					if depth+flow > max {
+						return ln, pos + 1, false
+					}
+					node = true
+				} else {
+					node = false // inside a plain scalar
 				}
 			case c == ']' || c == '}':
 				if flow > 0 {
 					flow--
 				}
+				node = false
+			case c == ',' && flow > 0:
+				node = true
+			case c == ':' && (space(next) || flow > 0):
+				node = true
+			case node && flow == 0 && (c == '|' || c == '>'):
+				header, node = true, false
+			default:
+				node = false
 			}
-			prev = c
 		}
-		if quote == 0 && flow == 0 && opensBlockScalar(text) {
+		if header && quote == 0 && flow == 0 {
 			block = indent
 		}
 	}
 	return 0, 0, true
-}
-
-// opensBlockScalar reports whether a line ends in a block scalar's header
-// ("key: |", "- >-", "|2 # comment").
-func opensBlockScalar(text []byte) bool {
-	if i := bytes.Index(text, []byte(" #")); i >= 0 {
-		text = text[:i]
-	}
-	text = bytes.TrimRight(text, " \t")
-	i := len(text)
-	for i > 0 && (text[i-1] == '-' || text[i-1] == '+' || (text[i-1] >= '0' && text[i-1] <= '9')) {
-		i--
-	}
-	if i == 0 || (text[i-1] != '|' && text[i-1] != '>') {
-		return false
-	}
-	i--
-	return i == 0 || text[i-1] == ' ' || text[i-1] == '\t'
 }

@@ -300,6 +300,9 @@ var _ = Describe("Input limits (issue 11 item 9)", func() {
 		Entry("flow mappings", chargeScenario+"x: "+strings.Repeat("{a: ", deep)+"1"+strings.Repeat("}", deep)+"\n"),
 		Entry("block sequences on one line", chargeScenario+"x:\n"+strings.Repeat("- ", deep)+"1\n"),
 		Entry("block mappings, indented", chargeScenario+deepBlock(600)),
+		Entry("sequence entries behind anchors and tags", chargeScenario+"x:\n"+strings.Repeat("- &a !t ", deep)+"1\n"),
+		Entry("flow behind an anchor", chargeScenario+"x: &a "+strings.Repeat("[", deep)+strings.Repeat("]", deep)+"\n"),
+		Entry("after a plain scalar with an apostrophe and a bracket, which open nothing", chargeScenario+"y: it's a [draft\nx: "+strings.Repeat("[", deep)+strings.Repeat("]", deep)+"\n"),
 	)
 
 	It("lets --max-depth lift the depth limit", func() {

@@ -123,6 +123,15 @@ const (
 	targetPattern   = `^(dependency/[^/]+|dlq-store|alert-sink(/[^/]+)?|worker(/[^/]+)?|store)$`
 )
 
+// targetPatterns are the alternatives of targetPattern, by kind.
+var targetPatterns = map[faults.TargetKind]string{
+	faults.Dependency: `dependency/[^/]+`,
+	faults.DLQStore:   `dlq-store`,
+	faults.AlertSink:  `alert-sink(/[^/]+)?`,
+	faults.Worker:     `worker(/[^/]+)?`,
+	faults.Store:      `store`,
+}
+
 // Enumerations of the format, from the packages that define them.
 var (
 	arrivalKinds    = []string{"none", "constant", "poisson"}
@@ -552,14 +561,26 @@ func paramSchemas() []any {
 			}
 			props = append(props, jsonMember{p.Name, slices.Insert(s, 0, jsonMember{"description", doc})})
 		}
+		var targets []string
+		for _, k := range e.Targets {
+			if sim.Simulates(e.Class, k) {
+				targets = append(targets, targetPatterns[k])
+			}
+		}
 		out = append(out, jsonObject{
 			{"if", jsonObject{{"properties", jsonObject{{"model", jsonObject{{"const", e.Name}}}}}, {"required", []string{"model"}}}},
-			{"then", jsonObject{{"properties", jsonObject{{"params", jsonObject{
-				{"description", "The parameters of " + e.Name + "."},
-				{"type", "object"},
-				{"properties", props},
-				{"additionalProperties", false},
-			}}}}}},
+			{"then", jsonObject{{"properties", jsonObject{
+				{"target", jsonObject{
+					{"description", "The targets " + e.Name + " may hit in the simulator."},
+					{"pattern", "^(" + strings.Join(targets, "|") + ")$"},
+				}},
+				{"params", jsonObject{
+					{"description", "The parameters of " + e.Name + "."},
+					{"type", "object"},
+					{"properties", props},
+					{"additionalProperties", false},
+				}},
+			}}}},
 		})
 	}
 	return out

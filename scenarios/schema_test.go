@@ -623,6 +623,30 @@ func schemaConstraints(s map[string]any) []constraint {
 }
 
 var _ = Describe("The JSON Schema and the loader (issue 11 item 7)", func() {
+	It("agree on the targets each model may hit, the simulator's refusals included", func() {
+		s := schemaDoc()
+		allowed, refused := 0, 0
+		for _, e := range faults.Catalogue() {
+			for _, target := range []string{"dependency/ping", "dlq-store", "alert-sink", "alert-sink/on-call", "worker", "worker/w1", "store"} {
+				text := scenarioHead + "workload: {tasks: [{name: ping, dependency: ping}], arrivals: {rate: 1/s}}\n" +
+					"faults: [{name: f, target: " + target + ", model: " + e.Name + "}]\n"
+				what := e.Name + " on " + target
+				_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+				if len(schemaErrors(s, []byte(text))) == 0 {
+					Expect(err).NotTo(HaveOccurred(), "the schema allows and the loader refuses "+what)
+					allowed++
+				} else {
+					Expect(err).To(HaveOccurred(), "the schema refuses and the loader accepts "+what)
+					refused++
+				}
+			}
+		}
+		Expect(allowed).To(BeNumerically(">", 10))
+		Expect(refused).To(BeNumerically(">", 10))
+		text := scenarioHead + pingWorkload + "faults: [{name: f, target: dlq-store, model: latency}]\n"
+		Expect(schemaErrors(s, []byte(text))).To(ContainElement(HavePrefix("$.faults[0].target:")))
+	})
+
 	It("agree on every constrained key: what the schema refuses the loader refuses, the bounds it allows the loader accepts", func() {
 		s := schemaDoc()
 		hosts := schemaHosts()

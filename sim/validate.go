@@ -654,20 +654,29 @@ func (validationSink) Send(context.Context, alert.Notification) error { return n
 // queue store only slows down (its outages are the live drills' Toxiproxy
 // work), the DLQ store only refuses writes.
 func simulated(f faults.Fault) error {
-	if f.Model == nil {
-		return nil // Validate reports it
+	if f.Model == nil || Simulates(f.Model.Class(), f.Target.Kind) {
+		return nil // a missing model: Validate reports it
 	}
-	switch f.Target.Kind {
+	if f.Target.Kind == faults.Store {
+		return fmt.Errorf("%w: the queue store can only be slowed (slow-store, latency); model %s makes it fail: target dlq-store for DLQ outages", ErrNotSimulated, f.Model.Name())
+	}
+	return fmt.Errorf("%w: the DLQ store can only refuse writes (store-outage, outage); model %s only adds latency", ErrNotSimulated, f.Model.Name())
+}
+
+// Simulates reports whether the simulator applies a fault whose model
+// injects errors of class (classify.None: it only adds latency) to a
+// target of kind k, among the kinds the model may target: the queue store
+// can only be slowed, the DLQ store can only refuse writes, and every
+// other kind takes any model. The scenario format's JSON Schema allows a
+// model only on the targets it both may target and is simulated on.
+func Simulates(class classify.Class, k faults.TargetKind) bool {
+	switch k {
 	case faults.Store:
-		if f.Model.Class() != classify.None {
-			return fmt.Errorf("%w: the queue store can only be slowed (slow-store, latency); model %s makes it fail: target dlq-store for DLQ outages", ErrNotSimulated, f.Model.Name())
-		}
+		return class == classify.None
 	case faults.DLQStore:
-		if f.Model.Class() == classify.None {
-			return fmt.Errorf("%w: the DLQ store can only refuse writes (store-outage, outage); model %s only adds latency", ErrNotSimulated, f.Model.Name())
-		}
+		return class != classify.None
 	}
-	return nil
+	return true
 }
 
 // faults checks each fault as the injector will, what the simulator

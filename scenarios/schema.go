@@ -121,6 +121,9 @@ const (
 	durationPattern = `^(0|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`
 	ratePattern     = `^[0-9]+(\.[0-9]+)?(/(s|m|min|h))?$`
 	targetPattern   = `^(dependency/[^/]+|dlq-store|alert-sink(/[^/]+)?|worker(/[^/]+)?|store)$`
+	// timeOfDayPattern is a duration under 24h written in hours, minutes
+	// and seconds (22h, 6h30m, 45m).
+	timeOfDayPattern = `^(0|(([01]?[0-9]|2[0-3])h)?([0-5]?[0-9]m)?([0-5]?[0-9]s)?)$`
 )
 
 // targetPatterns are the alternatives of targetPattern, by kind.
@@ -346,8 +349,8 @@ var keyDocs = map[string]keyDoc{
 	"Fallback.batchSize":     {doc: "The most jobs one drain moves back to their queues (default 100).", min: bound(0)},
 	"Fallback.drainInterval": {doc: "The time from the breaker closing, or going half-open, to the first drain, and between drains (default 1s)."},
 
-	"AutoRetry.windowStart":    {doc: "The start of the off-peak window, a time of day (UTC) written as a duration since midnight, e.g. 22h."},
-	"AutoRetry.windowEnd":      {doc: "The end of the off-peak window, e.g. 6h; a window may wrap past midnight."},
+	"AutoRetry.windowStart":    {doc: "The start of the off-peak window, a time of day (UTC) written as a duration since midnight under 24h, e.g. 22h or 6h30m.", pattern: timeOfDayPattern},
+	"AutoRetry.windowEnd":      {doc: "The end of the off-peak window, e.g. 6h, under 24h; a window may wrap past midnight.", pattern: timeOfDayPattern},
 	"AutoRetry.filter":         {doc: "Selects the entries retried (only failed entries are, whatever statuses says)."},
 	"AutoRetry.rate":           {doc: "The most requeues per interval inside the window (default 10).", min: bound(0)},
 	"AutoRetry.interval":       {doc: "The interval of rate (default 1m)."},
@@ -492,6 +495,8 @@ func structSchema(t reflect.Type) jsonObject {
 // valueSchema is the schema of a value of type t, constrained by kd.
 func valueSchema(t reflect.Type, kd keyDoc) jsonObject {
 	switch {
+	case t == docDurationType && kd.pattern != "":
+		return jsonObject{{"$ref", "#/$defs/duration"}, {"pattern", kd.pattern}}
 	case t == docDurationType:
 		return jsonObject{{"$ref", "#/$defs/duration"}}
 	case t == docRateType:

@@ -186,12 +186,14 @@ var _ = Describe("The JSON Schema", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	It("accepts every valid example, fragments too, and the reference page's", func() {
+	It("accepts every valid example, fragments too, the built-ins, and the reference page's", func() {
 		files, err := filepath.Glob("testdata/valid/*/*.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		top, err := filepath.Glob("testdata/valid/*.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		for _, f := range append(top, files...) {
+		builtins, err := filepath.Glob("builtin/*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		for _, f := range append(append(top, files...), builtins...) {
 			if strings.Contains(f, "/rules/") {
 				continue
 			}
@@ -225,6 +227,7 @@ var _ = Describe("The JSON Schema", func() {
 		Entry("a bad target", "faults: [{name: f, target: database, model: outage}]\n", "$.faults[0].target"),
 		Entry("a probability above 1", "faults: [{name: f, target: store, model: outage, schedule: {probability: 2}}]\n", "$.faults[0].schedule.probability"),
 		Entry("an unknown metric", "expect: [{count: lots, equals: 1}]\n", "$.expect[0].count"),
+		Entry("an auto-retry window at 25h", "system: {autoRetry: {windowStart: 25h, windowEnd: 6h}}\n", "$.system.autoRetry.windowStart"),
 	)
 
 	It("requires a scenario's name and duration, not a fragment's", func() {

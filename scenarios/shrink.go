@@ -155,7 +155,7 @@ func dropIdle(ctx context.Context, out *ShrinkResult, want string, try func(*Doc
 func (l *Loaded) withFaults(d *Document) (sim.Scenario, error) {
 	dd := *d
 	dd.System.RulesFile = ""
-	sc, probs := Convert(&dd, nil)
+	sc, probs := convert(&dd, nil, l.Scenario.Limits) // within the limits it was loaded with
 	if len(probs) > 0 {
 		return sc, fmt.Errorf("%s", probs[0].Error())
 	}

@@ -348,3 +348,42 @@ var _ = Describe("The runner stopping", func() {
 		Expect(led.state("j1")).To(Equal(disposition.DeadLettered))
 	})
 })
+
+var _ = Describe("The runner keeping a dead letter in memory", func() {
+	It("heartbeats its lease in time whatever the TickInterval, so that no other process recovers the job and runs it again", func() {
+		ctx := context.Background()
+		led := newLedger()
+		var calls atomic.Int64
+		st := newBackend(store.Config{Observer: led.observe})
+		down := &outageDLQ{backend: st}
+		down.dlqDown.Store(true)
+		down.holdDown.Store(true)
+		policy, err := retry.New(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, rand.New(rand.NewPCG(7, 8)))
+		Expect(err).NotTo(HaveOccurred())
+		core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
+		Expect(err).NotTo(HaveOccurred())
+		p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: down})
+		Expect(err).NotTo(HaveOccurred())
+		r, err := worker.NewRunner(worker.RunnerConfig{
+			Pipeline: p, Source: st, Clock: clock.Real{}, Workers: 1,
+			LeaseTTL: heldTTL, HeartbeatInterval: heldTTL / 3, PollMin: time.Millisecond, PollMax: 5 * time.Millisecond,
+			TickInterval: time.Hour, // a long tick: another process recovers expired leases
+			Handler: func(ctx context.Context, j job.Job) error {
+				calls.Add(1)
+				return fmt.Errorf("card declined: %w", failure.ErrInvalidInput)
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Enqueue(ctx, newJob("j1", "report", ""), time.Now())).To(Succeed())
+		stop := startRunner(r)
+		defer stop()
+
+		Eventually(p.Kept, runnerReacts, poll).Should(Equal(1))
+		Consistently(func(g Gomega) {
+			_, err := st.RecoverExpired(ctx, time.Now(), 10) // another process's ticker
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(calls.Load()).To(Equal(int64(1)), "the handler ran again after its dead letter was decided")
+		}, 8*heldTTL, 5*time.Millisecond).Should(Succeed())
+		Expect(led.state("j1")).To(Equal(disposition.InFlight))
+	})
+})

@@ -91,9 +91,11 @@ type RunnerConfig struct {
 	// queues empty (doubling from PollMin; default 10ms and 1s).
 	PollMin, PollMax time.Duration
 	// TickInterval is how often due retries are forwarded, expired leases
-	// recovered, held dead letters written to the DLQ and the ones kept in
-	// memory retried, their leases heartbeated (default 1s: keep it well
-	// under LeaseTTL/3), TickLimit the jobs moved per call (default 100).
+	// recovered and held dead letters written to the DLQ (default 1s), and
+	// the ones kept in memory retried, their leases heartbeated (every
+	// TickInterval or LeaseTTL/3, whichever is shorter, so that their
+	// leases never run out), TickLimit the jobs moved per call (default
+	// 100).
 	TickInterval time.Duration
 	TickLimit    int
 	// ShutdownGrace is how long a shutdown lets the handlers in flight
@@ -229,12 +231,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	// cancellation: a shutdown cancels the handlers with its own cause, and
 	// their completions are still written.
 	base := context.WithoutCancel(ctx)
-	run := &run{r: r, ctx: ctx, base: base, inFlight: make(map[*inFlight]struct{}), finished: make(chan struct{})}
+	run := &run{r: r, ctx: ctx, base: base, inFlight: make(map[*inFlight]struct{}), finished: make(chan struct{}),
+		kept: make(chan struct{}, 1)}
 	var wg sync.WaitGroup
 	for i := range r.cfg.Workers {
 		wg.Go(func() { run.work(i) })
 	}
 	wg.Go(run.tick)
+	wg.Go(run.keep)
 
 	<-ctx.Done()
 	run.grace(r.cfg.ShutdownGrace)
@@ -285,6 +289,8 @@ type run struct {
 	inFlight map[*inFlight]struct{}
 	// finished is closed, and replaced, whenever a handler leaves inFlight.
 	finished chan struct{}
+	// kept wakes keep when a worker's dead letter was kept in memory.
+	kept chan struct{}
 }
 
 // inFlight is one running handler.
@@ -415,6 +421,10 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 		cfg.Logger.Warn("completion fenced off: the lease was lost", logJob, j.ID, logAction, o.Action.String())
 	case errors.Is(err, ErrKept):
 		cfg.Logger.Warn("dead letter kept by the worker (lease heartbeated, handler not run again) until the store takes it", logJob, j.ID, logErr, err)
+		select {
+		case rn.kept <- struct{}{}:
+		default: // keep is woken already
+		}
 	default:
 		cfg.Logger.Error("completion not written; the job comes back when its lease expires", logJob, j.ID, logAction, o.Action.String(), logErr, err)
 	}
@@ -500,14 +510,35 @@ func callHandler(h Handler, ctx context.Context, j job.Job) (err error) {
 	return h(ctx, j)
 }
 
-// tick forwards due retries, recovers expired leases, hands the dead
-// letters kept in memory to the store and writes held ones to the DLQ
-// every TickInterval until the run stops (Run tries the kept ones once
-// more when its workers are done).
+// keep hands the dead letters kept in memory to the store, heartbeating
+// their leases, every TickInterval or LeaseTTL/3, whichever is shorter,
+// until the run stops (Run tries them once more when its workers are
+// done): on its own cadence, so that a long TickInterval never lets a kept
+// lease expire and another process run the job again.
+func (rn *run) keep() {
+	cfg := &rn.r.cfg
+	every := max(min(cfg.TickInterval, cfg.LeaseTTL/3), time.Millisecond)
+	for {
+		if cfg.Pipeline.Kept() == 0 {
+			// No timer while nothing is kept: wait for a worker's word.
+			select {
+			case <-rn.ctx.Done():
+				return
+			case <-rn.kept:
+			}
+		}
+		if !rn.wait(every) {
+			return
+		}
+		rn.retryKept(false)
+	}
+}
+
+// tick forwards due retries, recovers expired leases and writes held dead
+// letters to the DLQ every TickInterval until the run stops.
 func (rn *run) tick() {
 	cfg := &rn.r.cfg
 	for rn.wait(cfg.TickInterval) {
-		rn.retryKept(false)
 		for range maxTickBatches {
 			res, err := cfg.Pipeline.FlushHeld(rn.ctx, cfg.Clock.Now(), cfg.TickLimit)
 			if err != nil {

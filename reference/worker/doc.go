@@ -72,15 +72,17 @@
 // held set is bounded (store.Config.HeldCapacity, by default the DLQ's
 // capacity); past it, or when the store cannot be reached at all, the
 // pipeline keeps the dead letter in memory (ErrKept, OnKept), heartbeats
-// its lease and retries the park (RetryKept, from the same ticker), and
+// its lease and retries the park (RetryKept: the Runner calls it every
+// TickInterval or LeaseTTL/3, whichever is shorter, and once more when it
+// stops), and
 // the overflow alert says so. Only if that process stops, or its lease is
 // lost, does such a job come back and run again.
 //
 // # Around the pipeline
 //
 // Runner is the wall-clock edge: N workers started by Run, leases and
-// heartbeats, a ticker for ForwardDue, RecoverExpired, RetryKept and
-// FlushHeld, and a graceful
+// heartbeats, a ticker for ForwardDue, RecoverExpired and FlushHeld,
+// RetryKept for the dead letters kept in memory, and a graceful
 // shutdown that releases the jobs in flight without using an attempt.
 // AutoRetry requeues dead jobs inside an off-peak window at a bounded rate
 // and quarantines the ones that keep dying; Monitor raises and clears

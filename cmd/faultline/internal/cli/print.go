@@ -70,7 +70,7 @@ func (p *printer) flush() {
 		return
 	}
 	p.group = nil
-	name := g.t.loaded.Scenario.Name
+	name := masked(g.t.loaded.Scenario.Name)
 	seeds := fmt.Sprintf("seeds %d..%d", g.first, g.last)
 	if g.nBad == 0 {
 		fmt.Fprintf(p.w, "PASS  %s  %s: %d runs\n", name, seeds, g.runs)
@@ -106,7 +106,7 @@ func failure(j *job) string {
 // printRun prints one run's verdict: the text report (reports.WriteText).
 func printRun(w io.Writer, j *job, color bool) {
 	if j.err != nil {
-		fmt.Fprintf(w, "ERROR  %s  seed %d\n", j.t.loaded.Scenario.Name, j.seed)
+		fmt.Fprintf(w, "ERROR  %s  seed %d\n", masked(j.t.loaded.Scenario.Name), j.seed)
 	}
 	details(w, j, color)
 }

@@ -364,7 +364,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		fmt.Fprintf(out, "reports written to %s\n", f.reportDir)
 	}
 	if err := sink.closeStep(); err != nil {
-		fmt.Fprintln(errw, "faultline:", err)
+		fmt.Fprintln(errw, "faultline:", masked(err.Error()))
 	}
 	fmt.Fprintf(out, "%d %s, %d %s: %d passed, %d failed", len(targets), plural(len(targets), "scenario", "scenarios"),
 		ran, plural(ran, "run", "runs"), ran-failed-errored-stopped, failed)
@@ -529,7 +529,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 			return sim.Run(ctx, sc, sim.WithSeed(seed))
 		}, 200)
 		if err != nil {
-			fmt.Fprintf(w, "\nshrinking %s (seed %d) failed: %s\n", j.t.loaded.Scenario.Name, j.seed, masked(err.Error()))
+			fmt.Fprintf(w, "\nshrinking %s (seed %d) failed: %s\n", masked(j.t.loaded.Scenario.Name), j.seed, masked(err.Error()))
 			continue
 		}
 		doc := *res.Document
@@ -539,12 +539,12 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 		doc.Metadata.Description = fmt.Sprintf("%s, shrunk to the smallest fault schedule that still fails (%s) with seed %d", j.t.loaded.Scenario.Name, res.Signature, seed)
 		b, err := scenarios.Marshal(&doc)
 		if err != nil {
-			fmt.Fprintf(w, "\nshrinking %s: %v\n", j.t.loaded.Scenario.Name, err)
+			fmt.Fprintf(w, "\nshrinking %s: %s\n", masked(j.t.loaded.Scenario.Name), masked(err.Error()))
 			continue
 		}
 		fmt.Fprintf(w, "\nsmallest failing fault schedule for %s (seed %d): %d of %d faults kept, %d runs%s\n",
-			j.t.loaded.Scenario.Name, seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
-		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", doc.Metadata.Name, doc.Metadata.Name)
+			masked(j.t.loaded.Scenario.Name), seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
+		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", masked(doc.Metadata.Name), masked(doc.Metadata.Name))
 		shrunk.emit(w, doc.Metadata.Name, b)
 		fmt.Fprintln(w, "---")
 	}

@@ -136,6 +136,21 @@ var _ = Describe("secrets never leave the process", func() {
 		expectNoSecret("run of the shrunk file", again)
 	})
 
+	It("are masked when planted in the scenario's name: validate, a run, its shrunk schedule and a sweep", func() {
+		name := "leaky " + planted[0].text + " " + planted[3].text
+		f := writeFile("named.yaml", strings.Replace(leakyScenario(), "name: leaky", "name: \""+name+"\"", 1))
+		validated, errOut, code := run("validate", f)
+		Expect(code).To(Equal(cli.ExitOK), errOut)
+		expectNoSecret("validate", validated+errOut)
+		out, errOut, code := run("run", f)
+		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
+		Expect(out).To(ContainSubstring("smallest failing fault schedule for leaky"))
+		expectNoSecret("run (and its shrunk schedule)", out+errOut)
+		out, errOut, code = run("run", f, "--seeds", "1..2", "--no-shrink")
+		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
+		expectNoSecret("a sweep", out+errOut)
+	})
+
 	It("are masked in the errors of a bad scenario", func() {
 		f := writeFile("bad.yaml", strings.Replace(leakyScenario(), "model: latency", "model: "+`"`+secrets()+`"`, 1))
 		out, errOut, code := run("validate", f)

@@ -1113,6 +1113,11 @@ func (d *decoder) whole(n ast.Node, v reflect.Value, at string) {
 			d.fail(n, at, "expected a smaller whole number, got %s", m.Value) // past 64 bits: the parser left it a string
 			return
 		}
+		// 1e9: a float YAML reads and the parser leaves a string.
+		if f, ok := plainFloat(m); ok && f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+			neg, mag = f < 0, uint64(math.Abs(f))
+			break
+		}
 		d.fail(n, at, "expected a whole number, got %s", describe(n))
 		return
 	default:

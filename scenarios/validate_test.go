@@ -343,6 +343,11 @@ var _ = Describe("Input limits (issue 11 item 9)", func() {
 		Expect(err).To(reportExactly("s.yaml:8:11: include[0]: cannot read fragment f.yaml: the file is larger than the limit of 1000 bytes (it has 1240 bytes); lift the limit with --max-file-size"))
 	})
 
+	It("reads workers.count: 1e9 as a billion workers, and refuses them", func() {
+		_, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"workers: {count: 1e9}\n"), "s.yaml")
+		Expect(err).To(reportExactly("s.yaml:8:18: workers.count: 1000000000 workers, more than the limit of 10000; lift the limit with --max-workers"))
+	})
+
 	It("refuses workers past 10,000, naming --max-workers, and lets the flag lift it", func() {
 		text := chargeScenario + "workers: {count: 1000000000}\nsteps: [{at: 10s, action: set-workers, workers: 20000}]\n"
 		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")

@@ -54,9 +54,10 @@ const (
 	DefaultMaxWorkers = 10_000
 	// DefaultMaxSamples bounds the points of a run's time series.
 	DefaultMaxSamples = 100_000
-	// DefaultMaxInFlight bounds the jobs a run tracks at once (about 1 KB
-	// each): far more than a 24-hour run at 100 jobs a second keeps
-	// unfinished, or a DLQ of 100,000 dead letters.
+	// DefaultMaxInFlight bounds the jobs a run tracks at once (about
+	// 1.3 KB of memory each, so some 1.3 GB at the limit): far more than a
+	// 24-hour run at 100 jobs a second keeps unfinished, or a DLQ of
+	// 100,000 dead letters.
 	DefaultMaxInFlight = 1_000_000
 )
 

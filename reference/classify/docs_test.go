@@ -51,7 +51,7 @@ var _ = Describe("The rule-file reference (docs/rules-format.md)", func() {
 
 	It("shows the errors as the parser reports them", func() {
 		bad := "rules:\n  - name: smtp-blips\n    dependency: smtp\n    match:\n      status: [600]\n    class: transiant\n    severity: low\n    source: network\n" +
-			"  - name: x\n    match: {kind: [net.OpErr]}\n    class: permanent\n    severity: low\n    source: data\n"
+			"  - name: x\n    match: {kind: [net.OpErr]}\n    class: permanent\n    severity: low\n    source: data\n    dependancy: smtp\n"
 		_, err := classify.ParseRules("rules.yaml", []byte(bad), nil)
 		Expect(err).To(HaveOccurred())
 		for _, line := range strings.Split(err.Error(), "\n") {

@@ -70,10 +70,16 @@ var _ = Describe("ParseRules", func() {
 			`rules.yaml:3:12: rules[0].class: unknown class "transiant"; did you mean "transient"?`),
 		Entry("an unknown key, with a suggestion",
 			"rules:\n  - name: r\n    clas: transient\n    severity: low\n    source: data\n",
-			`rules.yaml:3:5: unknown key "clas"; did you mean "class"?`),
+			`rules.yaml:3:5: rules[0].clas: unknown key "clas"; did you mean "class"?`),
+		Entry("an unknown key with nothing near it, with its path",
+			"rules:\n  - name: r\n    match: {any: true}\n    class: transient\n    severity: low\n    source: data\n  - name: s\n    match: {any: true}\n    class: transient\n    severity: low\n    source: data\n    bogus: 1\n",
+			`rules.yaml:12:5: rules[1].bogus: unknown key "bogus"`),
+		Entry("an unknown key at the top level",
+			"defualts: false\n",
+			`rules.yaml:1:1: defualts: unknown key "defualts"; did you mean "defaults"?`),
 		Entry("an unknown key in a match",
 			"rules:\n  - name: r\n    match:\n      staus: [500]\n    class: transient\n    severity: low\n    source: data\n",
-			`rules.yaml:4:7: unknown key "staus"; did you mean "status"?`),
+			`rules.yaml:4:7: rules[0].match.staus: unknown key "staus"; did you mean "status"?`),
 		Entry("an unknown kind, with a suggestion",
 			"rules:\n  - name: r\n    match:\n      kind: [net.OpErr]\n    class: transient\n    severity: low\n    source: data\n",
 			`rules.yaml:4:14: rules[0].match.kind[0]: unknown error kind "net.OpErr"; did you mean "net.OpError"?`),
@@ -144,7 +150,7 @@ var _ = Describe("ParseRules of a file of the wrong shape", func() {
 			`rules.yaml:5:41: rules[0].match.status: expected a list, got the number 503; write a list, e.g. [503, 500-599, 5xx], even for one`,
 			`rules.yaml:6:12: rules[0].class: unknown class "transiant"; did you mean "transient"?`,
 			`rules.yaml:10:12: rules[1].match: expected a mapping of criteria (is, kind, status, timeout, temporary, declineCode, retryAfter, message, any, shuttingDown), got a list`,
-			`rules.yaml:14:5: unknown key "nme"; did you mean "name"?`,
+			`rules.yaml:14:5: rules[2].nme: unknown key "nme"; did you mean "name"?`,
 		}))
 	})
 

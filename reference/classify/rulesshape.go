@@ -87,7 +87,7 @@ func (c *shapeChecker) check(body ast.Node) bool {
 		key := keyOf(kv)
 		kind, known := topShape[key]
 		if !known {
-			c.unknown(kv, key)
+			c.unknown(kv, "", key)
 			good = false
 			continue
 		}
@@ -180,7 +180,7 @@ func (c *shapeChecker) value(n ast.Node, field string, k valueKind) bool {
 			key := keyOf(kv)
 			kind, known := shape[key]
 			if !known {
-				if s := c.unknown(kv, key); s != "" {
+				if s := c.unknown(kv, field, key); s != "" {
 					c.covered[field+"."+s] = true
 				}
 				good = false
@@ -196,15 +196,20 @@ func (c *shapeChecker) value(n ast.Node, field string, k valueKind) bool {
 	return false
 }
 
-// unknown reports an unknown key, with a suggestion, and returns the
-// suggestion.
-func (c *shapeChecker) unknown(kv *ast.MappingValueNode, key string) string {
+// unknown reports an unknown key of the mapping at parent ("" for the
+// top level), with its path ("rules[2].bogus") and a suggestion, and
+// returns the suggestion.
+func (c *shapeChecker) unknown(kv *ast.MappingValueNode, parent, key string) string {
 	hint := ""
 	s := didyoumean.Closest(key, ruleFileKeys)
 	if s != "" {
 		hint = fmt.Sprintf("did you mean %q?", s)
 	}
-	c.fail(kv.Key, "", fmt.Sprintf("unknown key %q", key), hint)
+	field := key
+	if parent != "" {
+		field = parent + "." + key
+	}
+	c.fail(kv.Key, field, fmt.Sprintf("unknown key %q", key), hint)
 	return s
 }
 

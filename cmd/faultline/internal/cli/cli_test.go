@@ -66,7 +66,7 @@ var _ = Describe("faultline rules", func() {
 		out, errOut, code := run("rules", "check", bad, good, "/does/not/exist.yaml")
 		Expect(code).To(Equal(cli.ExitInvalid))
 		Expect(out).To(ContainSubstring(good + ": ok, 0 rules"))
-		Expect(errOut).To(ContainSubstring(bad + `:3:5: unknown key "clas"; did you mean "class"?`))
+		Expect(errOut).To(ContainSubstring(bad + `:3:5: rules[0].clas: unknown key "clas"; did you mean "class"?`))
 		Expect(errOut).To(ContainSubstring("/does/not/exist.yaml: no such file or directory"))
 		Expect(errOut).To(ContainSubstring("2 of 3 rule files are invalid"))
 	})

@@ -74,7 +74,7 @@ rules:
 			bad + `:9:12: rules[1].match: expected a mapping of criteria`,
 			bad + `:13:11: rules[2].name: expected a single value, got a list`,
 			bad + `:14:17: rules[2].match.is: expected a list, got "context.Canceled"`,
-			bad + `:18:5: unknown key "nme"; did you mean "name"?`,
+			bad + `:18:5: rules[3].nme: unknown key "nme"; did you mean "name"?`,
 		} {
 			Expect(errOut).To(ContainSubstring(want))
 		}

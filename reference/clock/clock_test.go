@@ -221,8 +221,13 @@ var _ = Describe("Real", func() {
 			// Waiting on a timer channel, not time.Sleep: this is the real
 			// clock's time passing, which is what is under test.
 			Elapse: func(d time.Duration) { <-time.NewTimer(d).C },
-			Unit:   25 * time.Millisecond,
-			Settle: 100 * time.Millisecond,
+			// Each callback runs on its own goroutine (time.AfterFunc), so
+			// two timers only fire in order when the scheduler gets to the
+			// first before the second is due: 25ms was not enough with CI
+			// compiling and testing other packages on both cores (seen:
+			// "second" before "first").
+			Unit:   150 * time.Millisecond,
+			Settle: 600 * time.Millisecond,
 		}
 	})
 })

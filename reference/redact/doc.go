@@ -5,7 +5,7 @@
 // A Redactor is built once from a Config by New (or shared, by Default) and
 // is immutable, deterministic and safe for concurrent use. Everything
 // faultline sends out of the process passes it: reports (reports.Redact),
-// the CLI's output and errors, printed scenarios, logs, alerts. It has four
+// the CLI's output and errors, printed scenarios, logs, alerts. It has five
 // entry points:
 //
 //   - String masks secrets inside free text: card numbers that pass the Luhn
@@ -19,6 +19,9 @@
 //     String.
 //   - Header returns a redacted copy of an http.Header.
 //   - URL returns a URL safe to print: scheme, host and first path segment.
+//   - FileName returns a text masked, then reduced to file-name characters
+//     ("leaky [CARD ****1111]" becomes "leaky_CARD-1111"): for a file named
+//     after something a user wrote, such as a scenario's name.
 //
 // The formats are fixed so that a masked text stays readable and masking it
 // again changes nothing:

@@ -78,7 +78,7 @@ func checkRules(stdout, stderr io.Writer, files []string) error {
 			bad = append(bad, f)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok, %d rules (first match wins), fallback %s\n", f, len(rs.Rules), rs.Fallback)
+		fmt.Fprintf(stdout, "%s: ok, %d rules (first match wins), fallback %s\n", masked(f), len(rs.Rules), rs.Fallback)
 	}
 	if len(bad) > 0 {
 		return &InvalidInputError{Err: fmt.Errorf("%d of %d rule files are invalid: %s", len(bad), len(files), strings.Join(bad, ", "))}

@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -361,7 +362,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		return err
 	}
 	if wrote {
-		fmt.Fprintf(out, "reports written to %s\n", f.reportDir)
+		fmt.Fprintf(out, "reports written to %s\n", masked(f.reportDir))
 	}
 	if err := sink.closeStep(); err != nil {
 		fmt.Fprintln(errw, "faultline:", masked(err.Error()))
@@ -507,14 +508,12 @@ func reportFormats(s string) ([]string, error) {
 	return out, nil
 }
 
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, s)
-}
+// safeName is the stem of a file named after a scenario's name (its
+// reports, its shrunk scenario): the name masked first, then reduced to
+// file-name characters (redact.Redactor.FileName), so that a card number
+// in the name becomes "CARD-1111", not "4111_1111_1111_1111", which no
+// redactor recognises in a path.
+func safeName(s string) string { return redact.Default().FileName(s) }
 
 // shrinkFailures shrinks the first failing seed of each scenario and
 // prints the smallest failing fault schedule as a scenario file.
@@ -560,7 +559,7 @@ func dryRun(w io.Writer, targets []target) error {
 		if i > 0 {
 			fmt.Fprintln(w, "---")
 		}
-		fmt.Fprintf(w, "# %s (effective: includes merged, defaults filled in)\n", t.arg)
+		fmt.Fprintf(w, "# %s (effective: includes merged, defaults filled in)\n", masked(t.arg))
 		_, _ = io.WriteString(w, masked(string(b)))
 	}
 	return nil

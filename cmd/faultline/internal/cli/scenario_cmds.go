@@ -64,7 +64,7 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits) err
 			bad++
 			continue
 		}
-		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", f, masked(l.Scenario.Name), masked(l.Scenario.Description))
+		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", masked(f), masked(l.Scenario.Name), masked(l.Scenario.Description))
 	}
 	if bad > 0 {
 		return &InvalidInputError{Err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(files))}

@@ -70,6 +70,19 @@ func expectNoSecret(output, text string) {
 		Expect(text).NotTo(ContainSubstring(p.leak), "%s leaks a %s", output, p.kind)
 	}
 	Expect(text).NotTo(ContainSubstring("4111111111111111"), "%s leaks a card number", output)
+	Expect(text).NotTo(ContainSubstring("4111_1111_1111_1111"), "%s leaks a card number in file-name characters", output)
+}
+
+// fileNames is the names of the files in dir, one a line.
+func fileNames(dir string) string {
+	GinkgoHelper()
+	entries, err := os.ReadDir(dir)
+	Expect(err).NotTo(HaveOccurred())
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return strings.Join(names, "\n")
 }
 
 var _ = Describe("secrets never leave the process", func() {
@@ -136,19 +149,31 @@ var _ = Describe("secrets never leave the process", func() {
 		expectNoSecret("run of the shrunk file", again)
 	})
 
-	It("are masked when planted in the scenario's name: validate, a run, its shrunk schedule and a sweep", func() {
+	It("are masked when planted in the scenario's name: validate, a run, its shrunk schedule, a sweep and the names of the files they write", func() {
 		name := "leaky " + planted[0].text + " " + planted[3].text
 		f := writeFile("named.yaml", strings.Replace(leakyScenario(), "name: leaky", "name: \""+name+"\"", 1))
 		validated, errOut, code := run("validate", f)
 		Expect(code).To(Equal(cli.ExitOK), errOut)
 		expectNoSecret("validate", validated+errOut)
-		out, errOut, code := run("run", f)
+		reportDir, shrunkDir := GinkgoT().TempDir(), GinkgoT().TempDir()
+		out, errOut, code := run("run", f, "--report", "json,html", "--report-dir", reportDir, "--shrunk-out", shrunkDir)
 		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
 		Expect(out).To(ContainSubstring("smallest failing fault schedule for leaky"))
-		expectNoSecret("run (and its shrunk schedule)", out+errOut)
-		out, errOut, code = run("run", f, "--seeds", "1..2", "--no-shrink")
+		Expect(out).To(ContainSubstring("# written, unmasked, to " + shrunkDir))
+		expectNoSecret("run (and its shrunk schedule, and the paths it prints)", out+errOut)
+
+		By("the files' names are made of the masked name")
+		reports := fileNames(reportDir)
+		Expect(reports).To(ContainSubstring("leaky_Bearer_REDACTED_CARD-1111.seed-9.json"))
+		expectNoSecret("the names of the report files", reports)
+		shrunk := fileNames(shrunkDir)
+		Expect(shrunk).To(Equal("leaky_Bearer_REDACTED_CARD-1111-shrunk.yaml"))
+		expectNoSecret("the name of the --shrunk-out file", shrunk)
+
+		out, errOut, code = run("run", f, "--seeds", "1..2", "--no-shrink", "--report", "json", "--report-dir", reportDir)
 		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
 		expectNoSecret("a sweep", out+errOut)
+		expectNoSecret("the names of a sweep's report files", fileNames(reportDir))
 	})
 
 	It("are masked in the errors of a bad scenario", func() {

@@ -50,7 +50,7 @@ func (s *shrunkOut) emit(w io.Writer, name string, doc []byte) {
 		return
 	}
 	s.written = append(s.written, path)
-	fmt.Fprintf(w, "# written, unmasked, to %s\n", path)
+	fmt.Fprintf(w, "# written, unmasked, to %s\n", masked(path))
 }
 
 func (s *shrunkOut) fail(err error) {

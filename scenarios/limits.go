@@ -110,12 +110,7 @@ func readOSFile(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	size := int64(-1)
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	return readLimited(f, size, max)
+	return readStat(f, max)
 }
 
 func readFSFile(fsys fs.FS, name string, max int64) ([]byte, error) {
@@ -123,6 +118,12 @@ func readFSFile(fsys fs.FS, name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readStat(f, max)
+}
+
+// readStat reads an open file, closing it, refusing one over max before it
+// reads a byte when its size is known (a regular file).
+func readStat(f fs.File, max int64) ([]byte, error) {
 	defer f.Close()
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {

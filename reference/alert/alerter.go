@@ -882,17 +882,7 @@ func (a *Alerter) overflowLocked(ob *outbox, now time.Time) {
 // these that is not refusing too. "" if there is none.
 func (a *Alerter) standInLocked(recv string) string {
 	r := a.receivers[recv]
-	for _, name := range []string{r.Secondary, r.Fallback, a.cfg.DefaultReceiver} {
-		if name != "" && name != recv && !a.bad[name] {
-			return name
-		}
-	}
-	for _, x := range a.cfg.Receivers {
-		if x.Name != recv && !a.bad[x.Name] {
-			return x.Name
-		}
-	}
-	return ""
+	return a.firstWorkingLocked(recv, r.Secondary, r.Fallback)
 }
 
 // tellLocked names the receiver told of recv's own trouble (it refuses, it
@@ -902,7 +892,14 @@ func (a *Alerter) standInLocked(recv string) string {
 // about. "" (the alert is routed as any other) if there is none.
 func (a *Alerter) tellLocked(recv string) string {
 	r := a.receivers[recv]
-	for _, name := range []string{r.Fallback, r.Secondary, a.cfg.DefaultReceiver} {
+	return a.firstWorkingLocked(recv, r.Fallback, r.Secondary)
+}
+
+// firstWorkingLocked returns the first of first, second, the default
+// receiver and then every receiver configured that is not recv and not
+// refusing; "" if there is none.
+func (a *Alerter) firstWorkingLocked(recv, first, second string) string {
+	for _, name := range []string{first, second, a.cfg.DefaultReceiver} {
 		if name != "" && name != recv && !a.bad[name] {
 			return name
 		}

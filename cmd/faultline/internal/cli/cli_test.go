@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 )
 
 func TestCLI(t *testing.T) {
@@ -27,6 +29,20 @@ func run(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
 	code = cli.Main(context.Background(), args, &out, &errOut)
 	return out.String(), errOut.String(), code
+}
+
+// startRedis starts a redis-server for the spec, or skips it when
+// redis-server is not installed (a failure when FAULTLINE_REQUIRE_REDIS=1).
+// Any other error starting it fails the spec: a real-Redis check is never
+// skipped because something went wrong. The caller stops it.
+func startRedis() *redistest.Server {
+	GinkgoHelper()
+	srv, err := redistest.StartServer()
+	if errors.Is(err, redistest.ErrNoServer) && !redistest.Required() {
+		Skip("redis-server is not on PATH")
+	}
+	Expect(err).NotTo(HaveOccurred(), "starting redis-server")
+	return srv
 }
 
 func writeFile(name, content string) string {

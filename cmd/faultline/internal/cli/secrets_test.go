@@ -11,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
 	"github.com/faultline/faultline/reference/store/redisstore"
-	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 )
 
 // planted is one secret of each kind; what is grepped for is the part that
@@ -199,11 +198,7 @@ var _ = Describe("secrets never leave the process", func() {
 		expectNoSecret("demo with a bad --redis-url", out+errOut)
 
 		By("a real Redis that wants the password")
-		srv, err := redistest.StartServer()
-		if err != nil && !redistest.Required() {
-			Skip("redis-server: " + err.Error())
-		}
-		Expect(err).NotTo(HaveOccurred())
+		srv := startRedis()
 		DeferCleanup(srv.Stop)
 		admin := redisstore.NewClient(srv.Addr)
 		DeferCleanup(admin.Close)

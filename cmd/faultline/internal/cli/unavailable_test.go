@@ -18,18 +18,6 @@ import (
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 )
 
-// startRedis starts a redis-server for the spec, or skips it when there is
-// none (a failure when FAULTLINE_REQUIRE_REDIS=1).
-func startRedis() *redistest.Server {
-	GinkgoHelper()
-	srv, err := redistest.StartServer()
-	if errors.Is(err, redistest.ErrNoServer) && !redistest.Required() {
-		Skip("redis-server is not on PATH")
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return srv
-}
-
 // killingProxy forwards TCP connections to a Redis; after the client has
 // sent killAt chunks in all, it kills that Redis (SIGKILL, the connections
 // it had die with it), starts a fresh one and forwards new connections

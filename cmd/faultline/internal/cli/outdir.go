@@ -22,6 +22,12 @@ func checkOutputDir(flag, dir string) error {
 		return bad(err)
 	}
 	name := f.Name()
-	f.Close()
-	return os.Remove(name)
+	cerr := f.Close()
+	if err := os.Remove(name); err != nil {
+		return bad(err)
+	}
+	if cerr != nil {
+		return bad(cerr)
+	}
+	return nil
 }

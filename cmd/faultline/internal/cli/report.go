@@ -39,16 +39,16 @@ says what is wrong and where).`,
 			if err != nil {
 				return err
 			}
-			w := c.OutOrStdout()
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return &InvalidInputError{Err: fmt.Errorf("--out: cannot write the report there: %w", err)}
-				}
-				defer f.Close()
-				w = f
+			if out == "" {
+				return writeFormat(c.OutOrStdout(), to, []*reports.Result{r}, colorFor(c.OutOrStdout()))
 			}
-			return writeFormat(w, to, []*reports.Result{r}, colorFor(c.OutOrStdout()))
+			if err := checkRenderFormat(to); err != nil {
+				return err // before the file is created
+			}
+			// The file's close is checked too: a write lost on close is
+			// exit 2 naming the file, not a report that silently is not
+			// there.
+			return writeFile(out, func(w io.Writer) error { return writeFormat(w, to, []*reports.Result{r}, false) })
 		},
 	}
 	render.Flags().StringVar(&to, "to", "", "the format: html, md, junit, json or text")
@@ -128,6 +128,15 @@ func writeFormat(w io.Writer, format string, rs []*reports.Result, color bool) e
 	case "text":
 		return reports.WriteText(w, rs[0], reports.TextOptions{Color: color, Verbose: true})
 	}
+	return checkRenderFormat(format)
+}
+
+// checkRenderFormat says whether report render --to takes format.
+func checkRenderFormat(format string) error {
+	switch format {
+	case "junit", "md", "json", "html", "text":
+		return nil
+	}
 	return &InvalidInputError{Err: fmt.Errorf("--to: expected html, md, junit, json or text, got %q", format), Hint: "Try: faultline report render --help"}
 }
 
@@ -138,18 +147,6 @@ func colorFor(w io.Writer) bool {
 	}
 	f, ok := w.(*os.File)
 	return ok && isTerminal(f)
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 func formatList() string { return strings.Join(reportFormatNames, ", ") }

@@ -59,18 +59,26 @@ func (s *shrunkOut) fail(err error) {
 
 // writePrivate writes data to path with mode 0600, also when the file
 // existed with a wider mode.
+// Every error, the close's included (a write lost on close), names path.
 func writePrivate(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := openOutput(path, createFlags, 0o600)
 	if err != nil {
-		return err
+		return err // an *os.PathError: it names path
 	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	fail := func(err error) error {
+		_ = f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return f.Close()
+	if c, ok := f.(interface{ Chmod(os.FileMode) error }); ok {
+		if err := c.Chmod(0o600); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -28,7 +28,8 @@ type runSink struct {
 	junitSpool *os.File
 	md         *reports.MarkdownWriter
 	step       *reports.MarkdownWriter
-	summary    *os.File
+	summary    outputFile
+	sumPath    string // summary.json's path
 	rows       int
 	err        error
 }
@@ -52,7 +53,7 @@ func newRunSink(dir string, formats []string, sweep bool) (*runSink, error) {
 		case "junit":
 			spool, err := os.CreateTemp(dir, ".junit-*.spool")
 			if err != nil {
-				return nil, fmt.Errorf("write %s: %w", filepath.Join(dir, "junit.xml"), err)
+				return nil, outputError(filepath.Join(dir, "junit.xml"), err)
 			}
 			_ = os.Remove(spool.Name()) // unlinked: gone with the process, whatever happens
 			s.junitSpool, s.junit = spool, reports.NewJUnitWriter(spool)
@@ -61,10 +62,11 @@ func newRunSink(dir string, formats []string, sweep bool) (*runSink, error) {
 		}
 	}
 	if sweep {
-		f, err := os.Create(filepath.Join(dir, "summary.json"))
+		s.sumPath = filepath.Join(dir, "summary.json")
+		f, err := openOutput(s.sumPath, createFlags, 0o666)
 		if err != nil {
 			s.abort()
-			return nil, err
+			return nil, outputError(s.sumPath, err)
 		}
 		s.summary = f
 		_, _ = io.WriteString(f, "[")
@@ -99,8 +101,8 @@ func (s *runSink) add(j *job) {
 				return
 			}
 		case "junit":
-			if err := s.junit.Add(r); err != nil {
-				s.err = err
+			if err := s.junit.Add(r); err != nil { // the spool, in the report directory
+				s.err = outputError(filepath.Join(s.dir, "junit.xml"), err)
 				return
 			}
 		case "md":
@@ -122,7 +124,7 @@ func (s *runSink) add(j *job) {
 		}
 		s.rows++
 		if _, err := fmt.Fprintf(s.summary, "%s%s", sep, b); err != nil {
-			s.err = fmt.Errorf("write %s: %w", s.summary.Name(), err)
+			s.err = outputError(s.sumPath, err)
 		}
 	}
 }
@@ -148,10 +150,12 @@ func (s *runSink) close() (bool, error) {
 		}
 		_, err := io.WriteString(s.summary, end)
 		if cerr := s.summary.Close(); err == nil {
-			err = cerr
+			err = cerr // a write lost on close
 		}
 		s.summary = nil
-		errs = append(errs, err)
+		if err != nil {
+			errs = append(errs, outputError(s.sumPath, err))
+		}
 	}
 	return len(s.formats) > 0, errors.Join(errs...)
 }
@@ -205,13 +209,16 @@ func (s *runSink) abort() {
 // GitHub Actions names in GITHUB_STEP_SUMMARY.
 func appendStepSummary(md *reports.MarkdownWriter) error {
 	path := os.Getenv("GITHUB_STEP_SUMMARY")
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openOutput(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %w", err)
 	}
 	if err := md.Finish(f); err != nil {
-		f.Close()
-		return err
+		_ = f.Close()
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: write %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("GITHUB_STEP_SUMMARY: write %s: %w", path, err)
+	}
+	return nil
 }

@@ -329,7 +329,12 @@ type Store interface {
 	// the reject policy, the same step parks the job with its entry in the
 	// held set instead (AddResult.Held; see Hold); when the held set is at
 	// its bound too, nothing moves and the error matches ErrFull and
-	// ErrHeldFull.
+	// ErrHeldFull. Under the reject policy a dead letter (DeadLetter or Add)
+	// that needs room never takes it ahead of the held ones: first the held
+	// entries are written into whatever room there is, oldest first, each
+	// as FlushHeld writes it (with its held→dead-lettered event), and the
+	// new one takes room only if some remains; else it is parked at the held
+	// set's tail (an Add is refused with ErrFull).
 	DeadLetter(ctx context.Context, l queue.Lease, e Entry, now time.Time) (AddResult, error)
 	// Hold parks a leased job whose dead letter is decided, with its entry,
 	// in the held set, in one step fenced by the lease: for a worker whose
@@ -343,7 +348,11 @@ type Store interface {
 	// each as DeadLetter would write its entry (evicting by the policy), and
 	// stops at the first the DLQ refuses (reject policy: a refusal of a held
 	// entry is not counted or reported again). The entries keep their
-	// failure times (LastFailedAt is the failure's, not the write's).
+	// failure times (LastFailedAt is the failure's, not the write's). A held
+	// entry whose stored bytes do not decode (a store that keeps bytes, like
+	// redisstore) never blocks the ones behind it: its job is dead-lettered
+	// in its turn with an entry made from the job, its Superseded holding
+	// the undecodable bytes (see the store's documentation).
 	FlushHeld(ctx context.Context, now time.Time, limit int) (FlushResult, error)
 	// Get returns one entry (ErrNotFound), possibly Corrupt.
 	Get(ctx context.Context, id string) (Entry, error)

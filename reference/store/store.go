@@ -33,7 +33,11 @@ const (
 	// (dlq.Store.DeadLetter) is parked with its entry in the held set in the
 	// same step: its fate is decided, its handler never runs again, and
 	// dlq.Store.FlushHeld writes it, oldest first, once there is room (an
-	// operator requeues, deletes or purges entries). Past the held set's
+	// operator requeues, deletes or purges entries). While any is held, no
+	// new dead letter (DeadLetter or Add) takes room ahead of it: the same
+	// step first writes the held ones into whatever room there is, oldest
+	// first, and the new one only if room remains, else it is parked at the
+	// held set's tail (or refused). Past the held set's
 	// bound (Config.HeldCapacity) the dead letter is refused with
 	// dlq.ErrFull and the worker keeps it in memory, its lease heartbeated
 	// and the write retried; only if that process stops does the lease

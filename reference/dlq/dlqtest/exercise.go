@@ -1121,7 +1121,9 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					}
 					for range 2 {
 						j, l := f.dequeue(job.DefaultQueue, time.Hour)
-						r, err := f.d.DeadLetter(f.ctx, l, deadEntry(j, at(time.Hour)), at(time.Hour))
+						e := deadEntry(j, at(time.Hour))
+						e.LastFailedAt = at(time.Hour)
+						r, err := f.d.DeadLetter(f.ctx, l, e, at(time.Hour))
 						Expect(err).NotTo(HaveOccurred())
 						Expect(r.Held).To(BeTrue())
 					}
@@ -1200,6 +1202,75 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					res, err = f.d.FlushHeld(f.ctx, at(time.Hour), 0)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(res).To(Equal(dlq.FlushResult{Left: 1}))
+				})
+
+				Describe("a new dead letter while dead letters are held", func() {
+					// holdC fills the DLQ and parks c's dead letter in the
+					// held set, failed at T0+1h.
+					holdC := func() {
+						GinkgoHelper()
+						fill("a", "b")
+						f.enqueue(newJob("c"), time.Hour)
+						j, l := f.dequeue(job.DefaultQueue, time.Hour)
+						e := deadEntry(j, at(time.Hour))
+						e.LastFailedAt = at(time.Hour)
+						r, err := f.d.DeadLetter(f.ctx, l, e, at(time.Hour))
+						Expect(err).NotTo(HaveOccurred())
+						Expect(r.Held).To(BeTrue())
+					}
+
+					It("does not take a freed slot ahead of them: the held ones are written first, oldest first, and it is parked behind them", func() {
+						holdC()
+						Expect(f.requeue("a", oneMore, 2*time.Hour)).To(Equal(dlq.OutcomeRequeued))
+						ja, _ := f.dequeue(job.DefaultQueue, 2*time.Hour)
+						Expect(ja.ID).To(Equal("a"), "the requeued job, leased again")
+						f.enqueue(newJob("d"), 2*time.Hour)
+						jd, ld := f.dequeue(job.DefaultQueue, 2*time.Hour)
+						Expect(jd.ID).To(Equal("d"))
+						f.take()
+
+						r, err := f.d.DeadLetter(f.ctx, ld, deadEntry(jd, at(3*time.Hour)), at(3*time.Hour))
+						Expect(err).NotTo(HaveOccurred())
+						Expect(r).To(Equal(dlq.AddResult{Held: true}), "the slot was c's: d waits behind it")
+						Expect(f.take()).To(Equal([]string{
+							ev("c", disposition.Held, dead, disposition.DeadLetter, 3*time.Hour, 0),
+							ev("d", inFlight, disposition.Held, disposition.HeldBack, 3*time.Hour, 0),
+						}), "c's move first, as FlushHeld makes it")
+						Expect(f.get("c").LastFailedAt).To(BeTemporally("==", at(time.Hour)))
+						f.expectGone("d")
+						st := f.stats()
+						Expect(st.Held).To(Equal(1))
+						Expect(st.HeldOldest).To(BeTemporally("==", at(3*time.Hour)))
+						Expect(f.counts()).To(Equal(queue.Counts{InFlight: 1, Held: 1}))
+
+						By("the next room is d's, not that of a dead letter after it")
+						Expect(f.d.Delete(f.ctx, "b", "ops", at(4*time.Hour))).To(Succeed())
+						_, err = f.d.Add(f.ctx, deadEntry(newJob("e"), at(4*time.Hour)), at(4*time.Hour))
+						Expect(err).To(MatchError(dlq.ErrFull), "d took the room first")
+						Expect(f.take()).To(Equal([]string{ev("d", disposition.Held, dead, disposition.DeadLetter, 4*time.Hour, 0)}))
+						Expect(f.stats().Held).To(BeZero())
+						f.expectGone("e")
+					})
+
+					It("is written after them when there is room for all, and an add waits the same way", func() {
+						holdC()
+						Expect(f.d.Delete(f.ctx, "a", "ops", at(2*time.Hour))).To(Succeed())
+						Expect(f.d.Delete(f.ctx, "b", "ops", at(2*time.Hour))).To(Succeed())
+						f.take()
+						r := f.add(deadEntry(newJob("d"), at(3*time.Hour)), 3*time.Hour)
+						Expect(r.Held).To(BeFalse())
+						Expect(f.take()).To(Equal([]string{
+							ev("c", disposition.Held, dead, disposition.DeadLetter, 3*time.Hour, 0),
+							ev("d", disposition.None, dead, disposition.DeadLetter, 3*time.Hour, 0),
+						}))
+						Expect(f.get("d").Status).To(Equal(dlq.Failed))
+						st := f.stats()
+						Expect(st.Held).To(BeZero())
+						Expect(st.Rejected).To(Equal(1), "c's refusal only")
+						res, err := f.d.FlushHeld(f.ctx, at(3*time.Hour), 10)
+						Expect(err).NotTo(HaveOccurred())
+						Expect(res).To(Equal(dlq.FlushResult{}))
+					})
 				})
 
 				It("parks or loses each of 200 dead letters racing their leases' recovery, never both: every job in exactly one place", func() {

@@ -91,7 +91,11 @@
 //     (merged with an existing entry, evicting by the policy), emitting
 //     held→dead-lettered (dead-lettered), and stops at the first the DLQ
 //     refuses (FlushResult.Full; not counted or reported again). Entries keep
-//     the LastFailedAt they were given when it is not after now.
+//     the LastFailedAt they were given when it is not after now. Under
+//     Reject, a DeadLetter or Add that needs room never takes it ahead of a
+//     held job: held entries are written first (held→dead-lettered events
+//     first, oldest first) into the room there is, then the new one if room
+//     remains, else it is parked behind them (an Add: dlq.ErrFull).
 //   - Capacity counts the decodable entries that are Failed or Quarantined,
 //     and also Requeued and Deleted ones with Config.CountInactive. An add
 //     that would make the count exceed the capacity either fails with

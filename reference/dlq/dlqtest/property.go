@@ -454,6 +454,10 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			e := m.entries[j.id]
 			var victims []string
 			if e == nil || !m.counted(e.status) {
+				if m.cfg.Overflow == store.Reject {
+					// The held dead letters take the room first.
+					m.flushHeld(len(m.held))
+				}
 				counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
 				if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
 					if m.cfg.Overflow == store.Reject {
@@ -514,32 +518,7 @@ func (m *model) actions() map[string]func(*rapid.T) {
 			}
 			res, err := m.h.DLQ.FlushHeld(m.ctx, m.now, limit)
 			expectErr(t, "FlushHeld", err, nil)
-			want := dlq.FlushResult{}
-			for len(want.Written) < limit && len(m.held) > 0 {
-				j := m.jobs[m.held[0]]
-				e := m.entries[j.id]
-				var victims []string
-				if e == nil || !m.counted(e.status) {
-					counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
-					if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
-						if m.cfg.Overflow == store.Reject {
-							want.Full = true
-							break
-						}
-						victims = counted[:over]
-					}
-				}
-				for _, id := range victims {
-					m.remove(id)
-					m.evicted++
-				}
-				want.Written = append(want.Written, j.id)
-				want.Evicted = append(want.Evicted, victims...)
-				m.entries[j.id] = &mentry{status: dlq.Failed, at: j.failedAt, source: j.queue}
-				j.where = disposition.DeadLettered
-				m.held = m.held[1:]
-			}
-			want.Left = len(m.held)
+			want := m.flushHeld(limit)
 			if !slices.Equal(res.Written, want.Written) || !slices.Equal(res.Evicted, want.Evicted) || res.Left != want.Left || res.Full != want.Full {
 				t.Fatalf("FlushHeld(%d) = %+v; want %+v", limit, res, want)
 			}
@@ -695,6 +674,38 @@ func (m *model) statusMove(t *rapid.T, name string, call func(id string) error, 
 	default:
 		expectErr(t, name+" of a "+e.status.String()+" entry", err, dlq.ErrWrongStatus)
 	}
+}
+
+// flushHeld writes up to limit held dead letters into the DLQ, oldest parked
+// first, as FlushHeld does, and returns what FlushHeld answers.
+func (m *model) flushHeld(limit int) dlq.FlushResult {
+	var want dlq.FlushResult
+	for len(want.Written) < limit && len(m.held) > 0 {
+		j := m.jobs[m.held[0]]
+		e := m.entries[j.id]
+		var victims []string
+		if e == nil || !m.counted(e.status) {
+			counted := m.sortedEntries(func(e *mentry) bool { return m.counted(e.status) })
+			if over := len(counted) + 1 - m.cfg.DLQCapacity; over > 0 {
+				if m.cfg.Overflow == store.Reject {
+					want.Full = true
+					break
+				}
+				victims = counted[:over]
+			}
+		}
+		for _, id := range victims {
+			m.remove(id)
+			m.evicted++
+		}
+		want.Written = append(want.Written, j.id)
+		want.Evicted = append(want.Evicted, victims...)
+		m.entries[j.id] = &mentry{status: dlq.Failed, at: j.failedAt, source: j.queue}
+		j.where = disposition.DeadLettered
+		m.held = m.held[1:]
+	}
+	want.Left = len(m.held)
+	return want
 }
 
 // park moves the in-flight j, its attempt counted, to the held set.

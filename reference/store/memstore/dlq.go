@@ -255,14 +255,20 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	}
 
 	var evicted []*dent
-	if counted := &s.heaps[countedHeap]; (old == nil || !s.counts(old)) && counted.len() >= s.cfg.DLQCapacity {
+	counted := &s.heaps[countedHeap]
+	needsRoom := old == nil || !s.counts(old)
+	// Under reject, a new dead letter never takes room ahead of a held one
+	// (the caller flushed the held set into the room first: see
+	// flushAhead): while any is held, it is refused as if the DLQ were full.
+	behind := s.cfg.Overflow == store.Reject && from != disposition.Held && s.held.n > 0
+	if needsRoom && (counted.len() >= s.cfg.DLQCapacity || behind) {
 		if s.cfg.Overflow == store.Reject {
 			if quiet {
 				return dlq.AddResult{}, dlq.ErrFull
 			}
 			s.rejected++
 			s.report(store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: id, Capacity: s.cfg.DLQCapacity})
-			return dlq.AddResult{}, fmt.Errorf("%d entries of capacity %d: %w", counted.len(), s.cfg.DLQCapacity, dlq.ErrFull)
+			return dlq.AddResult{}, fmt.Errorf("%d entries of capacity %d, %d held ahead: %w", counted.len(), s.cfg.DLQCapacity, s.held.n, dlq.ErrFull)
 		}
 		for counted.len() >= s.cfg.DLQCapacity {
 			evicted = append(evicted, counted.min())
@@ -299,7 +305,8 @@ func (s *Store) drop(d *dent, now time.Time, reason disposition.Reason) {
 }
 
 // Add records a dead job: a new entry, or the history of an existing one
-// extended. See dlq.Store and the contract in dlqtest.
+// extended; under reject, held dead letters take the room first (flushAhead).
+// See dlq.Store and the contract in dlqtest.
 func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if err := ctx.Err(); err != nil {
 		return dlq.AddResult{}, err
@@ -309,6 +316,9 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 	}
 	s.mu.Lock()
 	defer s.unlock()
+	if err := s.flushAhead(e.Job.ID, now); err != nil {
+		return dlq.AddResult{}, fmt.Errorf("dlq add %s: %w", e.Job.ID, err)
+	}
 	res, err := s.admit(e, now, disposition.None, "", false)
 	if err != nil {
 		return res, fmt.Errorf("dlq add %s: %w", e.Job.ID, err)
@@ -320,7 +330,8 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 // lease. When the DLQ is full under the reject policy, the same step parks
 // the job with its entry in the held set (AddResult.Held); when the held set
 // is full too, nothing moves and the job stays in flight under the same
-// lease (dlq.ErrFull and dlq.ErrHeldFull).
+// lease (dlq.ErrFull and dlq.ErrHeldFull). Held dead letters take any room
+// first, under the same lock (flushAhead): a new one never overtakes them.
 func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if err := ctx.Err(); err != nil {
 		return dlq.AddResult{}, err
@@ -333,6 +344,9 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 	r, err := s.leased(l)
 	if err != nil {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter: %w", err)
+	}
+	if err := s.flushAhead(e.Job.ID, now); err != nil {
+		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, err)
 	}
 	res, err := s.admit(e, now, disposition.InFlight, ByWorker, true)
 	if errors.Is(err, dlq.ErrFull) {
@@ -410,6 +424,28 @@ func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.Fl
 	}
 	s.mu.Lock()
 	defer s.unlock()
+	return s.flushHeld(now, limit)
+}
+
+// flushAhead writes held dead letters into whatever room the DLQ has before
+// a new dead letter of job id may take it (reject policy; the caller holds
+// the lock): the held ones are written first, oldest first, each with its
+// held→dead-lettered event, as FlushHeld writes them. It does nothing when
+// nothing is held, when the new one needs no room (it extends an entry
+// already counted) or when there is no room.
+func (s *Store) flushAhead(id string, now time.Time) error {
+	if s.cfg.Overflow != store.Reject || s.held.n == 0 {
+		return nil
+	}
+	if old := s.entries[id]; old != nil && s.counts(old) || s.heaps[countedHeap].len() >= s.cfg.DLQCapacity {
+		return nil
+	}
+	_, err := s.flushHeld(now, s.held.n)
+	return err
+}
+
+// flushHeld is FlushHeld under the lock, which the caller holds.
+func (s *Store) flushHeld(now time.Time, limit int) (dlq.FlushResult, error) {
 	var res dlq.FlushResult
 	for len(res.Written) < limit && s.held.n > 0 {
 		r := s.held.buf[s.held.head]

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -62,6 +63,9 @@ func metaArgs(e *dlq.Entry) []any {
 type fenceArg struct {
 	id, tok, kind string
 	held          []byte
+	// superseded, for a 'held' fence, holds the bytes of a held entry that
+	// did not decode (heldEntry): the entry written keeps them.
+	superseded []byte
 }
 
 // putArgs are dlqPut's leading ARGV: capacity, policy, the fence and what
@@ -101,7 +105,10 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 // (dlq.Store): the job leaves the processing set and its entry is written by
 // the same script, or neither happens. A full DLQ under the reject policy
 // parks the job with its entry in the held set in the same script
-// (AddResult.Held), room permitting.
+// (AddResult.Held), room permitting. While jobs are held, the script lets
+// it take no room ahead of them: it answers 'flushfirst', put flushes the
+// held set into the room (FlushHeld, oldest first) and tries again, so it
+// lands behind them, written or parked.
 func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
 	if e.Job.ID != l.JobID {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, notLeased(e.Job.ID))
@@ -148,7 +155,9 @@ func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.T
 // FlushHeld moves up to limit held jobs into the DLQ, oldest parked first
 // (dlq.Store): each is one dlqPut fenced on the job being held, merged with
 // its existing entry like any dead letter; it stops at the first the DLQ
-// refuses.
+// refuses. A held entry whose bytes do not decode (written by a newer
+// version, or by something else) does not block the ones behind it: it is
+// written as the entry heldEntry makes of it, in its turn.
 func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
 	var res dlq.FlushResult
 	r, err := s.run(ctx, heldPeekScript, max(limit, 0))
@@ -156,17 +165,14 @@ func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.Fl
 		return res, fmt.Errorf("flush held: %w", err)
 	}
 	v := asSlice(r)
-	if len(v) == 0 {
+	if len(v) == 0 || (len(v)-1)%4 != 0 {
 		return res, fmt.Errorf("flush held: unexpected reply %v", r)
 	}
 	res.Left = int(asInt(v[len(v)-1]))
-	for i := 0; i+1 < len(v)-1; i += 2 {
+	for i := 0; i+4 < len(v); i += 4 {
 		id := asString(v[i])
-		e := dlq.Decode(id, []byte(asString(v[i+1])))
-		if e.Corrupt {
-			return res, fmt.Errorf("flush held %s: its entry does not decode: %s", id, e.DecodeError)
-		}
-		add, err := s.put(ctx, "flush held", &fenceArg{id: id, kind: "held"}, e, now)
+		e, superseded := heldEntry(id, []byte(asString(v[i+1])), []byte(asString(v[i+2])), asInt(v[i+3]))
+		add, err := s.put(ctx, "flush held", &fenceArg{id: id, kind: "held", superseded: superseded}, e, now)
 		switch {
 		case err == nil:
 			res.Written = append(res.Written, id)
@@ -183,6 +189,36 @@ func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.Fl
 	}
 	res.Left = max(res.Left, 0)
 	return res, nil
+}
+
+// ReasonHeldCorrupt starts the Reason of the entry written for a held dead
+// letter whose entry bytes do not decode.
+const ReasonHeldCorrupt = "held dead letter does not decode"
+
+// heldEntry returns the entry to write for the held job id, from the bytes
+// of its parked entry, its job's JSON and its parking time (ms). When the
+// entry decodes, it is that entry. When it does not, the job is
+// dead-lettered all the same, so that the held set drains and nothing is
+// lost: the entry is made of the job as the queue holds it (ID alone when
+// that does not decode either), failed at its parking time, with Reason
+// ReasonHeldCorrupt and the decode error; superseded returns the parked
+// bytes, which the written entry keeps in Superseded (merged with an earlier
+// entry of the job that has none of its own) for an operator to inspect.
+func heldEntry(id string, raw, data []byte, heldAt int64) (e dlq.Entry, superseded []byte) {
+	e = dlq.Decode(id, raw)
+	if !e.Corrupt {
+		return e, nil
+	}
+	var j job.Job
+	if json.Unmarshal(data, &j) != nil || j.ID != id || job.Validate(&j, 0) != nil {
+		j = job.Job{ID: id, Task: "unknown"}
+	}
+	return dlq.Entry{
+		Job:          j,
+		LastFailedAt: time.UnixMilli(heldAt).UTC(),
+		Reason:       ReasonHeldCorrupt + ": " + e.DecodeError,
+		Superseded:   raw,
+	}, raw
 }
 
 // put writes one entry, merging it with the entry already stored for its
@@ -202,10 +238,13 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 		}
 	}
 	var prev *stored // nil: expect no entry
-	for range casAttempts {
+	for attempt := 0; attempt < casAttempts; attempt++ {
 		next, rev := e, "0"
 		if prev != nil {
 			next, rev = merge(prev.entry, e, now), prev.rev
+			if f != nil && len(f.superseded) > 0 && len(next.Superseded) == 0 {
+				next.Superseded = f.superseded // a corrupt held entry's bytes (heldEntry)
+			}
 		}
 		item, err := putItem(&next, rev)
 		if err != nil {
@@ -227,6 +266,17 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 			prev = nil
 			if ok {
 				prev = &cur
+			}
+		case "flushfirst":
+			// Held dead letters wait for this room: they take it first,
+			// oldest first, and this one retries behind them (the script
+			// lets no new dead letter overtake them).
+			fl, err := s.FlushHeld(ctx, now, max(s.cfg.BatchSize, 1))
+			if err != nil {
+				return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
+			}
+			if len(fl.Written) > 0 {
+				attempt-- // progress: a flush is not a lost race
 			}
 		case "held":
 			s.emit(disposition.Event{JobID: id, Task: e.Job.Task, From: disposition.InFlight, To: disposition.Held,

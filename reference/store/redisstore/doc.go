@@ -38,7 +38,11 @@
 // evict the oldest entries with their payloads), in the same script as the
 // add, and always reported (a dead letter refused under reject is parked,
 // in that script, in the held set with its entry; FlushHeld writes it when
-// there is room): in the call's result or error, in counters kept
+// there is room, and a new dead letter that finds room while jobs are held
+// gets no write from dlqPut but 'flushfirst': the caller flushes the held
+// set into the room, oldest first, and retries behind them; a held entry
+// that does not decode is written from its job's hash with its bytes in
+// Superseded, see FlushHeld): in the call's result or error, in counters kept
 // in Redis (Stats.Evicted, Stats.Rejected) and through Config.OnOverflow
 // after the call. Disposition events reach Config.Observer after each
 // script, in order. A script whose reply never arrives (the connection

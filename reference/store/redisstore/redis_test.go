@@ -323,6 +323,70 @@ var _ = Describe("redisstore, Redis-specific", func() {
 				}
 			})
 
+			It("drains held dead letters past one whose entry does not decode, writing it from its job with its bytes kept", func() {
+				prefix := redisstore.Prefix(s.Config().Namespace)
+				at := func(d time.Duration) time.Time { return t0.Add(d) }
+				// hold leases job id and parks its dead letter at T0+d; raw,
+				// when set, then replaces the parked entry's bytes.
+				hold := func(id string, d time.Duration, raw []byte) {
+					GinkgoHelper()
+					j, l, ok, err := s.Dequeue(ctx, "payments", at(d), time.Minute)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(ok).To(BeTrue())
+					Expect(j.ID).To(Equal(id))
+					e := deadEntry(id, at(d))
+					e.Job = j
+					Expect(s.Hold(ctx, l, e, at(d))).To(Succeed())
+					if raw != nil {
+						Expect(c.HSet(ctx, prefix+":job:"+id, "entry", raw).Err()).To(Succeed())
+					}
+				}
+				newer := []byte(`{"version":2,"job":{"id":"x"},"shards":[1,2]}`)
+				garbage := []byte("{{{ not json")
+				for _, id := range []string{"x", "y"} {
+					Expect(s.Enqueue(ctx, job.Job{ID: id, Task: "charge", Queue: "payments", Payload: []byte(`{"order":"` + id + `"}`)}, t0)).To(Succeed())
+				}
+				_, err := s.Add(ctx, deadEntry("z", t0), t0)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(s.Requeue(ctx, "z", dlq.RequeueOptions{Budget: dlq.OneMoreAttempt, Queue: "payments"}, t0)).To(Equal(dlq.OutcomeRequeued))
+				hold("x", time.Second, newer)
+				hold("y", 2*time.Second, nil)
+				hold("z", 3*time.Second, garbage)
+
+				res, err := s.FlushHeld(ctx, at(time.Minute), 10)
+				Expect(err).NotTo(HaveOccurred(), "the oldest held entry does not decode: it must not stall the rest")
+				Expect(res).To(Equal(dlq.FlushResult{Written: []string{"x", "y", "z"}}))
+
+				x, err := s.Get(ctx, "x")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(x.Corrupt).To(BeFalse())
+				Expect(x.Status).To(Equal(dlq.Failed))
+				Expect(x.Reason).To(HavePrefix(redisstore.ReasonHeldCorrupt))
+				Expect(x.Superseded).To(Equal(newer), "the undecodable bytes are kept")
+				Expect(x.Job.Payload).To(MatchJSON(`{"order":"x"}`), "the job as the queue holds it")
+				Expect(x.LastFailedAt).To(BeTemporally("==", at(time.Second)), "when it was parked")
+				z, err := s.Get(ctx, "z")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(z.Status).To(Equal(dlq.Failed))
+				Expect(z.Requeues).To(Equal(1), "merged with the job's earlier entry")
+				Expect(z.History).To(HaveLen(1))
+				Expect(z.Superseded).To(Equal(garbage))
+
+				st, err := s.Stats(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(st.Held).To(BeZero())
+				Expect(st.Total).To(Equal(3))
+				Expect(st.ByStatus).To(Equal(map[string]int{"failed": 3}))
+				var moved []string
+				for _, e := range ev.all {
+					if e.From == disposition.Held {
+						Expect(e.To).To(Equal(disposition.DeadLettered))
+						moved = append(moved, e.JobID)
+					}
+				}
+				Expect(moved).To(Equal([]string{"x", "y", "z"}))
+			})
+
 			It("lists bytes planted with a raw HSET as corrupt, and adopts a foreign entry that decodes", func() {
 				for i, id := range []string{"good1", "good2", "overwritten"} {
 					_, err := s.Add(ctx, deadEntry(id, t0), t0.Add(time.Duration(i)*time.Minute))

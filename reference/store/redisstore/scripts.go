@@ -367,7 +367,12 @@ var dlqPutScript = script(`
 --     processing set for the held set (as hold parks it) keeping ARGV[9], and
 --     the answer is {'held'}; 'evict' deletes the oldest counting entries (by
 --     last failure, then id; never the item itself), payloads, meta and
---     indexes, in the same step.
+--     indexes, in the same step;
+--   * under 'reject', an item (not a 'held' flush) that needs room while the
+--     held set is not empty never takes room ahead of the held jobs: with
+--     room left it answers {'flushfirst'}, writing nothing (the caller
+--     flushes the held set into the room, oldest first, and retries); with
+--     none, it is refused (or parked at the held set's tail) as above.
 -- Each item is checked before it is written. Returns one result per item:
 -- {'ok', created (1/0), {evicted id, task, attempts, status, ...}}.
 `, `
@@ -421,6 +426,9 @@ local function put(i)
   local delta = (counting[m.st] and 1 or 0) - ((old and counting[old.st]) and 1 or 0)
   if delta > 0 then
     local excess = used + delta - cap
+    if excess <= 0 and policy == 'reject' and fenceKind ~= 'held' and redis.call('ZCARD', HELD) > 0 then
+      return {'flushfirst'}
+    end
     if excess > 0 then
       if policy == 'evict' then victims = oldest(excess, id) end
       if #victims < excess then
@@ -497,8 +505,9 @@ return 'ok'
 
 var heldPeekScript = script(`
 -- heldPeek: KEYS[1] prefix. ARGV[1] limit.
--- Returns {id, entry JSON, ...} of up to limit held jobs, oldest parked first
--- (parking order), and the held set's size as the last element. A
+-- Returns {id, entry JSON, job JSON, parking time (ms), ...} of up to limit
+-- held jobs, oldest parked first (parking order), and the held set's size as
+-- the last element. A
 -- stray member (its job is not held) is removed from the held set, without a
 -- move, and not returned.
 `, `
@@ -506,10 +515,12 @@ local out, n = {}, tonumber(ARGV[1])
 local ids = {}
 if n > 0 then ids = redis.call('ZRANGE', HELD, 0, n - 1) end
 for _, id in ipairs(ids) do
-  local v = redis.call('HMGET', jobKey(id), 'loc', 'entry')
+  local v = redis.call('HMGET', jobKey(id), 'loc', 'entry', 'data', 'heldat')
   if v[1] == 'held' then
     out[#out + 1] = id
     out[#out + 1] = v[2] or ''
+    out[#out + 1] = v[3] or ''
+    out[#out + 1] = v[4] or '0'
   else
     redis.call('ZREM', HELD, id)
   end

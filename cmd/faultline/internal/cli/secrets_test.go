@@ -173,6 +173,10 @@ var _ = Describe("secrets never leave the process", func() {
 		Expect(code).To(Equal(cli.ExitFailed), out+errOut)
 		expectNoSecret("a sweep", out+errOut)
 		expectNoSecret("the names of a sweep's report files", fileNames(reportDir))
+		sum, err := os.ReadFile(filepath.Join(reportDir, "summary.json"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(sum)).To(ContainSubstring(`"scenario": "leaky Bearer [REDACTED] [CARD ****1111]"`))
+		expectNoSecret("a sweep's summary.json", string(sum))
 	})
 
 	It("are masked in the errors of a bad scenario", func() {

@@ -113,7 +113,7 @@ func (s *runSink) add(j *job) {
 		_ = s.step.Add(r)
 	}
 	if s.summary != nil {
-		b, err := json.MarshalIndent(summaryRow{r.Scenario, j.seed, r.Verdict, masked(scenarios.Signature(r))}, "  ", "  ")
+		b, err := json.MarshalIndent(summaryRow{masked(r.Scenario), j.seed, r.Verdict, masked(scenarios.Signature(r))}, "  ", "  ")
 		if err != nil {
 			s.err = err
 			return

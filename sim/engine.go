@@ -699,7 +699,10 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	if t != nil {
 		d += t.Service
 		if t.ServiceJitter > 0 {
-			d += time.Duration(t.svc.Int64N(int64(2*t.ServiceJitter/time.Millisecond)+1))*time.Millisecond - t.ServiceJitter
+			// In milliseconds before doubling: twice a jitter near the
+			// longest duration does not fit in nanoseconds.
+			ms := int64(t.ServiceJitter / time.Millisecond)
+			d += time.Duration(t.svc.Int64N(2*ms+1))*time.Millisecond - t.ServiceJitter
 		}
 	}
 	d = max(d, 0)

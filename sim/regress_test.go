@@ -38,6 +38,16 @@ func fate(res *reports.Result, id string) reports.JobFate {
 }
 
 var _ = Describe("Edge cases of the engine", func() {
+	It("spreads a service time by a jitter near the longest duration without overflowing", func() {
+		// 2562047h is the longest whole-hour time.Duration: twice it does
+		// not fit in an int64.
+		sc := one(1, 30*time.Second, time.Minute, sim.PlannedJob{At: 0, ID: "slow", Task: "work"})
+		sc.Workload.Tasks[0].ServiceJitter = 2562047 * time.Hour
+		var res *reports.Result
+		Expect(func() { res = run(sc) }).NotTo(Panic())
+		Expect(res.Ledger.Created).To(BeEquivalentTo(1))
+	})
+
 	It("fences a stalled worker's late failure without touching the job's record", func() {
 		sc := one(2, 2*time.Second, time.Minute, sim.PlannedJob{At: 0, ID: "auth-1", Task: "work"})
 		sc.Faults = []faults.Fault{

@@ -25,6 +25,14 @@ var _ = Describe("faultline demo", func() {
 		Expect(body(mini)).To(Equal(body(mem)))
 	})
 
+	It("refuses a --redis-url whose port is not a port as invalid input (exit 2), bare host:port as well as a URL", func() {
+		for _, u := range []string{"127.0.0.1:notaport", "localhost:70000", "redis://127.0.0.1:notaport"} {
+			_, errOut, code := run("demo", "--backend", "redis", "--redis-url", u)
+			Expect(code).To(Equal(cli.ExitInvalid), u+": "+errOut)
+			Expect(errOut).To(ContainSubstring("--redis-url"), u)
+		}
+	})
+
 	It("says which backends exist when given another", func() {
 		_, errOut, code := run("demo", "--backend", "postgres")
 		Expect(code).To(Equal(cli.ExitInvalid))

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -48,12 +49,31 @@ func parseRedisURL(s string) (redisTarget, error) {
 		if err != nil {
 			return redisTarget{}, fmt.Errorf("--redis-url: not a Redis URL (expected redis://[:password@]host:port[/db]): %s", masked(err.Error()))
 		}
+		if err := checkPort(o.Addr); err != nil {
+			return redisTarget{}, err
+		}
 		return redisTarget{url: s, addr: o.Addr}, nil
 	}
 	if _, _, err := net.SplitHostPort(s); err != nil {
 		return redisTarget{}, fmt.Errorf("--redis-url: expected a redis:// URL or host:port, got %q", masked(s))
 	}
+	if err := checkPort(s); err != nil {
+		return redisTarget{}, err
+	}
 	return redisTarget{url: s, addr: s}, nil
+}
+
+// checkPort refuses an address whose port is not a number in 1..65535: a
+// typo in the flag is invalid input, not a Redis that could not be reached.
+func checkPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--redis-url: expected host:port, got %q", masked(addr))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("--redis-url: the port must be a number in 1..65535, got %q", masked(port))
+	}
+	return nil
 }
 
 // client returns a client of t whose network errors are

@@ -734,7 +734,8 @@ func (m merger) moveUnder(dp, sp string) {
 // ---- decoding ----
 
 // parseDocument parses and decodes one document, gathering every problem.
-// doc is nil when the file is not YAML, or not one document.
+// doc is nil when the file is not YAML, not one document, or past a limit
+// of its values (then the rest was not decoded).
 func parseDocument(name string, data []byte, maxDepth int) *parsed {
 	p := &parsed{index: map[string]place{"": {file: name, line: 1, col: 1}}}
 	// The parser's memory grows with the nesting far faster than with the
@@ -774,6 +775,11 @@ func parseDocument(name string, data []byte, maxDepth int) *parsed {
 	d.decode(bodies[0], reflect.ValueOf(&doc).Elem(), "", 0)
 	d.checkHeader(&doc)
 	p.doc, p.diags = &doc, d.diags
+	if d.tooBig || d.tooDeep {
+		// The values past a limit were not decoded: checking the
+		// document would report each of them as missing.
+		p.doc = nil
+	}
 	return p
 }
 

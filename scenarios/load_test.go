@@ -245,6 +245,12 @@ workload:
 		Expect(diagnosticLines(parse(text))).To(ConsistOf(MatchRegexp(`^s\.yaml:10:\d+: the document is too large: more than 100000 values \(an alias counts its values each time it is used\)$`)))
 	})
 
+	It("stops at the value limit: what follows is not checked, so no item past it is reported", func() {
+		text := scenarioHead + pingWorkload + "expect:\n" + strings.Repeat("  - {count: lost, equals: 0}\n", 40000)
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(diagnosticLines(err)).To(ConsistOf(MatchRegexp(`^s\.yaml:\d+:\d+: the document is too large: more than 100000 values`)))
+	})
+
 	It("bounds how deep values nest", func() {
 		text := scenarioHead + "faults: [{name: f, target: store, model: store-outage, params: {p: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "}}]\n"
 		Expect(diagnosticLines(parse(text))).To(ContainElement(ContainSubstring("values are nested more than 64 deep")))

@@ -130,7 +130,7 @@ func Catalogue() []Entry {
 			{Name: "code", Type: "int", Default: "0", Doc: "0 for connection refused, 429, or a status in 500..599."},
 			{Name: "retryAfter", Type: "duration", Doc: "When above 0, a Retry-After header and hint; for a 429, 1s by default."},
 		}},
-		"worker-crash": {"The worker process dies at the start of each of the fault's windows; a new one starts `restartAfter` later.", []Param{
+		"worker-crash": {"The worker process dies at the start of each of the fault's windows; a new one starts `restartAfter` later. Its job in flight, and any dead letter it kept in memory (the held set full), come back when their leases expire and run again.", []Param{
 			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
 		}},
 		"worker-stall": {"The worker process freezes: its in-flight completions arrive `for` later.", []Param{

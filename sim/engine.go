@@ -59,6 +59,9 @@ type slot struct {
 	doneAt time.Duration
 	timer  clock.Timer
 	fire   func()
+	// kept are the IDs of the jobs whose dead letters this worker keeps in
+	// memory (the held set was full): a crash loses them.
+	kept []string
 }
 
 type taskGen struct {
@@ -788,8 +791,35 @@ func (w *world) complete(s *slot) {
 		}
 	}
 	w.apply(s.lease, o, r)
+	if r != nil && r.kept {
+		// Those no longer kept (written or parked since) are let go of
+		// here, so the list stays as short as what the worker keeps.
+		s.kept = slices.DeleteFunc(s.kept, func(id string) bool { k := w.led.jobs[id]; return k == nil || !k.kept })
+		s.kept = append(s.kept, r.id)
+	}
 	s.rec, s.att, s.job = nil, worker.Attempt{}, job.Job{}
 	w.setIdle(s)
+}
+
+// dropKept loses the dead letters s keeps in memory, as its process does
+// when it dies: each job comes back when its lease, no longer heartbeated,
+// expires, and runs again.
+func (w *world) dropKept(s *slot) {
+	for _, id := range s.kept {
+		r := w.led.jobs[id]
+		if r == nil || !r.kept {
+			continue
+		}
+		l, ok := w.pipeline.DropKept(id)
+		if !ok {
+			continue
+		}
+		r.kept = false
+		w.led.settle(r, false)
+		w.led.note(r, "worker %s crashed keeping the dead letter in memory: it is lost, and the job comes back when its lease expires at %s", s.name, fmtOffset(l.Expires.Sub(w.start)))
+		w.at(l.Expires.Sub(w.start), w.recoverFn)
+	}
+	s.kept = s.kept[:0]
 }
 
 // apply carries an outcome out. A dead letter the DLQ refused (full, reject)
@@ -938,6 +968,7 @@ func (w *world) workerFault(i int, name string) {
 		eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
 		switch {
 		case eff.Crash:
+			w.dropKept(s)
 			if s.busy {
 				s.busy = false
 				s.gen++

@@ -96,6 +96,22 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 		Expect(res.Ledger.Refused).To(BeEquivalentTo(2))
 	})
 
+	It("kept by a worker that crashes is lost with it: the job comes back when its lease expires, runs again, and the ledger says so", func() {
+		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
+		sc.Faults = append(sc.Faults, faults.Fault{Name: "crash", Target: faults.Target{Kind: faults.Worker, Name: "w1"},
+			Model: faults.WorkerCrash{RestartAfter: time.Second}, Schedule: faults.During(10*time.Second, 11*time.Second)})
+		res := run(sc)
+		Expect(res.Ledger.Kept).To(BeEquivalentTo(1))
+		Expect(res.Ledger.LeaseExpiries).To(BeEquivalentTo(1), "the kept dead letter's lease, no longer heartbeated")
+		Expect(res.Ledger.Attempts).To(BeEquivalentTo(4), "declined-3 runs again")
+		Expect(res.Violations).To(ContainElement(SatisfyAll(
+			HaveField("Invariant", sim.InvNoRerunAfterDead), HaveField("JobID", "declined-3"))))
+		Expect(res.Ledger.Created).To(Equal(res.Ledger.Queued + res.Ledger.InFlight + res.Ledger.Scheduled + res.Ledger.Fallback +
+			res.Ledger.HeldAtEnd + res.Ledger.DeadLettered + res.Ledger.Succeeded + res.Ledger.Removed))
+	})
+
 	It("held through a DLQ-store outage, records the failure's time as lastFailedAt, not the write's", func() {
 		sc := one(1, 2*time.Second, time.Minute, sim.PlannedJob{At: 0, ID: "declined-1", Task: "work"})
 		sc.Faults = []faults.Fault{

@@ -212,6 +212,22 @@ var _ = Describe("The pipeline with a dead letter it keeps in memory", func() {
 			"the observer hears every move the pipeline made")
 	})
 
+	It("lets it go on DropKept, as a dying process does: nothing written, nothing heard, RetryKept no longer tries it", func() {
+		p, down, moves, deaths := keptPipeline()
+		Expect(p.Kept()).To(Equal(1))
+		_, ok := p.DropKept("other")
+		Expect(ok).To(BeFalse())
+		l, ok := p.DropKept("j1")
+		Expect(ok).To(BeTrue())
+		Expect(l.JobID).To(Equal("j1"))
+		Expect(p.Kept()).To(BeZero())
+		down.dlqDown.Store(false)
+		down.holdDown.Store(false)
+		Expect(p.RetryKept(context.Background(), time.Now())).To(BeEmpty())
+		Expect(*moves).To(BeEmpty())
+		Expect(*deaths).To(BeEmpty())
+	})
+
 	It("tells its observer of the move when RetryKept parks it in the held set", func() {
 		p, down, moves, _ := keptPipeline()
 		down.holdDown.Store(false)

@@ -437,6 +437,24 @@ func (p *Pipeline) Kept() int {
 	return len(p.keep)
 }
 
+// DropKept lets go of the dead letter of job id kept in memory, as the
+// process keeping it does when it dies: nothing is written, its lease is no
+// longer heartbeated, and the job comes back when that lease expires (and
+// runs again: why a kept dead letter is the last resort). It returns the
+// lease as last heartbeated, and false when the pipeline keeps no dead
+// letter of id. The simulator calls it for a worker that crashes.
+func (p *Pipeline) DropKept(id string) (queue.Lease, bool) {
+	p.keptMu.Lock()
+	defer p.keptMu.Unlock()
+	for i, k := range p.keep {
+		if k.o.Job.ID == id {
+			p.keep = slices.Delete(p.keep, i, i+1)
+			return k.lease, true
+		}
+	}
+	return queue.Lease{}, false
+}
+
 // RetryKept tries again, oldest first, to hand the dead letters kept in
 // memory to the store, at now: it heartbeats each lease that has less than
 // half of LeaseTTL left (call it at least every LeaseTTL/3), then writes the

@@ -365,7 +365,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		return nil, err
 	}
 	w.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: w.core, Queue: w.backend, DLQ: w.dlqW,
-		LeaseTTL: w.sc.Workers.LeaseTTL})
+		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept})
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,9 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		if !ok {
 			return nil, fmt.Errorf("monitor: the alerter %T cannot raise system alerts (it needs Raise and Clear)", w.alerter)
 		}
-		mon, err := worker.NewMonitor(sc.monitorConfig(w.dlqW, sig, w.clk))
+		mcfg := sc.monitorConfig(w.dlqW, sig, w.clk)
+		mcfg.Kept = w.pipeline.Kept
+		mon, err := worker.NewMonitor(mcfg)
 		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
 		}
@@ -874,6 +876,14 @@ func (w *world) overflow(o store.Overflow) {
 	}
 	if w.mon != nil {
 		w.mon.Overflow(o)
+	}
+}
+
+// kept is the pipeline's OnKept: the DLQ monitor hears at once of a dead
+// letter kept in a worker's memory (the held set full, or the store away).
+func (w *world) kept(j job.Job, err error) {
+	if w.mon != nil {
+		w.mon.Kept(j, err)
 	}
 }
 

@@ -112,6 +112,31 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 			res.Ledger.HeldAtEnd + res.Ledger.DeadLettered + res.Ledger.Succeeded + res.Ledger.Removed))
 	})
 
+	It("kept by a worker while the held set is full is told at once, as a High alert, and cleared once none is kept", func() {
+		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
+		sc.System.Monitor = &sim.Monitor{Interval: time.Minute}
+		sc.Duration = 10 * time.Minute // the resolution goes out a group interval (5m) after the firing
+		sc.Steps = []sim.Step{{At: 90 * time.Second, Kind: sim.Delete, Filter: dlq.Filter{}}, {At: 100 * time.Second, Kind: sim.Purge, OlderThan: time.Second}}
+		res := run(sc)
+		Expect(res.Violations).To(BeEmpty())
+		Expect(res.Ledger.Kept).To(BeEquivalentTo(1))
+		var kept []reports.Delivery
+		for _, d := range res.Alerts.Deliveries {
+			if d.Name == "dlq-kept" {
+				kept = append(kept, d)
+			}
+		}
+		Expect(kept).To(HaveLen(2), "firing, then resolved")
+		Expect(kept[0].Status).To(Equal("firing"))
+		Expect(kept[0].Severity).To(Equal("high"))
+		Expect(kept[0].AtMs).To(BeNumerically("<", 40_000), "at once (the group wait), not at the first check")
+		Expect(kept[0].Summary).To(ContainSubstring("job declined-3 is kept in the worker's memory"))
+		Expect(kept[0].Summary).To(ContainSubstring("if the worker stops, the lease expires and the job runs again"))
+		Expect(kept[1].Status).To(Equal("resolved"))
+	})
+
 	It("held through a DLQ-store outage, records the failure's time as lastFailedAt, not the write's", func() {
 		sc := one(1, 2*time.Second, time.Minute, sim.PlannedJob{At: 0, ID: "declined-1", Task: "work"})
 		sc.Faults = []faults.Fault{

@@ -74,9 +74,10 @@
 // pipeline keeps the dead letter in memory (ErrKept, OnKept), heartbeats
 // its lease and retries the park (RetryKept: the Runner calls it every
 // TickInterval or LeaseTTL/3, whichever is shorter, and once more when it
-// stops), and
-// the overflow alert says so. Only if that process stops, or its lease is
-// lost, does such a job come back and run again.
+// stops), and the monitor says so at once (Monitor.Kept as
+// PipelineConfig.OnKept, and MonitorConfig.Kept for its checks: the High
+// dlq-kept alert). Only if that process stops, or its lease is lost, does
+// such a job come back and run again.
 //
 // # Around the pipeline
 //
@@ -86,8 +87,8 @@
 // shutdown that releases the jobs in flight without using an attempt.
 // AutoRetry requeues dead jobs inside an off-peak window at a bounded rate
 // and quarantines the ones that keep dying; Monitor raises and clears
-// alerts on the DLQ's depth, its oldest entry's age, its held dead letters
-// and its overflows (at once through the store's OnOverflow, and from the
+// alerts on the DLQ's depth, its oldest entry's age, its held dead letters,
+// the dead letters kept in memory and its overflows (at once through the store's OnOverflow, and from the
 // store's counters, baselined at Start, for other processes'). Both
 // run on clock timers, so the simulator drives them in virtual time.
 package worker

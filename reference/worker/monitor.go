@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/store"
 )
 
@@ -32,6 +33,12 @@ const (
 	// (or for the DLQ store); their handlers do not run again. Cleared when
 	// the held set is empty.
 	AlertDLQHeld = "dlq-held"
+	// AlertDLQKept: dead letters are kept in this process's memory (the
+	// held set full, or the store unreachable), their leases heartbeated:
+	// if the process stops, the leases expire and the jobs run again.
+	// High; raised at once through Kept, and cleared at the first check
+	// that finds none kept (MonitorConfig.Kept).
+	AlertDLQKept = "dlq-kept"
 )
 
 // LabelNamespace is the label naming the DLQ's namespace.
@@ -73,6 +80,9 @@ type MonitorConfig struct {
 	Severity classify.Severity
 	// CallTimeout bounds one Stats call (default 10s).
 	CallTimeout time.Duration
+	// Kept, if set, counts the dead letters this process keeps in memory
+	// (Pipeline.Kept): while above 0 at a check, AlertDLQKept holds.
+	Kept func() int
 	// Logger receives store errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -152,6 +162,8 @@ type Monitor struct {
 	firing  map[string]bool
 	// overflowed says an overflow was reported since the last check.
 	overflowed bool
+	// kept says a dead letter was kept (Kept) since the last check.
+	kept bool
 	// seenEvicted and seenRejected are the store's overflow counters at
 	// the last check (-1 before the first): an increase is an overflow
 	// another process caused, which this one never heard of.
@@ -247,6 +259,22 @@ func (m *Monitor) Overflow(o store.Overflow) {
 	m.cfg.Alerter.Raise(alert.Signal{Name: AlertDLQOverflow, Severity: classify.High, Labels: m.labels, Summary: summary})
 }
 
+// Kept reports a decided dead letter kept in memory: set it as the
+// pipeline's PipelineConfig.OnKept. It raises AlertDLQKept at once.
+func (m *Monitor) Kept(j job.Job, cause error) {
+	summary := fmt.Sprintf("DLQ %s: the dead letter of job %s is kept in the worker's memory, its lease heartbeated and its handler not run again, until the store takes it (%v); if the worker stops, the lease expires and the job runs again", m.cfg.Namespace, j.ID, cause)
+	if m.cfg.Kept != nil {
+		if n := m.cfg.Kept(); n > 1 {
+			summary = fmt.Sprintf("DLQ %s: %d dead letters are kept in the worker's memory (the latest: job %s, %v), their leases heartbeated and their handlers not run again, until the store takes them; if the worker stops, the leases expire and the jobs run again", m.cfg.Namespace, n, j.ID, cause)
+		}
+	}
+	m.mu.Lock()
+	m.kept = true
+	m.firing[AlertDLQKept] = true
+	m.mu.Unlock()
+	m.cfg.Alerter.Raise(alert.Signal{Name: AlertDLQKept, Severity: classify.High, Labels: m.labels, Summary: summary})
+}
+
 // Check reads the DLQ's stats at now and raises or clears the monitor's
 // alerts. A failed read raises AlertDLQUnavailable and changes nothing
 // else.
@@ -280,6 +308,18 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 		hold[AlertDLQOverflow] = nil // still holds; raised by Overflow
 	}
 	m.overflowed = false
+	if m.kept {
+		hold[AlertDLQKept] = nil // still holds; raised by Kept
+	}
+	m.kept = false
+	m.mu.Unlock()
+	if m.cfg.Kept != nil {
+		if n := m.cfg.Kept(); n > 0 {
+			hold[AlertDLQKept] = &alert.Signal{Name: AlertDLQKept, Severity: classify.High, Labels: m.labels,
+				Summary: fmt.Sprintf("DLQ %s: %d dead letters are kept in the worker's memory, their leases heartbeated and their handlers not run again, until the store takes them; if the worker stops, the leases expire and the jobs run again", m.cfg.Namespace, n)}
+		}
+	}
+	m.mu.Lock()
 	// The store's counters see every process's overflows; the callback
 	// only this process's.
 	if grew := (m.seenEvicted >= 0 && st.Evicted > m.seenEvicted) || (m.seenRejected >= 0 && st.Rejected > m.seenRejected); grew {
@@ -288,7 +328,7 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 	}
 	m.seenEvicted, m.seenRejected = st.Evicted, st.Rejected
 	m.mu.Unlock()
-	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable, AlertDLQHeld})
+	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable, AlertDLQHeld, AlertDLQKept})
 	h.Firing = m.firingNames()
 	return h, nil
 }
@@ -324,7 +364,7 @@ func (m *Monitor) firingNames() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
-	for _, name := range []string{AlertDLQAge, AlertDLQDepth, AlertDLQHeld, AlertDLQOverflow, AlertDLQUnavailable} {
+	for _, name := range []string{AlertDLQAge, AlertDLQDepth, AlertDLQHeld, AlertDLQKept, AlertDLQOverflow, AlertDLQUnavailable} {
 		if m.firing[name] {
 			out = append(out, name)
 		}

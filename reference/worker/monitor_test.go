@@ -133,6 +133,24 @@ var _ = Describe("The DLQ monitor", func() {
 		Expect(sig.take()).To(Equal([]string{"clear dlq-overflow ns=payments", "clear dlq-held ns=payments"}))
 	})
 
+	It("raises dlq-kept at once when a dead letter is kept in memory, holds it while any is kept, and clears it when none is", func() {
+		kept := 0
+		mon, err := worker.NewMonitor(worker.MonitorConfig{Store: w.st, Alerter: sig, Clock: w.clk, Namespace: "payments",
+			Kept: func() int { return kept }})
+		Expect(err).NotTo(HaveOccurred())
+		kept = 1
+		mon.Kept(newJob("a", "report", ""), dlq.ErrHeldFull)
+		Expect(sig.take()).To(Equal([]string{"raise dlq-kept high ns=payments"}))
+		h, err := mon.Check(w.ctx, w.now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Firing).To(Equal([]string{worker.AlertDLQKept}))
+		Expect(sig.take()).To(Equal([]string{"raise dlq-kept high ns=payments"}), "still kept: raised again with the count")
+		kept = 0
+		_, err = mon.Check(w.ctx, w.now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sig.take()).To(Equal([]string{"clear dlq-kept ns=payments"}))
+	})
+
 	It("raises the overflow alert for an overflow another process caused, from the store's own counters", func() {
 		w = newWorld(func(c *worldConfig) {
 			// No OnOverflow here: the overflow happens in "another worker".

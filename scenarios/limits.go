@@ -141,15 +141,25 @@ func tooLarge(err error) (string, bool) {
 	return "", false
 }
 
-// depthScan measures how deep a YAML text nests its values without parsing
-// it, in one pass over the bytes and memory bounded by max: block
-// indentation levels, sequence entries and complex keys that open a level
-// on the line ("- - x", "- &a - x", "? "), and flow brackets that open a
-// node, outside quotes and comments; a block scalar's lines are skipped. It
-// returns the 1-based line and column where the nesting first passes max,
-// or ok when it never does. It counts at least as deep as the parser
-// nests, so a text it passes is safe to parse.
-func depthScan(data []byte, max int) (line, col int, ok bool) {
+// scanNodes bounds the nodes scanText counts before a text is parsed: the
+// parser's memory grows with them (a 10 MiB flow list of five million
+// numbers took 4 GB), and a document that decodes to at most maxValues
+// values has fewer than half as many nodes.
+const scanNodes = 4 * maxValues
+
+// scanText measures how deep a YAML text nests its values, and counts its
+// nodes, without parsing it, in one pass over the bytes and memory bounded
+// by max: block indentation levels, sequence entries and complex keys that
+// open a level on the line ("- - x", "- &a - x", "? "), and flow brackets
+// that open a node, outside quotes and comments; a block scalar's lines are
+// skipped. It counts at least as deep as the parser nests, so a text it
+// passes is safe to parse. deep is true when the nesting passes max first,
+// big when the nodes (an entry, a key, a comma or a bracket each count
+// one) pass maxNodes first; line and col (1-based) say where.
+func scanText(data []byte, max, maxNodes int) (line, col int, deep, big bool) {
+	nodes := 0
+	// more counts one node, and tells whether there are too many.
+	more := func() bool { nodes++; return nodes > maxNodes }
 	var (
 		indents []int // the block levels' indentation
 		flow    int   // open flow brackets
@@ -192,7 +202,7 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 			indents = append(indents, indent)
 			depth = len(indents)
 			if depth > max {
-				return ln, indent + 1, false
+				return ln, indent + 1, true, false
 			}
 		}
 		header := false // a block scalar's header: "|" or ">" at a node
@@ -233,7 +243,10 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 			case node && flow == 0 && (c == '-' || c == '?') && space(next):
 				depth++ // a sequence entry or complex key opens a level
 				if depth+flow > max {
-					return ln, pos + 1, false
+					return ln, pos + 1, true, false
+				}
+				if more() {
+					return ln, pos + 1, false, true
 				}
 			case node && (c == '\'' || c == '"'):
 				quote, node = c, false
@@ -241,7 +254,10 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 				if node || flow > 0 {
 					flow++
 					if depth+flow > max {
-						return ln, pos + 1, false
+						return ln, pos + 1, true, false
+					}
+					if more() {
+						return ln, pos + 1, false, true
 					}
 					node = true
 				} else {
@@ -252,10 +268,11 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 					flow--
 				}
 				node = false
-			case c == ',' && flow > 0:
+			case c == ',' && flow > 0, c == ':' && (space(next) || flow > 0):
 				node = true
-			case c == ':' && (space(next) || flow > 0):
-				node = true
+				if more() {
+					return ln, pos + 1, false, true
+				}
 			case node && flow == 0 && (c == '|' || c == '>'):
 				header, node = true, false
 			default:
@@ -266,5 +283,5 @@ func depthScan(data []byte, max int) (line, col int, ok bool) {
 			block = indent
 		}
 	}
-	return 0, 0, true
+	return 0, 0, false, false
 }

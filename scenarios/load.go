@@ -740,9 +740,12 @@ func parseDocument(name string, data []byte, maxDepth int) *parsed {
 	p := &parsed{index: map[string]place{"": {file: name, line: 1, col: 1}}}
 	// The parser's memory grows with the nesting far faster than with the
 	// size: measure the nesting first, without it.
-	if line, col, ok := depthScan(data, maxDepth); !ok {
-		p.diags = append(p.diags, Diagnostic{File: name, Line: line, Col: col,
-			Message: fmt.Sprintf("values are nested more than %d deep; lift the limit with --max-depth", maxDepth)})
+	if line, col, deep, big := scanText(data, maxDepth, scanNodes); deep || big {
+		msg := fmt.Sprintf("values are nested more than %d deep; lift the limit with --max-depth", maxDepth)
+		if big {
+			msg = fmt.Sprintf("the document is too large: more than %d values", maxValues)
+		}
+		p.diags = append(p.diags, Diagnostic{File: name, Line: line, Col: col, Message: msg})
 		return p
 	}
 	file, err := parseYAML(data)

@@ -251,6 +251,11 @@ workload:
 		Expect(diagnosticLines(err)).To(ConsistOf(MatchRegexp(`^s\.yaml:\d+:\d+: the document is too large: more than 100000 values`)))
 	})
 
+	It("refuses a text of too many values before parsing it (the parser's memory grows with them)", func() {
+		text := scenarioHead + "faults: [{name: f, target: store, model: store-outage, params: {p: [" + strings.Repeat("1,", 500_000) + "1]}}]\n"
+		Expect(diagnosticLines(parse(text))).To(ConsistOf(MatchRegexp(`^s\.yaml:5:\d+: the document is too large: more than 100000 values$`)))
+	})
+
 	It("bounds how deep values nest", func() {
 		text := scenarioHead + "faults: [{name: f, target: store, model: store-outage, params: {p: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "}}]\n"
 		Expect(diagnosticLines(parse(text))).To(ContainElement(ContainSubstring("values are nested more than 64 deep")))

@@ -2,6 +2,8 @@ package sim_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -153,6 +155,34 @@ var _ = Describe("Edge cases of the engine", func() {
 		Expect(err).To(MatchError(sim.ErrNotSimulated))
 		Expect(err.Error()).To(ContainSubstring(`fault "redis-down"`))
 	})
+
+	DescribeTable("refuses at validation a job no store would take, instead of failing the run on its enqueue",
+		func(change func(*sim.Scenario), field string) {
+			sc := one(1, 5*time.Second, time.Minute, sim.PlannedJob{At: time.Second, ID: "a", Task: "work"})
+			change(&sc)
+			_, err := sim.Run(context.Background(), sc)
+			Expect(err).To(MatchError(sim.ErrInvalidScenario))
+			var se *sim.ScenarioError
+			Expect(errors.As(err, &se)).To(BeTrue())
+			Expect(se.Field).To(Equal(field))
+		},
+		Entry("an explicit ID over 256 bytes", func(sc *sim.Scenario) { sc.Workload.Jobs[0].ID = strings.Repeat("x", 300) }, "Workload.Jobs[0].ID"),
+		Entry("an explicit ID with a control character", func(sc *sim.Scenario) { sc.Workload.Jobs[0].ID = "a\x7fb" }, "Workload.Jobs[0].ID"),
+		Entry("a task whose generated IDs (TASK-N) pass 256 bytes", func(sc *sim.Scenario) {
+			sc.Workload.Tasks[0].Name = strings.Repeat("t", 300)
+			sc.Workload.Jobs[0] = sim.PlannedJob{At: time.Second, Task: sc.Workload.Tasks[0].Name}
+		}, "Workload.Tasks[0].Name"),
+		Entry("a task name with a control character", func(sc *sim.Scenario) {
+			sc.Workload.Tasks[0].Name = "a\tb"
+			sc.Workload.Jobs[0].Task = "a\tb"
+		}, "Workload.Tasks[0].Name"),
+		Entry("a queue name with a control character", func(sc *sim.Scenario) { sc.Workload.Tasks[0].Queue = "q\n" }, "Workload.Tasks[0].Queue"),
+		Entry("a task payload over 1 MiB", func(sc *sim.Scenario) { sc.Workload.Tasks[0].Payload = strings.Repeat("p", 1<<20+1) }, "Workload.Tasks[0].Payload"),
+		Entry("a task payload over 1 MiB once {n} is replaced", func(sc *sim.Scenario) {
+			sc.Workload.Tasks[0].Payload = strings.Repeat("{n}", 1<<20/3+1)
+		}, "Workload.Tasks[0].Payload"),
+		Entry("a job payload over 1 MiB", func(sc *sim.Scenario) { sc.Workload.Jobs[0].Payload = strings.Repeat("p", 1<<20+1) }, "Workload.Jobs[0].Payload"),
+	)
 
 	It("refuses an explicit job ID of the generated form", func() {
 		sc := one(1, 5*time.Second, time.Minute, sim.PlannedJob{ID: "work-5", Task: "work"})

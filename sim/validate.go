@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
@@ -339,6 +340,7 @@ func (v *validator) workload() {
 			v.bad(f+".Weight", "must not be negative")
 		}
 		v.tasks[t.Name] = true
+		v.storable(f, t, PlannedJob{}, "Name", "Payload")
 		v.ms(f+".Service", t.Service)
 		v.ms(f+".ServiceJitter", t.ServiceJitter)
 		if t.Dependency != "" {
@@ -421,7 +423,64 @@ func (v *validator) workload() {
 		ids[j.ID] = true
 		v.ids = append(v.ids, j.ID)
 	}
+	for i, j := range w.Jobs {
+		if k := slices.IndexFunc(w.Tasks, func(t Task) bool { return t.Name == j.Task }); k >= 0 && (j.ID != "" || j.Payload != "") {
+			v.storable(fmt.Sprintf("Workload.Jobs[%d]", i), w.Tasks[k], j, "ID", "Payload")
+		}
+	}
 }
+
+// storable checks that a job of task t, with pj's explicit fields, is one
+// every store takes once the engine has built it (a generated ID TASK-N,
+// the payload's {n} and {id} replaced, both at their longest): the store's
+// refusal would stop the run as an internal error. A problem of the ID or
+// the payload is reported at f+"."+id or f+"."+payload, and only when f
+// gives that value (a task's name or a job's own ID, a task's payload or a
+// job's own); one of the task or queue name at the task's.
+func (v *validator) storable(f string, t Task, pj PlannedJob, id, payload string) {
+	const longest = "9223372036854775807" // the largest N of TASK-N and {n}
+	j := job.Job{ID: pj.ID, Task: t.Name, Queue: t.Queue}
+	if j.ID == "" {
+		j.ID = t.Name + "-" + longest
+	}
+	text := t.Payload
+	if pj.Payload != "" {
+		text = pj.Payload
+	}
+	if strings.Contains(text, "{") {
+		j.Payload = []byte(strings.NewReplacer("{n}", longest, "{id}", j.ID).Replace(text))
+	} else {
+		j.Payload = []byte(text)
+	}
+	var ie *job.InvalidError
+	if !errors.As(job.Validate(&j, 0), &ie) {
+		return
+	}
+	isJob := strings.Contains(f, "Jobs[")
+	switch ie.Field {
+	case "ID":
+		if pj.ID == "" && !isJob {
+			v.bad(f+"."+id, "its jobs' generated IDs (%q-N) would be refused by the store: %s (shorten the name, or remove its control characters)", t.Name, ie.Reason)
+		} else if pj.ID != "" {
+			v.bad(f+"."+id, "the store refuses this ID: %s", ie.Reason)
+		}
+	case "Payload":
+		if (pj.Payload != "") == isJob {
+			v.bad(f+"."+payload, "the store refuses this payload (with {n} and {id} replaced): %s", ie.Reason)
+		}
+	case "Task/Queue":
+		if isJob {
+			return
+		}
+		if strings.ContainsFunc(t.Name, isControl) {
+			v.bad(f+".Name", "contains control characters, which the store refuses")
+		} else {
+			v.bad(f+".Queue", "contains control characters, which the store refuses")
+		}
+	}
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 func (v *validator) steps() {
 	for i, st := range v.sc.Steps {

@@ -184,6 +184,15 @@ var _ = Describe("Edge cases of the engine", func() {
 		Entry("a job payload over 1 MiB", func(sc *sim.Scenario) { sc.Workload.Jobs[0].Payload = strings.Repeat("p", 1<<20+1) }, "Workload.Jobs[0].Payload"),
 	)
 
+	It("refuses arrivals that stop before they start, instead of a run with no job that passes", func() {
+		sc := one(1, 5*time.Second, 10*time.Minute)
+		sc.Workload.Arrivals = sim.Arrivals{Kind: sim.Poisson, Rate: 5, From: 5 * time.Minute, Until: time.Minute}
+		_, err := sim.Run(context.Background(), sc)
+		var se *sim.ScenarioError
+		Expect(errors.As(err, &se)).To(BeTrue(), "got %v", err)
+		Expect(se.Field).To(Equal("Workload.Arrivals.Until"))
+	})
+
 	It("refuses an explicit job ID of the generated form", func() {
 		sc := one(1, 5*time.Second, time.Minute, sim.PlannedJob{ID: "work-5", Task: "work"})
 		_, err := sim.Run(context.Background(), sc)

@@ -381,6 +381,9 @@ func (v *validator) workload() {
 			v.bad("Workload.Arrivals.Rate", "must be in (0, 10,000,000] jobs a second, got %v", a.Rate)
 		}
 		v.beforeEnd("Workload.Arrivals.From", "arrivals starting", a.From)
+		if a.Until != 0 && a.Until <= a.From {
+			v.bad("Workload.Arrivals.Until", "must be after from (%s), got %s, or no job ever arrives; 0 means until the end", a.From, a.Until)
+		}
 		v.generated = true
 	}
 	taskNames := slices.Sorted(func(yield func(string) bool) {

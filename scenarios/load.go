@@ -738,6 +738,9 @@ func (m merger) moveUnder(dp, sp string) {
 // of its values (then the rest was not decoded).
 func parseDocument(name string, data []byte, maxDepth int) *parsed {
 	p := &parsed{index: map[string]place{"": {file: name, line: 1, col: 1}}}
+	// YAML allows a byte order mark, and editors on Windows write one;
+	// the parser would read it as part of the first key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	// The parser's memory grows with the nesting far faster than with the
 	// size: measure the nesting first, without it.
 	if line, col, deep, big := scanText(data, maxDepth, scanNodes); deep || big {

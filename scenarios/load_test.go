@@ -156,6 +156,12 @@ var _ = Describe("Parse", func() {
 		return err
 	}
 
+	It("reads a file that starts with a UTF-8 byte order mark, as editors on Windows write it", func() {
+		d, err := scenarios.Parse("s.yaml", []byte("\ufeff"+scenarioHead+pingWorkload))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Metadata.Name).To(Equal("s"))
+	})
+
 	It("decodes a document without following its includes", func() {
 		d, err := scenarios.Parse("s.yaml", []byte(scenarioHead+"include: [nowhere.yaml]\n"+pingWorkload))
 		Expect(err).NotTo(HaveOccurred())

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,6 +20,28 @@ var _ = Describe("input that cannot be used", func() {
 		Expect(code).To(Equal(cli.ExitInvalid))
 		Expect(out).To(BeEmpty())
 		Expect(errOut).To(ContainSubstring(dir + ": nothing to check: no scenario files (*.yaml, *.yml) in this directory"))
+	})
+
+	It("validate of a directory skips what is not a regular file: a named pipe there would block the read forever", func() {
+		dir := GinkgoT().TempDir()
+		Expect(syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o600)).To(Succeed())
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "scenarios", "builtin", "dlq-basics.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "dlq-basics.yaml"), data, 0o600)).To(Succeed())
+		type result struct {
+			out  string
+			code int
+		}
+		done := make(chan result, 1)
+		go func() {
+			out, _, code := run("validate", dir)
+			done <- result{out, code}
+		}()
+		var got result
+		Eventually(done).WithTimeout(10 * time.Second).Should(Receive(&got))
+		Expect(got.code).To(Equal(cli.ExitOK))
+		Expect(got.out).To(ContainSubstring("dlq-basics.yaml"))
+		Expect(got.out).NotTo(ContainSubstring("pipe.yaml"))
 	})
 
 	It("an unwritable report directory is exit 2 naming the path, before anything runs", func() {

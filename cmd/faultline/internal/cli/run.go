@@ -178,8 +178,8 @@ func resolve(args []string, all bool, lim scenarios.Limits) ([]target, error) {
 	return out, nil
 }
 
-// scenarioFiles lists a directory's scenario files (not its fragments),
-// sorted.
+// scenarioFiles lists a directory's scenario files (not its fragments, nor
+// what is not a regular file), sorted.
 func scenarioFiles(dir string, lim scenarios.Limits) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -192,6 +192,11 @@ func scenarioFiles(dir string, lim scenarios.Limits) ([]string, error) {
 			continue
 		}
 		p := filepath.Join(dir, n)
+		// Only regular files (a link to one too): reading a named pipe
+		// or a device found in a directory would block or never end.
+		if info, err := os.Stat(p); err == nil && !info.Mode().IsRegular() {
+			continue
+		}
 		if info, err := e.Info(); err == nil && info.Size() > lim.WithDefaults().MaxFileSize {
 			out = append(out, p) // loading it says it is too large
 			continue

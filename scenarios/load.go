@@ -9,6 +9,7 @@ import (
 	"github.com/faultline/faultline/internal/didyoumean"
 	"io/fs"
 	"math"
+	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -143,8 +144,10 @@ const (
 
 // files is where the loader reads: the OS or an fs.FS.
 type files interface {
-	// read reads a file of at most max bytes.
-	read(name string, max int64) ([]byte, error)
+	// read reads a file of at most max bytes; with regularOnly, a path
+	// that is not a regular file (a pipe, a device, a directory) is refused
+	// before it is opened, so that an include cannot block the loader.
+	read(name string, max int64, regularOnly bool) ([]byte, error)
 	// resolve returns the path of ref, a path written in file from.
 	resolve(from, ref string) (string, error)
 	// rebase rewrites ref, written in a fragment that a file includes as
@@ -157,7 +160,14 @@ type files interface {
 
 type osFiles struct{}
 
-func (osFiles) read(name string, max int64) ([]byte, error) { return readOSFile(name, max) }
+func (osFiles) read(name string, max int64, regularOnly bool) ([]byte, error) {
+	if regularOnly {
+		if err := regular(os.Stat(name)); err != nil {
+			return nil, err
+		}
+	}
+	return readOSFile(name, max)
+}
 
 func (osFiles) resolve(from, ref string) (string, error) {
 	if strings.TrimSpace(ref) == "" {
@@ -187,10 +197,15 @@ func (osFiles) identity(name string) string {
 
 type fsFiles struct{ fsys fs.FS }
 
-func (f fsFiles) read(name string, max int64) ([]byte, error) {
+func (f fsFiles) read(name string, max int64, regularOnly bool) ([]byte, error) {
 	n := path.Clean(name)
 	if !fs.ValidPath(n) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	if regularOnly {
+		if err := regular(fs.Stat(f.fsys, n)); err != nil {
+			return nil, err
+		}
 	}
 	return readFSFile(f.fsys, n, max)
 }
@@ -220,6 +235,22 @@ func (fsFiles) identity(name string) string { return path.Clean(name) }
 
 // readFailure says why a file could not be read, without the path the
 // caller names anyway.
+// errNotRegular: an included fragment or a rule file that is not a regular
+// file; reading a named pipe or a terminal would block the loader.
+var errNotRegular = errors.New("not a regular file (a pipe, a device or a directory): fragments and rule files are read only from regular files")
+
+// regular turns a Stat's answer into errNotRegular for anything but a
+// regular file.
+func regular(st fs.FileInfo, err error) error {
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return errNotRegular
+	}
+	return nil
+}
+
 func readFailure(err error) string {
 	if msg, ok := tooLarge(err); ok {
 		return msg
@@ -309,7 +340,9 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 	if _, ok := l.rank[name]; !ok {
 		l.rank[name] = len(l.rank)
 	}
-	data, err := l.files.read(name, l.lim.MaxFileSize)
+	// The scenario itself may be a pipe (faultline validate /dev/stdin);
+	// what it includes is read only from regular files.
+	data, err := l.files.read(name, l.lim.MaxFileSize, via != nil)
 	if err != nil {
 		if via == nil {
 			l.diags = append(l.diags, Diagnostic{File: name, Message: "cannot read the file: " + readFailure(err)})
@@ -381,7 +414,7 @@ func (l *loader) rules(root string) func(string) ([]classify.Rule, error) {
 		if _, ok := l.rank[name]; !ok {
 			l.rank[name] = len(l.rank)
 		}
-		data, err := l.files.read(name, l.lim.MaxFileSize)
+		data, err := l.files.read(name, l.lim.MaxFileSize, true)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the rule file %s: %s", name, readFailure(err))
 		}

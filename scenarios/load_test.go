@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing/fstest"
 	"time"
 
@@ -141,6 +143,20 @@ var _ = Describe("Loading broken scenario files", func() {
 	It("keeps the file names as given, relative to the file system's root for LoadFS", func() {
 		_, err := scenarios.LoadFS(os.DirFS(dir), "include-cycle.yaml")
 		Expect(err).To(reportExactly("cycle/b.yaml:6:5: include[0]: include cycle: cycle/a.yaml → cycle/b.yaml → cycle/a.yaml"))
+	})
+
+	It("refuses a fragment or a rule file that is not a regular file instead of blocking on it (a named pipe)", func() {
+		tmp := GinkgoT().TempDir()
+		Expect(syscall.Mkfifo(filepath.Join(tmp, "pipe.yaml"), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(tmp, "s.yaml"), []byte(scenarioHead+"include: [pipe.yaml]\n"+pingWorkload), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(tmp, "r.yaml"), []byte(scenarioHead+pingWorkload+"system: {rulesFile: pipe.yaml}\n"), 0o600)).To(Succeed())
+		for _, f := range []string{"s.yaml", "r.yaml"} {
+			done := make(chan error, 1)
+			go func() { _, err := scenarios.Load(filepath.Join(tmp, f)); done <- err }()
+			var err error
+			Eventually(done, 5*time.Second).Should(Receive(&err), "loading %s blocked on the pipe", f)
+			Expect(err).To(MatchError(ContainSubstring("not a regular file")), f)
+		}
 	})
 
 	It("says what went wrong in one line per problem", func() {

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // The exit codes, documented in --help and the README.
@@ -90,9 +91,7 @@ Exit codes:
 	quietRedisLogs()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &InvalidInputError{Err: err, Hint: fmt.Sprintf("Try: %s --help", c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usage(c, plainFlagError(err)) })
 	// Args and RunE on the root turn an unknown command into a usage error
 	// with suggestions, instead of cobra's untyped one.
 	root.Args = func(c *cobra.Command, args []string) error {
@@ -108,6 +107,30 @@ Exit codes:
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	root.AddCommand(newRunCommand(), newValidateCommand(), newListCommand(), newReportCommand(), newRulesCommand(), newDemoCommand())
 	return root
+}
+
+// plainFlagError says what a flag takes instead of pflag's Go-internal
+// parse error ("strconv.ParseInt: parsing "abc": invalid syntax").
+func plainFlagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return err
+	}
+	f := iv.GetFlag()
+	want := f.Value.Type()
+	switch want {
+	case "int", "int64", "uint", "uint64":
+		want = "a whole number"
+	case "float64":
+		want = "a number"
+	case "duration":
+		want = "a duration like 30s, 2m or 250ms"
+	case "bool":
+		want = "true or false"
+	default:
+		return err // the flag's own Value says what it takes
+	}
+	return fmt.Errorf("--%s takes %s, got %q", f.Name, want, iv.GetValue())
 }
 
 // usage wraps an argument error of c with a hint to its help.

@@ -70,3 +70,12 @@ var _ = Describe("the README on a clean clone", func() {
 		Expect(text).NotTo(ContainSubstring("../shared"))
 	})
 })
+
+var _ = Describe("a flag given a value it does not take", func() {
+	It("says what the flag takes, in plain words, with exit 2", func() {
+		_, stderr, code := run("run", "dlq-basics", "--max-depth", "abc")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring(`--max-depth takes a whole number, got "abc"`))
+		Expect(stderr).NotTo(ContainSubstring("strconv"), "no Go-internal parse error")
+	})
+})

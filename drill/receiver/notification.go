@@ -195,6 +195,14 @@ func decodeSlack(body []byte, n *Notification) error {
 	}
 	if !headed {
 		parseFallback(n.Text, n)
+	} else if strings.HasSuffix(n.Title, "…") {
+		// The header cuts a long title at 150 bytes; the fallback text
+		// keeps it whole.
+		var full Notification
+		parseFallback(n.Text, &full)
+		if strings.HasPrefix(full.Title, strings.TrimSuffix(n.Title, "…")) {
+			n.Title = full.Title
+		}
 	}
 	if n.Title == "" {
 		for _, a := range msg.Attachments {

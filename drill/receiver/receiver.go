@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,18 @@ func (k Kind) String() string {
 		return "webhook"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ParseKind reads a kind's name: "slack", or "webhook" (also "pagerduty"),
+// case-insensitive.
+func ParseKind(s string) (Kind, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "slack":
+		return Slack, nil
+	case "webhook", "pagerduty":
+		return Webhook, nil
+	}
+	return 0, fmt.Errorf("receiver kind %q: %w", s, ErrUnknownKind)
 }
 
 // Config configures a Receiver.
@@ -134,6 +147,9 @@ var (
 	ErrStarted = errors.New("receiver already started")
 	// ErrClosed is returned by Start on a Receiver already closed.
 	ErrClosed = errors.New("receiver closed")
+	// ErrUnknownKind is returned by ParseKind for a name that is not
+	// "slack", "webhook" or "pagerduty".
+	ErrUnknownKind = errors.New("unknown kind (want slack or webhook)")
 )
 
 // Receiver is one local alert receiver. Its methods are safe for

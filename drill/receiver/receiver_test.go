@@ -229,6 +229,17 @@ var _ = Describe("Receiver", func() {
 		Expect(r.Received()[0].Text).To(HavePrefix("[FIRING:2] high — payment-gateway: 2 alerts"))
 	})
 
+	It("keeps a long title whole, though Slack's header cuts it", func() {
+		long := strings.Repeat("dependency-", 20)
+		n := firing()
+		for i := range n.Alerts {
+			n.Alerts[i].Labels[alert.LabelDependency] = long
+		}
+		r := start(receiver.Config{Kind: receiver.Slack})
+		Expect(send(slackSink(r, sendTimeout), n)).To(Succeed())
+		Expect(r.Received()[0].Title).To(Equal(long))
+	})
+
 	It("counts the attempts of one notification", func() {
 		clock := &manualClock{}
 		inj := injector(sinkFault("down", faults.SinkOutage{Code: 503}, faults.Schedule{Until: 10 * time.Second}))
@@ -459,6 +470,13 @@ var _ = Describe("Receiver", func() {
 			Entry("no kind", receiver.Config{Name: "x"}, "Kind"),
 			Entry("negative scale", receiver.Config{Name: "x", Kind: receiver.Slack, Scale: -1}, "Scale"),
 		)
+
+		It("parses kind names", func() {
+			Expect(receiver.ParseKind("Slack")).To(Equal(receiver.Slack))
+			Expect(receiver.ParseKind("pagerduty")).To(Equal(receiver.Webhook))
+			_, err := receiver.ParseKind("teams")
+			Expect(err).To(MatchError(receiver.ErrUnknownKind))
+		})
 
 		It("refuses a second Start and a Start after Close", func() {
 			r, err := receiver.New(receiver.Config{Name: "x", Kind: receiver.Slack})

@@ -150,6 +150,9 @@ type world struct {
 	pendingCrit map[string]pending
 	pageWithin  time.Duration
 	repeatEvery time.Duration
+	// judge is set when the world judges a drill's history instead of
+	// running (see Judge).
+	judge *judge
 	firstCrit   time.Duration
 	hasCrit     bool
 	// critFPs are the alert fingerprints of critical failures; the first
@@ -210,7 +213,9 @@ func Run(ctx context.Context, sc Scenario, opts ...Option) (*reports.Result, err
 	return res, nil
 }
 
-func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
+// baseWorld is the part of a world every driver shares: the workload's
+// tasks and their random streams, the dependencies, the ledger.
+func baseWorld(ctx context.Context, sc Scenario) *world {
 	w := &world{
 		ctx: ctx, sc: sc, seed: sc.Seed, start: sc.Start, end: sc.Duration,
 		clk:         clock.NewVirtual(sc.Start),
@@ -274,6 +279,12 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		w.led.task(t.Name)
 	}
 
+	return w
+}
+
+func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
+	w := baseWorld(ctx, sc)
+
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: faults: %w", sc.Name, err)
@@ -294,37 +305,17 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	}
 	w.dlqW = &faultyDLQ{Store: w.backend, w: w}
 
-	// The classifier and the retry policy.
-	var classifier worker.Classifier
-	if o.classifier != nil {
-		classifier, err = o.classifier(w.env)
-	} else if sc.System.Rules != nil {
-		classifier, err = classify.New(sc.System.Rules)
-	} else {
-		classifier = classify.Default()
-	}
+	// The classifier, the retry policy, the breakers and fallbacks: built
+	// where a drill's worker processes build them.
+	sys, err := buildWorkerSystem(&w.sc, w.env, w.backend, o)
 	if err != nil {
-		return nil, fmt.Errorf("classifier: %w", err)
+		return nil, err
 	}
-	w.policy = &swapPolicy{}
-	if o.policy != nil {
-		w.policy.p, err = o.policy(w.env)
-		w.policy.team = true
-	} else {
-		w.policy.p, err = retry.New(sc.System.Retry, w.stream("retry"))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("retry policy: %w", err)
-	}
+	w.policy = &swapPolicy{p: sys.Policy, team: o.policy != nil}
 
 	// The alerter, delivering through recording sinks.
 	acfg := sc.alertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
-	w.repeatEvery = acfg.WithDefaults().Timing.RepeatInterval
-	for _, r := range acfg.Routes {
-		if t := r.Timing.RepeatInterval; t > 0 && t < w.repeatEvery {
-			w.repeatEvery = t
-		}
-	}
+	w.repeatEvery = repeatEvery(acfg)
 	if o.alerter != nil {
 		w.alerter, err = o.alerter(w.env, acfg)
 	} else {
@@ -333,32 +324,12 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alerter: %w", err)
 	}
-
-	// Breakers and fallbacks.
-	guards := map[string]worker.Guard{}
-	for _, bc := range sc.System.Breakers {
-		var b Breaker
-		if o.breaker != nil {
-			b, err = o.breaker(w.env, bc.Config)
-		} else {
-			b, err = degrade.NewBreaker(bc.Config, w.clk)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("breaker %q: %w", bc.Config.Name, err)
-		}
-		br := &breakerRun{name: bc.Config.Name, b: b, state: b.State()}
+	for _, nb := range sys.Breakers {
+		br := &breakerRun{name: nb.Name, b: nb.Breaker, state: nb.Breaker.State()}
 		w.breakers = append(w.breakers, br)
-		b.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
-		if rb, ok := b.(*degrade.Breaker); ok {
-			fb, err := degrade.NewFallback(rb, w.backend, bc.Fallback, w.clk)
-			if err != nil {
-				return nil, fmt.Errorf("fallback %q: %w", bc.Config.Name, err)
-			}
-			guards[bc.Config.Name] = worker.Guard{Router: fb, Breaker: rb}
-		} else {
-			guards[bc.Config.Name] = worker.Guard{Router: breakerRouter{b}, Breaker: b}
-		}
+		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
+	classifier, guards := sys.Classifier, sys.Guards
 
 	w.core, err = worker.NewCore(worker.Config{Classifier: classifier, Policy: w.policy, Alerter: w.alerter, Guards: guards})
 	if err != nil {
@@ -575,8 +546,23 @@ func (w *world) create(t *taskGen, pj PlannedJob) {
 		}
 		return
 	}
-	w.seq++
 	now := w.clk.Now()
+	j, n := w.newJob(t, pj, now)
+	w.led.register(j.ID, j.Task, n)
+	if err := w.backend.Enqueue(w.ctx, j, now); err != nil {
+		w.led.unregister(j.ID)
+		w.errs = append(w.errs, fmt.Errorf("enqueue job %s at %s: %w", j.ID, fmtOffset(w.now()), err))
+		return
+	}
+	w.made++
+}
+
+// newJob makes the next job of task t (with pj's explicit fields, if any)
+// enqueued at now, and returns it with its generated number (0 for an
+// explicit job): the simulator's and a drill's producer make their jobs
+// here, so a drill's jobs are the simulator's, ID for ID.
+func (w *world) newJob(t *taskGen, pj PlannedJob, now time.Time) (job.Job, int64) {
+	w.seq++
 	j := job.Job{Task: t.Name, Queue: t.queue, Dependency: t.Dependency, EnqueuedAt: now}
 	var n int64
 	if pj.ID != "" {
@@ -602,13 +588,7 @@ func (w *world) create(t *taskGen, pj PlannedJob) {
 	if payload != "" {
 		j.Payload = []byte(strings.NewReplacer("{n}", strconv.FormatInt(w.seq, 10), "{id}", j.ID).Replace(payload))
 	}
-	w.led.register(j.ID, j.Task, n)
-	if err := w.backend.Enqueue(w.ctx, j, now); err != nil {
-		w.led.unregister(j.ID)
-		w.errs = append(w.errs, fmt.Errorf("enqueue job %s at %s: %w", j.ID, fmtOffset(w.now()), err))
-		return
-	}
-	w.made++
+	return j, n
 }
 
 // observe is the store's Observer: the ledger, and a wake for idle workers.
@@ -787,10 +767,7 @@ func (w *world) complete(s *slot) {
 		r = w.led.jobs[s.job.ID]
 	}
 	if r != nil {
-		w.led.attempt(r, s.eff.Fault, s.eff.Class, &o)
-		if o.Err != nil && (s.eff.Class == classify.Critical || o.Verdict.Class == classify.Critical) {
-			w.critical(r, o.Fingerprint)
-		}
+		w.recordAttempt(r, s.eff.Fault, s.eff.Class, &o, o.Fingerprint)
 	}
 	w.apply(s.lease, o, r)
 	if r != nil && r.kept {
@@ -801,6 +778,28 @@ func (w *world) complete(s *slot) {
 	}
 	s.rec, s.att, s.job = nil, worker.Attempt{}, job.Job{}
 	w.setIdle(s)
+}
+
+// repeatEvery is the shortest repeat interval of an alerter's
+// configuration: one-page-per-repeat-interval's window.
+func repeatEvery(acfg alert.Config) time.Duration {
+	d := acfg.WithDefaults().Timing.RepeatInterval
+	for _, r := range acfg.Routes {
+		if t := r.Timing.RepeatInterval; t > 0 && t < d {
+			d = t
+		}
+	}
+	return d
+}
+
+// recordAttempt tells the ledger of an attempt's outcome (fault and truth
+// are the injected fault and its true class), and notes a critical failure
+// whose page must follow: for the simulator's attempts and a drill's alike.
+func (w *world) recordAttempt(r *rec, fault string, truth classify.Class, o *worker.Outcome, fp string) {
+	w.led.attempt(r, fault, truth, o)
+	if o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical) {
+		w.critical(r, fp)
+	}
 }
 
 // dropKept loses the dead letters s keeps in memory, as its process does

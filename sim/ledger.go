@@ -226,6 +226,9 @@ type ledger struct {
 	maxAttempts int
 	// watched are job IDs an expectation names: kept after they succeed.
 	watched map[string]bool
+	// keepAll keeps every job's record after it succeeds (a drill's judge:
+	// a late charge or completion of a succeeded job is still named).
+	keepAll bool
 
 	// Confusion matrix: failures by [true class][said class][action]; its
 	// margins (true × said, true × route) are summed when read.
@@ -509,7 +512,7 @@ func (l *ledger) observe(e disposition.Event) {
 		l.deadBy[dlKey{r.task, r.severity, r.class}]++
 		r.everDLQ = true
 	case disposition.Succeeded:
-		if !r.watched {
+		if !r.watched && !l.keepAll {
 			l.markSucceeded(r.n)
 			delete(l.jobs, r.id)
 			l.free = append(l.free, r)

@@ -196,6 +196,9 @@ func (w *world) dlqSummary() reports.DLQ {
 }
 
 func (w *world) faultReport() []reports.Fault {
+	if w.judge != nil {
+		return w.judge.faults
+	}
 	out := []reports.Fault{}
 	stats := w.inj.Stats()
 	wins := w.inj.Windows(w.end, maxWindows)

@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reports"
+)
+
+// HistoryVersion is the version of the History format this package writes
+// and reads.
+const HistoryVersion = 1
+
+// History is everything a live drill observed, in the order it was
+// observed: the oracle's whole input. Judge computes the verdict from it
+// alone, so a saved drill can be judged again (`faultline report check`),
+// and a new invariant applied to an old drill. Times are scenario offsets
+// in milliseconds (the drill's scaled clock), as in the reports.
+type History struct {
+	Version int `json:"historyVersion"`
+	// Scenario is the scenario's name; Source where it was loaded from (a
+	// file path, or "builtin:NAME"), SourceSHA256 a digest of its bytes.
+	Scenario     string `json:"scenario"`
+	Source       string `json:"source"`
+	SourceSHA256 string `json:"sourceSha256,omitempty"`
+	Seed         uint64 `json:"seed"`
+	// TimeScale is scenario seconds per wall second; StartedAt the wall
+	// instant the scenario started; DurationMs the scenario's length.
+	TimeScale  float64   `json:"timeScale"`
+	StartedAt  time.Time `json:"startedAt"`
+	DurationMs int64     `json:"durationMs"`
+	// EndedMs is the offset the drill stopped observing at; Interrupted
+	// says why it stopped early ("" when it reached its end).
+	EndedMs     int64  `json:"endedMs"`
+	Interrupted string `json:"interrupted,omitempty"`
+	// Workers are the worker process names (w1..wN).
+	Workers []string `json:"workers"`
+	// Jobs are the jobs the drill's producer enqueued.
+	Jobs []HJob `json:"jobs"`
+	// Events are the store's disposition events, in the stream's order.
+	// EventsLost says the stream was trimmed before the drill read part
+	// of it: conservation is then not observable.
+	Events     []HEvent `json:"events"`
+	EventsLost bool     `json:"eventsLost,omitempty"`
+	// Snapshots are the store's counts, each read atomically with the
+	// position in the event stream it corresponds to.
+	Snapshots []HSnapshot `json:"snapshots"`
+	// Attempts are the workers' reports of their attempts' outcomes.
+	Attempts []HAttempt `json:"attempts"`
+	// Calls is the fault gateways' call log.
+	Calls []HCall `json:"calls"`
+	// Deliveries are the notifications the alerter's sinks delivered (or
+	// tried to).
+	Deliveries []HDelivery `json:"deliveries"`
+	// Breakers are the workers' breaker transitions.
+	Breakers []HBreaker `json:"breakers"`
+	// Processes are the supervisor's events: started, killed, stalled,
+	// resumed, exited.
+	Processes []HProcess `json:"processes"`
+	// Faults are the faults as they really happened: their windows and
+	// hits.
+	Faults []reports.Fault `json:"faults"`
+	// Steps are the operator steps the drill carried out.
+	Steps []reports.Step `json:"steps"`
+	// DLQ is the DLQ's entries at the end, encoded (dlq.Encode).
+	DLQ []json.RawMessage `json:"dlq"`
+	// Notes are what the drill says about itself: rounding, what it could
+	// not observe.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// HJob is one job the producer enqueued. Outcome is "ok", or "unknown" for
+// an enqueue whose answer never came (its Enqueued event, if any, says it
+// happened).
+type HJob struct {
+	AtMs    int64  `json:"atMs"`
+	ID      string `json:"id"`
+	Task    string `json:"task"`
+	Key     string `json:"key,omitempty"`
+	Outcome string `json:"outcome"`
+}
+
+// HEvent is one disposition event read from the store's stream.
+type HEvent struct {
+	ID       string `json:"id"`
+	AtMs     int64  `json:"atMs"`
+	JobID    string `json:"job"`
+	Task     string `json:"task"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Reason   string `json:"reason"`
+	Attempts int    `json:"attempts"`
+}
+
+// HSnapshot is the store's counts at one instant, read atomically with the
+// number of events of the stream that precede it (AfterEvents).
+type HSnapshot struct {
+	AtMs        int64        `json:"atMs"`
+	AfterEvents int          `json:"afterEvents"`
+	Counts      queue.Counts `json:"counts"`
+	Stats       dlq.Stats    `json:"stats"`
+}
+
+// HAttempt is a worker's report of one attempt: the fault the gateway
+// said it injected and its true class, the classifier's verdict, the
+// action, and what became of the move: applied, fenced (the lease was
+// lost), kept (the worker keeps the dead letter in memory), kept-fenced,
+// or failed (the store failed; the job comes back when its lease expires).
+type HAttempt struct {
+	AtMs        int64  `json:"atMs"`
+	Worker      string `json:"worker"`
+	JobID       string `json:"job"`
+	Fault       string `json:"fault,omitempty"`
+	Truth       string `json:"truth,omitempty"`
+	Class       string `json:"class,omitempty"`
+	Severity    string `json:"severity,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	Action      string `json:"action"`
+	Err         string `json:"err,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Result      string `json:"result"`
+}
+
+// HCall is one call a fault gateway answered.
+type HCall struct {
+	AtMs       int64  `json:"atMs"`
+	Dependency string `json:"dependency"`
+	JobID      string `json:"job"`
+	Key        string `json:"key,omitempty"`
+	Fault      string `json:"fault,omitempty"`
+	Class      string `json:"class,omitempty"`
+	Status     int    `json:"status"`
+	Outcome    string `json:"outcome"`
+	TookEffect bool   `json:"tookEffect"`
+}
+
+// HDelivery is one notification the alerter sent to a receiver, and
+// whether the receiver accepted it.
+type HDelivery struct {
+	AtMs     int64     `json:"atMs"`
+	Receiver string    `json:"receiver"`
+	Attempt  int       `json:"attempt"`
+	Accepted bool      `json:"accepted"`
+	Error    string    `json:"error,omitempty"`
+	Alerts   []HAlert  `json:"alerts"`
+	Sent     time.Time `json:"sent"`
+}
+
+// HAlert is one alert of a notification.
+type HAlert struct {
+	Fingerprint string `json:"fingerprint"`
+	Name        string `json:"name"`
+	Severity    string `json:"severity"`
+	Status      string `json:"status"`
+	Count       int    `json:"count"`
+	Summary     string `json:"summary"`
+}
+
+// HBreaker is one transition of a worker process's breaker.
+type HBreaker struct {
+	AtMs    int64  `json:"atMs"`
+	Worker  string `json:"worker"`
+	Breaker string `json:"breaker"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Reason  string `json:"reason"`
+}
+
+// HProcess is one supervisor event of a worker process.
+type HProcess struct {
+	AtMs   int64  `json:"atMs"`
+	Worker string `json:"worker"`
+	Kind   string `json:"kind"`
+	PID    int    `json:"pid,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// WriteHistory writes h as JSON.
+func WriteHistory(w io.Writer, h *History) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(h)
+}
+
+// ErrHistory is matched by every error ReadHistory returns for a file that
+// is not a history it can read.
+var ErrHistory = errors.New("not a drill history")
+
+// ReadHistory reads a history WriteHistory wrote.
+func ReadHistory(r io.Reader) (*History, error) {
+	var h History
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&h); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHistory, err)
+	}
+	if h.Version != HistoryVersion {
+		return nil, fmt.Errorf("%w: historyVersion %d; this faultline reads version %d", ErrHistory, h.Version, HistoryVersion)
+	}
+	return &h, nil
+}
+
+// EventOf converts a disposition event to its history form, its time as
+// an offset from start.
+func EventOf(id string, e disposition.Event, start time.Time) HEvent {
+	return HEvent{ID: id, AtMs: e.At.Sub(start).Milliseconds(), JobID: e.JobID, Task: e.Task, From: e.From.String(),
+		To: e.To.String(), Reason: string(e.Reason), Attempts: e.Attempts}
+}

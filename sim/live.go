@@ -1,0 +1,484 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reports"
+)
+
+// Plan is a scenario's workload as the simulator makes it — the same jobs,
+// IDs, idempotency keys, payloads and arrival times for the same seed —
+// for a live drill's producer to enqueue on the wall clock.
+type Plan struct {
+	w *world
+	// timed are the bursts' and explicit jobs' arrivals, in the order the
+	// simulator's timers run them; next indexes the first not yet made.
+	timed []timedArrival
+	next  int
+}
+
+type timedArrival struct {
+	at   time.Duration
+	task string
+	pj   PlannedJob
+}
+
+// Arrival is one job the workload makes at offset At.
+type Arrival struct {
+	At  time.Duration
+	Job job.Job
+}
+
+// NewPlan returns sc's workload plan (defaults applied, sc validated).
+func NewPlan(sc Scenario) (*Plan, error) {
+	sc = sc.WithDefaults()
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	w := baseWorld(context.Background(), sc)
+	p := &Plan{w: w}
+	for _, b := range sc.Workload.Arrivals.Bursts {
+		for range b.Count {
+			p.timed = append(p.timed, timedArrival{at: b.At, task: b.Task})
+		}
+	}
+	for _, pj := range sc.Workload.Jobs {
+		p.timed = append(p.timed, timedArrival{at: pj.At, task: pj.Task, pj: pj})
+	}
+	// The simulator's timers at one instant run in the order they were
+	// scheduled: every burst, then every explicit job.
+	slices.SortStableFunc(p.timed, func(a, b timedArrival) int { return cmp.Compare(a.at, b.at) })
+	a := sc.Workload.Arrivals
+	if a.Kind != NoArrivals && a.Rate > 0 {
+		w.arrAt = w.nextArrival()
+		w.arrOn = w.arrAt < w.arrivalsUntil()
+	}
+	return p, nil
+}
+
+// Next returns the next job, in the simulator's order (at one instant,
+// timed jobs before a Poisson or constant arrival), and false when the
+// workload is done.
+func (p *Plan) Next() (Arrival, bool) {
+	w := p.w
+	timedOK := p.next < len(p.timed) && p.timed[p.next].at <= w.end
+	arrOK := w.arrOn && w.arrAt <= w.end
+	switch {
+	case timedOK && (!arrOK || p.timed[p.next].at <= w.arrAt):
+		t := p.timed[p.next]
+		p.next++
+		j, _ := w.newJob(w.pick(t.task), t.pj, w.start.Add(t.at))
+		return Arrival{At: t.at, Job: j}, true
+	case arrOK:
+		at := w.arrAt
+		w.arrivals++
+		j, _ := w.newJob(w.pick(""), PlannedJob{}, w.start.Add(at))
+		w.arrAt = w.nextArrival()
+		w.arrOn = w.arrAt < w.arrivalsUntil()
+		return Arrival{At: at, Job: j}, true
+	}
+	return Arrival{}, false
+}
+
+// judge is the part of a world that judges a history rather than running.
+type judge struct {
+	h *History
+	// procBreakers are each process's breakers' states, by breaker then
+	// worker: a breaker reads closed only when every process's is.
+	procBreakers map[string]map[string]degrade.State
+	faults       []reports.Fault
+	snap         *HSnapshot
+	dlq          []dlq.Entry
+}
+
+// liveBreaker is a drill's breaker as the judge sees it: the state of one
+// dependency's breakers across the worker processes (open if any is open,
+// closed if all are closed, else half-open).
+type liveBreaker struct{ state degrade.State }
+
+func (b *liveBreaker) Allow() (degrade.Permit, error)         { return degrade.Permit{}, degrade.ErrOpen }
+func (b *liveBreaker) Record(degrade.Permit, degrade.Outcome) {}
+func (b *liveBreaker) State() degrade.State                   { return b.state }
+func (b *liveBreaker) OnStateChange(func(degrade.Transition)) {}
+
+// snapBackend answers the judge's reads of the store from the drill's
+// snapshots: the counts of the latest one reached, and the DLQ's entries
+// at the end. Nothing else is called on it.
+type snapBackend struct {
+	Backend
+	j *judge
+}
+
+func (b *snapBackend) Counts(context.Context) (queue.Counts, error) {
+	if b.j.snap == nil {
+		return queue.Counts{}, errors.New("no snapshot yet")
+	}
+	return b.j.snap.Counts, nil
+}
+
+func (b *snapBackend) Stats(context.Context) (dlq.Stats, error) {
+	if b.j.snap == nil {
+		return dlq.Stats{}, errors.New("no snapshot yet")
+	}
+	return b.j.snap.Stats, nil
+}
+
+func (b *snapBackend) List(_ context.Context, _ dlq.Filter, _ string, _ int) (dlq.Page, error) {
+	return dlq.Page{Entries: b.j.dlq}, nil
+}
+
+// judged is one observation in the judge's order.
+type judged struct {
+	at   time.Duration
+	prio int // at one instant: jobs, reports (0), then the stream (1)
+	pos  float64
+	do   func()
+}
+
+var stateByName = func() map[string]disposition.State {
+	m := map[string]disposition.State{}
+	for s := disposition.None; s <= disposition.Held; s++ {
+		m[s.String()] = s
+	}
+	return m
+}()
+
+var actionByName = func() map[string]worker.Action {
+	m := map[string]worker.Action{}
+	for a := worker.Succeed; a <= worker.Divert; a++ {
+		m[a.String()] = a
+	}
+	return m
+}()
+
+// Judge computes a drill's result from its history with the simulator's
+// ledger and expectations: every invariant and every expectation of sc
+// (defaults applied) is evaluated from what was observed, as the simulator
+// evaluates them from its own events. It reads nothing but h.
+func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error) {
+	sc = sc.WithDefaults()
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	w := baseWorld(ctx, sc)
+	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}}
+	w.judge = j
+	w.led.keepAll = true
+	w.backend = &snapBackend{j: j}
+	w.policy = &swapPolicy{}
+	w.repeatEvery = repeatEvery(sc.alertConfig(func(string) alert.Sink { return nil }))
+	for _, bc := range sc.System.Breakers {
+		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}, state: degrade.Closed})
+		j.procBreakers[bc.Config.Name] = map[string]degrade.State{}
+	}
+	for _, raw := range h.DLQ {
+		var probe struct {
+			Job struct{ ID string } `json:"job"`
+		}
+		_ = jsonUnmarshal(raw, &probe)
+		j.dlq = append(j.dlq, dlq.Decode(probe.Job.ID, raw))
+	}
+	j.faults = judgeFaults(&sc, h)
+
+	items := make([]judged, 0, len(h.Jobs)+len(h.Events)+len(h.Snapshots)+len(h.Attempts)+len(h.Calls)+len(h.Deliveries)+len(h.Breakers)+len(h.Processes))
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	unknown := map[string]HJob{}
+	for _, hj := range h.Jobs {
+		if hj.Outcome != "ok" {
+			unknown[hj.ID] = hj
+			continue
+		}
+		items = append(items, judged{at: ms(hj.AtMs), do: func() {
+			w.led.register(hj.ID, hj.Task, jobN(hj.ID))
+			w.made++
+		}})
+	}
+	// The stream, in its order, its times made monotone (processes'
+	// clocks differ by a little); each snapshot right after the events
+	// that preceded it.
+	var last time.Duration
+	evAt := make([]time.Duration, len(h.Events))
+	for i, he := range h.Events {
+		last = max(last, ms(he.AtMs))
+		evAt[i] = last
+		items = append(items, judged{at: last, prio: 1, pos: float64(i), do: func() {
+			e := disposition.Event{JobID: he.JobID, Task: he.Task, From: stateByName[he.From], To: stateByName[he.To],
+				Reason: disposition.Reason(he.Reason), At: w.start.Add(ms(he.AtMs)), Attempts: he.Attempts}
+			if e.From == disposition.None && w.led.jobs[e.JobID] == nil {
+				if hj, ok := unknown[e.JobID]; ok { // an enqueue whose answer was lost, that happened
+					w.led.register(hj.ID, hj.Task, jobN(hj.ID))
+					w.made++
+				}
+			}
+			w.led.observe(e)
+		}})
+	}
+	for i := range h.Snapshots {
+		s := &h.Snapshots[i]
+		at := time.Duration(0)
+		if s.AfterEvents > 0 && s.AfterEvents <= len(evAt) {
+			at = evAt[s.AfterEvents-1]
+		}
+		items = append(items, judged{at: at, prio: 1, pos: float64(s.AfterEvents) - 0.5, do: func() {
+			j.snap = s
+			w.sample()
+		}})
+	}
+	for _, a := range h.Attempts {
+		items = append(items, judged{at: ms(a.AtMs), do: func() { w.judgeAttempt(a) }})
+	}
+	deps := map[string]Dependency{}
+	for _, d := range sc.Dependencies {
+		deps[d.Name] = d
+	}
+	for _, c := range h.Calls {
+		dep, ok := deps[c.Dependency]
+		if !ok || !dep.Payment || !c.TookEffect {
+			continue
+		}
+		items = append(items, judged{at: ms(c.AtMs), do: func() {
+			r := w.led.jobs[c.JobID]
+			if r == nil {
+				r = w.led.stranger(disposition.Event{JobID: c.JobID}, disposition.None)
+			}
+			if r != nil {
+				w.charge(r, job.Job{ID: c.JobID, IdempotencyKey: c.Key}, dep)
+			}
+		}})
+	}
+	for _, d := range h.Deliveries {
+		if !d.Accepted {
+			continue
+		}
+		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, notificationOf(d)) }})
+	}
+	for _, b := range h.Breakers {
+		items = append(items, judged{at: ms(b.AtMs), do: func() { w.judgeBreaker(b) }})
+	}
+	for _, p := range h.Processes {
+		if p.Kind != "started" {
+			continue
+		}
+		items = append(items, judged{at: ms(p.AtMs), do: func() { w.judgeRestart(p.Worker, ms(p.AtMs)) }})
+	}
+	slices.SortStableFunc(items, func(a, b judged) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.prio, b.prio); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+
+	// Probes and the page deadlines run on the judge's clock, moved to
+	// each observation's instant.
+	for _, at := range slices.Sorted(mapsKeys(w.probes)) {
+		w.at(at, func() { w.probes[at] = w.snapshot() })
+	}
+	for _, it := range items {
+		if it.at > w.end {
+			it.at = w.end
+		}
+		if it.at > w.now() {
+			w.clk.RunUntil(w.start.Add(it.at))
+		}
+		it.do()
+	}
+	end := min(ms(h.EndedMs), w.end)
+	if h.Interrupted != "" {
+		w.clk.RunUntil(w.start.Add(max(end, w.now())))
+		w.errs = append(w.errs, fmt.Errorf("drill stopped at %s: %s: %w", fmtOffset(w.now()), h.Interrupted, context.Canceled))
+	} else {
+		w.clk.RunUntil(w.start.Add(w.end))
+	}
+	if len(h.Snapshots) > 0 {
+		j.snap = &h.Snapshots[len(h.Snapshots)-1]
+	}
+	w.stepLog = h.Steps
+	res := w.result()
+	res.Engine.Events = int64(len(h.Events))
+	if h.EventsLost {
+		res.Warnings = append(res.Warnings, "the store's event stream was trimmed before the drill read all of it: conservation is not observable for this drill")
+	}
+	res.Warnings = append(res.Warnings, h.Notes...)
+	return res, nil
+}
+
+// jobN is a generated job's number, 0 for an explicit job's ID.
+func jobN(id string) int64 {
+	n, ok := jobNumber(id)
+	if !ok {
+		return 0
+	}
+	return n
+}
+
+// judgeAttempt records a worker's report of an attempt, as complete and
+// apply record the simulator's.
+func (w *world) judgeAttempt(a HAttempt) {
+	r := w.led.jobs[a.JobID]
+	if r == nil {
+		return // its moves report it
+	}
+	truth, _ := classify.ParseClass(a.Truth)
+	o := worker.Outcome{Action: actionByName[a.Action]}
+	if a.Err != "" {
+		o.Err = errors.New(a.Err)
+		o.Verdict.Class, _ = classify.ParseClass(a.Class)
+		o.Verdict.Severity, _ = classify.ParseSeverity(a.Severity)
+		o.Verdict.Rule = a.Rule
+	}
+	w.recordAttempt(r, a.Fault, truth, &o, a.Fingerprint)
+	switch a.Result {
+	case "applied":
+		w.led.settle(r, true)
+	case "fenced", "kept-fenced":
+		w.led.settle(r, false)
+		w.led.totals.Fenced++
+		w.led.note(r, "late completion (%s) by %s fenced off: the lease was lost", o.Action, a.Worker)
+	case "kept":
+		w.led.keep(r)
+		w.led.note(r, "the dead letter is kept by worker %s, its lease kept alive", a.Worker)
+	default:
+		w.led.settle(r, false)
+		w.led.note(r, "worker %s could not write the %s (%s): the job comes back when its lease expires", a.Worker, o.Action, a.Result)
+	}
+}
+
+// judgeBreaker records one process's breaker transition: the legality of
+// each process's own sequence, and the dependency's state across them.
+func (w *world) judgeBreaker(b HBreaker) {
+	procs := w.judge.procBreakers[b.Breaker]
+	if procs == nil {
+		return
+	}
+	from, to := parseBreakerState(b.From), parseBreakerState(b.To)
+	at := time.Duration(b.AtMs) * time.Millisecond
+	w.trans = append(w.trans, reports.Transition{AtMs: b.AtMs, Breaker: b.Breaker, From: b.From, To: b.To, Reason: b.Worker + ": " + b.Reason})
+	if prev, ok := procs[b.Worker]; (ok && prev != from || !ok && from != degrade.Closed) || !legalBreaker(from, to) {
+		was := degrade.Closed
+		if ok {
+			was = prev
+		}
+		w.led.fail(InvBreakerLegal, nil, "breaker %s of worker %s moved %s → %s (%s) at %s, but it was %s", b.Breaker, b.Worker, from, to, b.Reason, fmtOffset(at), was)
+	}
+	procs[b.Worker] = to
+	w.aggregateBreaker(b.Breaker)
+}
+
+// judgeRestart notes a worker process (re)started: its breakers start
+// closed.
+func (w *world) judgeRestart(worker string, _ time.Duration) {
+	for name, procs := range w.judge.procBreakers {
+		if _, ok := procs[worker]; ok {
+			procs[worker] = degrade.Closed
+			w.aggregateBreaker(name)
+		}
+	}
+}
+
+func (w *world) aggregateBreaker(name string) {
+	st := degrade.Closed
+	for _, s := range w.judge.procBreakers[name] {
+		switch {
+		case s == degrade.Open:
+			st = degrade.Open
+		case s == degrade.HalfOpen && st == degrade.Closed:
+			st = degrade.HalfOpen
+		}
+	}
+	for _, br := range w.breakers {
+		if br.name == name {
+			br.b.(*liveBreaker).state = st
+			br.state = st
+		}
+	}
+}
+
+func parseBreakerState(s string) degrade.State {
+	for _, st := range []degrade.State{degrade.Closed, degrade.Open, degrade.HalfOpen} {
+		if st.String() == s {
+			return st
+		}
+	}
+	return 0
+}
+
+// notificationOf rebuilds the notification a delivery recorded.
+func notificationOf(d HDelivery) alert.Notification {
+	n := alert.Notification{Receiver: d.Receiver, Attempt: d.Attempt}
+	for _, a := range d.Alerts {
+		sev, _ := classify.ParseSeverity(a.Severity)
+		st := alert.Firing
+		if a.Status == alert.Resolved.String() {
+			st = alert.Resolved
+		}
+		n.Alerts = append(n.Alerts, alert.Alert{Fingerprint: a.Fingerprint, Name: a.Name, Severity: sev, Status: st, Count: a.Count, Summary: a.Summary})
+	}
+	return n
+}
+
+// DeliveryOf is the history form of a notification sent to receiver at
+// offset at.
+func DeliveryOf(at time.Duration, receiver string, n alert.Notification, sendErr error) HDelivery {
+	d := HDelivery{AtMs: at.Milliseconds(), Receiver: receiver, Attempt: n.Attempt, Accepted: sendErr == nil}
+	if sendErr != nil {
+		d.Error = sendErr.Error()
+	}
+	for _, a := range n.Alerts {
+		d.Alerts = append(d.Alerts, HAlert{Fingerprint: a.Fingerprint, Name: a.Name, Severity: a.Severity.String(),
+			Status: a.Status.String(), Count: a.Count, Summary: a.Summary})
+	}
+	return d
+}
+
+// judgeFaults is the faults' report: as the drill recorded them, with the
+// scenario's requireHits.
+func judgeFaults(sc *Scenario, h *History) []reports.Fault {
+	out := slices.Clone(h.Faults)
+	for i := range out {
+		for _, f := range sc.Faults {
+			if f.Name == out[i].Name {
+				out[i].RequireHits = f.RequireHits
+			}
+		}
+		if out[i].Windows == nil {
+			out[i].Windows = [][2]int64{}
+		}
+	}
+	if out == nil {
+		out = []reports.Fault{}
+	}
+	return out
+}
+
+// LiveNote is the warning every drill's report carries.
+func LiveNote(scale float64) string {
+	s := "wall clock — not reproducible to the byte: a drill of real processes on a real Redis"
+	if scale > 1 {
+		s += fmt.Sprintf(", at time scale %s", strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", scale), "0"), "."))
+	}
+	return s
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }

@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/worker"
+)
+
+// WorkerSystem is a scenario's worker-side system under test: the
+// classifier, the retry policy, and the breakers with their fallbacks,
+// built by BuildWorkerSystem — the one place the simulator and a drill's
+// worker processes build them, so both run the same values.
+type WorkerSystem struct {
+	Classifier worker.Classifier
+	Policy     worker.Policy
+	// Breakers are the scenario's breakers, in its order.
+	Breakers []NamedBreaker
+	// Guards protect the breakers' dependencies, for worker.Config.
+	Guards map[string]worker.Guard
+}
+
+// NamedBreaker is one breaker of a WorkerSystem and the dependency it
+// guards.
+type NamedBreaker struct {
+	Name    string
+	Breaker Breaker
+}
+
+// BuildWorkerSystem builds sc's classifier, retry policy and breakers (with
+// a degrade.Fallback draining through drainer for each reference breaker),
+// on env's clock and random streams ("retry" for the policy's jitter),
+// with the components opts replace. sc must have its defaults applied.
+func BuildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, opts ...Option) (*WorkerSystem, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return buildWorkerSystem(sc, env, drainer, &o)
+}
+
+func buildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, o *options) (*WorkerSystem, error) {
+	sys := &WorkerSystem{Guards: map[string]worker.Guard{}}
+	var err error
+	switch {
+	case o.classifier != nil:
+		sys.Classifier, err = o.classifier(env)
+	case sc.System.Rules != nil:
+		sys.Classifier, err = classify.New(sc.System.Rules)
+	default:
+		sys.Classifier = classify.Default()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("classifier: %w", err)
+	}
+	if o.policy != nil {
+		sys.Policy, err = o.policy(env)
+	} else {
+		sys.Policy, err = newPolicy(sc, env.Rand("retry"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("retry policy: %w", err)
+	}
+	for _, bc := range sc.System.Breakers {
+		var b Breaker
+		if o.breaker != nil {
+			b, err = o.breaker(env, bc.Config)
+		} else {
+			b, err = degrade.NewBreaker(bc.Config, env.Clock)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("breaker %q: %w", bc.Config.Name, err)
+		}
+		sys.Breakers = append(sys.Breakers, NamedBreaker{Name: bc.Config.Name, Breaker: b})
+		if rb, ok := b.(*degrade.Breaker); ok {
+			fb, err := degrade.NewFallback(rb, drainer, bc.Fallback, env.Clock)
+			if err != nil {
+				return nil, fmt.Errorf("fallback %q: %w", bc.Config.Name, err)
+			}
+			sys.Guards[bc.Config.Name] = worker.Guard{Router: fb, Breaker: rb}
+		} else {
+			sys.Guards[bc.Config.Name] = worker.Guard{Router: breakerRouter{b}, Breaker: b}
+		}
+	}
+	return sys, nil
+}
+
+// StoreConfig is the store configuration sc runs with (the caller adds the
+// namespace it uses, its Observer and its OnOverflow).
+func (sc *Scenario) StoreConfig() store.Config { return sc.storeConfig() }
+
+// AlertConfig is the alerter configuration sc runs with, each receiver
+// delivering to sink(name).
+func (sc *Scenario) AlertConfig(sink func(name string) alert.Sink) alert.Config {
+	return sc.alertConfig(sink)
+}
+
+// MonitorConfig is the DLQ monitor's configuration, when sc has a monitor
+// (System.Monitor set).
+func (sc *Scenario) MonitorConfig(st worker.StatsReader, sig worker.Signaler, namespace string, env Env) worker.MonitorConfig {
+	m := sc.monitorConfig(st, sig, env.Clock)
+	m.Namespace = namespace
+	return m
+}
+
+// AutoRetryConfig is the off-peak auto-retry's configuration, when sc has
+// one (System.AutoRetry set).
+func (sc *Scenario) AutoRetryConfig(st worker.RetryStore, env Env) worker.AutoRetryConfig {
+	return sc.autoRetryConfig(st, env.Clock)
+}
+
+// NewStream returns the named random stream of a run with seed: what
+// Env.Rand gives the simulator's components, for a driver that builds
+// them elsewhere.
+func NewStream(seed uint64, name string) *rand.Rand { return newStream(seed, name) }
+
+// newPolicy is the reference retry policy of sc's configuration.
+func newPolicy(sc *Scenario, r *rand.Rand) (worker.Policy, error) {
+	return retry.New(sc.System.Retry, r)
+}

@@ -300,65 +300,65 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	wait := g.wall(eff.Latency)
 
-	var outcome Outcome
-	status := 0
-	switch {
-	case eff.Err != nil && p.act == actHang:
-		h.Set(HeaderOutcome, string(OutcomeTimeout))
-		if p.op != "" {
-			h.Set(HeaderOp, p.op)
-		}
-		w.WriteHeader(http.StatusEarlyHints)
-		if g.sleep(r.Context(), healed, wait) == errGaveUp {
-			outcome = OutcomeTimeout
-		} else {
-			outcome = OutcomeDropped
-			drop(w)
-		}
-	case eff.Err != nil && p.act == actRefuse:
-		h.Set(HeaderOutcome, string(OutcomeRefused))
-		w.WriteHeader(http.StatusEarlyHints)
-		if g.sleep(r.Context(), healed, wait) == errGaveUp {
-			outcome = OutcomeTimeout
-		} else {
-			outcome = OutcomeRefused
-			drop(w)
-		}
-	default:
-		if err := g.sleep(r.Context(), healed, wait); err == errGaveUp {
-			outcome = OutcomeTimeout
-			break
-		} else if err == errClosing {
-			outcome = OutcomeDropped
-			drop(w)
-			break
-		}
-		if eff.Err != nil {
-			for k, vs := range p.header {
-				h[k] = vs
-			}
-			status, outcome = p.status, OutcomeError
-			w.WriteHeader(status)
-			_, _ = w.Write(p.body)
-			break
-		}
-		h.Set("Content-Type", "application/json")
-		var out any = map[string]any{"ok": true}
-		if g.cfg.Payment {
-			out = map[string]any{"id": chargeID, "object": "charge", "status": "succeeded", "idempotency_key": key}
-		}
-		outcome, status = OutcomeOK, http.StatusOK
-		if c.Replayed {
-			outcome = OutcomeReplayed
-			h.Set(HeaderReplayed, "true")
-		}
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(out)
+	// finish logs the outcome before it is sent, so that a caller who has
+	// its answer finds it in the log.
+	finish := func(o Outcome, status int) {
+		g.mu.Lock()
+		g.log[i].Outcome, g.log[i].Status, g.log[i].Took = o, status, time.Since(c.Wall)
+		g.mu.Unlock()
 	}
-
-	g.mu.Lock()
-	g.log[i].Outcome, g.log[i].Status, g.log[i].Took = outcome, status, time.Since(c.Wall)
-	g.mu.Unlock()
+	switch {
+	case eff.Err != nil && (p.act == actHang || p.act == actRefuse):
+		outcome := OutcomeRefused
+		if p.act == actHang {
+			outcome = OutcomeDropped
+			h.Set(HeaderOutcome, string(OutcomeTimeout))
+			if p.op != "" {
+				h.Set(HeaderOp, p.op)
+			}
+		} else {
+			h.Set(HeaderOutcome, string(OutcomeRefused))
+		}
+		w.WriteHeader(http.StatusEarlyHints)
+		if g.sleep(r.Context(), healed, wait) == errGaveUp {
+			finish(OutcomeTimeout, 0)
+			return
+		}
+		finish(outcome, 0)
+		drop(w)
+		return
+	}
+	switch err := g.sleep(r.Context(), healed, wait); err {
+	case errGaveUp:
+		finish(OutcomeTimeout, 0)
+		return
+	case errClosing:
+		finish(OutcomeDropped, 0)
+		drop(w)
+		return
+	}
+	if eff.Err != nil {
+		for k, vs := range p.header {
+			h[k] = vs
+		}
+		finish(OutcomeError, p.status)
+		w.WriteHeader(p.status)
+		_, _ = w.Write(p.body)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	var out any = map[string]any{"ok": true}
+	if g.cfg.Payment {
+		out = map[string]any{"id": chargeID, "object": "charge", "status": "succeeded", "idempotency_key": key}
+	}
+	outcome := OutcomeOK
+	if c.Replayed {
+		outcome = OutcomeReplayed
+		h.Set(HeaderReplayed, "true")
+	}
+	finish(outcome, http.StatusOK)
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // chargeLocked books a call that took effect on a payment: a new charge, or

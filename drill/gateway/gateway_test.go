@@ -312,6 +312,30 @@ var _ = Describe("Gateway", func() {
 		Expect(g.Calls()).To(HaveEach(HaveField("Outcome", gateway.OutcomeDropped)))
 	})
 
+	It("leaves a caller's own cancellation as context.Canceled, for a worker's shutdown rule", func() {
+		g := gw(pay, true, dependencyFault("hang", pay, faults.GatewayTimeout{After: time.Hour}))
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			defer GinkgoRecover()
+			Eventually(g.Calls).WithTimeout(5 * time.Second).Should(HaveLen(1))
+			cancel()
+		}()
+		_, err := client(g, 0).Call(ctx, "job", "key")
+		Expect(err).To(MatchError(context.Canceled))
+		v := classifier.Classify(err, classify.Scope{Dependency: pay, ShuttingDown: true})
+		Expect(v.Class).To(Equal(classify.Indeterminate), "canceled mid-charge: the request may be out")
+	})
+
+	It("gives a refused dial once the gateway is closed", func() {
+		g, err := gateway.New(gateway.Config{Name: pay, Faults: gateway.NewLocked(injector()), Now: clk.Now, Payment: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(g.Start()).To(Succeed())
+		c := client(g, 5*time.Second)
+		Expect(g.Close(context.Background())).To(Succeed())
+		_, err = c.Call(context.Background(), "job", "key")
+		Expect(classifier.Classify(err, classify.Scope{Dependency: pay}).Rule).To(Equal("payment-dial-failed"))
+	})
+
 	Describe("SetHealthy", func() {
 		It("answers every call OK with no fault while healthy, and logs it", func() {
 			g := gw("api", false, dependencyFault("down", "api", faults.Outage{}))

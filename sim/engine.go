@@ -1227,22 +1227,9 @@ func (w *world) step(st Step) {
 	now := w.clk.Now()
 	rec := reports.Step{AtMs: w.now().Milliseconds(), Kind: st.Kind.String()}
 	switch st.Kind {
-	case Requeue:
-		budget := st.Budget
-		if budget == 0 {
-			budget = dlq.OneMoreAttempt
-		}
-		res, err := w.dlqW.RequeueMatching(w.ctx, st.Filter, dlq.RequeueOptions{Budget: budget, By: "operator"}, now, false)
-		rec.Detail = fmt.Sprintf("matched %d, requeued %d, skipped %d", res.Matched, res.Requeued, res.Skipped)
-		rec.Error = errText(err)
-	case Delete:
-		n, err := w.deleteMatching(st.Filter, now)
-		rec.Detail = fmt.Sprintf("deleted %d", n)
-		rec.Error = errText(err)
-	case Purge:
-		n, err := w.dlqW.Purge(w.ctx, now.Add(-st.OlderThan), now)
-		rec.Detail = fmt.Sprintf("purged %d", n)
-		rec.Error = errText(err)
+	case Requeue, Delete, Purge:
+		rec = CarryOutStep(w.ctx, st, w.dlqW, now)
+		rec.AtMs = w.now().Milliseconds()
 	case SetWorkers:
 		active := 0
 		for _, s := range w.slots {
@@ -1278,11 +1265,48 @@ func (w *world) step(st Step) {
 	w.stepLog = append(w.stepLog, rec)
 }
 
-func (w *world) deleteMatching(f dlq.Filter, now time.Time) (int, error) {
+// StepStore is what an operator's DLQ step needs of the store.
+type StepStore interface {
+	RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.RequeueOptions, now time.Time, dry bool) (dlq.BulkResult, error)
+	List(ctx context.Context, f dlq.Filter, cursor string, limit int) (dlq.Page, error)
+	Delete(ctx context.Context, id, by string, now time.Time) error
+	Purge(ctx context.Context, olderThan, now time.Time) (int, error)
+}
+
+// CarryOutStep carries out an operator's DLQ step (requeue, delete or
+// purge) on s at now, as the simulator and a drill both do, and returns
+// its record (AtMs left for the caller). Other kinds are not DLQ steps:
+// their record says so.
+func CarryOutStep(ctx context.Context, st Step, s StepStore, now time.Time) reports.Step {
+	rec := reports.Step{Kind: st.Kind.String()}
+	switch st.Kind {
+	case Requeue:
+		budget := st.Budget
+		if budget == 0 {
+			budget = dlq.OneMoreAttempt
+		}
+		res, err := s.RequeueMatching(ctx, st.Filter, dlq.RequeueOptions{Budget: budget, By: "operator"}, now, false)
+		rec.Detail = fmt.Sprintf("matched %d, requeued %d, skipped %d", res.Matched, res.Requeued, res.Skipped)
+		rec.Error = errText(err)
+	case Delete:
+		n, err := deleteMatching(ctx, s, st.Filter, now)
+		rec.Detail = fmt.Sprintf("deleted %d", n)
+		rec.Error = errText(err)
+	case Purge:
+		n, err := s.Purge(ctx, now.Add(-st.OlderThan), now)
+		rec.Detail = fmt.Sprintf("purged %d", n)
+		rec.Error = errText(err)
+	default:
+		rec.Error = st.Kind.String() + " is not a DLQ step"
+	}
+	return rec
+}
+
+func deleteMatching(ctx context.Context, s StepStore, f dlq.Filter, now time.Time) (int, error) {
 	var ids []string
 	cursor := ""
 	for {
-		p, err := w.dlqW.List(w.ctx, f, cursor, 1000)
+		p, err := s.List(ctx, f, cursor, 1000)
 		if err != nil {
 			return 0, err
 		}
@@ -1298,7 +1322,7 @@ func (w *world) deleteMatching(f dlq.Filter, now time.Time) (int, error) {
 	}
 	n := 0
 	for _, id := range ids {
-		if err := w.dlqW.Delete(w.ctx, id, "operator", now); err != nil {
+		if err := s.Delete(ctx, id, "operator", now); err != nil {
 			return n, err
 		}
 		n++

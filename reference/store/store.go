@@ -105,6 +105,14 @@ type Config struct {
 	Observer disposition.Observer
 	// OnOverflow, if set, hears every DLQ overflow, after it happened.
 	OnOverflow func(Overflow)
+	// EventStream, when above zero, has the Redis backend also append every
+	// disposition event to the namespace's event stream
+	// ({faultline:NS}:events), inside the script that makes the move, so
+	// that a move and its event are one atomic step and a move whose reply
+	// was lost is still recorded; the stream is trimmed to about this many
+	// entries (XADD MAXLEN ~). Zero (the default) writes no stream. The
+	// in-memory backend ignores it (its Observer cannot miss a move).
+	EventStream int
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -160,6 +168,8 @@ func (c Config) Validate() error {
 		return &ConfigError{"Overflow", "must be Reject or EvictOldest"}
 	case c.BatchSize < 1 || c.BatchSize > 10_000:
 		return &ConfigError{"BatchSize", "must be between 1 and 10,000"}
+	case c.EventStream < 0:
+		return &ConfigError{"EventStream", "must not be negative (0 turns the stream off)"}
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
@@ -158,6 +159,97 @@ func BenchmarkDLQAddBatched(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchStreamLen is the MAXLEN of the stream benchmarks: large enough that
+// the stream trims (MAXLEN ~) once b.N passes it, as a long drill does.
+const benchStreamLen = 1000
+
+// BenchmarkStreamDLQAdd is BenchmarkDLQAdd with the event stream off and
+// on: what the stream costs one Add (one XADD, one XREVRANGE, in the same
+// script).
+func BenchmarkStreamDLQAdd(b *testing.B) {
+	for _, on := range []int{0, benchStreamLen} {
+		b.Run(streamName(on), func(b *testing.B) {
+			c := benchClient(b)
+			s := benchStore(b, c, store.Config{EventStream: on})
+			ctx := context.Background()
+			entries := make([]dlq.Entry, b.N)
+			for i := range entries {
+				entries[i] = benchEntry(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := s.Add(ctx, entries[i], t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamDeadLetter is one DeadLetter of a leased job (the lease
+// is taken outside the timer) with the event stream off and on.
+func BenchmarkStreamDeadLetter(b *testing.B) {
+	for _, on := range []int{0, benchStreamLen} {
+		b.Run(streamName(on), func(b *testing.B) {
+			c := benchClient(b)
+			s := benchStore(b, c, store.Config{EventStream: on})
+			ctx := context.Background()
+			entries := make([]dlq.Entry, b.N)
+			leases := make([]queue.Lease, b.N)
+			for i := range entries {
+				entries[i] = benchEntry(i)
+				if err := s.Enqueue(ctx, entries[i].Job, t0); err != nil {
+					b.Fatal(err)
+				}
+				j, l, ok, err := s.Dequeue(ctx, entries[i].Job.QueueName(), t0, time.Hour)
+				if err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+				entries[i].Job, leases[i] = j, l
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := s.DeadLetter(ctx, leases[i], entries[i], t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamDLQAddBatched is BenchmarkDLQAddBatched with the event
+// stream off and on: 100 XADDs per script; ns/op is per entry.
+func BenchmarkStreamDLQAddBatched(b *testing.B) {
+	for _, on := range []int{0, benchStreamLen} {
+		b.Run(streamName(on), func(b *testing.B) {
+			c := benchClient(b)
+			s := benchStore(b, c, store.Config{EventStream: on})
+			ctx := context.Background()
+			batch := s.Config().BatchSize
+			entries := make([]dlq.Entry, b.N)
+			for i := range entries {
+				entries[i] = benchEntry(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for start := 0; start < b.N; start += batch {
+				if _, err := s.AddBatch(ctx, entries[start:min(start+batch, b.N)], t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func streamName(maxlen int) string {
+	if maxlen == 0 {
+		return "stream=off"
+	}
+	return "stream=on"
 }
 
 // BenchmarkRawLPUSHPipelined is the baseline of BenchmarkDLQAddBatched:

@@ -136,7 +136,7 @@ func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.T
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", l.JobID, err)
 	}
-	r, err := s.run(ctx, holdScript, l.JobID, token(l), s.cfg.HeldCapacity, millis(now), raw)
+	r, err := s.runAt(ctx, now, holdScript, l.JobID, token(l), s.cfg.HeldCapacity, millis(now), raw, e.Job.Task, e.Job.Attempts)
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", l.JobID, err)
 	}
@@ -250,7 +250,7 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
-		r, err := s.run(ctx, dlqPutScript, append(s.putArgs(f, now), item...)...)
+		r, err := s.runAt(ctx, now, dlqPutScript, append(s.putArgs(f, now), item...)...)
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
@@ -369,10 +369,11 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 		if len(idx) == 0 {
 			continue
 		}
-		r, err := s.run(ctx, dlqPutScript, args...)
+		r, err := s.runAt(ctx, now, dlqPutScript, args...)
 		if err != nil {
 			return results, errors.Join(append(errs, fmt.Errorf("add batch: %w", err))...)
 		}
+		var merges []int
 		for k, res := range asSlice(r) {
 			i, v := idx[k], asSlice(res)
 			switch asString(v[0]) {
@@ -382,9 +383,14 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 				s.overflow(batch[k].Job.ID, nil, false, now)
 				errs = append(errs, fmt.Errorf("add %s: %w", batch[k].Job.ID, dlq.ErrFull))
 			default: // the job has an entry: merge it as Add does
-				if results[i], err = s.put(ctx, "add", nil, entries[i], now); err != nil {
-					errs = append(errs, err)
-				}
+				merges = append(merges, i)
+			}
+		}
+		// The merges run after the batch's script, so the observer hears
+		// them after its moves: in the order the moves happened.
+		for _, i := range merges {
+			if results[i], err = s.put(ctx, "add", nil, entries[i], now); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}

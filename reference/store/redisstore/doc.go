@@ -51,6 +51,34 @@
 // is never run twice behind the caller's back, and the caller's own retry
 // gets the guarded answer.
 //
+// # Event stream
+//
+// With Config.EventStream = N > 0, every script that moves a job also
+// appends each move's event to the namespace's stream {faultline:NS}:events
+// (EventStreamKey), in the same script: a move and its event are one atomic
+// step, so a move whose reply was lost is in the stream exactly once though
+// the Observer never heard of it. The entries come in the order the Observer
+// hears the events of the calls whose replies arrived (a batch whose
+// entries merge with existing ones reports the merges after the batch's own
+// moves, as they happen). Each entry has the fields
+//
+//	job   the job ID            from, to  the states' names (disposition.State)
+//	task  its task              why       the reason (disposition.Reason)
+//	at    the caller's now (ms) att       its counted attempts after the move
+//	prev  the ID of the entry before it ("0-0" for the first)
+//
+// and an ID from Redis ('*'). The stream is trimmed with XADD MAXLEN ~ N:
+// Redis drops whole nodes of entries (100 by default), so it holds between N
+// and about N+100; miniredis trims exactly. ReadEvents reads it (XREAD, with
+// BLOCK when asked) and, from prev, tells a reader that entries were trimmed
+// before it read them (ErrEventsTrimmed): then what it read is not every
+// move. With N = 0 (the default) no script writes the stream. A heartbeat is
+// no move and has no event; nor have Delete, Restore and Quarantine (the job
+// stays dead-lettered). The cost: one XREVRANGE per script that moves
+// anything and one XADD per move (see BenchmarkStream* in bench_test.go).
+// The stream's IDs come from the Redis server's clock; at carries the
+// caller's.
+//
 // Bytes in the DLQ that do not decode (another writer's, or a newer
 // version's) are listed, counted and purgeable as corrupt entries, never
 // dropped: bytes written without an index (a raw HSET of a new id) are
@@ -89,6 +117,8 @@
 //	                                      deleted, quarantined, corrupt)
 //	{faultline:NS}:dlq:stats       hash   counters: st:<status>, sev:<severity>,
 //	                                      cls:<class>, task:<task>, evicted, rejected
+//	{faultline:NS}:events          stream the disposition events, oldest first, when
+//	                                      Config.EventStream > 0 (see Event stream)
 //
 // Stats reads the counters (O(counters), not O(entries)) and the head of the
 // failed index. List walks the time index, or one status's index, in bounded
@@ -99,7 +129,8 @@
 // # Scripts
 //
 // Each starts with a comment giving its KEYS and ARGV and what it
-// guarantees (scripts.go): enqueue, dequeue, heartbeat, ack, retry, release,
+// guarantees (scripts.go); every one takes two more ARGV last, the time of
+// its events and the stream's MAXLEN ('0': off): enqueue, dequeue, heartbeat, ack, retry, release,
 // divert, forwardDue, recoverExpired, drainBatch and counts for the queue;
 // dlqPut (add, dead-letter and flush of a held job, with capacity, eviction
 // and parking), hold, heldPeek, dlqSet (requeue,

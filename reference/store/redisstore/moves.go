@@ -123,7 +123,7 @@ func (s *Store) Requeue(ctx context.Context, id string, opts dlq.RequeueOptions,
 		if err != nil {
 			return 0, fmt.Errorf("requeue %s: %w", id, err)
 		}
-		r, err := s.run(ctx, dlqSetScript, item...)
+		r, err := s.runAt(ctx, now, dlqSetScript, item...)
 		if err != nil {
 			return 0, fmt.Errorf("requeue %s: %w", id, err)
 		}
@@ -216,7 +216,7 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 			jobs = append(jobs, j)
 		}
 		if len(items) > 0 {
-			r, err := s.run(ctx, dlqSetScript, items...)
+			r, err := s.runAt(ctx, now, dlqSetScript, items...)
 			if err != nil {
 				return res, fmt.Errorf("requeue matching: %w", err)
 			}
@@ -335,7 +335,7 @@ func (s *Store) Purge(ctx context.Context, olderThan time.Time, now time.Time) (
 	}
 	total := 0
 	for {
-		r, err := s.run(ctx, dlqPurgeScript, millis(olderThan), s.cfg.BatchSize)
+		r, err := s.runAt(ctx, now, dlqPurgeScript, millis(olderThan), s.cfg.BatchSize)
 		if err != nil {
 			return total, fmt.Errorf("purge: %w", err)
 		}

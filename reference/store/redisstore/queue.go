@@ -23,7 +23,7 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, err)
 	}
-	r, err := s.run(ctx, enqueueScript, j.ID, j.QueueName(), data, j.Task, j.Attempts)
+	r, err := s.runAt(ctx, now, enqueueScript, j.ID, j.QueueName(), data, j.Task, j.Attempts)
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, err)
 	}
@@ -48,7 +48,7 @@ func (s *Store) Dequeue(ctx context.Context, q string, now time.Time, ttl time.D
 		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: lease ttl %v is not positive", q, ttl)
 	}
 	expires := now.Add(ttl)
-	r, err := s.run(ctx, dequeueScript, q, millis(expires), strayBound)
+	r, err := s.runAt(ctx, now, dequeueScript, q, millis(expires), strayBound)
 	if errors.Is(err, redis.Nil) {
 		return job.Job{}, queue.Lease{}, false, nil
 	}
@@ -121,7 +121,7 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time
 		// where it was leased from.
 		j.Queue = l.Queue
 	}
-	r, err := s.run(ctx, ackScript, l.JobID, token(l))
+	r, err := s.runAt(ctx, now, ackScript, l.JobID, token(l), j.Task, j.Attempts)
 	if err != nil {
 		return fmt.Errorf("ack %s: %w", l.JobID, err)
 	}
@@ -154,7 +154,7 @@ func (s *Store) settle(ctx context.Context, op string, sc *redis.Script, l queue
 		return fmt.Errorf("%s %s: %w", op, l.JobID, err)
 	}
 	args := append([]any{l.JobID, token(l), data, j.Attempts}, extra...)
-	r, err := s.run(ctx, sc, args...)
+	r, err := s.runAt(ctx, now, sc, append(args, j.Task)...)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, l.JobID, err)
 	}
@@ -205,7 +205,7 @@ func (s *Store) bulk(limit int, step func(n int) ([]moved, bool, error), from, t
 // BatchSize. A limit below 1 moves nothing.
 func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	n, _, err := s.bulk(limit, func(n int) ([]moved, bool, error) {
-		r, err := s.run(ctx, forwardDueScript, millis(now), n)
+		r, err := s.runAt(ctx, now, forwardDueScript, millis(now), n)
 		if err != nil {
 			return nil, false, fmt.Errorf("forward due retries: %w", err)
 		}
@@ -256,7 +256,7 @@ func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (i
 		for _, id := range ids[max(0, end-s.cfg.BatchSize):end] {
 			args = append(args, id)
 		}
-		r, err := s.run(ctx, recoverScript, args...)
+		r, err := s.runAt(ctx, now, recoverScript, args...)
 		if err != nil {
 			return total, fmt.Errorf("recover expired leases: %w", err)
 		}
@@ -276,7 +276,7 @@ func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (i
 // fallback queue. A max below 1 moves nothing.
 func (s *Store) DrainBatch(ctx context.Context, now time.Time, max int) (int, bool, error) {
 	step := func(n int) ([]moved, bool, error) {
-		r, err := s.run(ctx, drainScript, n)
+		r, err := s.runAt(ctx, now, drainScript, n)
 		if err != nil {
 			return nil, false, fmt.Errorf("drain fallback queue: %w", err)
 		}

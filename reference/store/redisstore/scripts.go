@@ -19,6 +19,12 @@ import "github.com/redis/go-redis/v9"
 //     moves), and the DLQ status script checks every item before any write.
 //   - Strings are compared bytewise by less() (Redis's Lua compares with
 //     strcoll, which depends on the server's locale; sorted sets use memcmp).
+//   - Every script takes two more ARGV after the ones its comment lists (Store.run
+//     appends them): the time of the call's disposition events (ms) and the
+//     event stream's MAXLEN ('0': the stream is off). NARG counts the ARGV
+//     before them. A script that moves a job calls event() once per move, in
+//     the order the caller reports the moves to Config.Observer; with the
+//     stream on, that appends the event to P:events in the same script.
 
 // prelude is prepended to every script after its contract comment: key names
 // derived from the prefix, and the helpers that keep the DLQ's indexes and
@@ -32,6 +38,28 @@ local function jobKey(id) return P .. ':job:' .. id end
 local function queueKey(q) return P .. ':q:' .. q end
 local function metaKey(id) return P .. ':dlq:m:' .. id end
 local function statusKey(st) return P .. ':dlq:st:' .. st end
+
+-- The event stream's arguments, after the script's own (NARG of them).
+local NARG = #ARGV - 2
+local EVAT, EVMAX = ARGV[NARG + 1], tonumber(ARGV[NARG + 2]) or 0
+local EVENTS = P .. ':events'
+local evprev
+
+-- event appends one disposition event to P:events when the stream is on
+-- (EVMAX > 0), trimmed to about EVMAX entries: job id, task, from and to
+-- states and reason (their names in package disposition), time (EVAT) and
+-- attempts after the move, and prev, the ID of the entry before it ('0-0'
+-- for the first), by which a reader detects entries trimmed before it read
+-- them.
+local function event(id, task, from, to, why, att)
+  if EVMAX <= 0 then return end
+  if not evprev then
+    local last = redis.call('XREVRANGE', EVENTS, '+', '-', 'COUNT', 1)
+    evprev = last[1] and last[1][1] or '0-0'
+  end
+  evprev = redis.call('XADD', EVENTS, 'MAXLEN', '~', EVMAX, '*', 'job', id, 'task', task or '', 'from', from,
+    'to', to, 'why', why, 'at', EVAT, 'att', tostring(tonumber(att) or 0), 'prev', evprev)
+end
 
 -- less compares two strings bytewise, as sorted sets order their members.
 local function less(a, b)
@@ -138,6 +166,7 @@ local jk = jobKey(ARGV[1])
 if redis.call('EXISTS', jk) == 1 then return 0 end
 local st = redis.call('HGET', metaKey(ARGV[1]), 'st')
 if st == 'failed' or st == 'quarantined' or st == 'deleted' then return 2 end
+event(ARGV[1], ARGV[4], 'none', 'queued', 'enqueued', ARGV[5])
 redis.call('HSET', jk, 'data', ARGV[3], 'task', ARGV[4], 'q', ARGV[2], 'loc', 'queued', 'att', ARGV[5])
 redis.call('RPUSH', queueKey(ARGV[2]), ARGV[1])
 redis.call('SADD', QUEUES, ARGV[2])
@@ -147,7 +176,7 @@ return 1
 var dequeueScript = script(`
 -- dequeue: KEYS[1] prefix. ARGV[1] queue, ARGV[2] lease expiry (ms),
 -- ARGV[3] bound on stray ids skipped.
--- Leases the job at the head of the queue: pops it, gives it a new lease token
+-- Leases the job at the head of the queue (event: leased): pops it, gives it a new lease token
 -- (INCR of P:lease, so tokens only grow) and puts it in the processing set
 -- scored by its lease expiry, in one step. Returns {id, job JSON, attempts,
 -- token}, or nil when the queue is empty. The head is checked before it is
@@ -159,9 +188,16 @@ for _ = 1, tonumber(ARGV[3]) do
   local id = redis.call('LINDEX', q, 0)
   if not id then return nil end
   local jk = jobKey(id)
-  local v = redis.call('HMGET', jk, 'loc', 'data', 'att')
+  local v = redis.call('HMGET', jk, 'loc', 'data', 'att', 'task')
   redis.call('LPOP', q)
   if v[1] == 'queued' then
+    if EVMAX > 0 then
+      -- the event names the task of the job's JSON, as the caller reads it
+      local ok, d = pcall(cjson.decode, v[2])
+      local task = v[4]
+      if ok and type(d) == 'table' and type(d.task) == 'string' then task = d.task end
+      event(id, task, 'queued', 'in-flight', 'leased', v[3])
+    end
     local tok = redis.call('INCR', P .. ':lease')
     redis.call('HSET', jk, 'loc', 'inflight', 'tok', tok, 'exp', ARGV[2])
     redis.call('ZADD', PROCESSING, ARGV[2], id)
@@ -185,12 +221,14 @@ return 'ok'
 `)
 
 var ackScript = script(`
--- ack: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token.
+-- ack: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] task
+-- and ARGV[4] attempts (the job as the worker ends it, for the event).
 -- Removes a job whose attempt succeeded, fenced by its lease token. Returns
 -- {'ok', task, attempts}, or {'gone'} / {'lost'} writing nothing.
 `, `
 local j, why = fence(ARGV[1], ARGV[2])
 if not j then return {why} end
+event(ARGV[1], ARGV[3], 'in-flight', 'succeeded', 'succeeded', ARGV[4])
 redis.call('ZREM', PROCESSING, ARGV[1])
 redis.call('DEL', jobKey(ARGV[1]))
 return {'ok', j.task, tonumber(j.att) or 0}
@@ -198,13 +236,14 @@ return {'ok', j.task, tonumber(j.att) or 0}
 
 var retryScript = script(`
 -- retry: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
--- JSON, ARGV[4] attempts, ARGV[5] due time (ms).
+-- JSON, ARGV[4] attempts, ARGV[5] due time (ms), ARGV[6] task.
 -- Moves a leased job from the processing set to the retry schedule (scored
 -- by its due time), storing the new job copy, fenced by its lease token.
 -- Returns 'ok', or 'gone' / 'lost' writing nothing.
 `, `
 local j, why = fence(ARGV[1], ARGV[2])
 if not j then return why end
+event(ARGV[1], ARGV[6], 'in-flight', 'scheduled', 'retry', ARGV[4])
 redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'scheduled')
 redis.call('ZREM', PROCESSING, ARGV[1])
 redis.call('ZADD', RETRY, ARGV[5], ARGV[1])
@@ -213,12 +252,13 @@ return 'ok'
 
 var releaseScript = script(`
 -- release: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
--- JSON, ARGV[4] attempts.
+-- JSON, ARGV[4] attempts, ARGV[5] task.
 -- Puts a leased job back at the head of its queue, storing the new job copy,
 -- fenced by its lease token. Returns 'ok', or 'gone' / 'lost' writing nothing.
 `, `
 local j, why = fence(ARGV[1], ARGV[2])
 if not j then return why end
+event(ARGV[1], ARGV[5], 'in-flight', 'queued', 'released', ARGV[4])
 redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'queued')
 redis.call('ZREM', PROCESSING, ARGV[1])
 redis.call('LPUSH', queueKey(j.q), ARGV[1])
@@ -228,13 +268,14 @@ return 'ok'
 
 var divertScript = script(`
 -- divert: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] job
--- JSON, ARGV[4] attempts.
+-- JSON, ARGV[4] attempts, ARGV[5] task.
 -- Moves a leased job to the tail of the fallback (batch) queue, storing the
 -- new job copy, fenced by its lease token. Returns 'ok', or 'gone' / 'lost'
 -- writing nothing.
 `, `
 local j, why = fence(ARGV[1], ARGV[2])
 if not j then return why end
+event(ARGV[1], ARGV[5], 'in-flight', 'fallback', 'diverted', ARGV[4])
 redis.call('HSET', jobKey(ARGV[1]), 'data', ARGV[3], 'att', ARGV[4], 'loc', 'fallback')
 redis.call('ZREM', PROCESSING, ARGV[1])
 redis.call('RPUSH', FALLBACK, ARGV[1])
@@ -256,6 +297,7 @@ for _, id in ipairs(ids) do
   local v = redis.call('HMGET', jk, 'loc', 'q', 'task', 'att')
   redis.call('ZREM', RETRY, id)
   if v[1] == 'scheduled' then
+    event(id, v[3], 'scheduled', 'queued', 'due', tonumber(v[4]) or 0)
     redis.call('HSET', jk, 'loc', 'queued')
     redis.call('RPUSH', queueKey(v[2]), id)
     redis.call('SADD', QUEUES, v[2])
@@ -280,7 +322,7 @@ var recoverScript = script(`
 -- their number as the last element.
 `, `
 local out, back = {}, {}
-for i = 3, #ARGV do
+for i = 3, NARG do
   local id = ARGV[i]
   local jk = jobKey(id)
   local exp = redis.call('ZSCORE', PROCESSING, id)
@@ -290,6 +332,7 @@ for i = 3, #ARGV do
     redis.call('ZREM', PROCESSING, id)
     if ARGV[2] == '1' then att = redis.call('HINCRBY', jk, 'att', 1) end
     redis.call('HSET', jk, 'loc', 'queued')
+    event(id, v[3], 'in-flight', 'queued', 'lease-expired', att)
     back[#back + 1] = {id, v[2]}
     out[#out + 1] = id
     out[#out + 1] = v[3]
@@ -320,6 +363,7 @@ for _ = 1, tonumber(ARGV[1]) do
   local v = redis.call('HMGET', jk, 'loc', 'q', 'task', 'att')
   redis.call('LPOP', FALLBACK)
   if v[1] == 'fallback' then
+    event(id, v[3], 'fallback', 'queued', 'drained', tonumber(v[4]) or 0)
     redis.call('HSET', jk, 'loc', 'queued')
     redis.call('RPUSH', queueKey(v[2]), id)
     redis.call('SADD', QUEUES, v[2])
@@ -380,6 +424,8 @@ local cap, policy, fenceID, fenceKind = tonumber(ARGV[1]), ARGV[3], ARGV[4], ARG
 local counting = {failed = true, quarantined = true}
 if ARGV[2] == '1' then counting.requeued = true; counting.deleted = true end
 local order = {'failed', 'quarantined', 'requeued', 'deleted'}
+-- dead: the statuses of an entry that holds a dead-lettered job
+local dead = {failed = true, quarantined = true, deleted = true}
 
 -- used is how many entries count toward capacity, kept up to date below.
 local used = 0
@@ -435,6 +481,7 @@ local function put(i)
         if fenceKind == 'held' then return {'full'} end
         bump('rejected', 1)
         if fenceKind == 'hold' and redis.call('ZCARD', HELD) < tonumber(ARGV[7]) then
+          event(fenceID, m.task, 'in-flight', 'held', 'held', m.att)
           redis.call('ZREM', PROCESSING, fenceID)
           redis.call('HSET', jobKey(fenceID), 'loc', 'held', 'entry', ARGV[9], 'heldat', ARGV[8])
           redis.call('ZADD', HELD, redis.call('INCR', P .. ':heldseq'), fenceID)
@@ -450,6 +497,7 @@ local function put(i)
     local vm = readMeta(v)
     drop(v, vm)
     vm = vm or {st = 'corrupt', task = '', att = '0'}
+    if dead[vm.st] then event(v, vm.task, 'dead-lettered', 'none', 'evicted', vm.att) end
     evicted[#evicted + 1] = v
     evicted[#evicted + 1] = vm.task
     evicted[#evicted + 1] = tonumber(vm.att) or 0
@@ -465,6 +513,11 @@ local function put(i)
     end
     redis.call('DEL', jobKey(fenceID))
   end
+  if fenceID ~= '' then
+    event(id, m.task, fenceKind == 'held' and 'held' or 'in-flight', 'dead-lettered', 'dead-lettered', m.att)
+  elseif not old or old.st == 'requeued' then
+    event(id, m.task, 'none', 'dead-lettered', 'dead-lettered', m.att)
+  end
   redis.call('HSET', ENTRIES, id, ARGV[i + 2])
   index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 9])
   return {'ok', old and 0 or 1, evicted}
@@ -479,7 +532,7 @@ elseif fenceID ~= '' then
   if why then return {{why}} end
 end
 local out = {}
-for i = 10, #ARGV, 10 do out[#out + 1] = put(i) end
+for i = 10, NARG, 10 do out[#out + 1] = put(i) end
 flush()
 return out
 `)
@@ -487,7 +540,7 @@ return out
 var holdScript = script(`
 -- hold: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3] the
 -- held set's capacity, ARGV[4] now (ms), ARGV[5] the decided dead letter's
--- entry JSON.
+-- entry JSON, ARGV[6] its job's task and ARGV[7] attempts (for the event).
 -- Parks a leased job whose dead letter is decided in the held set, fenced by
 -- its lease token: it leaves the processing set, its hash keeps the entry
 -- and the time (heldat) and says loc=held, and the held set scores it by
@@ -497,6 +550,7 @@ var holdScript = script(`
 local j, why = fence(ARGV[1], ARGV[2])
 if not j then return why end
 if redis.call('ZCARD', HELD) >= tonumber(ARGV[3]) then return 'full' end
+event(ARGV[1], ARGV[6], 'in-flight', 'held', 'held', ARGV[7])
 redis.call('ZREM', PROCESSING, ARGV[1])
 redis.call('HSET', jobKey(ARGV[1]), 'loc', 'held', 'entry', ARGV[5], 'heldat', ARGV[4])
 redis.call('ZADD', HELD, redis.call('INCR', P .. ':heldseq'), ARGV[1])
@@ -543,7 +597,7 @@ var dlqSetScript = script(`
 -- in the same step. Returns one result per item: {'ok'} or the refusal.
 `, `
 local res, metas = {}, {}
-for i = 1, #ARGV, 8 do
+for i = 1, NARG, 8 do
   local id = ARGV[i]
   local m = readMeta(id)
   if not m then
@@ -573,6 +627,7 @@ for n = 1, #res do
     end
     local q = ARGV[i + 4]
     if q ~= '' then
+      event(id, ARGV[i + 6], 'dead-lettered', 'queued', 'requeued', ARGV[i + 7])
       redis.call('HSET', jobKey(id), 'data', ARGV[i + 5], 'task', ARGV[i + 6], 'q', q, 'loc', 'queued', 'att', ARGV[i + 7])
       redis.call('RPUSH', queueKey(q), id)
       redis.call('SADD', QUEUES, q)
@@ -594,6 +649,9 @@ local out = {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', BYTIME, '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))) do
   local m = readMeta(id)
   drop(id, m)
+  if m and (m.st == 'failed' or m.st == 'quarantined' or m.st == 'deleted') then
+    event(id, m.task, 'dead-lettered', 'none', 'purged', m.att)
+  end
   out[#out + 1] = id
   out[#out + 1] = m and m.task or ''
   out[#out + 1] = m and (tonumber(m.att) or 0) or 0
@@ -622,7 +680,7 @@ var dlqIndexScript = script(`
 -- indexed.
 `, `
 local mode, n = ARGV[1], 0
-for i = 2, #ARGV, 9 do
+for i = 2, NARG, 9 do
   local id = ARGV[i]
   local m = metaAt(i + 2)
   local old = readMeta(id)

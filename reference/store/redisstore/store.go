@@ -100,12 +100,25 @@ func (s *Store) Load(ctx context.Context) error {
 	return nil
 }
 
-// run runs a script on the namespace's prefix. A canceled context sends
-// nothing.
+// run runs a script that reports no move on the namespace's prefix. A
+// canceled context sends nothing.
 func (s *Store) run(ctx context.Context, sc *redis.Script, args ...any) (any, error) {
+	return s.runAt(ctx, time.Time{}, sc, args...)
+}
+
+// runAt runs a script on the namespace's prefix, appending the two ARGV
+// every script takes last: now, the time of the events of the moves it
+// makes, and the event stream's MAXLEN ("0": off). A canceled context sends
+// nothing.
+func (s *Store) runAt(ctx context.Context, now time.Time, sc *redis.Script, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	at := "0"
+	if !now.IsZero() {
+		at = millis(now)
+	}
+	args = append(args, at, s.cfg.EventStream)
 	return sc.Run(ctx, s.rdb, s.keys, args...).Result()
 }
 

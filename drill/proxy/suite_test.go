@@ -20,6 +20,7 @@ import (
 
 func TestProxy(t *testing.T) {
 	RegisterFailHandler(Fail)
+	redis.SetLogger(quiet{}) // the pool's dial failures are what the specs cause
 	RunSpecs(t, "drill/proxy")
 }
 
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 	redistest.StopShared()
 	os.Exit(code)
 }
+
+// quiet discards go-redis's log.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // Named timeouts of the specs.
 const (

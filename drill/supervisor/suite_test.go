@@ -1,8 +1,10 @@
 package supervisor_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,31 @@ import (
 func TestSupervisor(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "drill/supervisor")
+}
+
+// drillEnv makes the test binary a drill of its own: it starts one worker
+// (/bin/sleep), prints the worker's pid and waits to be killed.
+const drillEnv = "FAULTLINE_SUPERVISOR_TEST_DRILL"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(drillEnv) != "" {
+		os.Exit(drillMain())
+	}
+	os.Exit(m.Run())
+}
+
+// drillMain is the test binary run as a drill.
+func drillMain() int {
+	s, err := supervisor.New([]supervisor.Spec{{Name: "w1", Path: "/bin/sleep", Args: []string{"60"}}}, supervisor.Options{})
+	if err == nil {
+		err = s.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(s.PIDs()["w1"])
+	select {}
 }
 
 // Named timeouts and delays of the specs.
@@ -328,6 +355,29 @@ var _ = Describe("Supervisor", func() {
 		s := start(sleeper("w1"))
 		Expect(s.Kill("w9", 0)).To(MatchError(supervisor.ErrUnknownWorker))
 		Expect(s.Stall("w9", time.Second)).To(MatchError(supervisor.ErrUnknownWorker))
+	})
+})
+
+var _ = Describe("a drill that dies", func() {
+	It("takes its workers with it", func() {
+		self, err := os.Executable()
+		Expect(err).NotTo(HaveOccurred())
+		drill := exec.Command(self)
+		drill.Env = append(os.Environ(), drillEnv+"=1")
+		drill.Stderr = GinkgoWriter
+		out, err := drill.StdoutPipe()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(drill.Start()).To(Succeed())
+		DeferCleanup(func() { _ = drill.Process.Kill(); _ = drill.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		Expect(err).NotTo(HaveOccurred())
+		worker, err := strconv.Atoi(strings.TrimSpace(line))
+		Expect(err).NotTo(HaveOccurred())
+		_, alive := readProc(worker)
+		Expect(alive).To(BeTrue())
+
+		Expect(drill.Process.Signal(syscall.SIGKILL)).To(Succeed())
+		Eventually(states(worker)).WithTimeout(settle).Should(BeEmpty(), "the worker died with the drill")
 	})
 })
 

@@ -110,7 +110,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started || s.stopping {
 		s.mu.Unlock()
-		return fmt.Errorf("supervisor: start: started before: %w", ErrStopped)
+		return errors.New("supervisor: Start called twice, or after Stop")
 	}
 	s.started = true
 	s.spawn = make(chan spawnReq)

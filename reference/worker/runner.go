@@ -108,6 +108,13 @@ type RunnerConfig struct {
 	StoreTimeout time.Duration
 	// Logger receives store errors; nil discards them.
 	Logger *slog.Logger
+	// OnFinish, if set, hears every attempt the runner completed: the
+	// outcome the pipeline decided and what became of its move (nil:
+	// applied; queue.ErrLeaseLost: fenced off; ErrKept: kept in memory;
+	// another error: the store failed). It is called on the worker's
+	// goroutine before it leases its next job: a drill's worker reports
+	// its attempts through it.
+	OnFinish func(a Attempt, o Outcome, err error)
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -415,6 +422,9 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	sctx, done = rn.storeCtx()
 	defer done()
 	o, err := p.Finish(sctx, a, l, herr, cfg.Clock.Now())
+	if cfg.OnFinish != nil {
+		cfg.OnFinish(a, o, err)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, queue.ErrLeaseLost):

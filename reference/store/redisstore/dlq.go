@@ -632,6 +632,13 @@ func (s *Store) stats(ctx context.Context) (dlq.Stats, int, error) {
 	if err != nil {
 		return dlq.Stats{}, 0, err
 	}
+	st, indexed := parseStats(r)
+	return st, indexed, nil
+}
+
+// parseStats reads dlqStatsScript's reply: the stats, and how many
+// entries are indexed.
+func parseStats(r any) (dlq.Stats, int) {
 	v := asSlice(r)
 	st := dlq.Stats{BySeverity: map[string]int{}, ByTask: map[string]int{}, ByClass: map[string]int{}, ByStatus: map[string]int{}}
 	counters := asSlice(v[0])
@@ -673,5 +680,5 @@ func (s *Store) stats(ctx context.Context) (dlq.Stats, int, error) {
 			st.Oldest = e.LastFailedAt
 		}
 	}
-	return st, indexed, nil
+	return st, indexed
 }

@@ -296,6 +296,11 @@ func (s *Store) Counts(ctx context.Context) (queue.Counts, error) {
 	if err != nil {
 		return queue.Counts{}, fmt.Errorf("counts: %w", err)
 	}
+	return parseCounts(r)
+}
+
+// parseCounts reads countsScript's reply.
+func parseCounts(r any) (queue.Counts, error) {
 	v := asSlice(r)
 	if len(v) != 5 {
 		return queue.Counts{}, fmt.Errorf("counts: unexpected reply %v", r)

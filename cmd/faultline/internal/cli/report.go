@@ -53,7 +53,7 @@ says what is wrong and where).`,
 	}
 	render.Flags().StringVar(&to, "to", "", "the format: html, md, junit, json or text")
 	render.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
-	report.AddCommand(render)
+	report.AddCommand(render, newCheckCommand())
 	report.AddCommand(&cobra.Command{
 		Use:   "diff OLD.json NEW.json",
 		Short: "Tell what changed between two runs of the same scenario; exit 1 on a regression",

@@ -1,0 +1,371 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/drill"
+	"github.com/faultline/faultline/drill/workerproc"
+	"github.com/faultline/faultline/reference/redact"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+type drillFlags struct {
+	redisURL    string
+	namespace   string
+	allowRemote bool
+	workers     int
+	concurrency int
+	scale       float64
+	seed        uint64
+	report      string
+	reportDir   string
+	dryRun      bool
+	keep        bool
+	progress    string
+	limits      limitFlags
+}
+
+func newDrillCommand() *cobra.Command {
+	var f drillFlags
+	c := &cobra.Command{
+		Use:   "drill (FILE | BUILTIN)... --redis-url URL",
+		Short: "Run scenarios as staging drills: real worker processes, a real Redis, real HTTP dependencies, on the wall clock",
+		Long: `Run scenario files and built-ins as staging drills, on the wall clock (scaled by
+--time-scale): faultline starts N worker processes (faultline worker) on the Redis at
+--redis-url, a fault gateway (an HTTP server) per dependency, an alert receiver per
+receiver, and an embedded Toxiproxy between the workers and Redis; it enqueues the
+scenario's jobs, applies its faults to the real parts (SIGKILL and SIGSTOP for worker
+faults, the proxy for store faults, the gateways' answers for dependency faults), and
+judges what it observed with the simulator's invariants and the scenario's expectations.
+
+A drill touches only its namespace (a fresh one unless --namespace), and removes its
+keys at the end unless --keep. It refuses a Redis off loopback unless --allow-remote
+with an explicit --namespace, and a scenario part that has no live form (it says which).
+Ctrl-C undoes every fault, stops the workers and still writes the report.
+
+The report is marked "wall clock — not reproducible to the byte"; the history of what
+was observed is written beside it (--report-dir), and faultline report check HISTORY
+judges it again. Linux only.
+
+Exit codes: 0 every drill passed; 1 an expectation or invariant failed (or the drill
+was interrupted); 2 invalid input, or a drill refused; 3 an internal error; 4 Redis
+could not be reached.`,
+		Example: `  faultline drill payment-challenge --redis-url redis://127.0.0.1:6379/0 --time-scale 10
+  faultline drill worker-crash --redis-url 127.0.0.1:6379 --workers 4 --report json,html
+  faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usage(c, errors.New("drill needs scenario files or built-in names (faultline list)"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDrills(c.Context(), c, args, f)
+		},
+	}
+	fl := c.Flags()
+	addRedisFlag(c, &f.redisURL, "the Redis to drill")
+	fl.StringVar(&f.namespace, "namespace", "", "the drill's namespace (default: a fresh drill-<scenario>-<random>); it must hold no keys")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a Redis off loopback (needs --namespace)")
+	fl.IntVar(&f.workers, "workers", 0, "worker processes (default: the scenario's workers.count; each is a worker slot w1..wN)")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs each worker process runs at once")
+	fl.Float64Var(&f.scale, "time-scale", 1, "run scenario time this many times faster than the wall clock (1 to 1000)")
+	fl.Uint64Var(&f.seed, "seed", 0, "drill with this seed instead of the scenario's own")
+	fl.StringVar(&f.report, "report", "", "write reports in these formats (comma-separated): json, junit, md, html")
+	fl.StringVar(&f.reportDir, "report-dir", "faultline-reports", "where --report and the drill's history are written")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print each drill's fault timeline and touch nothing")
+	fl.BoolVar(&f.keep, "keep", false, "leave the namespace's keys (and the workers' logs) behind")
+	fl.StringVar(&f.progress, "progress", "auto", "a progress line on stderr: auto (on a terminal), always or never")
+	f.limits.register(fl)
+	return c
+}
+
+func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlags) error {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	if f.workers < 0 {
+		return usage(c, fmt.Errorf("--workers %d: takes a number of worker processes ≥ 1 (0: the scenario's own)", f.workers))
+	}
+	if f.concurrency < 1 {
+		return usage(c, fmt.Errorf("--concurrency %d: takes a number ≥ 1", f.concurrency))
+	}
+	if !(f.scale >= 1 && f.scale <= 1000) {
+		return usage(c, fmt.Errorf("--time-scale %v: takes a number from 1 to 1000", f.scale))
+	}
+	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
+		return usage(c, fmt.Errorf("--progress %q: takes auto, always or never", f.progress))
+	}
+	formats, err := reportFormats(f.report)
+	if err != nil {
+		return usage(c, err)
+	}
+	rt, err := parseRedisURL(f.redisURL)
+	if err != nil {
+		return usage(c, err)
+	}
+	if err := drill.CheckRedisURL(rt.url, f.allowRemote, f.namespace); err != nil {
+		return usage(c, err)
+	}
+	lim, err := f.limits.limits()
+	if err != nil {
+		return usage(c, err)
+	}
+	targets, err := resolve(args, false, lim)
+	if err != nil {
+		return err
+	}
+	var seed *uint64
+	if c.Flags().Changed("seed") {
+		seed = &f.seed
+	}
+	// Every part with no live form is refused before anything starts.
+	for _, t := range targets {
+		sc := t.loaded.Scenario.WithDefaults()
+		if f.workers > 0 {
+			sc.Workers.Count = f.workers
+		}
+		if err := sc.Validate(); err != nil {
+			return &InvalidInputError{Err: fmt.Errorf("%s: %w", t.arg, err)}
+		}
+		if err := drill.Live(&sc); err != nil {
+			return &InvalidInputError{Err: err, Hint: "See the table of built-ins in docs/drills.md: which run live, and why the others do not."}
+		}
+		if err := drill.CheckScale(&sc, f.scale); err != nil {
+			return &InvalidInputError{Err: err}
+		}
+	}
+	if f.dryRun {
+		for _, t := range targets {
+			sc := t.loaded.Scenario.WithDefaults()
+			s := sc.Seed
+			if seed != nil {
+				s = *seed
+			}
+			fmt.Fprintf(stdout, "drill %s (seed %d, %s at time scale %v = %s on the wall clock): fault timeline\n",
+				masked(sc.Name), s, sc.Duration, f.scale, time.Duration(float64(sc.Duration)/f.scale).Round(time.Millisecond))
+			acts := drill.Timeline(&sc, s, 200)
+			if len(acts) == 0 {
+				fmt.Fprintln(stdout, "  (no faults)")
+			}
+			for _, a := range acts {
+				fmt.Fprintf(stdout, "  %9s  %-24s %s\n", fmtMs(a.At.Milliseconds()), masked(a.Fault), masked(a.What))
+			}
+		}
+		return nil
+	}
+	if err := checkOutputDir("--report-dir", f.reportDir); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	quietRedisLogs()
+	failed := false
+	for _, t := range targets {
+		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
+		opts := drill.Options{RedisURL: rt.url, Namespace: f.namespace, AllowRemote: f.allowRemote, Workers: f.workers,
+			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file}
+		if show {
+			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
+		}
+		res, h, err := drill.Run(ctx, t.loaded, opts)
+		if show {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, drill.ErrUnavailable):
+				return &UnavailableError{Service: "Redis", Addr: rt.addr, Op: "connect", Err: err}
+			case errors.Is(err, drill.ErrRefused), errors.Is(err, drill.ErrSteadyState):
+				return &InvalidInputError{Err: err}
+			}
+			return fmt.Errorf("drill %s: %w", t.arg, err)
+		}
+		scenarios.Annotate(res, t.loaded, t.file)
+		res.Warnings = append([]string{sim.LiveNote(f.scale)}, res.Warnings...)
+		if err := printDrill(stdout, res, colorFor(stdout)); err != nil {
+			return err
+		}
+		base := filepath.Join(f.reportDir, safeName(res.Scenario)+"-drill")
+		if err := writeFile(base+".history.json", func(w io.Writer) error { return sim.WriteHistory(w, h) }); err != nil {
+			return err
+		}
+		for _, format := range formats {
+			if err := writeFile(base+"."+extension(format), func(w io.Writer) error {
+				return writeFormat(w, format, []*reports.Result{res}, false)
+			}); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stdout, "  history: %s (faultline report check re-judges it)\n", masked(base+".history.json"))
+		if res.Failed() || res.Verdict == reports.Interrupted {
+			failed = true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed {
+		return ErrChecksFailed
+	}
+	return nil
+}
+
+// extension is a report format's file extension.
+func extension(format string) string {
+	switch format {
+	case "junit":
+		return "junit.xml"
+	}
+	return format
+}
+
+func fmtMs(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	return d.String()
+}
+
+// printDrill prints a drill's text report with the claim and the
+// conservation line, as run prints a run's.
+func printDrill(w io.Writer, res *reports.Result, color bool) error {
+	var buf bytes.Buffer
+	if err := reports.WriteText(&buf, res, reports.TextOptions{Color: color}); err != nil {
+		return err
+	}
+	text := buf.String()
+	cut := 0
+	for range 2 {
+		i := strings.IndexByte(text[cut:], '\n')
+		if i < 0 {
+			cut = len(text)
+			break
+		}
+		cut += i + 1
+	}
+	io.WriteString(w, text[:cut])
+	if cl := claim(res.Description); cl != "" {
+		word := "proved"
+		if res.Failed() {
+			word = "not proved"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", word, cl)
+	}
+	fmt.Fprintf(w, "  %s\n", conservation(res.Ledger))
+	io.WriteString(w, text[cut:])
+	return nil
+}
+
+// progressLine rewrites the terminal's last line with a drill's state.
+func progressLine(w io.Writer, name string, p drill.Progress) {
+	faults := "none"
+	if len(p.ActiveFaults) > 0 {
+		faults = strings.Join(p.ActiveFaults, ", ")
+	}
+	fmt.Fprintf(w, "\r\033[Kdrill %s  %s / %s  jobs %d: queued %d, in flight %d, retrying %d, held %d, DLQ %d  faults: %s",
+		masked(name), p.Elapsed.Truncate(time.Second), p.Duration, p.Created, p.Queued, p.InFlight, p.Scheduled, p.Held, p.DLQ, masked(faults))
+}
+
+func newWorkerCommand() *cobra.Command {
+	var config string
+	c := &cobra.Command{
+		Use:   "worker --config FILE",
+		Short: "Run one worker process of a drill (faultline drill starts these)",
+		Long: `Run the reference worker (reference/worker.Runner) on a real Redis with a scenario's
+system configuration: what faultline drill starts N of, one per worker slot. FILE is the
+configuration the drill writes: the scenario (loaded again here; a scenario that changed
+since the drill loaded it is refused), the Redis URL of the drill's proxy, the fault
+gateways' URLs, the drill's feed, the time scale. SIGTERM shuts it down gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if config == "" {
+				return usage(c, errors.New("worker needs --config FILE (faultline drill writes it)"))
+			}
+			cfg, err := workerproc.ReadConfig(config)
+			if err != nil {
+				return &InvalidInputError{Err: err}
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			quietRedisLogs()
+			logger := slog.New(redact.NewHandler(slog.NewTextHandler(c.ErrOrStderr(), nil), redact.Default()))
+			return workerproc.Run(ctx, cfg, logger)
+		},
+	}
+	c.Flags().StringVar(&config, "config", "", "the worker's configuration file, written by faultline drill")
+	return c
+}
+
+// newCheckCommand is `report check HISTORY`.
+func newCheckCommand() *cobra.Command {
+	var scenario string
+	c := &cobra.Command{
+		Use:   "check HISTORY.json",
+		Short: "Judge a saved drill's history again (with this faultline's invariants)",
+		Long: `Read the history a drill wrote beside its report and judge it again: every invariant
+and expectation is a function of the history, so a verdict can be re-checked, and a new
+invariant applied to an old drill. The scenario is loaded from where the drill loaded it
+(the history names it), or from --scenario. Exit codes: 0 passed; 1 failed; 2 the file
+is not a history, or its scenario cannot be loaded.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage(c, errors.New("report check needs one history file"))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return &InvalidInputError{Err: err}
+			}
+			defer f.Close()
+			h, err := sim.ReadHistory(f)
+			if err != nil {
+				return &InvalidInputError{Err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			src := h.Source
+			if scenario != "" {
+				src = scenario
+			}
+			l, err := workerproc.LoadScenario(src)
+			if err != nil {
+				return &InvalidInputError{Err: fmt.Errorf("the drill's scenario %s: %w", src, err), Hint: "Give it with --scenario FILE."}
+			}
+			if h.SourceSHA256 != "" && l.Hash != h.SourceSHA256 {
+				fmt.Fprintf(c.ErrOrStderr(), "note: scenario %s changed since the drill (%s, drill ran %s): its expectations are today's\n", masked(src), l.Hash, h.SourceSHA256)
+			}
+			sc := l.Scenario
+			sc.Seed = h.Seed
+			if len(h.Workers) > 0 {
+				sc.Workers.Count = len(h.Workers)
+			}
+			res, err := sim.Judge(c.Context(), sc, h)
+			if err != nil {
+				return &InvalidInputError{Err: err}
+			}
+			scenarios.Annotate(res, l, src)
+			res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
+			if err := printDrill(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {
+				return err
+			}
+			if res.Failed() || res.Verdict == reports.Interrupted {
+				return ErrChecksFailed
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&scenario, "scenario", "", "the scenario file to judge with (default: the one the history names)")
+	return c
+}

@@ -1,0 +1,196 @@
+// Package drill is the live driver: a staging drill runs a scenario — the
+// file the simulator runs — on the wall clock (scaled), against a real
+// Redis, real worker processes (`faultline worker`, see drill/workerproc)
+// and real HTTP dependencies, and judges what it observed with the
+// simulator's own ledger and expectations (sim.Judge).
+//
+// The parts: a producer that enqueues the simulator's jobs (sim.Plan) at
+// their instants; a fault gateway per dependency (drill/gateway) answering
+// from the faults models; a receiver per alert receiver (drill/receiver)
+// that the drill's one alerter delivers to through the real sinks; an
+// embedded Toxiproxy (drill/proxy) between the workers and Redis for
+// store faults, a second one for the DLQ role; a supervisor
+// (drill/supervisor) for the worker processes, which SIGKILLs and
+// SIGSTOPs them for worker faults; the DLQ monitor and the auto-retry, run
+// once, here. What it observes — the store's event stream, the workers'
+// reports of their attempts, the gateways' call logs, the deliveries, the
+// processes' events, the faults' real windows — is a sim.History, saved
+// beside the report; the verdict is sim.Judge of it.
+package drill
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/sim"
+)
+
+// ErrRefused is matched by every *RefusedError.
+var ErrRefused = errors.New("drill refused")
+
+// RefusedError says why a scenario, or a part of it, cannot be drilled:
+// Part names the part ("faults[2] (warm-up): model latency on the queue
+// store"), Reason why.
+type RefusedError struct {
+	Scenario, Part, Reason string
+}
+
+// Error returns "scenario S: PART: has no live form: REASON".
+func (e *RefusedError) Error() string {
+	s := e.Part + ": " + e.Reason
+	if e.Scenario != "" {
+		s = "scenario " + e.Scenario + ": " + s
+	}
+	return s
+}
+
+// Is matches ErrRefused.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// Live reports whether sc (defaults applied) can be drilled, and if not,
+// the first part that has no live form. What runs live: every dependency
+// fault (the gateway answers from the model); alert-sink faults (the
+// receiver); worker crashes and stalls (SIGKILL, SIGSTOP); store faults as
+// windows (store-outage, outage: the proxy cut; latency, slow-store: the
+// proxy's latency), on the queue store or on the DLQ store's own proxy;
+// operator steps that requeue, delete or purge; the monitor and the
+// auto-retry. What does not: store faults thrown per call (probability,
+// firstCalls: the proxy acts on connections over time, not calls), and
+// the steps that reconfigure workers mid-run (set-workers, set-retry).
+func Live(sc *sim.Scenario) error {
+	refuse := func(part, reason string) error {
+		return &RefusedError{Scenario: sc.Name, Part: part, Reason: reason}
+	}
+	for i, f := range sc.Faults {
+		part := fmt.Sprintf("faults[%d] (%s)", i, f.Name)
+		switch f.Target.Kind {
+		case faults.Store, faults.DLQStore:
+			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 {
+				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls, or give it from/until")
+			}
+			switch f.Model.Name() {
+			case "store-outage", "outage", "latency", "slow-store":
+			default:
+				return refuse(part, fmt.Sprintf("model %s on the store has no proxy form (store-outage, outage, latency and slow-store do)", f.Model.Name()))
+			}
+		case faults.Worker:
+			switch f.Model.Name() {
+			case "worker-crash", "worker-stall":
+			default:
+				return refuse(part, fmt.Sprintf("model %s on a worker has no process form (worker-crash and worker-stall do)", f.Model.Name()))
+			}
+		}
+	}
+	for i, st := range sc.Steps {
+		switch st.Kind {
+		case sim.Requeue, sim.Delete, sim.Purge:
+		default:
+			return refuse(fmt.Sprintf("steps[%d] (%s at %s)", i, st.Kind, st.At), "reconfiguring the worker processes mid-drill is not supported: only requeue, delete and purge steps run live")
+		}
+	}
+	return nil
+}
+
+// CheckRedisURL refuses a Redis URL whose host is not on loopback, unless
+// allowRemote (with an explicit namespace) says the drill may touch it.
+// It parses the URL only: nothing is dialled.
+func CheckRedisURL(raw string, allowRemote bool, namespace string) error {
+	host := raw
+	if strings.Contains(raw, "://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return fmt.Errorf("--redis-url: %w", err)
+		}
+		if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix" {
+			return fmt.Errorf("--redis-url: scheme %q: takes redis://, rediss:// or unix://", u.Scheme)
+		}
+		if u.Scheme == "unix" {
+			return nil
+		}
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(raw); err == nil {
+		host = h
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	if !allowRemote {
+		return fmt.Errorf("--redis-url: %s is not on loopback: a drill writes to and deletes keys of the Redis it is given; pass --allow-remote with an explicit --namespace to drill a Redis elsewhere", host)
+	}
+	if namespace == "" {
+		return errors.New("--allow-remote needs an explicit --namespace: a drill on a shared Redis only touches the namespace it is told")
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Action is one timed action of a drill's fault timeline.
+type Action struct {
+	At    time.Duration
+	Fault string
+	// What is e.g. "cut the queue store's proxy", "SIGKILL w2 (back after 15s)".
+	What string
+}
+
+// Timeline returns the faults' timed actions, in order, for sc with seed
+// (`--dry-run` prints it): the windows of store and worker faults, and
+// the windows during which dependency and alert-sink faults answer.
+func Timeline(sc *sim.Scenario, seed uint64, maxWindows int) []Action {
+	var out []Action
+	for _, f := range sc.Faults {
+		wins, _ := f.Schedule.Windows(seed, f.Name, sc.Duration, maxWindows)
+		for _, w := range wins {
+			start, end := describe(f)
+			out = append(out, Action{At: w.From, Fault: f.Name, What: start})
+			if end != "" && w.Until < sc.Duration {
+				out = append(out, Action{At: w.Until, Fault: f.Name, What: end})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Action) int { return int(a.At - b.At) })
+	return out
+}
+
+func describe(f faults.Fault) (start, end string) {
+	target := f.Target.String()
+	switch f.Target.Kind {
+	case faults.Store, faults.DLQStore:
+		role := "queue store"
+		if f.Target.Kind == faults.DLQStore {
+			role = "DLQ store"
+		}
+		switch f.Model.Name() {
+		case "latency", "slow-store":
+			return "slow the " + role + "'s proxy (" + f.Model.Name() + ")", "clear the " + role + "'s proxy"
+		}
+		return "cut the " + role + "'s proxy", "restore the " + role + "'s proxy"
+	case faults.Worker:
+		if f.Model.Name() == "worker-crash" {
+			return "SIGKILL " + workerName(f) + " (" + f.Model.Name() + ")", ""
+		}
+		return "SIGSTOP " + workerName(f) + ", SIGCONT after the stall", ""
+	case faults.AlertSink:
+		return "receiver " + f.Target.Name + " answers " + f.Model.Name(), "receiver " + f.Target.Name + " healthy"
+	}
+	return "gateway " + target + " answers " + f.Model.Name(), "gateway " + target + " healthy"
+}
+
+func workerName(f faults.Fault) string {
+	if f.Target.Name == "" {
+		return "every worker"
+	}
+	return f.Target.Name
+}

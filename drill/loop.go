@@ -1,0 +1,660 @@
+package drill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/drill/workerproc"
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/redact"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+func urlParse(raw string) (*url.URL, error) { return url.Parse(raw) }
+
+// maskURL is raw with its password masked.
+func maskURL(raw string) string {
+	u, err := redact.NewSecretURL(raw)
+	if err != nil {
+		return "(a Redis URL that does not parse)"
+	}
+	return u.String()
+}
+
+// feed receives the workers' reports.
+func (d *drill) feed(w http.ResponseWriter, r *http.Request) {
+	var rep workerproc.Report
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&rep); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	select {
+	case d.reports <- rep:
+	case <-r.Context().Done():
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// take handles one report, on the drill's loop.
+func (d *drill) take(r workerproc.Report) {
+	switch r.Kind {
+	case "hello":
+		d.hellos[r.Worker] = true
+	case "attempt":
+		if r.Attempt == nil {
+			return
+		}
+		if r.Failure != nil {
+			r.Attempt.Fingerprint = d.alerter.JobFailed(*r.Failure)
+		}
+		d.mu.Lock()
+		d.h.Attempts = append(d.h.Attempts, *r.Attempt)
+		d.mu.Unlock()
+	case "breaker":
+		if r.Breaker == nil {
+			return
+		}
+		b := *r.Breaker
+		d.mu.Lock()
+		d.h.Breakers = append(d.h.Breakers, b)
+		d.mu.Unlock()
+		d.alerter.BreakerChanged(degrade.Transition{Breaker: b.Breaker, From: breakerState(b.From), To: breakerState(b.To),
+			At: d.sc.Start.Add(time.Duration(b.AtMs) * time.Millisecond), Reason: b.Reason})
+	case "kept":
+		if d.mon != nil && r.KeptJob != nil {
+			d.mon.Kept(*r.KeptJob, errors.New(r.KeptErr))
+		}
+	}
+}
+
+func breakerState(s string) degrade.State {
+	for _, st := range []degrade.State{degrade.Closed, degrade.Open, degrade.HalfOpen} {
+		if st.String() == s {
+			return st
+		}
+	}
+	return 0
+}
+
+// recordingSink delivers through a real sink and records each try.
+type recordingSink struct {
+	d    *drill
+	name string
+	real alert.Sink
+}
+
+func (s *recordingSink) Send(ctx context.Context, n alert.Notification) error {
+	err := s.real.Send(ctx, n)
+	at := s.d.clk.Elapsed()
+	s.d.mu.Lock()
+	s.d.h.Deliveries = append(s.d.h.Deliveries, sim.DeliveryOf(at, s.name, n, err))
+	s.d.mu.Unlock()
+	return err
+}
+
+// run plays the scenario from its origin to its end (or until ctx is
+// done): the producer, the faults, the steps, the snapshots, the event
+// reader, and the workers' reports.
+func (d *drill) run(ctx context.Context) {
+	sc := &d.sc
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if wait := time.Until(d.origin); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+	}
+	if d.mon != nil {
+		d.mon.Start()
+	}
+	if d.ar != nil {
+		d.ar.Start()
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { d.produce(runCtx) })
+	wg.Go(func() { d.faultsLoop(runCtx) })
+	wg.Go(func() { d.steps(runCtx) })
+	readDone := make(chan struct{})
+	readCtx, stopRead := context.WithCancel(context.Background())
+	go func() { defer close(readDone); d.readEvents(readCtx) }()
+
+	end := time.NewTimer(time.Until(d.clk.WallAt(sc.Duration)))
+	defer end.Stop()
+	sample := time.NewTicker(max(d.clk.ToWall(sc.Sample), 20*time.Millisecond))
+	defer sample.Stop()
+	progress := time.NewTicker(time.Second)
+	defer progress.Stop()
+	d.snapshot(ctx)
+loop:
+	for {
+		select {
+		case r := <-d.reports:
+			d.take(r)
+		case <-sample.C:
+			d.snapshot(ctx)
+		case <-progress.C:
+			d.progress()
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			d.h.Interrupted = "interrupted (" + context.Cause(ctx).Error() + ")"
+			break loop
+		}
+	}
+	stop()
+	wg.Wait()
+	d.h.EndedMs = min(d.clk.Elapsed(), sc.Duration).Milliseconds()
+	// Freeze the world for the last look: the monitor and auto-retry
+	// stop, the workers are stopped (SIGSTOP), the faults undone; then one
+	// snapshot, the DLQ listed, the stream read to that point.
+	if d.mon != nil {
+		d.mon.Stop()
+	}
+	if d.ar != nil {
+		d.ar.Stop()
+	}
+	for _, n := range d.h.Workers {
+		_ = d.sup.Stall(n, time.Hour)
+	}
+	d.undoFaults()
+	// The reports of attempts that finished before the freeze.
+	drain := time.After(200 * time.Millisecond)
+drainLoop:
+	for {
+		select {
+		case r := <-d.reports:
+			d.take(r)
+		case <-drain:
+			break drainLoop
+		}
+	}
+	d.snapshot(context.Background())
+	d.listDLQ()
+	final := d.snaps[len(d.snaps)-1].lastID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d.mu.Lock()
+		got := d.lastID
+		d.mu.Unlock()
+		if final == "" || got == final || !streamBefore(got, final) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopRead()
+	<-readDone
+}
+
+// streamBefore reports whether stream ID a precedes b.
+func streamBefore(a, b string) bool {
+	var am, as, bm, bs uint64
+	_, _ = fmt.Sscanf(a, "%d-%d", &am, &as)
+	_, _ = fmt.Sscanf(b, "%d-%d", &bm, &bs)
+	return am < bm || am == bm && as < bs
+}
+
+// produce enqueues the plan's jobs at their instants.
+func (d *drill) produce(ctx context.Context) {
+	plan, err := sim.NewPlan(d.sc)
+	if err != nil {
+		d.log.Error("plan", "err", err)
+		return
+	}
+	for {
+		a, ok := plan.Next()
+		if !ok || a.At >= d.sc.Duration {
+			return
+		}
+		if !sleepUntil(ctx, d.clk.WallAt(a.At)) {
+			return
+		}
+		now := d.clk.Now()
+		hj := sim.HJob{AtMs: now.Sub(d.sc.Start).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := d.st.Enqueue(ectx, a.Job, now)
+		cancel()
+		if err != nil {
+			hj.Outcome = "unknown"
+			d.log.Warn("enqueue", "job", a.Job.ID, "err", err)
+		}
+		d.mu.Lock()
+		d.h.Jobs = append(d.h.Jobs, hj)
+		d.created++
+		d.mu.Unlock()
+	}
+}
+
+// sleepUntil waits until t or ctx is done; it reports false for ctx.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(wait)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// faultsLoop applies the store and worker faults at their windows.
+func (d *drill) faultsLoop(ctx context.Context) {
+	type act struct {
+		at    time.Duration
+		i     int
+		f     faults.Fault
+		start bool
+		until time.Duration
+	}
+	var acts []act
+	for i, f := range d.sc.Faults {
+		if f.Target.Kind != faults.Store && f.Target.Kind != faults.DLQStore && f.Target.Kind != faults.Worker {
+			continue
+		}
+		wins, _ := f.Schedule.Windows(d.seed, f.Name, d.sc.Duration, 10_000)
+		for _, w := range wins {
+			acts = append(acts, act{at: w.From, i: i, f: f, start: true, until: w.Until})
+			if f.Target.Kind != faults.Worker {
+				acts = append(acts, act{at: w.Until, i: i, f: f})
+			}
+		}
+	}
+	sort.SliceStable(acts, func(a, b int) bool { return acts[a].at < acts[b].at })
+	for _, a := range acts {
+		if a.at >= d.sc.Duration {
+			return
+		}
+		if !sleepUntil(ctx, d.clk.WallAt(a.at)) {
+			return
+		}
+		at := d.clk.Elapsed()
+		switch a.f.Target.Kind {
+		case faults.Worker:
+			d.workerFault(a.i, a.f, at)
+		default:
+			p := d.qProxy
+			if a.f.Target.Kind == faults.DLQStore {
+				p = d.dProxy
+			}
+			var err error
+			if a.start {
+				switch a.f.Model.Name() {
+				case "latency", "slow-store":
+					eff := d.inj.CallFault(a.i, a.f.Target, faults.Call{At: at})
+					err = p.SetLatency(d.clk.ToWall(eff.Latency), 0)
+				default:
+					err = p.Disable()
+				}
+				d.faultStarted(a.f.Name, at)
+			} else {
+				err = p.Clear()
+				d.faultEnded(a.f.Name, at)
+			}
+			if err != nil {
+				d.log.Error("proxy", "fault", a.f.Name, "err", err)
+			}
+		}
+	}
+}
+
+// workerFault applies a worker fault to its workers, each asking the
+// injector as the simulator does (probability, the model's draws).
+func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
+	for _, n := range d.h.Workers {
+		if f.Target.Name != "" && f.Target.Name != n {
+			continue
+		}
+		var eff faults.Effect
+		d.locked.Do(func(in *faults.Injector) {
+			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: at})
+		})
+		switch {
+		case eff.Crash:
+			if err := d.sup.Kill(n, d.clk.ToWall(eff.RestartAfter)); err != nil {
+				d.log.Error("kill", "worker", n, "err", err)
+				continue
+			}
+			d.faultHit(f.Name, at, at)
+		case eff.StallFor > 0:
+			if err := d.sup.Stall(n, d.clk.ToWall(eff.StallFor)); err != nil {
+				d.log.Error("stall", "worker", n, "err", err)
+				continue
+			}
+			d.faultHit(f.Name, at, at+eff.StallFor)
+		}
+	}
+}
+
+func (d *drill) faultStarted(name string, at time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.active[name]++
+	d.faultHits[name]++
+	d.faultWins[name] = append(d.faultWins[name], [2]int64{at.Milliseconds(), -1})
+}
+
+func (d *drill) faultEnded(name string, at time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.active[name] > 0 {
+		d.active[name]--
+	}
+	if ws := d.faultWins[name]; len(ws) > 0 && ws[len(ws)-1][1] < 0 {
+		ws[len(ws)-1][1] = at.Milliseconds()
+	}
+}
+
+func (d *drill) faultHit(name string, from, until time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faultHits[name]++
+	d.faultWins[name] = append(d.faultWins[name], [2]int64{from.Milliseconds(), until.Milliseconds()})
+}
+
+// steps carries out the operator's steps at their instants.
+func (d *drill) steps(ctx context.Context) {
+	for _, st := range d.sc.Steps {
+		if st.At >= d.sc.Duration || !sleepUntil(ctx, d.clk.WallAt(st.At)) {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rec := sim.CarryOutStep(sctx, st, d.st, d.clk.Now())
+		cancel()
+		rec.AtMs = d.clk.Elapsed().Milliseconds()
+		d.mu.Lock()
+		d.h.Steps = append(d.h.Steps, rec)
+		d.mu.Unlock()
+	}
+}
+
+// snapshot reads the store's counts with the event stream's position.
+func (d *drill) snapshot(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := d.st.Snapshot(sctx)
+	if err != nil {
+		d.log.Warn("snapshot", "err", err)
+		return
+	}
+	d.mu.Lock()
+	d.snaps = append(d.snaps, snapshot{at: d.clk.Elapsed(), lastID: s.LastEvent, snap: s})
+	d.lastSnap = &d.snaps[len(d.snaps)-1]
+	d.mu.Unlock()
+}
+
+// readEvents follows the store's event stream until ctx is done.
+func (d *drill) readEvents(ctx context.Context) {
+	after := redisstore.StreamStart
+	for ctx.Err() == nil {
+		evs, err := d.st.ReadEvents(ctx, after, 1000, 100*time.Millisecond)
+		if errors.Is(err, redisstore.ErrEventsTrimmed) {
+			d.mu.Lock()
+			d.eventsLost = true
+			d.mu.Unlock()
+		} else if err != nil {
+			if ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			continue
+		}
+		if len(evs) == 0 {
+			continue
+		}
+		after = evs[len(evs)-1].ID
+		d.mu.Lock()
+		d.events = append(d.events, evs...)
+		d.lastID = after
+		d.mu.Unlock()
+	}
+}
+
+// listDLQ records the DLQ's entries.
+func (d *drill) listDLQ() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cursor := ""
+	for {
+		p, err := d.st.List(ctx, dlq.Filter{}, cursor, 1000)
+		if err != nil {
+			d.h.Notes = append(d.h.Notes, "the DLQ could not be listed at the end: "+err.Error())
+			return
+		}
+		for _, e := range p.Entries {
+			if b, err := dlq.Encode(e); err == nil {
+				d.h.DLQ = append(d.h.DLQ, b)
+			}
+		}
+		if p.Next == "" {
+			return
+		}
+		cursor = p.Next
+	}
+}
+
+// progress reports the drill's state.
+func (d *drill) progress() {
+	if d.opts.Progress == nil {
+		return
+	}
+	d.mu.Lock()
+	p := Progress{Elapsed: min(d.clk.Elapsed(), d.sc.Duration), Duration: d.sc.Duration, Created: d.created}
+	if s := d.lastSnap; s != nil {
+		c := s.snap.Counts
+		p.Queued, p.InFlight, p.Scheduled, p.Held = c.Queued, c.InFlight, c.Scheduled, c.Held
+		p.DLQ = s.snap.Stats.Total
+	}
+	for n, k := range d.active {
+		if k > 0 {
+			p.ActiveFaults = append(p.ActiveFaults, n)
+		}
+	}
+	d.mu.Unlock()
+	now := d.clk.Elapsed()
+	for _, f := range d.sc.Faults {
+		if f.Target.Kind != faults.Dependency && f.Target.Kind != faults.AlertSink {
+			continue
+		}
+		wins, _ := f.Schedule.Windows(d.seed, f.Name, d.sc.Duration, 10_000)
+		for _, w := range wins {
+			if w.From <= now && now < w.Until && !slices.Contains(p.ActiveFaults, f.Name) {
+				p.ActiveFaults = append(p.ActiveFaults, f.Name)
+			}
+		}
+	}
+	slices.Sort(p.ActiveFaults)
+	d.opts.Progress(p)
+}
+
+// undoFaults puts every part back to health: proxies clear, gateways and
+// receivers healthy, stalled workers resumed (by Stop).
+func (d *drill) undoFaults() {
+	for _, p := range []interface{ Clear() error }{d.qProxy, d.dProxy} {
+		if p != nil {
+			_ = p.Clear()
+		}
+	}
+	for _, g := range d.gws {
+		g.SetHealthy(true)
+	}
+	for _, r := range d.rcvs {
+		r.SetHealthy(true)
+	}
+	d.mu.Lock()
+	at := d.clk.Elapsed()
+	for name, ws := range d.faultWins {
+		if len(ws) > 0 && ws[len(ws)-1][1] < 0 {
+			ws[len(ws)-1][1] = min(at, d.sc.Duration).Milliseconds()
+		}
+		d.active[name] = 0
+	}
+	d.mu.Unlock()
+}
+
+// finish assembles the history: events up to the final snapshot, the
+// logs of the gateways and the supervisor, the faults' report.
+func (d *drill) finish() *sim.History {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := &d.h
+	idx := map[string]int{}
+	for i, e := range d.events {
+		idx[e.ID] = i + 1
+		h.Events = append(h.Events, sim.EventOf(e.ID, e.Event, d.sc.Start))
+	}
+	h.EventsLost = d.eventsLost
+	for _, s := range d.snaps {
+		n := 0
+		if s.lastID != "" && s.lastID != redisstore.StreamStart {
+			var ok bool
+			if n, ok = idx[s.lastID]; !ok {
+				continue // events the drill did not read: not judged
+			}
+		}
+		h.Snapshots = append(h.Snapshots, sim.HSnapshot{AtMs: s.at.Milliseconds(), AfterEvents: n, Counts: s.snap.Counts, Stats: s.snap.Stats})
+	}
+	if len(h.Snapshots) > 0 {
+		h.Events = h.Events[:h.Snapshots[len(h.Snapshots)-1].AfterEvents]
+	}
+	for _, g := range d.gws {
+		for _, c := range g.Calls() {
+			h.Calls = append(h.Calls, sim.HCall{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
+				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect})
+		}
+	}
+	slices.SortStableFunc(h.Calls, func(a, b sim.HCall) int { return int(a.AtMs - b.AtMs) })
+	for _, e := range d.sup.Events() {
+		h.Processes = append(h.Processes, sim.HProcess{AtMs: d.clk.ToScenario(e.Time.Sub(d.origin)).Milliseconds(),
+			Worker: e.Worker, Kind: string(e.Kind), PID: e.PID, Detail: e.Err})
+	}
+	var stats []faults.FaultStats
+	var wins []faults.FaultWindows
+	d.locked.Do(func(in *faults.Injector) { stats, wins = in.Stats(), in.Windows(d.sc.Duration, 200) })
+	for i, s := range stats {
+		f := reports.Fault{Name: s.Name, Target: s.Target.String(), Model: s.Model, Hits: s.Hits, Windows: [][2]int64{}}
+		if s.Class != 0 {
+			f.Class = s.Class.String()
+		}
+		if ws, ok := d.faultWins[s.Name]; ok {
+			f.Hits = d.faultHits[s.Name]
+			for _, w := range ws {
+				f.Windows = append(f.Windows, w)
+			}
+			if len(ws) > 0 {
+				f.FirstHitMs, f.LastHitMs = ws[0][0], ws[len(ws)-1][0]
+			}
+		} else {
+			if s.Hits > 0 {
+				f.FirstHitMs, f.LastHitMs = s.FirstHit.Milliseconds(), s.LastHit.Milliseconds()
+			}
+			if i < len(wins) {
+				for _, w := range wins[i].Windows {
+					f.Windows = append(f.Windows, [2]int64{w.From.Milliseconds(), w.Until.Milliseconds()})
+				}
+			}
+		}
+		h.Faults = append(h.Faults, f)
+	}
+	if d.opts.Scale > 1 {
+		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: schedules, service times, backoff, leases, heartbeats and alert group waits ran %v× faster; Retry-After headers are whole seconds of scenario time, rounded up", d.opts.Scale, d.opts.Scale))
+	}
+	if n := d.sup.Unexpected(); n > 0 {
+		h.Notes = append(h.Notes, fmt.Sprintf("%d worker process exit(s) the drill did not cause (restarted): see the logs", n))
+	}
+	return h
+}
+
+func classString(c classify.Class) string {
+	if c == 0 {
+		return ""
+	}
+	return c.String()
+}
+
+// stopEverything stops the workers and closes every part; safe to call
+// twice.
+func (d *drill) stopEverything() {
+	if d.sup != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_ = d.sup.Stop(ctx, 3*time.Second)
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, g := range d.gws {
+		_ = g.Close(ctx)
+	}
+	for _, r := range d.rcvs {
+		_ = r.Close(ctx)
+	}
+	if d.feedSrv != nil {
+		_ = d.feedSrv.Close()
+	}
+	for _, p := range []interface{ Close() error }{d.qProxy, d.dProxy} {
+		if p != nil {
+			_ = p.Close()
+		}
+	}
+	for _, f := range d.workerLogs {
+		_ = f.Close()
+	}
+}
+
+// cleanup undoes every fault, stops every part and, unless Keep, removes
+// the namespace's keys and the work directory.
+func (d *drill) cleanup() {
+	d.undoFaults()
+	d.stopEverything()
+	if d.rdb != nil {
+		if !d.opts.Keep {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = DeleteNamespace(ctx, d.rdb, d.ns)
+			cancel()
+		}
+		_ = d.rdb.Close()
+	}
+	if d.tmpDir && !d.opts.Keep {
+		_ = os.RemoveAll(d.dir)
+	}
+}
+
+// DeleteNamespace removes every key of a namespace, in batches.
+func DeleteNamespace(ctx context.Context, rdb redis.UniversalClient, namespace string) error {
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, redisstore.Prefix(namespace)+"*", 1000).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}

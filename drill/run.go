@@ -1,0 +1,459 @@
+package drill
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/drill/gateway"
+	"github.com/faultline/faultline/drill/proxy"
+	"github.com/faultline/faultline/drill/receiver"
+	"github.com/faultline/faultline/drill/supervisor"
+	"github.com/faultline/faultline/drill/workerproc"
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/alert/sink"
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// ErrUnavailable is matched by the error of a drill that could not reach
+// its Redis.
+var ErrUnavailable = errors.New("redis unavailable")
+
+// ErrSteadyState is matched by the error of a drill that found the system
+// unhealthy before any fault started, and refused to judge it.
+var ErrSteadyState = errors.New("steady state not reached")
+
+// Defaults of Options.
+const (
+	DefaultEventStream = 2_000_000
+	// MinWallInterval is the shortest wall-clock interval a drill's timers
+	// are trusted to honour on a loaded machine: a scale that brings a
+	// scenario's shortest interval below it is refused.
+	MinWallInterval = 2 * time.Millisecond
+)
+
+// Options configure a drill.
+type Options struct {
+	// RedisURL is the Redis to drill (redis://host:port/db); Namespace
+	// its namespace ("" = a fresh "drill-<scenario>-<random>"; a given one
+	// must hold no keys); AllowRemote lets RedisURL be off loopback.
+	RedisURL    string
+	Namespace   string
+	AllowRemote bool
+	// Workers is the number of worker processes (0 = the scenario's
+	// workers.count); Concurrency the jobs each runs at once (default 1:
+	// a worker process is a scenario worker slot, w1..wN).
+	Workers     int
+	Concurrency int
+	// Scale is the time scale (default 1).
+	Scale float64
+	// Seed replaces the scenario's seed when not nil.
+	Seed *uint64
+	// WorkerPath and WorkerArgs start a worker process; the drill appends
+	// "--config FILE". Default: this executable, "worker".
+	WorkerPath string
+	WorkerArgs []string
+	// Dir holds the workers' configurations and logs ("" = a temporary
+	// directory, removed at the end unless Keep).
+	Dir string
+	// Keep leaves the namespace's keys (and Dir) behind.
+	Keep bool
+	// Broken makes the workers deliberately broken (see
+	// workerproc.Config.Broken): for the drill's own specs.
+	Broken string
+	// Progress receives a progress line about every second (nil: none).
+	Progress func(Progress)
+	// Logger receives the drill's own log (nil: discarded).
+	Logger *slog.Logger
+	// StartupTimeout bounds the workers' start (default 15s).
+	StartupTimeout time.Duration
+	// Source is where the scenario was loaded from (a path or
+	// "builtin:NAME"): the workers load it again.
+	Source string
+}
+
+// Progress is the drill's state at one instant, for a progress display.
+type Progress struct {
+	Elapsed, Duration time.Duration
+	Queued, InFlight  int
+	Scheduled, Held   int
+	DLQ               int
+	Succeeded         int
+	Created           int
+	ActiveFaults      []string
+}
+
+// Run drills the loaded scenario l and returns its result and history.
+// The error is for a drill that could not be carried out: refused (a part
+// with no live form, a Redis off loopback, a scale too fast; *RefusedError
+// and ErrRefused), Redis unreachable (ErrUnavailable), the system
+// unhealthy before any fault (ErrSteadyState). A canceled ctx stops the
+// drill early: every fault is undone, the workers stop, and the result
+// (verdict interrupted) is still returned.
+func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Result, *sim.History, error) {
+	d, err := prepare(l, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.cleanup()
+	if err := d.start(ctx); err != nil {
+		return nil, nil, err
+	}
+	d.run(ctx)
+	h := d.finish()
+	res, err := sim.Judge(context.Background(), d.sc, h)
+	if err != nil {
+		return nil, h, err
+	}
+	return res, h, nil
+}
+
+// drill is one drill's state.
+type drill struct {
+	opts   Options
+	l      *scenarios.Loaded
+	sc     sim.Scenario
+	seed   uint64
+	ns     string
+	log    *slog.Logger
+	dir    string
+	tmpDir bool
+
+	rdb    *redis.Client
+	st     *redisstore.Store
+	clk    *clock.Scaled
+	origin time.Time
+
+	inj     *faults.Injector
+	locked  *gateway.Locked
+	qProxy  *proxy.Proxy
+	dProxy  *proxy.Proxy
+	gws     []*gateway.Gateway
+	rcvs    []*receiver.Receiver
+	alerter *alert.Alerter
+	mon     *worker.Monitor
+	ar      *worker.AutoRetry
+	sup     *supervisor.Supervisor
+	feedSrv *http.Server
+	feedLn  net.Listener
+	reports chan workerproc.Report
+	hellos  map[string]bool
+
+	mu         sync.Mutex
+	h          sim.History
+	snaps      []snapshot
+	faultHits  map[string]int64
+	faultWins  map[string][][2]int64
+	active     map[string]int
+	lastSnap   *snapshot
+	created    int
+	stopTimers []func()
+	events     []redisstore.StreamEvent
+	eventsLost bool
+	lastID     string
+	workerLogs []*os.File
+}
+
+type snapshot struct {
+	at     time.Duration
+	lastID string
+	snap   redisstore.Snapshot
+}
+
+func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
+	sc := l.Scenario.WithDefaults()
+	if opts.Seed != nil {
+		sc.Seed = *opts.Seed
+	}
+	if runtime.GOOS != "linux" {
+		return nil, &RefusedError{Scenario: sc.Name, Part: "drill", Reason: "drills run on Linux only: worker faults are signals to process groups (SIGKILL, SIGSTOP), which " + runtime.GOOS + " does not give"}
+	}
+	if opts.Workers > 0 {
+		sc.Workers.Count = opts.Workers
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if err := Live(&sc); err != nil {
+		return nil, err
+	}
+	if opts.Scale == 0 {
+		opts.Scale = 1
+	}
+	if !(opts.Scale >= 1) || opts.Scale > 1000 {
+		return nil, fmt.Errorf("--time-scale %v: takes a number from 1 to 1000", opts.Scale)
+	}
+	if err := CheckScale(&sc, opts.Scale); err != nil {
+		return nil, err
+	}
+	if err := CheckRedisURL(opts.RedisURL, opts.AllowRemote, opts.Namespace); err != nil {
+		return nil, err
+	}
+	if opts.StartupTimeout == 0 {
+		opts.StartupTimeout = 15 * time.Second
+	}
+	if opts.WorkerPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the faultline binary to start workers: %w", err)
+		}
+		opts.WorkerPath, opts.WorkerArgs = exe, []string{"worker"}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &drill{opts: opts, l: l, sc: sc, seed: sc.Seed, log: log, reports: make(chan workerproc.Report, 4096),
+		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}}
+	d.ns = opts.Namespace
+	if d.ns == "" {
+		var b [4]byte
+		_, _ = crand.Read(b[:])
+		d.ns = "drill-" + sc.Name + "-" + hex.EncodeToString(b[:])
+	}
+	return d, nil
+}
+
+// CheckScale refuses a time scale at which one of sc's intervals would be
+// shorter on the wall clock than MinWallInterval.
+func CheckScale(sc *sim.Scenario, scale float64) error {
+	type iv struct {
+		name string
+		d    time.Duration
+	}
+	ivs := []iv{{"workers.leaseTTL/3 (the heartbeat)", sc.Workers.LeaseTTL / 3}, {"system.retry.baseDelay", sc.System.Retry.BaseDelay}}
+	for _, b := range sc.System.Breakers {
+		ivs = append(ivs, iv{"breaker " + b.Config.Name + " openDuration", b.Config.OpenDuration})
+	}
+	for _, v := range ivs {
+		if v.d <= 0 {
+			continue
+		}
+		if wall := time.Duration(float64(v.d) / scale); wall < MinWallInterval {
+			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
+				Reason: fmt.Sprintf("%s is %s, %s on the wall clock at this scale, under the %s a drill's timers are trusted to honour; the fastest scale for this scenario is %v",
+					v.name, v.d, wall, MinWallInterval, float64(v.d)/float64(MinWallInterval))}
+		}
+	}
+	return nil
+}
+
+func (d *drill) start(ctx context.Context) (err error) {
+	sc := &d.sc
+	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed,
+		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+	defer func() {
+		if err != nil {
+			d.stopEverything()
+		}
+	}()
+	// Redis, directly: the drill's own connection (the producer, the
+	// observer, the monitor and the auto-retry) never goes through the
+	// proxies.
+	d.rdb = redisstore.NewClient(d.opts.RedisURL)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := d.rdb.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, maskURL(d.opts.RedisURL), err)
+	}
+	keys, _, err := d.rdb.Scan(pctx, 0, redisstore.Prefix(d.ns)+"*", 100).Result()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if len(keys) > 0 {
+		return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there", ErrSteadyState, d.ns, keys[0])
+	}
+	scfg := sc.StoreConfig()
+	scfg.Namespace, scfg.EventStream = d.ns, DefaultEventStream
+	if d.st, err = redisstore.New(d.rdb, scfg); err != nil {
+		return err
+	}
+	addr := d.rdb.Options().Addr
+	if d.qProxy, err = proxy.New("redis-queue", addr, proxy.Options{AllowRemote: d.opts.AllowRemote}); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	if d.dProxy, err = proxy.New("redis-dlq", addr, proxy.Options{AllowRemote: d.opts.AllowRemote}); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+
+	// The scenario's clock starts a little ahead, when the workers are up.
+	lead := 800*time.Millisecond + 100*time.Millisecond*time.Duration(sc.Workers.Count)
+	d.origin = time.Now().Add(lead)
+	d.h.StartedAt = d.origin.UTC()
+	d.clk, _ = clock.NewScaled(sc.Start, d.origin, d.opts.Scale, nil)
+	if d.inj, err = faults.NewInjector(d.seed, sc.Faults); err != nil {
+		return err
+	}
+	d.locked = gateway.NewLocked(d.inj)
+	now := d.clk.Elapsed
+
+	gwURLs := map[string]string{}
+	for _, dep := range sc.Dependencies {
+		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
+		if err == nil {
+			err = g.Start()
+		}
+		if err != nil {
+			return fmt.Errorf("gateway %s: %w", dep.Name, err)
+		}
+		d.gws = append(d.gws, g)
+		gwURLs[dep.Name] = g.URL()
+	}
+	rcvURL := map[string]string{}
+	for _, r := range sc.System.Alerts.Receivers {
+		kind := receiver.Slack
+		if strings.Contains(strings.ToLower(r.Name), "pager") {
+			kind = receiver.Webhook
+		}
+		rc, err := receiver.New(receiver.Config{Name: r.Name, Kind: kind, Faults: d.locked, Now: now, Scale: d.opts.Scale})
+		if err == nil {
+			err = rc.Start()
+		}
+		if err != nil {
+			return fmt.Errorf("receiver %s: %w", r.Name, err)
+		}
+		d.rcvs = append(d.rcvs, rc)
+		rcvURL[r.Name] = rc.URL()
+	}
+	acfg := sc.AlertConfig(func(name string) alert.Sink {
+		var real alert.Sink
+		var err error
+		if strings.Contains(strings.ToLower(name), "pager") {
+			real, err = sink.NewWebhook(sink.WebhookConfig{URL: rcvURL[name]})
+		} else {
+			real, err = sink.NewSlack(sink.SlackConfig{URL: rcvURL[name]})
+		}
+		if err != nil {
+			d.log.Error("sink", "receiver", name, "err", err)
+			return nil
+		}
+		return &recordingSink{d: d, name: name, real: real}
+	})
+	if d.alerter, err = alert.New(acfg, d.clk, sim.NewStream(d.seed, "alert")); err != nil {
+		return fmt.Errorf("alerter: %w", err)
+	}
+	env := sim.Env{Clock: d.clk, Scenario: sc, Rand: func(name string) *rand.Rand { return sim.NewStream(d.seed, name) }}
+	if sc.System.Monitor != nil {
+		if d.mon, err = worker.NewMonitor(sc.MonitorConfig(d.st, d.alerter, d.ns, env)); err != nil {
+			return fmt.Errorf("monitor: %w", err)
+		}
+	}
+	if sc.System.AutoRetry != nil {
+		if d.ar, err = worker.NewAutoRetry(sc.AutoRetryConfig(d.st, env)); err != nil {
+			return fmt.Errorf("auto-retry: %w", err)
+		}
+	}
+
+	// The feed the workers report to.
+	if d.feedLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /report", d.feed)
+	d.feedSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = d.feedSrv.Serve(d.feedLn) }()
+
+	// The workers.
+	if d.opts.Dir == "" {
+		if d.dir, err = os.MkdirTemp("", "faultline-drill-"); err != nil {
+			return err
+		}
+		d.tmpDir = true
+	} else {
+		d.dir = d.opts.Dir
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return err
+		}
+	}
+	qURL := redisURLVia(d.opts.RedisURL, d.qProxy.Addr())
+	dURL := redisURLVia(d.opts.RedisURL, d.dProxy.Addr())
+	var specs []supervisor.Spec
+	for i := range sc.Workers.Count {
+		name := "w" + strconv.Itoa(i+1)
+		d.h.Workers = append(d.h.Workers, name)
+		cfg := &workerproc.Config{Name: name, Source: d.opts.Source, Hash: d.l.Hash, Seed: d.seed, RedisURL: qURL, DLQRedisURL: dURL,
+			Namespace: d.ns, EventStream: DefaultEventStream, Start: sc.Start, Origin: d.origin, Scale: d.opts.Scale,
+			Gateways: gwURLs, CallTimeout: 30 * time.Second, Feed: "http://" + d.feedLn.Addr().String() + "/report",
+			Concurrency: d.opts.Concurrency, Broken: d.opts.Broken}
+		path := filepath.Join(d.dir, name+".json")
+		if err := workerproc.WriteConfig(path, cfg); err != nil {
+			return err
+		}
+		logf, err := os.Create(filepath.Join(d.dir, name+".log"))
+		if err != nil {
+			return err
+		}
+		d.workerLogs = append(d.workerLogs, logf)
+		specs = append(specs, supervisor.Spec{Name: name, Path: d.opts.WorkerPath, Args: append(append([]string(nil), d.opts.WorkerArgs...), "--config", path),
+			Stdout: logf, Stderr: logf})
+	}
+	if d.sup, err = supervisor.New(specs, supervisor.Options{Logger: d.log}); err != nil {
+		return err
+	}
+	if err := d.sup.Start(ctx); err != nil {
+		return fmt.Errorf("start the workers: %w", err)
+	}
+	// Steady state: every worker up and through the proxy to Redis before
+	// the scenario's clock starts.
+	deadline := time.NewTimer(max(lead, d.opts.StartupTimeout))
+	defer deadline.Stop()
+	for len(d.hellos) < sc.Workers.Count {
+		select {
+		case r := <-d.reports:
+			d.take(r)
+		case <-deadline.C:
+			var missing []string
+			for _, n := range d.h.Workers {
+				if !d.hellos[n] {
+					missing = append(missing, n)
+				}
+			}
+			return fmt.Errorf("%w: worker %s did not come up within %s (logs in %s)", ErrSteadyState, strings.Join(missing, ", "), max(lead, d.opts.StartupTimeout), d.dir)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
+		c := redisstore.NewClient(redisURLVia(d.opts.RedisURL, p.Addr()))
+		err := c.Ping(pctx).Err()
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("%w: Redis through the drill's proxy: %w", ErrSteadyState, err)
+		}
+	}
+	return nil
+}
+
+// redisURLVia is raw with its host and port replaced by addr.
+func redisURLVia(raw, addr string) string {
+	if !strings.Contains(raw, "://") {
+		return "redis://" + addr
+	}
+	u, err := urlParse(raw)
+	if err != nil {
+		return "redis://" + addr
+	}
+	u.Host = addr
+	return u.String()
+}

@@ -1,0 +1,405 @@
+// Package workerproc is the worker process of a staging drill: what
+// `faultline worker` runs. It is reference/worker.Runner on a real Redis
+// (through the drill's proxy), with the scenario's system configuration —
+// classifier rules, retry policy, breakers and fallbacks — built by
+// sim.BuildWorkerSystem from the very scenario the drill runs (the worker
+// loads it again and refuses one whose effective document differs), on
+// the drill's scaled clock. Its handler calls a task's dependency at the
+// drill's fault gateway with the job's ID and idempotency key.
+//
+// What runs once in a real deployment runs once in the drill process, not
+// here: the alerter (this process forwards each failure to the drill's
+// feed, where the drill's one alerter hears it), the DLQ monitor and the
+// off-peak auto-retry. Breakers and retry budgets are per process, as in
+// most deployments. Each attempt's outcome, each breaker transition and
+// each dead letter kept in memory is reported to the feed, synchronously,
+// before the worker leases its next job; an attempt whose process dies
+// before it reports is judged from its moves alone.
+package workerproc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/drill/gateway"
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// Config is what the drill hands a worker process, in a file.
+type Config struct {
+	// Name is the worker's name in the scenario (w1..wN).
+	Name string `json:"name"`
+	// Source is the scenario's file path, or "builtin:NAME"; Hash the
+	// effective document's hash (scenarios.Loaded.Hash) the drill ran.
+	Source string `json:"source"`
+	Hash   string `json:"hash"`
+	Seed   uint64 `json:"seed"`
+	// RedisURL is the Redis the worker uses (the drill's proxy);
+	// Namespace the drill's; EventStream the store's stream length.
+	RedisURL string `json:"redisUrl"`
+	// DLQRedisURL is the Redis of the DLQ role (the drill's second
+	// proxy): dead-letter writes and held-set flushes go through it, so a
+	// dlq-store fault cuts them alone ("" = RedisURL).
+	DLQRedisURL string `json:"dlqRedisUrl,omitempty"`
+	Namespace   string `json:"namespace"`
+	EventStream int    `json:"eventStream"`
+	// Start is the scenario's start, Origin the wall instant it began,
+	// Scale the time scale.
+	Start  time.Time `json:"start"`
+	Origin time.Time `json:"origin"`
+	Scale  float64   `json:"scale"`
+	// Gateways are the fault gateways' URLs by dependency; CallTimeout
+	// the wall-clock timeout of a call to one.
+	Gateways    map[string]string `json:"gateways"`
+	CallTimeout time.Duration     `json:"callTimeout"`
+	// Feed is the drill's URL for the worker's reports.
+	Feed string `json:"feed"`
+	// Concurrency is the jobs this process runs at once (default 1).
+	Concurrency int `json:"concurrency"`
+	// Broken turns off part of the reference, for the drill's own specs
+	// that show the oracle catching a broken worker: "ack-before-dlq"
+	// acks a job the pipeline decided to dead-letter. Empty in every
+	// real drill.
+	Broken string `json:"broken,omitempty"`
+}
+
+// ReadConfig reads a Config file.
+func ReadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("worker config %s: %w", path, err)
+	}
+	if c.Name == "" || c.Source == "" || c.RedisURL == "" || c.Namespace == "" || c.Feed == "" || !(c.Scale >= 1) {
+		return nil, fmt.Errorf("worker config %s: name, source, redisUrl, namespace, feed and scale ≥ 1 are required", path)
+	}
+	return &c, nil
+}
+
+// WriteConfig writes c to path (mode 0600: it holds the Redis URL).
+func WriteConfig(path string, c *Config) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// LoadScenario loads a scenario from source (a path or "builtin:NAME").
+func LoadScenario(source string) (*scenarios.Loaded, error) {
+	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
+		return scenarios.LoadBuiltin(name)
+	}
+	return scenarios.Load(source)
+}
+
+// Report is one message of a worker to the drill's feed.
+type Report struct {
+	Kind   string `json:"kind"` // "attempt", "breaker", "kept", "hello"
+	Worker string `json:"worker"`
+	// Attempt, with Failure when the attempt failed (for the drill's
+	// alerter: the fingerprint is the drill's).
+	Attempt *sim.HAttempt  `json:"attempt,omitempty"`
+	Failure *alert.Failure `json:"failure,omitempty"`
+	// Breaker is a breaker transition.
+	Breaker *sim.HBreaker `json:"breaker,omitempty"`
+	// KeptJob and KeptErr: a decided dead letter kept in memory.
+	KeptJob *job.Job `json:"keptJob,omitempty"`
+	KeptErr string   `json:"keptErr,omitempty"`
+}
+
+// feed posts reports to the drill.
+type feed struct {
+	url    string
+	client *http.Client
+	log    *slog.Logger
+}
+
+func (f *feed) send(r Report) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		f.log.Error("encode report", "err", err)
+		return
+	}
+	for try := range 3 {
+		resp, err := f.client.Post(f.url, "application/json", bytes.NewReader(b))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode < 300 {
+				return
+			}
+			err = fmt.Errorf("feed answered %s", resp.Status)
+		}
+		if try == 2 {
+			f.log.Error("report lost", "kind", r.Kind, "err", err)
+		}
+	}
+}
+
+// forwarder is the worker's alerter: it keeps each failure for the
+// attempt's report; the drill's alerter hears it there.
+type forwarder struct {
+	mu   sync.Mutex
+	last map[string]alert.Failure
+}
+
+func (f *forwarder) JobFailed(a alert.Failure) string {
+	f.mu.Lock()
+	f.last[a.JobID] = a
+	f.mu.Unlock()
+	return ""
+}
+
+func (f *forwarder) take(id string) (alert.Failure, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.last[id]
+	delete(f.last, id)
+	return a, ok
+}
+
+// Run runs the worker until ctx is done (SIGTERM), then shuts the runner
+// down gracefully.
+func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
+	l, err := LoadScenario(cfg.Source)
+	if err != nil {
+		return fmt.Errorf("load scenario %s: %w", cfg.Source, err)
+	}
+	if cfg.Hash != "" && l.Hash != cfg.Hash {
+		return fmt.Errorf("scenario %s changed since the drill loaded it (%s, drill ran %s)", cfg.Source, l.Hash, cfg.Hash)
+	}
+	sc := l.Scenario.WithDefaults()
+	sc.Seed = cfg.Seed
+	clk, err := clock.NewScaled(sc.Start, cfg.Origin, cfg.Scale, nil)
+	if err != nil {
+		return err
+	}
+	scfg := sc.StoreConfig()
+	scfg.Namespace = cfg.Namespace
+	scfg.EventStream = cfg.EventStream
+	client := redisstore.NewClient(cfg.RedisURL)
+	defer client.Close()
+	st, err := redisstore.New(client, scfg)
+	if err != nil {
+		return err
+	}
+	fd := &feed{url: cfg.Feed, client: &http.Client{Timeout: 5 * time.Second}, log: logger}
+	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
+		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)
+	}}
+	sys, err := sim.BuildWorkerSystem(&sc, env, st)
+	if err != nil {
+		return err
+	}
+	start := sc.Start
+	ms := func(t time.Time) int64 { return t.Sub(start).Milliseconds() }
+	for _, nb := range sys.Breakers {
+		nb.Breaker.OnStateChange(func(t degrade.Transition) {
+			fd.send(Report{Kind: "breaker", Worker: cfg.Name, Breaker: &sim.HBreaker{AtMs: ms(t.At), Worker: cfg.Name, Breaker: nb.Name,
+				From: t.From.String(), To: t.To.String(), Reason: t.Reason}})
+		})
+	}
+	fw := &forwarder{last: map[string]alert.Failure{}}
+	core, err := worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: sys.Policy, Alerter: fw, Guards: sys.Guards})
+	if err != nil {
+		return err
+	}
+	// The DLQ role: its own connection, through the drill's second proxy.
+	dst := st
+	if cfg.DLQRedisURL != "" && cfg.DLQRedisURL != cfg.RedisURL {
+		dclient := redisstore.NewClient(cfg.DLQRedisURL)
+		defer dclient.Close()
+		if dst, err = redisstore.New(dclient, scfg); err != nil {
+			return err
+		}
+	}
+	var dlqStore worker.DeadLetterer = dst
+	if cfg.Broken == "ack-before-dlq" {
+		dlqStore = ackBeforeDLQ{st}
+	}
+	pipe, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: dlqStore, Holder: splitHolder{hold: st, flush: dst}, Heartbeater: st,
+		LeaseTTL: sc.Workers.LeaseTTL,
+		OnKept: func(j job.Job, kerr error) {
+			fd.send(Report{Kind: "kept", Worker: cfg.Name, KeptJob: &j, KeptErr: kerr.Error()})
+		}})
+	if err != nil {
+		return err
+	}
+	calls := &answers{m: map[string]gateway.Answer{}}
+	clients := map[string]*gateway.Client{}
+	for dep, u := range cfg.Gateways {
+		clients[dep] = gateway.NewClient(u, cfg.CallTimeout)
+	}
+	// A task's service time (with its jitter, from the worker's own
+	// stream) is spent before the dependency is called, on the scaled
+	// clock.
+	svc := map[string]sim.Task{}
+	jitter := env.Rand("workload/service")
+	var jmu sync.Mutex
+	for _, t := range sc.Workload.Tasks {
+		svc[t.Name] = t
+	}
+	handler := func(ctx context.Context, j job.Job) error {
+		if t, ok := svc[j.Task]; ok && t.Service > 0 {
+			d := t.Service
+			if t.ServiceJitter > 0 {
+				jmu.Lock()
+				ms := int64(t.ServiceJitter / time.Millisecond)
+				d += time.Duration(jitter.Int64N(2*ms+1))*time.Millisecond - t.ServiceJitter
+				jmu.Unlock()
+			}
+			done := make(chan struct{})
+			tm := clk.AfterFunc(max(d, 0), func() { close(done) })
+			select {
+			case <-done:
+			case <-ctx.Done():
+				tm.Stop()
+				return context.Cause(ctx)
+			}
+		}
+		c := clients[j.Dependency]
+		if c == nil {
+			return nil
+		}
+		a, err := c.Call(ctx, j.ID, j.IdempotencyKey)
+		calls.put(j.ID, a)
+		return err
+	}
+	queues := []string{}
+	for _, t := range sc.Workload.Tasks {
+		q := t.Queue
+		if q == "" {
+			q = t.Name
+		}
+		if !contains(queues, q) {
+			queues = append(queues, q)
+		}
+	}
+	r, err := worker.NewRunner(worker.RunnerConfig{Pipeline: pipe, Source: st, Handler: handler, Clock: clk,
+		Workers: max(cfg.Concurrency, 1), Queues: queues, LeaseTTL: sc.Workers.LeaseTTL, Logger: logger,
+		// A second of scenario time, as the simulator's maintenance
+		// wakes are, and never slower than a tenth of the lease.
+		TickInterval: min(time.Second, sc.Workers.LeaseTTL/10),
+		OnFinish: func(a worker.Attempt, o worker.Outcome, err error) {
+			ans := calls.take(a.Job.ID)
+			ha := &sim.HAttempt{AtMs: ms(clk.Now()), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
+				Action: o.Action.String(), Result: resultOf(err)}
+			if o.Err != nil {
+				ha.Err, ha.Class, ha.Severity, ha.Rule = o.Err.Error(), o.Verdict.Class.String(), o.Verdict.Severity.String(), o.Verdict.Rule
+			}
+			rep := Report{Kind: "attempt", Worker: cfg.Name, Attempt: ha}
+			if f, ok := fw.take(a.Job.ID); ok {
+				rep.Failure = &f
+			}
+			fd.send(rep)
+		}})
+	if err != nil {
+		return err
+	}
+	// Up: a round trip to Redis through the drill's proxy, then the word
+	// to the drill, then the scenario's start.
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = st.Counts(pctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("redis through the drill's proxy: %w", err)
+	}
+	fd.send(Report{Kind: "hello", Worker: cfg.Name})
+	if wait := time.Until(cfg.Origin); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return r.Run(ctx)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// resultOf names what became of an attempt's move.
+func resultOf(err error) string {
+	switch {
+	case err == nil:
+		return "applied"
+	case errors.Is(err, queue.ErrLeaseLost):
+		return "fenced"
+	case errors.Is(err, worker.ErrKept):
+		return "kept"
+	}
+	return "failed"
+}
+
+// answers are the gateway's answers to each job's latest call, until the
+// attempt's report takes them.
+type answers struct {
+	mu sync.Mutex
+	m  map[string]gateway.Answer
+}
+
+func (a *answers) put(id string, ans gateway.Answer) {
+	a.mu.Lock()
+	a.m[id] = ans
+	a.mu.Unlock()
+}
+
+func (a *answers) take(id string) gateway.Answer {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ans := a.m[id]
+	delete(a.m, id)
+	return ans
+}
+
+// ackBeforeDLQ is a deliberately broken worker for the drill's specs: it
+// acks a job whose dead letter was decided, so the entry is never written
+// (the seed's "ack before the DLQ write" bug).
+type ackBeforeDLQ struct{ st *redisstore.Store }
+
+func (b ackBeforeDLQ) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	return dlq.AddResult{}, b.st.Ack(ctx, l, e.Job, now)
+}
+
+// splitHolder parks a dead letter through the queue role's connection
+// (the DLQ store may be the part that is down) and writes held ones
+// through the DLQ role's, as the simulator's DLQ-store outage does.
+type splitHolder struct{ hold, flush *redisstore.Store }
+
+func (h splitHolder) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) error {
+	return h.hold.Hold(ctx, l, e, now)
+}
+
+func (h splitHolder) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.FlushResult, error) {
+	return h.flush.FlushHeld(ctx, now, limit)
+}

@@ -11,11 +11,11 @@
 // true class (what a perfect classifier would say, for scoring a team's
 // classifier), the latency it adds, whether the request took effect anyway,
 // and for workers a crash or a stall. A Fault gives a model a name, a Target
-// and a Schedule (from, until, a periodic on-phase with per-period jitter, the
-// first N calls, a probability). How a fault is applied is separate: the
-// simulator (package sim) asks an Injector about each call on virtual time;
-// the staging drills apply the same models to real services on the wall
-// clock.
+// and a Schedule (from, until, a periodic on-phase with per-period jitter,
+// the calls of named jobs, the first N calls, a probability). How a fault is
+// applied is separate: the simulator (package sim) asks an Injector about
+// each call on virtual time; the staging drills apply the same models to
+// real services on the wall clock.
 //
 // Everything is deterministic. Time is a time.Duration offset from the
 // scenario start, in whole milliseconds. Each fault draws from its own PCG

@@ -30,7 +30,9 @@ type Fault struct {
 }
 
 // Validate checks the fault: a name, a model that is valid, a target kind
-// among the model's Targets, and a valid schedule. Every problem is
+// among the model's Targets, a valid schedule, and schedule jobs only on a
+// target whose calls carry a job (a dependency or the DLQ store; a worker,
+// the store or an alert sink is called by no job). Every problem is
 // reported, each a *FieldError naming the fault and the field
 // ("schedule.every.duty", "model.code", "target.kind"), joined with
 // errors.Join. Validate never panics, even on a model whose methods do.
@@ -65,6 +67,10 @@ func (f Fault) Validate() error {
 		}
 	}
 	errs = append(errs, within(f.Schedule.Validate(), f.Name, "schedule"))
+	if len(f.Schedule.Jobs) > 0 && f.Target.Kind.valid() && !f.Target.Kind.carriesJobs() {
+		field("schedule.jobs", fmt.Sprintf("a %s fault cannot be limited to jobs: its calls are made by no job", f.Target.Kind),
+			"only dependency and dlq-store faults take jobs; use from/until to aim it")
+	}
 	return errors.Join(errs...)
 }
 

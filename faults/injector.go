@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
@@ -28,6 +29,7 @@ type faultState struct {
 	target  Target
 	sched   compiled
 	gate    *periodic // the model's own windows (a flapping primary), or nil
+	jobs    jobSet    // Schedule.Jobs; zero when every job is hit
 	limited bool      // FirstCalls is set
 	budget  int       // calls left when limited
 	drawP   bool      // a probability draw is needed
@@ -71,6 +73,9 @@ func NewInjector(seed uint64, fs []Fault) (*Injector, error) {
 		return nil, errors.Join(errs...)
 	}
 	in := &Injector{seed: seed, faults: append([]Fault(nil), fs...), st: make([]faultState, len(fs))}
+	for i := range in.faults {
+		in.faults[i].Schedule.Jobs = slices.Clone(in.faults[i].Schedule.Jobs)
+	}
 	for i, f := range fs {
 		key := NameHash(f.Name)
 		b := binding{seed: seed, fault: f.Name, key: key, target: f.Target}
@@ -79,6 +84,7 @@ func NewInjector(seed uint64, fs []Fault) (*Injector, error) {
 			name:    f.Name,
 			target:  f.Target,
 			sched:   sched,
+			jobs:    newJobSet(f.Schedule.Jobs),
 			limited: f.Schedule.FirstCalls > 0,
 			budget:  f.Schedule.FirstCalls,
 			p:       f.Schedule.Probability,
@@ -106,8 +112,9 @@ func (in *Injector) Seed() uint64 { return in.seed }
 // Call returns what happens to call c on target t. The faults hitting t (a
 // fault whose target has Name "" hits every name of its kind, one naming "x"
 // only "x") are evaluated in the order given. A fault is active for the call
-// when its schedule's time conditions hold at c.At (and, for a flapping
-// primary, the primary is down), its FirstCalls budget is not spent, and its
+// when c is made by one of its schedule's Jobs (when it names any), its
+// schedule's time conditions hold at c.At (and, for a flapping primary, the
+// primary is down), its FirstCalls budget is not spent, and its
 // probability draw hits; each active fault's hit is counted, even when an
 // earlier fault already decided the call, so that no fault's draws depend on
 // another's. Latencies of active faults add up; the first active fault that
@@ -185,10 +192,14 @@ func (in *Injector) CallFault(i int, t Target, c Call) Effect {
 	return e
 }
 
-// hit decides whether the fault is active for call c at tm — its time
-// conditions hold, its call budget is not spent, its probability draw
-// hits — and, if so, counts the hit and applies the model.
+// hit decides whether the fault is active for call c at tm — the call is
+// by one of its jobs, its time conditions hold, its call budget is not
+// spent, its probability draw hits — and, if so, counts the hit and applies
+// the model. A call by another job spends no budget and draws nothing.
 func (f *faultState) hit(c Call, tm int64) (Effect, bool) {
+	if f.jobs.limited() && !f.jobs.has(c.JobID) {
+		return Effect{}, false
+	}
 	if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
 		return Effect{}, false
 	}
@@ -218,9 +229,14 @@ func satAdd(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// Faults returns the faults, in order.
+// Faults returns the faults, in order (copies: changing one's Jobs changes
+// nothing in the Injector).
 func (in *Injector) Faults() []Fault {
-	return append([]Fault(nil), in.faults...)
+	out := append([]Fault(nil), in.faults...)
+	for i := range out {
+		out[i].Schedule.Jobs = slices.Clone(out[i].Schedule.Jobs)
+	}
+	return out
 }
 
 // FaultStats is what one fault did: how many calls it hit, and when.
@@ -269,8 +285,8 @@ type FaultWindows struct {
 
 // Windows lists every fault's windows within [0, horizon), at most
 // maxPerFault each: its schedule's windows (Schedule.Windows) and, for a
-// flapping primary, only where the primary is also down. FirstCalls and
-// Probability are per call and do not show in windows.
+// flapping primary, only where the primary is also down. Jobs, FirstCalls
+// and Probability are per call and do not show in windows.
 func (in *Injector) Windows(horizon time.Duration, maxPerFault int) []FaultWindows {
 	out := make([]FaultWindows, len(in.st))
 	for i := range in.st {

@@ -107,6 +107,67 @@ var _ = Describe("Injector", func() {
 		Expect(in.Call(inventory, at(time.Hour)).Err).NotTo(HaveOccurred(), "other targets never used it either")
 	})
 
+	It("hits only the calls of its schedule's jobs, and counts only theirs against FirstCalls", func() {
+		by := func(job string, t time.Duration) faults.Call { return faults.Call{At: t, JobID: job} }
+		in := mustInjector(1,
+			faults.Fault{Name: "declined", Target: gateway, Model: faults.CardDeclined{}, Schedule: faults.Schedule{Jobs: []string{"pay-declined"}}},
+			faults.Fault{Name: "revoked", Target: gateway, Model: faults.AuthFailure{Code: 401}, Schedule: faults.Schedule{From: 3 * time.Minute, Jobs: []string{"pay-auth", "pay-auth-2"}, FirstCalls: 2}},
+		)
+		// Other jobs' calls, and infrastructure calls, come first and at the
+		// same instants: on the wall clock a job's call comes a little after
+		// its arrival, and whichever job called first used to take the hit.
+		Expect(in.Call(gateway, by("charge-1", 30*time.Second)).Err).NotTo(HaveOccurred())
+		Expect(in.Call(gateway, by("", 30*time.Second)).Err).NotTo(HaveOccurred())
+		e := in.Call(gateway, by("pay-declined", 30*time.Second+7*ms))
+		Expect(e.Fault).To(Equal("declined"))
+		Expect(e.Class).To(Equal(classify.Permanent))
+		Expect(in.Call(gateway, by("pay-declined", 9*time.Minute)).Fault).To(Equal("declined"), "without time conditions, every call of the job")
+		Expect(in.Call(inventory, by("pay-declined", 0)).Err).NotTo(HaveOccurred(), "the target still applies")
+
+		for i := range 5 {
+			Expect(in.Call(gateway, by(fmt.Sprintf("charge-%d", i+2), 3*time.Minute)).Err).NotTo(HaveOccurred())
+		}
+		Expect(in.Call(gateway, by("pay-auth", 2*time.Minute)).Err).NotTo(HaveOccurred(), "the time conditions still apply, and use no budget")
+		Expect(in.Call(gateway, by("pay-auth", 3*time.Minute+12*ms)).Fault).To(Equal("revoked"))
+		Expect(in.Call(gateway, by("pay-auth-2", 3*time.Minute+40*ms)).Fault).To(Equal("revoked"))
+		Expect(in.Call(gateway, by("pay-auth", 4*time.Minute)).Err).NotTo(HaveOccurred(), "two calls by its jobs spent the budget")
+
+		Expect(hitsOf(in, "declined")).To(BeEquivalentTo(2))
+		Expect(hitsOf(in, "revoked")).To(BeEquivalentTo(2))
+		st := in.Stats()[1]
+		Expect([]time.Duration{st.FirstHit, st.LastHit}).To(Equal([]time.Duration{3*time.Minute + 12*ms, 3*time.Minute + 40*ms}))
+	})
+
+	It("looks a long list of jobs up as well as a short one", func() {
+		jobs := make([]string, 40)
+		for i := range jobs {
+			jobs[i] = fmt.Sprintf("job-%d", i)
+		}
+		in := mustInjector(1, faults.Fault{Name: "many", Target: gateway, Model: faults.Outage{}, Schedule: faults.Schedule{Jobs: jobs}})
+		for i := range 80 {
+			e := in.Call(gateway, faults.Call{At: time.Duration(i) * ms, JobID: fmt.Sprintf("job-%d", i)})
+			Expect(e.Err != nil).To(Equal(i < 40), "job-%d", i)
+		}
+		jobs[0] = "changed"
+		Expect(in.Faults()[0].Schedule.Jobs[0]).To(Equal("job-0"), "the Injector keeps its own copy")
+		Expect(in.Call(gateway, faults.Call{JobID: "job-0"}).Err).To(HaveOccurred())
+	})
+
+	It("draws nothing for another job's call, so a jobs-limited fault's draws do not depend on other jobs", func() {
+		only := func(extra bool) []bool {
+			in := mustInjector(3, faults.Fault{Name: "p", Target: gateway, Model: faults.Outage{}, Schedule: faults.Schedule{Jobs: []string{"a"}, Probability: 0.5}})
+			var hits []bool
+			for i := range 200 {
+				if extra {
+					in.Call(gateway, faults.Call{At: time.Duration(i) * ms, JobID: "b"})
+				}
+				hits = append(hits, in.Call(gateway, faults.Call{At: time.Duration(i) * ms, JobID: "a"}).Err != nil)
+			}
+			return hits
+		}
+		Expect(only(true)).To(Equal(only(false)))
+	})
+
 	It("spends the FirstCalls budget on calls the probability draw misses", func() {
 		in := mustInjector(5, faults.Fault{Name: "f", Target: gateway, Model: faults.Outage{}, Schedule: faults.Schedule{FirstCalls: 1000, Probability: 0.5}})
 		for i := range 5000 {
@@ -242,6 +303,8 @@ var _ = Describe("Injector", func() {
 			faults.Fault{Name: "rate", Target: inventory, Model: faults.HTTPStatus{Code: 502}, Schedule: faults.Schedule{Probability: 0.5, Every: &faults.Periodic{Period: time.Second, Duty: 0.5, Jitter: 100 * ms}}},
 			faults.Fault{Name: "lat", Target: inventory, Model: faults.Latency{Distribution: "normal"}},
 			faults.Fault{Name: "cards", Target: inventory, Model: faults.CardDeclined{Codes: []string{"a", "b"}}, Schedule: faults.Schedule{Probability: 0.1}},
+			faults.Fault{Name: "one-job", Target: inventory, Model: faults.CardDeclined{}, Schedule: faults.Schedule{Jobs: []string{"pay-declined", "pay-auth"}}},
+			faults.Fault{Name: "many-jobs", Target: inventory, Model: faults.Outage{}, Schedule: faults.Schedule{Jobs: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "pay-auth"}, FirstCalls: 1_000_000}},
 		)
 		i := 0
 		Expect(testing.AllocsPerRun(1000, func() {
@@ -252,6 +315,14 @@ var _ = Describe("Injector", func() {
 			i++
 			in.Call(inventory, faults.Call{At: time.Duration(i) * ms})
 		})).To(BeZero())
+		for _, job := range []string{"pay-declined", "pay-auth", "charge-7"} {
+			Expect(testing.AllocsPerRun(1000, func() {
+				i++
+				in.Call(inventory, faults.Call{At: time.Duration(i) * ms, JobID: job})
+			})).To(BeZero(), job)
+		}
+		Expect(hitsOf(in, "one-job")).To(BeNumerically(">", 0))
+		Expect(hitsOf(in, "many-jobs")).To(BeNumerically(">", 0))
 	})
 
 	Describe("NewInjector", func() {
@@ -266,6 +337,7 @@ var _ = Describe("Injector", func() {
 				{Name: "gw-timeouts", Target: gateway, Model: faults.Outage{}},
 				{Name: "panics", Target: gateway, Model: panickyModel{}},
 				{Name: "star", Target: faults.Target{Kind: faults.Worker, Name: "*"}, Model: faults.WorkerCrash{}},
+				{Name: "crash-job", Target: faults.Target{Kind: faults.Worker}, Model: faults.WorkerCrash{}, Schedule: faults.Schedule{Jobs: []string{"pay-auth"}}},
 			})
 			Expect(err).To(HaveOccurred())
 			for _, want := range []string{
@@ -278,6 +350,7 @@ var _ = Describe("Injector", func() {
 				`fault "gw-timeouts": name: duplicate: faults[0] and faults[6] share it`,
 				`fault "panics": model: the model panicked: boom`,
 				`fault "star": target.name: "*" is not a name`,
+				`fault "crash-job": schedule.jobs: a worker fault cannot be limited to jobs: its calls are made by no job`,
 			} {
 				Expect(err.Error()).To(ContainSubstring(want))
 			}

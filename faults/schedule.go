@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
 // Schedule says when a fault is active. Every condition that is set must hold
 // (AND). The time conditions (From, Until, Every) are stateless: whether they
 // hold at an instant depends on the instant, the scenario seed and the
-// fault's name only. FirstCalls and Probability are applied by the Injector,
-// per call, in call order.
+// fault's name only. Jobs, FirstCalls and Probability are applied by the
+// Injector, per call, in call order.
 type Schedule struct {
 	// From is the offset from which the fault is active (default 0).
 	From time.Duration
@@ -20,9 +21,17 @@ type Schedule struct {
 	Until time.Duration
 	// Every, when set, makes the fault active for a part of every period.
 	Every *Periodic
+	// Jobs, when not empty, limits the fault to the calls made by these
+	// jobs (Call.JobID is one of them): the way to aim a fault at one
+	// explicit job on any clock, where a window at the job's arrival
+	// instant would miss a call made a little later. Only the targets whose
+	// calls carry a job may be limited (Dependency, DLQStore). Jobs change
+	// no window: Windows and ActiveAt ignore them.
+	Jobs []string
 	// FirstCalls, when above 0, limits the fault to the first N calls that
-	// reach it while its time conditions hold, over the whole scenario
-	// (whether or not the Probability draw then hits).
+	// reach it while its time conditions hold (and, with Jobs, that are
+	// made by one of those jobs), over the whole scenario (whether or not
+	// the Probability draw then hits).
 	FirstCalls int
 	// Probability is the chance that a call reaching the fault while its
 	// time conditions hold (and its FirstCalls budget lasts) is hit. 0 means
@@ -62,8 +71,9 @@ func (w Window) String() string { return "[" + w.From.String() + ", " + w.Until.
 
 // Validate checks the schedule: durations ≥ 0 and whole milliseconds, Until
 // after From when set, a period > 0 with a duty in (0,1] lasting at least a
-// millisecond and a jitter of at most half the period, FirstCalls ≥ 0 and a
-// probability in [0,1]. Every problem is reported, each a *FieldError naming
+// millisecond and a jitter of at most half the period, job IDs that are
+// neither empty nor repeated, FirstCalls ≥ 0 and a probability in [0,1].
+// Every problem is reported, each a *FieldError naming
 // its field ("every.duty"), joined with errors.Join.
 func (s Schedule) Validate() error {
 	var errs []error
@@ -79,6 +89,14 @@ func (s Schedule) Validate() error {
 	}
 	if p := s.Every; p != nil {
 		add(p.validate("every."))
+	}
+	for i, id := range s.Jobs {
+		switch {
+		case id == "":
+			add(&FieldError{Field: fmt.Sprintf("jobs[%d]", i), Msg: "empty job ID", Hint: "name an explicit job's ID; leave jobs out to hit every job"})
+		case slices.Contains(s.Jobs[:i], id):
+			add(&FieldError{Field: fmt.Sprintf("jobs[%d]", i), Msg: fmt.Sprintf("duplicate job ID %q", id)})
+		}
 	}
 	if s.FirstCalls < 0 {
 		add(&FieldError{Field: "firstCalls", Msg: fmt.Sprintf("must be ≥ 0, got %d", s.FirstCalls), Hint: "0 means no limit"})
@@ -113,8 +131,9 @@ func (p Periodic) validate(prefix string) error {
 	return errors.Join(errs...)
 }
 
-// valid reports what Validate does, without building errors: the cheap
-// check ActiveAt and Windows make on every call.
+// valid reports what Validate does about the time conditions, FirstCalls
+// and Probability, without building errors: the cheap check ActiveAt and
+// Windows make on every call. Jobs change no window and are not looked at.
 func (s Schedule) valid() bool {
 	return wholeMillis(s.From) && wholeMillis(s.Until) && !(s.Until > 0 && s.Until <= s.From) &&
 		(s.Every == nil || s.Every.valid()) && s.FirstCalls >= 0 && s.Probability >= 0 && s.Probability <= 1
@@ -339,4 +358,46 @@ func (x intersection) next(t, hi int64) (int64, int64, bool) {
 		}
 		t = a2
 	}
+}
+
+// jobSet is a schedule's Jobs, prepared for the hot path: a short list is
+// scanned, a long one looked up in a map; neither allocates. The zero
+// jobSet is "every job".
+type jobSet struct {
+	ids []string
+	m   map[string]struct{}
+}
+
+// jobSetScan is the longest list scanned rather than hashed.
+const jobSetScan = 8
+
+func newJobSet(ids []string) jobSet {
+	if len(ids) == 0 {
+		return jobSet{}
+	}
+	s := jobSet{ids: slices.Clone(ids)}
+	if len(ids) > jobSetScan {
+		s.m = make(map[string]struct{}, len(ids))
+		for _, id := range ids {
+			s.m[id] = struct{}{}
+		}
+	}
+	return s
+}
+
+// limited reports whether the set limits the fault to some jobs.
+func (s *jobSet) limited() bool { return len(s.ids) > 0 }
+
+// has reports whether id is in a limiting set.
+func (s *jobSet) has(id string) bool {
+	if s.m != nil {
+		_, ok := s.m[id]
+		return ok
+	}
+	for _, x := range s.ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }

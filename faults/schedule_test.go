@@ -184,6 +184,48 @@ var _ = Describe("Schedule", func() {
 		Entry(nil, faults.Schedule{Probability: -0.1}, "probability", "must be in [0,1], got -0.1"),
 	)
 
+	It("refuses an empty or repeated job ID, and its jobs change none of its windows", func() {
+		s := faults.Schedule{From: time.Second, Until: 2 * time.Second, Jobs: []string{"a", "", "b", "a"}}
+		err := s.Validate()
+		Expect(err).To(MatchError(ContainSubstring(`jobs[1]: empty job ID`)))
+		Expect(err).To(MatchError(ContainSubstring(`jobs[3]: duplicate job ID "a"`)))
+		var fe *faults.FieldError
+		Expect(errors.As(err, &fe)).To(BeTrue())
+		Expect(fe.Field).To(Equal("jobs[1]"))
+		Expect(faults.Schedule{Jobs: []string{"a", "b"}}.Validate()).To(Succeed())
+
+		s.Jobs = []string{"pay-declined"}
+		plain := s
+		plain.Jobs = nil
+		ws, tr := s.Windows(seed, "f", time.Hour, 10)
+		pws, ptr := plain.Windows(seed, "f", time.Hour, 10)
+		Expect(ws).To(Equal(pws))
+		Expect(tr).To(Equal(ptr))
+		Expect(ws).To(Equal([]faults.Window{{From: time.Second, Until: 2 * time.Second}}))
+		Expect(s.ActiveAt(seed, "f", 1500*ms)).To(BeTrue())
+		Expect(faults.Schedule{Jobs: []string{"x"}}.Windows(seed, "f", time.Minute, 10)).To(Equal([]faults.Window{{From: 0, Until: time.Minute}}))
+	})
+
+	DescribeTable("Fault.Validate refuses jobs on a target whose calls carry no job",
+		func(target faults.Target, model faults.Model, refused bool) {
+			f := faults.Fault{Name: "f", Target: target, Model: model, Schedule: faults.Schedule{Jobs: []string{"pay-auth"}}}
+			err := f.Validate()
+			if !refused {
+				Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			Expect(err).To(MatchError(ContainSubstring(`fault "f": schedule.jobs: a ` + target.Kind.String() + ` fault cannot be limited to jobs: its calls are made by no job; only dependency and dlq-store faults take jobs`)))
+			var fe *faults.FieldError
+			Expect(errors.As(err, &fe)).To(BeTrue())
+			Expect(fe.Field).To(Equal("schedule.jobs"))
+		},
+		Entry("a dependency", faults.Target{Kind: faults.Dependency, Name: "payment-gateway"}, faults.CardDeclined{}, false),
+		Entry("the DLQ store", faults.Target{Kind: faults.DLQStore}, faults.StoreOutage{}, false),
+		Entry("a worker", faults.Target{Kind: faults.Worker, Name: "w1"}, faults.WorkerCrash{}, true),
+		Entry("the store", faults.Target{Kind: faults.Store}, faults.SlowStore{}, true),
+		Entry("an alert sink", faults.Target{Kind: faults.AlertSink}, faults.SinkOutage{}, true),
+	)
+
 	It("reports every bad field at once, and an invalid schedule is active nowhere", func() {
 		s := faults.Schedule{From: -1, Probability: 2, Every: &faults.Periodic{Duty: 3}}
 		err := s.Validate()

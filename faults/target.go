@@ -47,6 +47,10 @@ func (k TargetKind) String() string {
 
 func (k TargetKind) valid() bool { return k >= Dependency && k <= Store }
 
+// carriesJobs reports whether calls to targets of the kind say which job
+// makes them (Call.JobID), so that Schedule.Jobs can select them.
+func (k TargetKind) carriesJobs() bool { return k == Dependency || k == DLQStore }
+
 // ParseTargetKind reads a kind name such as "dependency" or "dlq-store"
 // (case-insensitive; "_" may stand for "-"). An unknown name is a *NameError
 // suggesting the closest known one.

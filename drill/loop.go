@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/drill/proxy"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/alert"
@@ -490,7 +491,7 @@ func (d *drill) progress() {
 // undoFaults puts every part back to health: proxies clear, gateways and
 // receivers healthy, stalled workers resumed (by Stop).
 func (d *drill) undoFaults() {
-	for _, p := range []interface{ Clear() error }{d.qProxy, d.dProxy} {
+	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
 		if p != nil {
 			_ = p.Clear()
 		}
@@ -500,6 +501,9 @@ func (d *drill) undoFaults() {
 	}
 	for _, r := range d.rcvs {
 		r.SetHealthy(true)
+	}
+	if d.clk == nil {
+		return
 	}
 	d.mu.Lock()
 	at := d.clk.Elapsed()
@@ -611,7 +615,7 @@ func (d *drill) stopEverything() {
 	if d.feedSrv != nil {
 		_ = d.feedSrv.Close()
 	}
-	for _, p := range []interface{ Close() error }{d.qProxy, d.dProxy} {
+	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
 		if p != nil {
 			_ = p.Close()
 		}

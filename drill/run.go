@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,7 +310,13 @@ func (d *drill) start(ctx context.Context) (err error) {
 	now := d.clk.Elapsed
 
 	gwURLs := map[string]string{}
-	for _, dep := range sc.Dependencies {
+	deps := slices.Clone(sc.Dependencies)
+	for _, t := range sc.Workload.Tasks { // a task's dependency needs no declaration
+		if t.Dependency != "" && !slices.ContainsFunc(deps, func(d sim.Dependency) bool { return d.Name == t.Dependency }) {
+			deps = append(deps, sim.Dependency{Name: t.Dependency})
+		}
+	}
+	for _, dep := range deps {
 		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
 		if err == nil {
 			err = g.Start()
@@ -436,7 +443,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 	}
 	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
 		c := redisstore.NewClient(redisURLVia(d.opts.RedisURL, p.Addr()))
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := c.Ping(pctx).Err()
+		cancel()
 		_ = c.Close()
 		if err != nil {
 			return fmt.Errorf("%w: Redis through the drill's proxy: %w", ErrSteadyState, err)

@@ -152,9 +152,9 @@ type world struct {
 	repeatEvery time.Duration
 	// judge is set when the world judges a drill's history instead of
 	// running (see Judge).
-	judge *judge
-	firstCrit   time.Duration
-	hasCrit     bool
+	judge     *judge
+	firstCrit time.Duration
+	hasCrit   bool
 	// critFPs are the alert fingerprints of critical failures; the first
 	// critical page is the first high-severity firing delivery of one of
 	// them at or after the first critical failure.

@@ -107,7 +107,8 @@ type HSnapshot struct {
 	Stats       dlq.Stats    `json:"stats"`
 }
 
-// HAttempt is a worker's report of one attempt: the fault the gateway
+// HAttempt is a worker's report of one attempt, at the instant it began
+// (AtMs): the fault the gateway
 // said it injected and its true class, the classifier's verdict, the
 // action, and what became of the move: applied, fenced (the lease was
 // lost), kept (the worker keeps the dead letter in memory), kept-fenced,

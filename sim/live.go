@@ -106,6 +106,9 @@ type judge struct {
 	faults       []reports.Fault
 	snap         *HSnapshot
 	dlq          []dlq.Entry
+	// decided are the jobs whose dead letter a worker reported written,
+	// until their next move out of flight shows it was.
+	decided map[string]HAttempt
 }
 
 // liveBreaker is a drill's breaker as the judge sees it: the state of one
@@ -147,7 +150,7 @@ func (b *snapBackend) List(_ context.Context, _ dlq.Filter, _ string, _ int) (dl
 // judged is one observation in the judge's order.
 type judged struct {
 	at   time.Duration
-	prio int // at one instant: jobs, reports (0), then the stream (1)
+	prio int // at one instant: jobs, reports (0), the stream (1), attempts (2)
 	pos  float64
 	do   func()
 }
@@ -178,7 +181,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		return nil, err
 	}
 	w := baseWorld(ctx, sc)
-	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}}
+	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]HAttempt{}}
 	w.judge = j
 	w.led.keepAll = true
 	w.backend = &snapBackend{j: j}
@@ -227,6 +230,13 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 					w.made++
 				}
 			}
+			if a, ok := j.decided[e.JobID]; ok && e.From == disposition.InFlight {
+				delete(j.decided, e.JobID)
+				if e.To != disposition.DeadLettered && e.To != disposition.Held {
+					w.led.fail(InvConservation, w.led.jobs[e.JobID], "job %s: worker %s decided its dead letter (%s, rule %q) and reported the move applied, but the store moved it %s → %s (%s): the dead letter was dropped",
+						e.JobID, a.Worker, a.Class, a.Rule, e.From, e.To, e.Reason)
+				}
+			}
 			w.led.observe(e)
 		}})
 	}
@@ -242,7 +252,9 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		}})
 	}
 	for _, a := range h.Attempts {
-		items = append(items, judged{at: ms(a.AtMs), do: func() { w.judgeAttempt(a) }})
+		// At the attempt's start, after the stream's moves of that instant
+		// (its lease): its verdict is pending when its outcome's move comes.
+		items = append(items, judged{at: ms(a.AtMs), prio: 2, do: func() { w.judgeAttempt(a) }})
 	}
 	deps := map[string]Dependency{}
 	for _, d := range sc.Dependencies {
@@ -350,6 +362,9 @@ func (w *world) judgeAttempt(a HAttempt) {
 	switch a.Result {
 	case "applied":
 		w.led.settle(r, true)
+		if o.Action == worker.DeadLetter {
+			w.judge.decided[a.JobID] = a
+		}
 	case "fenced", "kept-fenced":
 		w.led.settle(r, false)
 		w.led.totals.Fenced++

@@ -89,13 +89,16 @@ func New(specs []Spec, opts Options) (*Supervisor, error) {
 	return s, nil
 }
 
-// spawnLoop starts processes from one OS thread that lives as long as the
-// supervisor: the parent-death signal fires when the thread that started a
-// child exits, and Go may end an idle thread that a goroutine had locked.
-// The thread ends (and its children with it, were any left) when Stop
-// closes s.spawn.
+// spawnLoop starts processes from one OS thread, locked while the
+// supervisor runs: the parent-death signal fires when the thread that
+// started a child exits, so that thread must not exit while its children
+// live. When Stop closes s.spawn (every child is stopped by then) the
+// thread is unlocked and goes back to Go's pool — never ended: it may be a
+// thread that started other processes with a parent-death signal before
+// (a test's redis-server), which its end would kill.
 func (s *Supervisor) spawnLoop() {
-	runtime.LockOSThread() // never unlocked: the thread exits with the loop
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for req := range s.spawn {
 		req.reply <- req.cmd.Start()
 	}

@@ -306,7 +306,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		TickInterval: min(time.Second, sc.Workers.LeaseTTL/10),
 		OnFinish: func(a worker.Attempt, o worker.Outcome, err error) {
 			ans := calls.take(a.Job.ID)
-			ha := &sim.HAttempt{AtMs: ms(clk.Now()), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
+			ha := &sim.HAttempt{AtMs: ms(a.StartedAt), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
 				Action: o.Action.String(), Result: resultOf(err)}
 			if o.Err != nil {
 				ha.Err, ha.Class, ha.Severity, ha.Rule = o.Err.Error(), o.Verdict.Class.String(), o.Verdict.Severity.String(), o.Verdict.Rule

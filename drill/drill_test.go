@@ -1,0 +1,236 @@
+package drill_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/drill"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// ciScale is the time scale of the drill specs: it keeps the lane within
+// its CI budget (FAULTLINE_DRILL_SCALE overrides it).
+func ciScale() float64 {
+	if v, err := strconv.ParseFloat(os.Getenv("FAULTLINE_DRILL_SCALE"), 64); err == nil && v >= 1 {
+		return v
+	}
+	return 20
+}
+
+// summary is a drill's result in a few lines, for a failure's message.
+func summary(res *reports.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s; ledger %+v\n", res.Scenario, res.Verdict, res.Ledger)
+	for _, e := range res.Expectations {
+		if e.Verdict != reports.Passed {
+			fmt.Fprintf(&b, "  expectation %s: expected %s, got %s\n", e.Name, e.Expected, e.Actual)
+		}
+	}
+	for i, v := range res.Violations {
+		if i == 10 {
+			break
+		}
+		fmt.Fprintf(&b, "  violation %s: %s\n", v.Invariant, v.Message)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", w)
+	}
+	return b.String()
+}
+
+func load(source string) *scenarios.Loaded {
+	GinkgoHelper()
+	var l *scenarios.Loaded
+	var err error
+	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
+		l, err = scenarios.LoadBuiltin(name)
+	} else {
+		l, err = scenarios.Load(source)
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return l
+}
+
+func options(redisURL, source string) drill.Options {
+	return drill.Options{RedisURL: redisURL, Scale: ciScale(), WorkerPath: faultlineBin, WorkerArgs: []string{"worker"}, Source: source}
+}
+
+// namespaceKeys counts the keys left under a namespace.
+func namespaceKeys(url, ns string) int {
+	GinkgoHelper()
+	c := redisstore.NewClient(url)
+	defer c.Close()
+	keys, err := c.Keys(context.Background(), redisstore.Prefix(ns)+"*").Result()
+	Expect(err).NotTo(HaveOccurred())
+	return len(keys)
+}
+
+var _ = Describe("a drill of the built-ins on a real Redis, with real worker processes", Ordered, func() {
+	for _, name := range []string{"payment-challenge", "flapping-primary", "dlq-store-outage", "worker-crash"} {
+		It("holds every invariant and expectation of "+name+", and gives the explicit jobs the simulator's dispositions", func(ctx SpecContext) {
+			url := redistest.Real()
+			l := load("builtin:" + name)
+			opts := options(url, "builtin:"+name)
+			opts.Namespace = "spec-" + name
+			res, h, err := drill.Run(ctx, l, opts)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
+			Expect(res.Ledger.Lost).To(BeZero())
+			Expect(res.Violations).To(BeEmpty())
+			Expect(h.Events).NotTo(BeEmpty())
+			Expect(h.EventsLost).To(BeFalse())
+
+			// The explicit jobs' fates are the simulator's: their faults
+			// are deterministic (they name the job), so the wall clock
+			// cannot change them.
+			simRes, err := sim.Run(ctx, l.Scenario)
+			Expect(err).NotTo(HaveOccurred())
+			want := map[string]reports.JobFate{}
+			for _, f := range simRes.Fates {
+				want[f.JobID] = f
+			}
+			for _, pj := range l.Scenario.Workload.Jobs {
+				got := fateOf(res, pj.ID)
+				Expect(got.State).To(Equal(want[pj.ID].State), "job %s", pj.ID)
+				Expect(got.Severity).To(Equal(want[pj.ID].Severity), "job %s", pj.ID)
+				Expect(got.Class).To(Equal(want[pj.ID].Class), "job %s", pj.ID)
+			}
+			// The drill removes its keys.
+			Expect(namespaceKeys(url, opts.Namespace)).To(BeZero())
+
+			// The history judges the same again.
+			again, err := sim.Judge(ctx, l.Scenario.WithDefaults(), h)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Verdict).To(Equal(res.Verdict))
+			Expect(again.Ledger).To(Equal(res.Ledger))
+		}, SpecTimeout(3*time.Minute))
+	}
+})
+
+func fateOf(res *reports.Result, id string) reports.JobFate {
+	for _, f := range res.Fates {
+		if f.JobID == id {
+			return f
+		}
+	}
+	return reports.JobFate{JobID: id, State: "not in the report"}
+}
+
+var _ = Describe("a broken worker", func() {
+	It("that acks a decided dead letter instead of writing it is caught by the oracle, which names the job and the rule", func(ctx SpecContext) {
+		url := redistest.Real()
+		l := load("testdata/declines.yaml")
+		opts := options(url, "testdata/declines.yaml")
+		opts.Broken = "ack-before-dlq"
+		res, _, err := drill.Run(ctx, l, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Verdict).To(Equal(reports.Failed))
+		Expect(res.Violations).NotTo(BeEmpty())
+		v := res.Violations[0]
+		Expect(v.Invariant).To(Equal(sim.InvConservation))
+		Expect(v.Message).To(MatchRegexp(`job charge-\d+: worker w\d decided its dead letter \(permanent, rule "[^"]+"\) .* in-flight → succeeded .*: the dead letter was dropped`))
+
+		By("and the same scenario with the reference worker passes")
+		opts.Broken = ""
+		res, _, err = drill.Run(ctx, l, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
+	}, SpecTimeout(2*time.Minute))
+})
+
+// durableRedis is a redis-server of the spec's own that writes every
+// command to its append-only file before answering, so that it can be
+// killed and restarted on the same port without losing what it
+// acknowledged.
+type durableRedis struct {
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func (r *durableRedis) start() {
+	GinkgoHelper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--save", "")
+	r.cmd.Stdout, r.cmd.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(r.cmd.Start()).To(Succeed())
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
+	defer c.Close()
+	Eventually(func() error { return c.Ping(context.Background()).Err() }).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+func (r *durableRedis) kill() {
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+}
+
+func (r *durableRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+var _ = Describe("Redis killed and restarted mid-drill", func() {
+	It("lets the workers recover when it is back; the drill ends, reports, and loses nothing Redis acknowledged", func(ctx SpecContext) {
+		redistest.Real() // skips, or fails under FAULTLINE_REQUIRE_REDIS=1, without redis-server
+		port := freePort()
+		r := &durableRedis{port: port, dir: GinkgoT().TempDir()}
+		r.start()
+		DeferCleanup(r.kill)
+		l := load("testdata/restart.yaml")
+		opts := options("redis://"+r.addr()+"/0", "testdata/restart.yaml")
+		opts.Dir = GinkgoT().TempDir()
+		opts.Keep = true // the logs are read below
+		// Killed at 40s of scenario time, back at 60s.
+		wall := func(d time.Duration) time.Duration { return time.Duration(float64(d) / opts.Scale) }
+		go func() {
+			defer GinkgoRecover()
+			time.Sleep(3*time.Second + wall(40*time.Second)) // the workers start in under 3s
+			r.kill()
+			time.Sleep(wall(20 * time.Second))
+			r.start()
+		}()
+		done := make(chan struct{})
+		var res *reports.Result
+		var err error
+		go func() {
+			defer close(done)
+			res, _, err = drill.Run(ctx, l, opts)
+		}()
+		Eventually(done).WithTimeout(90 * time.Second).Should(BeClosed())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Ledger.Lost).To(BeZero(), summary(res))
+		Expect(res.Violations).To(BeEmpty(), summary(res))
+		Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
+		// No worker panicked.
+		logs, _ := filepath.Glob(filepath.Join(opts.Dir, "w*.log"))
+		Expect(logs).NotTo(BeEmpty())
+		for _, f := range logs {
+			b, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(b)).NotTo(ContainSubstring("goroutine "), f)
+			Expect(string(b)).NotTo(ContainSubstring("panic"), f)
+		}
+	}, SpecTimeout(2*time.Minute))
+})
+
+func freePort() int {
+	GinkgoHelper()
+	l, err := netListen()
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

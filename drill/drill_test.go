@@ -3,8 +3,8 @@ package drill_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"

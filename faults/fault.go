@@ -68,7 +68,7 @@ func (f Fault) Validate() error {
 	}
 	errs = append(errs, within(f.Schedule.Validate(), f.Name, "schedule"))
 	if len(f.Schedule.Jobs) > 0 && f.Target.Kind.valid() && !f.Target.Kind.carriesJobs() {
-		field("schedule.jobs", fmt.Sprintf("a %s fault cannot be limited to jobs: its calls are made by no job", f.Target.Kind),
+		field("schedule.jobs", fmt.Sprintf("%s faults cannot be limited to jobs: no job makes their calls", f.Target.Kind),
 			"only dependency and dlq-store faults take jobs; use from/until to aim it")
 	}
 	return errors.Join(errs...)

@@ -350,7 +350,7 @@ var _ = Describe("Injector", func() {
 				`fault "gw-timeouts": name: duplicate: faults[0] and faults[6] share it`,
 				`fault "panics": model: the model panicked: boom`,
 				`fault "star": target.name: "*" is not a name`,
-				`fault "crash-job": schedule.jobs: a worker fault cannot be limited to jobs: its calls are made by no job`,
+				`fault "crash-job": schedule.jobs: worker faults cannot be limited to jobs: no job makes their calls`,
 			} {
 				Expect(err.Error()).To(ContainSubstring(want))
 			}

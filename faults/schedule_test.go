@@ -214,7 +214,7 @@ var _ = Describe("Schedule", func() {
 				Expect(err).NotTo(HaveOccurred())
 				return
 			}
-			Expect(err).To(MatchError(ContainSubstring(`fault "f": schedule.jobs: a ` + target.Kind.String() + ` fault cannot be limited to jobs: its calls are made by no job; only dependency and dlq-store faults take jobs`)))
+			Expect(err).To(MatchError(ContainSubstring(`fault "f": schedule.jobs: ` + target.Kind.String() + ` faults cannot be limited to jobs: no job makes their calls; only dependency and dlq-store faults take jobs`)))
 			var fe *faults.FieldError
 			Expect(errors.As(err, &fe)).To(BeTrue())
 			Expect(fe.Field).To(Equal("schedule.jobs"))

@@ -411,7 +411,7 @@ func (c *converter) fault(path string, f Fault) faults.Fault {
 	}
 	out.Model = c.params(path+".params", m, f.Params)
 	s := f.Schedule
-	out.Schedule = faults.Schedule{From: s.From.D(), Until: s.Until.D(), FirstCalls: s.FirstCalls, Probability: s.Probability}
+	out.Schedule = faults.Schedule{From: s.From.D(), Until: s.Until.D(), Jobs: slices.Clone(s.Jobs), FirstCalls: s.FirstCalls, Probability: s.Probability}
 	if s.Every != nil {
 		out.Schedule.Every = &faults.Periodic{Period: s.Every.Period.D(), Duty: s.Every.Duty, Jitter: s.Every.Jitter.D(), Phase: s.Every.Phase.D()}
 	}

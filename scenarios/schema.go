@@ -276,7 +276,7 @@ var keyDocs = map[string]keyDoc{
 	"Burst.task":  {doc: "The jobs' task (default: chosen by weight for each job)."},
 
 	"PlannedJob.at":             {doc: "The offset the job is created at."},
-	"PlannedJob.id":             {doc: "The job's ID, for job expectations (default: generated, TASK-N)."},
+	"PlannedJob.id":             {doc: "The job's ID, which job expectations and a fault's schedule.jobs name (default: generated, TASK-N)."},
 	"PlannedJob.task":           {doc: "The job's task, one of the workload's.", required: true},
 	"PlannedJob.idempotencyKey": {doc: "The job's idempotency key (default: as its task says)."},
 	"PlannedJob.payload":        {doc: "The job's payload (default: its task's)."},
@@ -374,7 +374,8 @@ var keyDocs = map[string]keyDoc{
 	"Schedule.from":        {doc: "The offset from which the fault is on (default 0)."},
 	"Schedule.until":       {doc: "The offset before which the fault is on (default: the end of the run)."},
 	"Schedule.every":       {doc: "Makes the fault on for a part of every period."},
-	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold, over the whole run.", min: bound(0)},
+	"Schedule.jobs":        {doc: "Limits the fault to the calls made by these explicit jobs (`workload.jobs[].id`), whenever they come: the way to aim a fault at one job, on the simulator and on the wall clock alike. Only dependency and dlq-store faults take it; it changes no window."},
+	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold (with jobs, only those jobs' calls count), over the whole run.", min: bound(0)},
 	"Schedule.probability": {doc: "The chance in [0,1] that a call reaching the fault is hit; 0 means 1.", min: bound(0), max: bound(1)},
 
 	"Periodic.period": {doc: "The length of one cycle.", required: true},

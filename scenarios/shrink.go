@@ -60,7 +60,8 @@ var ErrPasses = errors.New("the scenario passes with this seed: nothing to shrin
 // Shrink looks for the smallest fault schedule of l's document that still
 // fails with seed the way the original does, greedily: it tries removing
 // each fault, then halving each fault's window (either half), its duty
-// cycle, its number of calls and its probability, keeps the first change
+// cycle, its jobs (either half), its number of calls and its probability,
+// keeps the first change
 // that still fails, and starts again, until no change helps or maxRuns runs
 // were made (default 200). Everything but the faults stays as it was.
 //
@@ -199,6 +200,13 @@ func candidates(d *Document, end Duration) []*Document {
 			c.Schedule.Every.Duty = e.Duty / 2
 			out = append(out, with(i, c))
 		}
+		// Aim it at fewer jobs: keep either half of them.
+		if n := len(s.Jobs); n >= 2 {
+			a, b := cloneFault(f), cloneFault(f)
+			a.Schedule.Jobs = a.Schedule.Jobs[:n/2]
+			b.Schedule.Jobs = b.Schedule.Jobs[n/2:]
+			out = append(out, with(i, a), with(i, b))
+		}
 		// Thin it: half the calls, half the probability.
 		if s.FirstCalls > 1 {
 			c := cloneFault(f)
@@ -228,6 +236,7 @@ func cloneFaults(d *Document) *Document {
 
 func cloneFault(f Fault) Fault {
 	f.Params = maps.Clone(f.Params)
+	f.Schedule.Jobs = slices.Clone(f.Schedule.Jobs)
 	if f.Schedule.Every != nil {
 		e := *f.Schedule.Every
 		f.Schedule.Every = &e

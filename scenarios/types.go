@@ -270,6 +270,7 @@ type Schedule struct {
 	From        Duration  `yaml:"from,omitempty" json:"from,omitempty"`
 	Until       Duration  `yaml:"until,omitempty" json:"until,omitempty"`
 	Every       *Periodic `yaml:"every,omitempty" json:"every,omitempty"`
+	Jobs        []string  `yaml:"jobs,omitempty" json:"jobs,omitempty"`
 	FirstCalls  int       `yaml:"firstCalls,omitempty" json:"firstCalls,omitempty"`
 	Probability float64   `yaml:"probability,omitempty" json:"probability,omitempty"`
 }

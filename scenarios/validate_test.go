@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	"pgregory.net/rapid"
 
+	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -254,6 +255,17 @@ var _ = Describe("A fault that can never fire, and other references to nothing (
 			`s.yaml:8:34: system.breakers[0].dependency: no task calls dependency "gatewya", so the breaker never sees a call; did you mean "gateway"?`),
 		Entry("an expectation about a breaker there is not", chargeScenario+"expect: [{breakerOpened: gateway, atLeast: 1}]\n",
 			`s.yaml:8:26: expect[0].breakerOpened: no breaker guards "gateway"`),
+		Entry("a fault aimed at a job that is not an explicit job", chargeScenario+"  jobs: [{at: 5s, id: pay-auth, task: charge}, {at: 6s, task: charge}]\n"+
+			"faults: [{name: f, target: dependency/gateway, model: auth-failure, schedule: {jobs: [pay-auth, pay-ath, charge-1]}}]\n",
+			`s.yaml:9:97: faults[0].schedule.jobs[1]: "pay-ath" is not an explicit job of the workload, so the fault never fires; aim it at an explicit job of the workload (workload.jobs[].id); did you mean "pay-auth"?`,
+			`s.yaml:9:106: faults[0].schedule.jobs[2]: "charge-1" is not an explicit job of the workload, so the fault never fires; aim it at an explicit job of the workload (workload.jobs[].id)`),
+		Entry("a fault aimed at a job in a workload without explicit jobs", chargeScenario+"faults: [{name: f, target: dependency/gateway, model: outage, schedule: {jobs: [pay-auth]}}]\n",
+			`s.yaml:8:81: faults[0].schedule.jobs[0]: "pay-auth" is not an explicit job of the workload, so the fault never fires; the workload has no explicit job with an ID; add one (workload.jobs[].id)`),
+		Entry("a fault aimed at a job on a target no job calls", chargeScenario+"  jobs: [{at: 5s, id: j1, task: charge}]\n"+
+			"faults: [{name: f, target: worker/w1, model: worker-crash, schedule: {jobs: [j1]}}, {name: g, target: store, model: slow-store, schedule: {jobs: [j1]}}, {name: h, target: alert-sink, model: sink-outage, schedule: {jobs: [j1]}}]\n",
+			`s.yaml:9:77: faults[0].schedule.jobs: worker faults cannot be limited to jobs: no job makes their calls; only dependency and dlq-store faults take jobs; use from/until to aim it`,
+			`s.yaml:9:146: faults[1].schedule.jobs: store faults cannot be limited to jobs: no job makes their calls; only dependency and dlq-store faults take jobs; use from/until to aim it`,
+			`s.yaml:9:221: faults[2].schedule.jobs: alert-sink faults cannot be limited to jobs: no job makes their calls; only dependency and dlq-store faults take jobs; use from/until to aim it`),
 		Entry("counts filtered by a receiver or task there is not", chargeScenario+"expect: [{count: pages, receiver: oncall, equals: 0}, {count: dead-letters, task: chrge, equals: 0}]\n",
 			`s.yaml:8:35: expect[0].receiver: "oncall" is not a receiver (the receivers are on-call, team); did you mean "on-call"?`,
 			`s.yaml:8:83: expect[1].task: unknown task "chrge", so the count is always 0; did you mean "charge"?`),
@@ -264,6 +276,22 @@ var _ = Describe("A fault that can never fire, and other references to nothing (
 			"faults: [{name: f, target: worker/w4, model: worker-crash}]\nexpect: [{job: charge-3, state: succeeded}, {job: j1, state: succeeded}]\n"
 		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("accepts a fault aimed at explicit jobs on a dependency or the DLQ store, and carries the jobs to the simulator's fault", func() {
+		text := chargeScenario + "  jobs: [{at: 5s, id: j1, task: charge}, {at: 6s, id: j2, task: charge}]\n" +
+			"faults: [{name: f, target: dependency/gateway, model: card-declined, schedule: {from: 1s, jobs: [j2, j1], firstCalls: 1}}, {name: g, target: dlq-store, model: store-outage, schedule: {jobs: [j1]}}]\n"
+		l, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Document.Faults[0].Schedule.Jobs).To(Equal([]string{"j2", "j1"}))
+		Expect(l.Scenario.Faults[0].Schedule).To(Equal(faults.Schedule{From: time.Second, Jobs: []string{"j2", "j1"}, FirstCalls: 1}))
+		Expect(l.Scenario.Faults[1].Schedule.Jobs).To(Equal([]string{"j1"}))
+		out, err := scenarios.Marshal(l.Document)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(ContainSubstring("jobs:"))
+		again, err := scenarios.Parse("s.yaml", out)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.Faults[0].Schedule.Jobs).To(Equal([]string{"j2", "j1"}))
 	})
 
 	It("carries requireHits to the simulator's fault", func() {

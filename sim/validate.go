@@ -762,6 +762,7 @@ func (v *validator) faults() {
 			v.badErr(p+".Model", err, "fault %q: %v", f.Name, err)
 		}
 		v.beforeEnd(p+".Schedule.From", "a fault starting", f.Schedule.From)
+		v.faultJobs(p+".Schedule.Jobs", f.Schedule.Jobs)
 		n := f.Target.Name
 		if n == "" {
 			continue
@@ -782,6 +783,22 @@ func (v *validator) faults() {
 				v.bad(p+".Target", "worker %q does not exist: the run's workers are w1..w%d, so the fault never fires", n, v.maxWorkers)
 			}
 		}
+	}
+}
+
+// faultJobs checks that a fault's schedule jobs are explicit jobs of the
+// workload (workload.jobs[].id): the only jobs whose IDs a scenario knows
+// before the run, and the only ones a fault can be aimed at.
+func (v *validator) faultJobs(field string, ids []string) {
+	for k, id := range ids {
+		if slices.Contains(v.ids, id) {
+			continue
+		}
+		hint := "aim it at an explicit job of the workload (workload.jobs[].id)"
+		if len(v.ids) == 0 {
+			hint = "the workload has no explicit job with an ID; add one (workload.jobs[].id)"
+		}
+		v.bad(fmt.Sprintf("%s[%d]", field, k), "%q is not an explicit job of the workload, so the fault never fires; %s%s", id, hint, suggest(id, v.ids))
 	}
 }
 

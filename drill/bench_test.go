@@ -131,26 +131,31 @@ func benchFaultline(b *testing.B) string {
 
 // BenchmarkRawRedisListLoop is the baseline of the live path: one producer
 // LPUSHes b.N small job IDs while N consumer goroutines BRPOP them, on the
-// same redis-server, go-redis and nothing else.
+// same redis-server, go-redis and nothing else. push=1 sends one LPUSH per
+// job (the producer is then usually the bound); push=100 sends 100 IDs per
+// LPUSH, so the consumers are.
 func BenchmarkRawRedisListLoop(b *testing.B) {
 	addr := benchRedisAddr(b)
-	for _, consumers := range []int{1, 4, 16} {
-		b.Run("consumers="+strconv.Itoa(consumers), func(b *testing.B) {
-			benchFlush(b, addr)
-			b.ResetTimer()
-			el, err := rawListLoop(context.Background(), addr, b.N, consumers)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(b.N)/el.Seconds(), "jobs/s")
-		})
+	for _, batch := range []int{1, 100} {
+		for _, consumers := range []int{1, 4, 16} {
+			b.Run(fmt.Sprintf("push=%d/consumers=%d", batch, consumers), func(b *testing.B) {
+				benchFlush(b, addr)
+				b.ResetTimer()
+				el, err := rawListLoop(context.Background(), addr, b.N, consumers, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(b.N)/el.Seconds(), "jobs/s")
+			})
+		}
 	}
 }
 
-// rawListLoop pushes n job IDs through a Redis list with one producer and
-// the given consumers, and returns how long it took from the first push to
-// the last pop.
-func rawListLoop(ctx context.Context, addr string, n, consumers int) (time.Duration, error) {
+// rawListLoop pushes n job IDs through a Redis list with one producer (up
+// to batch IDs per LPUSH) and the given consumers, and returns how long it
+// took from the first push to the last pop.
+func rawListLoop(ctx context.Context, addr string, n, consumers, batch int) (time.Duration, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, DB: benchDB, PoolSize: consumers + 4, MaxRetries: -1})
 	defer c.Close()
 	key := "bench:raw:" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -190,11 +195,17 @@ func rawListLoop(ctx context.Context, addr string, n, consumers int) (time.Durat
 			}
 		}()
 	}
+	ids := make([]any, 0, batch)
 	for i := range n {
-		if err := c.LPush(ctx, key, "job-"+strconv.Itoa(i)).Err(); err != nil {
+		ids = append(ids, "job-"+strconv.Itoa(i))
+		if len(ids) < batch && i < n-1 {
+			continue
+		}
+		if err := c.LPush(ctx, key, ids...).Err(); err != nil {
 			fail(fmt.Errorf("lpush: %w", err))
 			break
 		}
+		ids = ids[:0]
 	}
 	for range consumers {
 		if err := c.LPush(ctx, key, "stop").Err(); err != nil {
@@ -224,8 +235,9 @@ func rawListLoop(ctx context.Context, addr string, n, consumers int) (time.Durat
 // zero. Every job is then checked to have succeeded, once (its event in
 // the stream), with nothing in the DLQ.
 //
-// x-raw is jobs/s over the raw LPUSH/BRPOP loop's (rawReferenceConsumers
-// consumers, rawReferenceJobs jobs), measured once in the same run.
+// x-raw is jobs/s over the raw LPUSH/BRPOP loop's (push=1,
+// rawReferenceConsumers consumers, rawReferenceJobs jobs: raw-jobs/s),
+// measured once in the same run before the sub-benchmarks.
 func BenchmarkLiveWorkers(b *testing.B) {
 	addr := benchRedisAddr(b)
 	bin := benchFaultline(b)
@@ -234,12 +246,12 @@ func BenchmarkLiveWorkers(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchFlush(b, addr)
-	rawEl, err := rawListLoop(context.Background(), addr, rawReferenceJobs, rawReferenceConsumers)
+	rawEl, err := rawListLoop(context.Background(), addr, rawReferenceJobs, rawReferenceConsumers, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
 	raw := rawReferenceJobs / rawEl.Seconds()
-	b.Logf("raw LPUSH/BRPOP reference: %d jobs, %d consumers: %.0f jobs/s", rawReferenceJobs, rawReferenceConsumers, raw)
+	b.Logf("raw LPUSH/BRPOP reference: %d jobs, one LPUSH each, %d consumers: %.0f jobs/s", rawReferenceJobs, rawReferenceConsumers, raw)
 	fd := startBenchFeed(b)
 	var runs atomic.Int64
 	for _, procs := range []int{1, 2, 4} {

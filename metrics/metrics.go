@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -243,9 +244,10 @@ func (s *Set) Breaker(breaker, worker, state string) {
 	s.breakers.set(s.breaker.value(breaker), s.worker.value(worker), s.breakerState.value(state))
 }
 
-// FaultActive records that fault (its scenario name), on target (e.g.
-// "dependency:payments", a worker, "store") with model (e.g. "timeout"),
-// is active (on) or undone.
+// FaultActive records that fault (its scenario name), on target
+// (faults.Target's String: "dependency/payments", "worker/w2", "store")
+// with model (faults.Model's Name: "timeout", "worker-crash"), is active
+// (on) or undone (off).
 func (s *Set) FaultActive(fault, target, model string, on bool) {
 	if s == nil {
 		return
@@ -388,9 +390,10 @@ func severities() []string {
 	return out
 }
 
-func breakerStates() []string {
-	return []string{degrade.Closed.String(), degrade.Open.String(), degrade.HalfOpen.String()}
-}
+// breakerStateNames are degrade's states, by name.
+var breakerStateNames = []string{degrade.Closed.String(), degrade.Open.String(), degrade.HalfOpen.String()}
+
+func breakerStates() []string { return slices.Clone(breakerStateNames) }
 
 // breakerCollector holds each breaker's state and writes its three (or,
 // after an unknown state, four) series from one snapshot.
@@ -419,7 +422,7 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.mu.Unlock()
 	for _, r := range rows {
-		for _, st := range breakerStates() {
+		for _, st := range breakerStateNames {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, b2f(r.state == st), r.breaker, r.worker, st)
 		}
 		if r.state == Other {

@@ -33,7 +33,7 @@ func everyHook(s *metrics.Set) {
 	s.Page("oncall")
 	s.Notification("slack", true)
 	s.Breaker("payments", "w1", "open")
-	s.FaultActive("gateway-down", "dependency:payments", "outage", true)
+	s.FaultActive("gateway-down", "dependency/payments", "outage", true)
 	s.FaultHit("gateway-down")
 	s.Requeued(2)
 	s.Deleted(1)
@@ -77,8 +77,8 @@ var _ = Describe("Set", func() {
 			"faultline_notifications_total", map[string]string{"receiver": "slack", "result": "refused"}, 1.0),
 		Entry("Breaker", func(s *metrics.Set) { s.Breaker("payments", "w2", "half-open") },
 			"faultline_breaker_state", map[string]string{"breaker": "payments", "worker": "w2", "state": "half-open"}, 1.0),
-		Entry("FaultActive", func(s *metrics.Set) { s.FaultActive("storm", "dependency:gateway", "timeout", true) },
-			"faultline_fault_active", map[string]string{"fault": "storm", "target": "dependency:gateway", "model": "timeout"}, 1.0),
+		Entry("FaultActive", func(s *metrics.Set) { s.FaultActive("storm", "dependency/gateway", "timeout", true) },
+			"faultline_fault_active", map[string]string{"fault": "storm", "target": "dependency/gateway", "model": "timeout"}, 1.0),
 		Entry("FaultHit", func(s *metrics.Set) { s.FaultHit("storm"); s.FaultHit("storm"); s.FaultHit("storm") },
 			"faultline_fault_hits_total", map[string]string{"fault": "storm"}, 3.0),
 		Entry("Requeued", func(s *metrics.Set) { s.Requeued(5); s.Requeued(0); s.Requeued(-2) },
@@ -92,12 +92,12 @@ var _ = Describe("Set", func() {
 	)
 
 	It("puts the gauges back when told: a fault undone reads 0, a drained state 0", func() {
-		set.FaultActive("storm", "dependency:gateway", "timeout", true)
-		set.FaultActive("storm", "dependency:gateway", "timeout", false)
+		set.FaultActive("storm", "dependency/gateway", "timeout", true)
+		set.FaultActive("storm", "dependency/gateway", "timeout", false)
 		set.Jobs("queued", 9)
 		set.Jobs("queued", 0)
 		f := scrape(url)
-		Expect(sample(f, "faultline_fault_active", map[string]string{"fault": "storm", "target": "dependency:gateway", "model": "timeout"})).To(BeZero())
+		Expect(sample(f, "faultline_fault_active", map[string]string{"fault": "storm", "target": "dependency/gateway", "model": "timeout"})).To(BeZero())
 		Expect(sample(f, "faultline_jobs", map[string]string{"state": "queued"})).To(BeZero())
 	})
 

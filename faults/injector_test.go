@@ -226,6 +226,7 @@ var _ = Describe("Injector", func() {
 				s := scheduleGen().Draw(t, fmt.Sprint("schedule", i))
 				s.FirstCalls = rapid.SampledFrom([]int{0, 0, 5, 50}).Draw(t, fmt.Sprint("firstCalls", i))
 				s.Probability = rapid.SampledFrom([]float64{0, 0.1, 0.5, 1}).Draw(t, fmt.Sprint("probability", i))
+				s.Jobs = rapid.SampledFrom([][]string{nil, nil, {"a"}, {"b", "c"}}).Draw(t, fmt.Sprint("jobs", i))
 				models := []faults.Model{
 					faults.HTTPStatus{}, faults.Latency{Distribution: "exponential"}, faults.CardDeclined{Codes: []string{"x", "y"}},
 					faults.GatewayTimeout{ChargedProbability: 0.5}, faults.Flapping{Period: 100 * ms, Jitter: 20 * ms},
@@ -245,7 +246,8 @@ var _ = Describe("Injector", func() {
 			for i := range calls {
 				calls[i] = call{
 					t: faults.Target{Kind: faults.Dependency, Name: rapid.SampledFrom(deps[:2]).Draw(t, fmt.Sprint("dep", i))},
-					c: faults.Call{At: time.Duration(rapid.IntRange(0, 3000).Draw(t, fmt.Sprint("at", i))) * ms},
+					c: faults.Call{At: time.Duration(rapid.IntRange(0, 3000).Draw(t, fmt.Sprint("at", i))) * ms,
+						JobID: rapid.SampledFrom([]string{"", "a", "b", "c", "d"}).Draw(t, fmt.Sprint("job", i))},
 				}
 			}
 			// What each fault alone does, call by call, against what it does
@@ -261,6 +263,20 @@ var _ = Describe("Injector", func() {
 				return in.Stats()
 			}
 			all := run(fs)
+			for i, f := range fs {
+				if len(f.Schedule.Jobs) == 0 {
+					continue
+				}
+				theirs := 0
+				for _, c := range calls {
+					if (f.Target.Name == "" || f.Target.Name == c.t.Name) && slices.Contains(f.Schedule.Jobs, c.c.JobID) {
+						theirs++
+					}
+				}
+				if all[i].Hits > int64(theirs) {
+					t.Fatalf("%s hit %d calls, but its jobs %v made only %d", f.Name, all[i].Hits, f.Schedule.Jobs, theirs)
+				}
+			}
 			drop := rapid.IntRange(0, n-1).Draw(t, "drop")
 			rest := run(slices.Delete(slices.Clone(fs), drop, drop+1))
 			want := slices.Delete(slices.Clone(all), drop, drop+1)

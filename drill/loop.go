@@ -77,6 +77,7 @@ func (d *drill) take(r workerproc.Report) {
 		d.mu.Lock()
 		d.h.Breakers = append(d.h.Breakers, b)
 		d.mu.Unlock()
+		d.opts.Metrics.Breaker(b.Breaker, b.Worker, b.To)
 		d.alerter.BreakerChanged(degrade.Transition{Breaker: b.Breaker, From: breakerState(b.From), To: breakerState(b.To),
 			At: d.sc.Start.Add(time.Duration(b.AtMs) * time.Millisecond), Reason: b.Reason})
 	case "kept":
@@ -108,6 +109,14 @@ func (s *recordingSink) Send(ctx context.Context, n alert.Notification) error {
 	s.d.mu.Lock()
 	s.d.h.Deliveries = append(s.d.h.Deliveries, sim.DeliveryOf(at, s.name, n, err))
 	s.d.mu.Unlock()
+	s.d.opts.Metrics.Notification(s.name, err == nil)
+	if err == nil {
+		for _, a := range n.Alerts {
+			if alert.IsPage(a) {
+				s.d.opts.Metrics.Page(s.name)
+			}
+		}
+	}
 	return err
 }
 
@@ -349,6 +358,7 @@ func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
 }
 
 func (d *drill) faultStarted(name string, at time.Duration) {
+	d.faultMetric(name, true)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.active[name]++
@@ -357,6 +367,7 @@ func (d *drill) faultStarted(name string, at time.Duration) {
 }
 
 func (d *drill) faultEnded(name string, at time.Duration) {
+	d.faultMetric(name, false)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.active[name] > 0 {
@@ -367,7 +378,20 @@ func (d *drill) faultEnded(name string, at time.Duration) {
 	}
 }
 
+// faultMetric tells the metrics a fault turned on or off.
+func (d *drill) faultMetric(name string, on bool) {
+	for _, f := range d.sc.Faults {
+		if f.Name == name {
+			d.opts.Metrics.FaultActive(f.Name, f.Target.String(), f.Model.Name(), on)
+			if on {
+				d.opts.Metrics.FaultHit(f.Name)
+			}
+		}
+	}
+}
+
 func (d *drill) faultHit(name string, from, until time.Duration) {
+	d.opts.Metrics.FaultHit(name)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.faultHits[name]++
@@ -403,6 +427,21 @@ func (d *drill) snapshot(ctx context.Context) {
 	d.snaps = append(d.snaps, snapshot{at: d.clk.Elapsed(), lastID: s.LastEvent, snap: s})
 	d.lastSnap = &d.snaps[len(d.snaps)-1]
 	d.mu.Unlock()
+	if m := d.opts.Metrics; m != nil {
+		c := s.Counts
+		m.Jobs("queued", c.Queued)
+		m.Jobs("in-flight", c.InFlight)
+		m.Jobs("scheduled", c.Scheduled)
+		m.Jobs("fallback", c.Fallback)
+		m.Jobs("held", c.Held)
+		m.Jobs("dead-lettered", s.Stats.Total)
+		for sev, n := range s.Stats.BySeverity {
+			m.DLQDepth(sev, n)
+		}
+		if !s.Stats.Oldest.IsZero() {
+			m.DLQOldestAge(d.clk.Now().Sub(s.Stats.Oldest))
+		}
+	}
 }
 
 // readEvents follows the store's event stream until ctx is done.
@@ -424,6 +463,9 @@ func (d *drill) readEvents(ctx context.Context) {
 			continue
 		}
 		after = evs[len(evs)-1].ID
+		for _, e := range evs {
+			d.opts.Metrics.Move(e.Event.To.String(), string(e.Event.Reason))
+		}
 		d.mu.Lock()
 		d.events = append(d.events, evs...)
 		d.lastID = after
@@ -456,7 +498,7 @@ func (d *drill) listDLQ() {
 
 // progress reports the drill's state.
 func (d *drill) progress() {
-	if d.opts.Progress == nil {
+	if d.opts.Progress == nil && d.opts.Metrics == nil {
 		return
 	}
 	d.mu.Lock()
@@ -485,7 +527,14 @@ func (d *drill) progress() {
 		}
 	}
 	slices.Sort(p.ActiveFaults)
-	d.opts.Progress(p)
+	if m := d.opts.Metrics; m != nil {
+		for _, f := range d.sc.Faults {
+			m.FaultActive(f.Name, f.Target.String(), f.Model.Name(), slices.Contains(p.ActiveFaults, f.Name))
+		}
+	}
+	if d.opts.Progress != nil {
+		d.opts.Progress(p)
+	}
 }
 
 // undoFaults puts every part back to health: proxies clear, gateways and

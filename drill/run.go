@@ -27,6 +27,7 @@ import (
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
@@ -92,6 +93,9 @@ type Options struct {
 	// Source is where the scenario was loaded from (a path or
 	// "builtin:NAME"): the workers load it again.
 	Source string
+	// Metrics, if set, hears the drill as it runs (jobs by disposition,
+	// DLQ depth by severity, pages, breaker states, fault activity).
+	Metrics *metrics.Set
 }
 
 // Progress is the drill's state at one instant, for a progress display.
@@ -229,11 +233,17 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}}
 	d.ns = opts.Namespace
 	if d.ns == "" {
-		var b [4]byte
-		_, _ = crand.Read(b[:])
-		d.ns = "drill-" + sc.Name + "-" + hex.EncodeToString(b[:])
+		d.ns = NewNamespace(sc.Name)
 	}
 	return d, nil
+}
+
+// NewNamespace returns a fresh namespace for a drill of scenario name:
+// "drill-NAME-RANDOM".
+func NewNamespace(name string) string {
+	var b [4]byte
+	_, _ = crand.Read(b[:])
+	return "drill-" + name + "-" + hex.EncodeToString(b[:])
 }
 
 // CheckScale refuses a time scale at which one of sc's intervals would be

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/drill"
 	"github.com/faultline/faultline/drill/workerproc"
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -37,6 +38,7 @@ type drillFlags struct {
 	dryRun      bool
 	keep        bool
 	progress    string
+	metrics     string
 	limits      limitFlags
 }
 
@@ -91,6 +93,7 @@ could not be reached.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each drill's fault timeline and touch nothing")
 	fl.BoolVar(&f.keep, "keep", false, "leave the namespace's keys (and the workers' logs) behind")
 	fl.StringVar(&f.progress, "progress", "auto", "a progress line on stderr: auto (on a terminal), always or never")
+	fl.StringVar(&f.metrics, "metrics-listen", "", "serve the drill's Prometheus metrics at http://ADDR/metrics (loopback unless --allow-remote), e.g. 127.0.0.1:9464")
 	f.limits.register(fl)
 	return c
 }
@@ -119,6 +122,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	}
 	if err := drill.CheckRedisURL(rt.url, f.allowRemote, f.namespace); err != nil {
 		return usage(c, err)
+	}
+	if f.metrics != "" {
+		if err := metrics.CheckListenAddr(f.metrics, f.allowRemote); err != nil {
+			return usage(c, fmt.Errorf("--metrics-listen: %w", err))
+		}
 	}
 	lim, err := f.limits.limits()
 	if err != nil {
@@ -176,10 +184,26 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	failed := false
 	for _, t := range targets {
 		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
-		opts := drill.Options{RedisURL: rt.url, Namespace: f.namespace, AllowRemote: f.allowRemote, Workers: f.workers,
+		ns := f.namespace
+		if ns == "" {
+			ns = drill.NewNamespace(t.loaded.Scenario.Name)
+		}
+		opts := drill.Options{RedisURL: rt.url, Namespace: ns, AllowRemote: f.allowRemote, Workers: f.workers,
 			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
+		}
+		var srv *metrics.Server
+		if f.metrics != "" {
+			opts.Metrics = metrics.New(metrics.Labels{Namespace: ns, Scenario: t.loaded.Scenario.Name})
+			mctx, cancel := context.WithCancel(ctx)
+			srv, err = metrics.Serve(mctx, f.metrics, opts.Metrics.Handler(), f.allowRemote)
+			if err != nil {
+				cancel()
+				return &InvalidInputError{Err: fmt.Errorf("--metrics-listen: %w", err)}
+			}
+			fmt.Fprintf(stderr, "metrics of drill %s: %s\n", masked(t.loaded.Scenario.Name), srv.URL())
+			defer func() { cancel(); _ = srv.Wait() }()
 		}
 		res, h, err := drill.Run(ctx, t.loaded, opts)
 		if show {
@@ -196,6 +220,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		}
 		scenarios.Annotate(res, t.loaded, t.file)
 		res.Warnings = append([]string{sim.LiveNote(f.scale)}, res.Warnings...)
+		res.Reproduce = drillCommand(t.arg, res.Seed, f, rt.addr)
 		if err := printDrill(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
@@ -222,6 +247,19 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		return ErrChecksFailed
 	}
 	return nil
+}
+
+// drillCommand is the command line that drills the scenario again (the
+// Redis by its address only: never a password).
+func drillCommand(arg string, seed uint64, f drillFlags, addr string) string {
+	cmd := fmt.Sprintf("faultline drill %s --seed %d --redis-url %s", shellQuote(arg), seed, addr)
+	if f.scale != 1 {
+		cmd += fmt.Sprintf(" --time-scale %v", f.scale)
+	}
+	if f.workers > 0 {
+		cmd += fmt.Sprintf(" --workers %d", f.workers)
+	}
+	return cmd + " (wall clock: a drill is not reproducible to the byte)"
 }
 
 // extension is a report format's file extension.

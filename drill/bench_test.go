@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,8 +96,11 @@ func benchFlush(b *testing.B, addr string) {
 
 // The faultline binary the benchmarks start their workers from. The
 // suite's faultlineBin is built in SynchronizedBeforeSuite, which only
-// RunSpecs runs; benchmarks build their own, once per process, into a
-// temporary directory that stays until the process ends.
+// RunSpecs runs; benchmarks build their own, once per process. Under
+// `go test` it goes beside the test binary, in the go command's work
+// directory, which the go command removes at the end (no benchmark hook
+// runs at the end of the process); a test binary run by hand leaves it in
+// a temporary directory.
 var benchBin struct {
 	once sync.Once
 	path string
@@ -109,7 +113,11 @@ func benchFaultline(b *testing.B) string {
 		return faultlineBin
 	}
 	benchBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "faultline-drill-bench-bin-")
+		parent := ""
+		if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
+			parent = filepath.Dir(exe)
+		}
+		dir, err := os.MkdirTemp(parent, "faultline-drill-bench-bin-")
 		if err != nil {
 			benchBin.err = err
 			return

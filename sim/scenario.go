@@ -50,6 +50,10 @@ type Scenario struct {
 	Sample time.Duration
 	// Invariants tunes the invariants that need a figure.
 	Invariants Invariants
+	// AbortIf is a drill's steady-state guard (nil: none). The simulator
+	// harms nothing real and ignores it; a drill stops every fault the
+	// moment a bound is crossed, and reports it.
+	AbortIf *AbortIf
 	// Limits bound what the run may use (zero: the defaults); they are
 	// not part of the scenario file.
 	Limits Limits
@@ -203,6 +207,24 @@ type Monitor struct {
 	MaxAge   time.Duration
 	Interval time.Duration
 	Severity classify.Severity
+}
+
+// AbortIf bounds what a drill may do to a real system: when one is
+// crossed, every fault stops at once (proxies restored, gateways and
+// receivers healthy, stalled workers resumed), the drill runs on to its
+// end so the system can recover, and its verdict is "interrupted" with
+// the bound that was crossed. Zero fields are no bound.
+type AbortIf struct {
+	// DLQDepth: more failed entries in the DLQ than this.
+	DLQDepth int
+	// ErrorRate: more than this share of the dependencies' calls
+	// answered with an error over the last ErrorWindow (default 1m of
+	// scenario time), once at least 20 calls were made in it.
+	ErrorRate   float64
+	ErrorWindow time.Duration
+	// MaxActiveFaults: more faults active at once than this (a fault is
+	// active while its schedule's time conditions hold).
+	MaxActiveFaults int
 }
 
 // Invariants tune the invariants that need a figure.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,8 +141,10 @@ func (d *drill) run(ctx context.Context) {
 		d.ar.Start()
 	}
 	var wg sync.WaitGroup
+	faultCtx, stopFaults := context.WithCancel(runCtx)
+	defer stopFaults()
 	wg.Go(func() { d.produce(runCtx) })
-	wg.Go(func() { d.faultsLoop(runCtx) })
+	wg.Go(func() { d.faultsLoop(faultCtx) })
 	wg.Go(func() { d.steps(runCtx) })
 	readDone := make(chan struct{})
 	readCtx, stopRead := context.WithCancel(context.Background())
@@ -161,6 +164,11 @@ loop:
 			d.take(r)
 		case <-sample.C:
 			d.snapshot(ctx)
+			if d.h.Aborted == "" {
+				if why := d.guard(); why != "" {
+					d.abort(why, stopFaults)
+				}
+			}
 		case <-progress.C:
 			d.progress()
 		case <-end.C:
@@ -213,6 +221,63 @@ drainLoop:
 	stopRead()
 	<-readDone
 }
+
+// guard checks the scenario's abortIf bounds; it returns the one crossed,
+// or "".
+func (d *drill) guard() string {
+	a := d.sc.AbortIf
+	if a == nil {
+		return ""
+	}
+	now := d.clk.Elapsed()
+	d.mu.Lock()
+	snap := d.lastSnap
+	d.mu.Unlock()
+	if a.DLQDepth > 0 && snap != nil {
+		if n := snap.snap.Stats.ByStatus[dlq.Failed.String()]; n > a.DLQDepth {
+			return fmt.Sprintf("abortIf.dlqDepth %d crossed at %s: %d failed entries in the DLQ", a.DLQDepth, fmtOffset(now), n)
+		}
+	}
+	if a.ErrorRate > 0 {
+		window := a.ErrorWindow
+		if window == 0 {
+			window = time.Minute
+		}
+		var calls, errs int
+		for _, g := range d.gws {
+			for _, c := range g.Calls() {
+				if c.At >= now-window && c.Outcome != "" {
+					calls++
+					if c.Outcome != "ok" && c.Outcome != "replayed" {
+						errs++
+					}
+				}
+			}
+		}
+		if calls >= 20 && float64(errs) > a.ErrorRate*float64(calls) {
+			return fmt.Sprintf("abortIf.errorRate %v crossed at %s: %d of the last %s's %d dependency calls failed", a.ErrorRate, fmtOffset(now), errs, window, calls)
+		}
+	}
+	if a.MaxActiveFaults > 0 {
+		if n := len(d.activeFaults(now)); n > a.MaxActiveFaults {
+			return fmt.Sprintf("abortIf.maxActiveFaults %d crossed at %s: %d faults active (%s)", a.MaxActiveFaults, fmtOffset(now), n, strings.Join(d.activeFaults(now), ", "))
+		}
+	}
+	return ""
+}
+
+// abort stops every fault for good: the drill runs on to its end, so the
+// system can recover, and its verdict is interrupted with why.
+func (d *drill) abort(why string, stopFaults func()) {
+	stopFaults()
+	d.undoFaults()
+	d.mu.Lock()
+	d.h.Aborted = why
+	d.mu.Unlock()
+	d.log.Warn("drill aborted its faults", "why", why)
+}
+
+func fmtOffset(d time.Duration) string { return "+" + d.Round(time.Millisecond).String() }
 
 // streamBefore reports whether stream ID a precedes b.
 func streamBefore(a, b string) bool {
@@ -508,25 +573,8 @@ func (d *drill) progress() {
 		p.Queued, p.InFlight, p.Scheduled, p.Held = c.Queued, c.InFlight, c.Scheduled, c.Held
 		p.DLQ = s.snap.Stats.Total
 	}
-	for n, k := range d.active {
-		if k > 0 {
-			p.ActiveFaults = append(p.ActiveFaults, n)
-		}
-	}
 	d.mu.Unlock()
-	now := d.clk.Elapsed()
-	for _, f := range d.sc.Faults {
-		if f.Target.Kind != faults.Dependency && f.Target.Kind != faults.AlertSink {
-			continue
-		}
-		wins, _ := f.Schedule.Windows(d.seed, f.Name, d.sc.Duration, 10_000)
-		for _, w := range wins {
-			if w.From <= now && now < w.Until && !slices.Contains(p.ActiveFaults, f.Name) {
-				p.ActiveFaults = append(p.ActiveFaults, f.Name)
-			}
-		}
-	}
-	slices.Sort(p.ActiveFaults)
+	p.ActiveFaults = d.activeFaults(d.clk.Elapsed())
 	if m := d.opts.Metrics; m != nil {
 		for _, f := range d.sc.Faults {
 			m.FaultActive(f.Name, f.Target.String(), f.Model.Name(), slices.Contains(p.ActiveFaults, f.Name))
@@ -535,6 +583,36 @@ func (d *drill) progress() {
 	if d.opts.Progress != nil {
 		d.opts.Progress(p)
 	}
+}
+
+// activeFaults names the faults active at now: the store and worker
+// faults the drill applied and has not undone, and the dependency and
+// alert-sink faults whose windows hold now (none once the drill aborted).
+func (d *drill) activeFaults(now time.Duration) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.h.Aborted != "" {
+		return nil
+	}
+	var out []string
+	for n, k := range d.active {
+		if k > 0 {
+			out = append(out, n)
+		}
+	}
+	for _, f := range d.sc.Faults {
+		if f.Target.Kind != faults.Dependency && f.Target.Kind != faults.AlertSink {
+			continue
+		}
+		wins, _ := f.Schedule.Windows(d.seed, f.Name, d.sc.Duration, 10_000)
+		for _, w := range wins {
+			if w.From <= now && now < w.Until && !slices.Contains(out, f.Name) {
+				out = append(out, f.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // undoFaults puts every part back to health: proxies clear, gateways and

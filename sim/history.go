@@ -39,6 +39,9 @@ type History struct {
 	// says why it stopped early ("" when it reached its end).
 	EndedMs     int64  `json:"endedMs"`
 	Interrupted string `json:"interrupted,omitempty"`
+	// Aborted says the drill's abortIf guard stopped every fault, and
+	// why; the drill ran on to its end.
+	Aborted string `json:"aborted,omitempty"`
 	// Workers are the worker process names (w1..wN).
 	Workers []string `json:"workers"`
 	// Jobs are the jobs the drill's producer enqueued.

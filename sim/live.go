@@ -320,6 +320,9 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		w.errs = append(w.errs, fmt.Errorf("drill stopped at %s: %s: %w", fmtOffset(w.now()), h.Interrupted, context.Canceled))
 	} else {
 		w.clk.RunUntil(w.start.Add(w.end))
+		if h.Aborted != "" {
+			w.errs = append(w.errs, fmt.Errorf("the drill stopped its faults: %s: %w", h.Aborted, context.Canceled))
+		}
 	}
 	if len(h.Snapshots) > 0 {
 		j.snap = &h.Snapshots[len(h.Snapshots)-1]

@@ -234,9 +234,10 @@ func rawListLoop(ctx context.Context, addr string, n, consumers, batch int) (tim
 // BenchmarkLiveWorkers is the live path: b.N jobs (no dependency, no
 // service time) enqueued through the Redis store, drained by N real
 // `faultline worker` processes of Concurrency 4 each, started by the
-// drill's supervisor, on one real Redis (directly, not through the drill's
-// proxy: its cost is BenchmarkDrillOverhead's), the event stream on, each
-// attempt reported to a feed that discards it. The jobs are enqueued
+// drill's supervisor, on one real Redis (directly; procs=4-via-proxy
+// through one of the drill's Toxiproxy proxies, as in a drill), the event
+// stream on, each attempt reported to a feed that discards it (as the
+// workers report to the drill's, synchronously). The jobs are enqueued
 // before the workers' clock starts (the enqueue rate is reported apart);
 // the time is from the instant the workers start taking jobs (their
 // Origin, after every worker said hello) until the store's counts are all
@@ -262,11 +263,27 @@ func BenchmarkLiveWorkers(b *testing.B) {
 	b.Logf("raw LPUSH/BRPOP reference: %d jobs, one LPUSH each, %d consumers: %.0f jobs/s", rawReferenceJobs, rawReferenceConsumers, raw)
 	fd := startBenchFeed(b)
 	var runs atomic.Int64
-	for _, procs := range []int{1, 2, 4} {
-		b.Run("procs="+strconv.Itoa(procs), func(b *testing.B) {
+	for _, c := range []struct {
+		procs int
+		proxy bool
+	}{{1, false}, {2, false}, {4, false}, {4, true}} {
+		name := "procs=" + strconv.Itoa(c.procs)
+		if c.proxy {
+			name += "-via-proxy"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.StopTimer()
-			ns := fmt.Sprintf("bench-live-%d-%d", procs, runs.Add(1))
-			el, enq := liveRun(b, addr, bin, l, fd, ns, procs, b.N)
+			workerAddr := addr
+			if c.proxy {
+				p, err := proxy.New("bench-redis", addr, proxy.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Close()
+				workerAddr = p.Addr()
+			}
+			ns := fmt.Sprintf("bench-live-%d-%d", c.procs, runs.Add(1))
+			el, enq := liveRun(b, addr, workerAddr, bin, l, fd, ns, c.procs, b.N)
 			rate := float64(b.N) / el.Seconds()
 			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(rate, "jobs/s")
@@ -277,9 +294,10 @@ func BenchmarkLiveWorkers(b *testing.B) {
 	}
 }
 
-// liveRun enqueues n jobs in namespace ns, drains them with procs worker
-// processes and returns the drain's wall time and the enqueue's.
-func liveRun(b *testing.B, addr, bin string, l *scenarios.Loaded, fd *benchFeed, ns string, procs, n int) (drain, enqueue time.Duration) {
+// liveRun enqueues n jobs in namespace ns of the Redis at addr, drains
+// them with procs worker processes that reach it at workerAddr, and
+// returns the drain's wall time and the enqueue's.
+func liveRun(b *testing.B, addr, workerAddr, bin string, l *scenarios.Loaded, fd *benchFeed, ns string, procs, n int) (drain, enqueue time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	benchFlush(b, addr)
@@ -311,7 +329,7 @@ func liveRun(b *testing.B, addr, bin string, l *scenarios.Loaded, fd *benchFeed,
 	specs := make([]supervisor.Spec, 0, procs)
 	for i := range procs {
 		name := "w" + strconv.Itoa(i+1)
-		cfg := &workerproc.Config{Name: name, Source: benchScenario, Hash: l.Hash, Seed: sc.Seed, RedisURL: url,
+		cfg := &workerproc.Config{Name: name, Source: benchScenario, Hash: l.Hash, Seed: sc.Seed, RedisURL: benchRedisURL(workerAddr),
 			Namespace: ns, EventStream: drill.DefaultEventStream, Start: sc.Start, Origin: origin, Scale: 1,
 			CallTimeout: 30 * time.Second, Feed: fd.url, Concurrency: benchConcurrency}
 		path := filepath.Join(dir, name+".json")

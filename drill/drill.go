@@ -61,7 +61,7 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // proxy's latency), on the queue store or on the DLQ store's own proxy;
 // operator steps that requeue, delete or purge; the monitor and the
 // auto-retry. What does not: store faults thrown per call (probability,
-// firstCalls: the proxy acts on connections over time, not calls), and
+// firstCalls, jobs: the proxy acts on connections over time, not calls), and
 // the steps that reconfigure workers mid-run (set-workers, set-retry).
 func Live(sc *sim.Scenario) error {
 	refuse := func(part, reason string) error {
@@ -71,8 +71,8 @@ func Live(sc *sim.Scenario) error {
 		part := fmt.Sprintf("faults[%d] (%s)", i, f.Name)
 		switch f.Target.Kind {
 		case faults.Store, faults.DLQStore:
-			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 {
-				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls, or give it from/until")
+			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 || len(f.Schedule.Jobs) > 0 {
+				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls/jobs, or give it from/until")
 			}
 			switch f.Model.Name() {
 			case "store-outage", "outage", "latency", "slow-store":

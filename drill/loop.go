@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,15 +43,20 @@ func maskURL(raw string) string {
 
 // feed receives the workers' reports.
 func (d *drill) feed(w http.ResponseWriter, r *http.Request) {
-	var rep workerproc.Report
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&rep); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	select {
-	case d.reports <- rep:
-	case <-r.Context().Done():
-		return
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20))
+	for {
+		var rep workerproc.Report
+		if err := dec.Decode(&rep); err == io.EOF {
+			break
+		} else if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case d.reports <- rep:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -342,6 +342,9 @@ type Transition struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Reason  string `json:"reason"`
+	// The worker process whose breaker moved, in a drill (each process
+	// has its own breakers); empty in the simulator.
+	Worker string `json:"worker,omitempty"`
 }
 
 // Confusion is one row of the classifier confusion matrix: the failures

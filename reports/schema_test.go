@@ -240,7 +240,9 @@ var _ = Describe("The JSON Schema", func() {
 		warned := passingRun()
 		warned.Warnings = []string{"fault smtp-busy never hit"}
 		warned.Faults[0].RequireHits = true
-		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned} {
+		drilled := passingRun() // a drill's breakers are each worker process's
+		drilled.Breakers = append(drilled.Breakers, reports.Transition{AtMs: 1000, Breaker: "smtp", From: "closed", To: "open", Reason: "failures", Worker: "w1"})
+		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned, drilled} {
 			data, err := r.JSON()
 			Expect(err).NotTo(HaveOccurred())
 			var v any

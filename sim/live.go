@@ -390,7 +390,7 @@ func (w *world) judgeBreaker(b HBreaker) {
 	}
 	from, to := parseBreakerState(b.From), parseBreakerState(b.To)
 	at := time.Duration(b.AtMs) * time.Millisecond
-	w.trans = append(w.trans, reports.Transition{AtMs: b.AtMs, Breaker: b.Breaker, From: b.From, To: b.To, Reason: b.Worker + ": " + b.Reason})
+	w.trans = append(w.trans, reports.Transition{AtMs: b.AtMs, Breaker: b.Breaker, From: b.From, To: b.To, Reason: b.Reason, Worker: b.Worker})
 	if prev, ok := procs[b.Worker]; (ok && prev != from || !ok && from != degrade.Closed) || !legalBreaker(from, to) {
 		was := degrade.Closed
 		if ok {

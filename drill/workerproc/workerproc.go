@@ -131,21 +131,84 @@ type Report struct {
 	KeptErr string   `json:"keptErr,omitempty"`
 }
 
-// feed posts reports to the drill.
+// feed posts reports to the drill, in batches, from its own goroutine:
+// a worker does not wait for the drill between jobs (a millisecond of the
+// wall clock is K milliseconds of scenario time at time scale K). A report
+// waits at most feedEvery; a worker killed with SIGKILL loses the ones
+// not yet sent (at most that much), and its attempts are then judged from
+// their moves alone. A graceful stop sends them all.
 type feed struct {
 	url    string
 	client *http.Client
 	log    *slog.Logger
+	ch     chan Report
+	done   chan struct{}
 }
 
-func (f *feed) send(r Report) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		f.log.Error("encode report", "err", err)
+// feedEvery is how long a report may wait to be sent; feedBatch the most
+// sent at once.
+const (
+	feedEvery = 5 * time.Millisecond
+	feedBatch = 256
+)
+
+func newFeed(url string, log *slog.Logger) *feed {
+	f := &feed{url: url, client: &http.Client{Timeout: 5 * time.Second}, log: log, ch: make(chan Report, 4096), done: make(chan struct{})}
+	go f.loop()
+	return f
+}
+
+// send queues r (blocking only when the queue is full: back-pressure
+// rather than a lost report).
+func (f *feed) send(r Report) { f.ch <- r }
+
+// close sends what is queued and stops.
+func (f *feed) close() {
+	close(f.ch)
+	<-f.done
+}
+
+func (f *feed) loop() {
+	defer close(f.done)
+	var batch []Report
+	tick := time.NewTicker(feedEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case r, ok := <-f.ch:
+			if !ok {
+				f.post(batch)
+				return
+			}
+			batch = append(batch, r)
+			if len(batch) >= feedBatch {
+				f.post(batch)
+				batch = batch[:0]
+			}
+		case <-tick.C:
+			if len(batch) > 0 {
+				f.post(batch)
+				batch = batch[:0]
+			}
+		}
+	}
+}
+
+// post sends a batch as JSON lines, trying three times.
+func (f *feed) post(batch []Report) {
+	if len(batch) == 0 {
 		return
 	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range batch {
+		if err := enc.Encode(r); err != nil {
+			f.log.Error("encode report", "err", err)
+		}
+	}
+	b := buf.Bytes()
 	for try := range 3 {
-		resp, err := f.client.Post(f.url, "application/json", bytes.NewReader(b))
+		resp, err := f.client.Post(f.url, "application/x-ndjson", bytes.NewReader(b))
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -155,7 +218,7 @@ func (f *feed) send(r Report) {
 			err = fmt.Errorf("feed answered %s", resp.Status)
 		}
 		if try == 2 {
-			f.log.Error("report lost", "kind", r.Kind, "err", err)
+			f.log.Error("reports lost", "n", len(batch), "err", err)
 		}
 	}
 }
@@ -207,7 +270,8 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	fd := &feed{url: cfg.Feed, client: &http.Client{Timeout: 5 * time.Second}, log: logger}
+	fd := newFeed(cfg.Feed, logger)
+	defer fd.close()
 	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
 		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)
 	}}
@@ -304,6 +368,11 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		// A second of scenario time, as the simulator's maintenance
 		// wakes are, and never slower than a tenth of the lease.
 		TickInterval: min(time.Second, sc.Workers.LeaseTTL/10),
+		// A store call is bounded in wall time by a third of the lease's
+		// wall time (StoreTimeout is a context deadline, not a clock
+		// timer): a call hung on a cut connection gives up while the
+		// lease still holds, so the dead letter is parked, not fenced.
+		StoreTimeout: max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond),
 		OnFinish: func(a worker.Attempt, o worker.Outcome, err error) {
 			ans := calls.take(a.Job.ID)
 			ha := &sim.HAttempt{AtMs: ms(a.StartedAt), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,

@@ -157,6 +157,7 @@ func (c *converter) convert(d *Document) sim.Scenario {
 		}
 		sc.Invariants.PageWithin = v.D()
 	}
+	sc.AbortIf = c.abortIf(d.AbortIf)
 	for i, f := range d.Faults {
 		sc.Faults = append(sc.Faults, c.fault(fmt.Sprintf("faults[%d]", i), f))
 	}
@@ -169,6 +170,40 @@ func (c *converter) convert(d *Document) sim.Scenario {
 		}
 	}
 	return sc
+}
+
+// DefaultErrorWindow is abortIf.errorWindow when errorRate is given and
+// the window is not.
+const DefaultErrorWindow = time.Minute
+
+// abortIf converts the drill's guard. A key written must give a bound: 0
+// would silently be none. The simulator's check refuses the rest (negative
+// values, a share past 1, a window without a rate, shorter than 1s or
+// longer than the run, no bound at all).
+func (c *converter) abortIf(a *AbortIf) *sim.AbortIf {
+	if a == nil {
+		return nil
+	}
+	out := &sim.AbortIf{ErrorWindow: a.ErrorWindow.D()}
+	if a.DLQDepth != nil {
+		if out.DLQDepth = *a.DLQDepth; out.DLQDepth == 0 {
+			c.bad("abortIf.dlqDepth", "expected a depth of at least 1, got 0 (leave the key out for no bound)")
+		}
+	}
+	if a.ErrorRate != nil {
+		switch out.ErrorRate = *a.ErrorRate; {
+		case out.ErrorRate == 0:
+			c.bad("abortIf.errorRate", "expected a share in (0,1], got 0 (leave the key out for no bound)")
+		case out.ErrorWindow == 0:
+			out.ErrorWindow = DefaultErrorWindow
+		}
+	}
+	if a.MaxActiveFaults != nil {
+		if out.MaxActiveFaults = *a.MaxActiveFaults; out.MaxActiveFaults == 0 {
+			c.bad("abortIf.maxActiveFaults", "expected at least 1, got 0 (leave the key out for no bound)")
+		}
+	}
+	return out
 }
 
 func (c *converter) workload(w Workload) sim.Workload {

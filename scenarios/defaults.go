@@ -12,8 +12,8 @@ import (
 // merged (as Load did) and every default filled in — the seed, the start,
 // the workers, the sample interval, task weights and queues, the arrival
 // kind, the retry policy, the DLQ, the alert receivers and timing, each
-// breaker's and fallback's settings, the page deadline. `faultline run
-// --dry-run` prints it.
+// breaker's and fallback's settings, the page deadline, the abort guard's
+// error window. `faultline run --dry-run` prints it.
 func Effective(l *Loaded) *Document {
 	d := cloneFaults(l.Document)
 	sc := l.Scenario.WithDefaults()
@@ -78,6 +78,11 @@ func Effective(l *Loaded) *Document {
 			StablePeriod: Duration(c.StablePeriod), HalfOpenProbes: c.HalfOpenProbes, SuccessesToClose: c.SuccessesToClose,
 			ProbeTimeout: Duration(c.ProbeTimeout), RampUp: rampUp, RampStartPercent: c.RampStartPercent,
 			Fallback: &Fallback{BatchSize: f.BatchSize, DrainInterval: Duration(f.DrainInterval)}})
+	}
+	if d.AbortIf != nil && sc.AbortIf != nil {
+		a := *d.AbortIf
+		a.ErrorWindow = Duration(sc.AbortIf.ErrorWindow)
+		d.AbortIf = &a
 	}
 	switch p := sc.Invariants.PageWithin; {
 	case p < 0:

@@ -462,8 +462,8 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 			problems = append(problems, split...) // reported in turn below
 			continue
 		}
-		if eff.reported(pr.Path) {
-			continue
+		if eff.reported(pr.Path) || (pr.Path == "abortIf" && eff.reportedWithin(pr.Path)) {
+			continue // a guard left without a bound by a bad or misspelt key is that key's problem
 		}
 		pl := eff.placeOf(pr.Path)
 		if eff.unknownParam(pr.Path) && pl.keyLine > 0 {
@@ -602,6 +602,17 @@ func (p *parsed) reported(at string) bool {
 	}
 }
 
+// reportedWithin reports whether the decoder reported a value or an
+// unknown key inside the value at path.
+func (p *parsed) reportedWithin(at string) bool {
+	for q, pl := range p.index {
+		if pl.bad && len(q) > len(at) && strings.HasPrefix(q, at) && (q[len(at)] == '.' || q[len(at)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
 // placeOf returns where the value at path was written or, when it was not
 // (a missing key), the key of the nearest value that holds it.
 func (p *parsed) placeOf(at string) place {
@@ -666,6 +677,13 @@ func mergeDocument(dst, src *parsed, fragment bool) {
 			}
 		}
 		m.merge(dv.Field(f.index), sv.Field(f.index), f.key, f.key)
+	}
+	// The unknown keys the decoder reported (no field carries them),
+	// outside lists, whose items merging renumbers.
+	for k, pl := range src.index {
+		if _, ok := dst.index[k]; pl.bad && !ok && !strings.Contains(k, "[") {
+			dst.index[k] = pl
+		}
 	}
 }
 
@@ -1313,6 +1331,13 @@ func (d *decoder) structure(n ast.Node, v reflect.Value, at string, depth int) {
 		i := slices.IndexFunc(fields, func(f formatField) bool { return f.key == key })
 		if i < 0 {
 			d.report(e.key, unknownKey(key, formatKeys(v.Type())))
+			if at != "" {
+				// Marked reported, so that a problem of the mapping it
+				// leaves incomplete can be known for a consequence.
+				pl := place{file: d.file, bad: true}
+				pl.line, pl.col = nodePos(e.key)
+				d.index[at+"."+key] = pl
+			}
 			continue
 		}
 		p := key

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gcustom"
+	gs "github.com/onsi/gomega/gstruct"
 	"github.com/onsi/gomega/types"
 
 	"github.com/faultline/faultline/scenarios"
@@ -225,7 +226,48 @@ var _ = Describe("Parse", func() {
 			`s.yaml:5:56: unknown key "shedule"; did you mean "schedule"?`),
 		Entry("an unknown key with no near one: the keys valid there", "workers: {zzz: 1}\n",
 			`s.yaml:5:11: unknown key "zzz"; expected one of count, leaseTTL`),
+		Entry("a word for abortIf's DLQ depth", "abortIf: {dlqDepth: lots}\n",
+			`s.yaml:5:21: abortIf.dlqDepth: expected a whole number, got "lots"`),
+		Entry("a percentage string for abortIf's error rate", "abortIf: {errorRate: 50%}\n",
+			`s.yaml:5:22: abortIf.errorRate: expected a number, got "50%"`),
+		Entry("a number without a unit for abortIf's error window", "abortIf:\n  errorRate: 0.5\n  errorWindow: 60\n",
+			"s.yaml:7:16: abortIf.errorWindow: expected a duration like 30s, 2m or 250ms, got 60 (a number needs a unit)"),
+		Entry("a fraction for abortIf's fault count", "abortIf: {maxActiveFaults: 2.5}\n",
+			`s.yaml:5:28: abortIf.maxActiveFaults: expected a whole number, got 2.5`),
+		Entry("a list for abortIf", "abortIf: [dlqDepth]\n",
+			`s.yaml:5:10: abortIf: expected a mapping (key: value), got a list`),
+		Entry("a misspelt key in abortIf", "abortIf: {dlqDepht: 10}\n",
+			`s.yaml:5:11: unknown key "dlqDepht"; did you mean "dlqDepth"?`),
+		Entry("a misspelt key in abortIf, block style", "abortIf:\n  maxActiveFault: 3\n",
+			`s.yaml:6:3: unknown key "maxActiveFault"; did you mean "maxActiveFaults"?`),
+		Entry("an unknown key in abortIf with no near one: the keys valid there", "abortIf: {latency: 1s}\n",
+			`s.yaml:5:11: unknown key "latency"; expected one of dlqDepth, errorRate, errorWindow, maxActiveFaults`),
 	)
+
+	It("reads abortIf's bounds, and leaves out the ones not given", func() {
+		d, err := scenarios.Parse("s.yaml", []byte(scenarioHead+"abortIf:\n  dlqDepth: 5000\n  errorRate: 0.5 # a share\n  errorWindow: 2m\n  maxActiveFaults: 3\n"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.AbortIf).To(gs.PointTo(gs.MatchAllFields(gs.Fields{
+			"DLQDepth":        gs.PointTo(Equal(5000)),
+			"ErrorRate":       gs.PointTo(Equal(0.5)),
+			"ErrorWindow":     Equal(scenarios.Duration(2 * time.Minute)),
+			"MaxActiveFaults": gs.PointTo(Equal(3)),
+		})))
+		d, err = scenarios.Parse("s.yaml", []byte(scenarioHead+"abortIf: {errorRate: 1}\n"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.AbortIf.DLQDepth).To(BeNil())
+		Expect(d.AbortIf.ErrorRate).To(gs.PointTo(Equal(1.0)))
+		Expect(d.AbortIf.MaxActiveFaults).To(BeNil())
+		d, err = scenarios.Parse("s.yaml", []byte(scenarioHead+pingWorkload))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.AbortIf).To(BeNil())
+	})
+
+	It("leaves abortIf written as null out, as if the key were not there", func() {
+		d, err := scenarios.Parse("s.yaml", []byte(scenarioHead+"abortIf:\n"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.AbortIf).To(BeNil())
+	})
 
 	It("goes on past a bad value: every problem of the file is reported", func() {
 		err := parse(scenarioHead + "workers: {count: ten, leaseTTL: 10x}\nsample: never\nsystem: {retires: 3, dlq: {capcity: 1}}\n")
@@ -462,7 +504,7 @@ var _ = Describe("Load", func() {
 		It("does not check a file of another format any further", func() {
 			_, err := scenarios.LoadFS(mapFS("s.yaml", "rules: []\n"), "s.yaml")
 			Expect(err).To(reportExactly(
-				`s.yaml:1:1: unknown key "rules"; expected one of apiVersion, kind, metadata, include, seed, start, duration, sample, workload, workers, dependencies, system, invariants, faults, steps, expect`,
+				`s.yaml:1:1: unknown key "rules"; expected one of apiVersion, kind, metadata, include, seed, start, duration, sample, workload, workers, dependencies, system, invariants, abortIf, faults, steps, expect`,
 				"s.yaml:1:1: missing apiVersion; expected apiVersion: faultline/v1",
 				"s.yaml:1:1: missing kind; expected kind: Scenario or kind: Fragment",
 			))

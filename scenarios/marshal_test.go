@@ -57,6 +57,40 @@ expect:
 `))
 	})
 
+	It("writes abortIf in the types' order and reads it back the same", func() {
+		depth, rate, active := 5000, 0.5, 3
+		d := &scenarios.Document{
+			APIVersion: scenarios.APIVersion, Kind: scenarios.KindScenario, Metadata: scenarios.Metadata{Name: "m"},
+			Duration: scenarios.Duration(10 * time.Minute),
+			AbortIf: &scenarios.AbortIf{DLQDepth: &depth, ErrorRate: &rate,
+				ErrorWindow: scenarios.Duration(time.Minute), MaxActiveFaults: &active},
+		}
+		out, err := scenarios.Marshal(d)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(Equal(`apiVersion: faultline/v1
+kind: Scenario
+metadata:
+  name: m
+duration: 10m0s
+abortIf:
+  dlqDepth: 5000
+  errorRate: 0.5
+  errorWindow: 1m0s
+  maxActiveFaults: 3
+`))
+		back, err := scenarios.Parse("m.yaml", out)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(back).To(Equal(d))
+
+		d.AbortIf = &scenarios.AbortIf{ErrorRate: &rate}
+		out, err = scenarios.Marshal(d)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(out)).To(HaveSuffix("abortIf:\n  errorRate: 0.5\n"))
+		back, err = scenarios.Parse("m.yaml", out)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(back).To(Equal(d))
+	})
+
 	It("refuses a nil document", func() {
 		_, err := scenarios.Marshal(nil)
 		Expect(err).To(HaveOccurred())

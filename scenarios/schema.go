@@ -221,6 +221,7 @@ var typeDocs = map[string]string{
 	"AutoRetry":  "The off-peak auto-retry of DLQ entries.",
 	"Monitor":    "Watches the DLQ's depth and age and raises alerts.",
 	"Invariants": "Tunes the invariants that need a figure.",
+	"AbortIf":    "A drill's steady-state guard: when a bound is crossed, every fault stops at once (proxies restored, gateways and receivers healthy, stalled workers resumed), the drill runs on to its end so the system can recover, and its verdict is interrupted, naming the bound. The simulator harms nothing real and ignores it (see docs/drills.md). Give at least one bound; a key left out is no bound.",
 	"Fault":      "One fault: a model from the fault catalogue with its parameters, a target and a schedule.",
 	"Schedule":   "When a fault is on; every condition given must hold.",
 	"Periodic":   "Turns a fault on for duty of every period, each on-phase jittered.",
@@ -244,6 +245,7 @@ var keyDocs = map[string]keyDoc{
 	"Document.dependencies": {doc: "The services jobs call; a task's dependency not listed is a plain one (no charges)."},
 	"Document.system":       {doc: "The configuration of the system under test."},
 	"Document.invariants":   {doc: "Tunes the invariants that need a figure."},
+	"Document.abortIf":      {doc: "A drill's steady-state guard: the bounds past which every fault stops (the simulator ignores it)."},
 	"Document.faults":       {doc: "The faults injected."},
 	"Document.steps":        {doc: "The operator's actions."},
 	"Document.expect":       {doc: "What must hold at the end of the run, besides the invariants."},
@@ -363,6 +365,11 @@ var keyDocs = map[string]keyDoc{
 	"Monitor.severity": {doc: "The severity of the depth and age alerts (default medium); overflows are high.", enum: severityNames()},
 
 	"Invariants.pageWithin": {doc: "How soon a critical failure must reach a person as a high-severity alert (default 5m); off turns the check off.", pattern: `^(off|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
+
+	"AbortIf.dlqDepth":        {doc: "Stops the faults when the DLQ holds more failed entries than this.", min: bound(1)},
+	"AbortIf.errorRate":       {doc: "Stops the faults when more than this share, in (0,1], of the dependencies' calls failed over the last errorWindow, once at least 20 calls were made in it.", min: bound(0), exclusiveMin: true, max: bound(1)},
+	"AbortIf.errorWindow":     {doc: "The window of errorRate, in scenario time, from 1s to the run's duration; only with errorRate (default 1m)."},
+	"AbortIf.maxActiveFaults": {doc: "Stops the faults when more than this many are active at once (a fault is active while its schedule's time conditions hold).", min: bound(1)},
 
 	"Fault.name":        {doc: "Names the fault in reports; unique among the faults.", required: true},
 	"Fault.target":      {doc: "What the fault hits: dependency/NAME, dlq-store, alert-sink (every receiver) or alert-sink/RECEIVER, worker (every worker) or worker/NAME, or store.", pattern: targetPattern, required: true},
@@ -489,6 +496,10 @@ func structSchema(t reflect.Type) jsonObject {
 	out = append(out, jsonMember{"additionalProperties", false})
 	if t == reflect.TypeFor[Fault]() {
 		out = append(out, jsonMember{"allOf", paramSchemas()})
+	}
+	if t == reflect.TypeFor[AbortIf]() {
+		// At least one bound, and a window only with its rate.
+		out = append(out, jsonMember{"minProperties", 1}, jsonMember{"dependentRequired", jsonObject{{"errorWindow", []string{"errorRate"}}}})
 	}
 	return out
 }

@@ -228,7 +228,38 @@ var _ = Describe("The JSON Schema", func() {
 		Entry("a probability above 1", "faults: [{name: f, target: store, model: outage, schedule: {probability: 2}}]\n", "$.faults[0].schedule.probability"),
 		Entry("an unknown metric", "expect: [{count: lots, equals: 1}]\n", "$.expect[0].count"),
 		Entry("an auto-retry window at 25h", "system: {autoRetry: {windowStart: 25h, windowEnd: 6h}}\n", "$.system.autoRetry.windowStart"),
+		Entry("an abortIf without a bound", "abortIf: {}\n", "$.abortIf"),
+		Entry("an abortIf error window without a rate", "abortIf: {dlqDepth: 10, errorWindow: 30s}\n", "$.abortIf"),
+		Entry("an abortIf error rate above 1", "abortIf: {errorRate: 50}\n", "$.abortIf.errorRate"),
+		Entry("an abortIf error rate of 0", "abortIf: {errorRate: 0}\n", "$.abortIf.errorRate"),
+		Entry("an abortIf DLQ depth of 0", "abortIf: {dlqDepth: 0}\n", "$.abortIf.dlqDepth"),
+		Entry("an unknown abortIf key", "abortIf: {dlqDepht: 10}\n", "$.abortIf.dlqDepht"),
 	)
+
+	It("refuses what the loader refuses in abortIf, and accepts what it accepts", func() {
+		for text, valid := range map[string]bool{
+			"abortIf: {}\n":                                  false,
+			"abortIf: {errorWindow: 30s}\n":                  false,
+			"abortIf: {dlqDepth: 5, errorWindow: 30s}\n":     false,
+			"abortIf: {errorRate: 0.5, errorWindow: 30s}\n":  true,
+			"abortIf: {errorRate: 1}\n":                      true,
+			"abortIf: {dlqDepth: 1, maxActiveFaults: 1}\n":   true,
+			"abortIf: {maxActiveFaults: 0, dlqDepth: 1}\n":   false,
+			"abortIf: {errorRate: 0.5, errorWindow: 10x}\n":  false,
+			"abortIf: {dlqDepth: 5, maxActiveFaults: -1}\n":  false,
+			"abortIf: {errorRate: 0.000001, dlqDepth: 10}\n": true,
+		} {
+			doc := scenarioHead + pingWorkload + text
+			_, err := scenarios.LoadFS(mapFS("s.yaml", doc), "s.yaml")
+			if valid {
+				Expect(schemaErrors(s, []byte(doc))).To(BeEmpty(), text)
+				Expect(err).NotTo(HaveOccurred(), text)
+			} else {
+				Expect(schemaErrors(s, []byte(doc))).NotTo(BeEmpty(), text)
+				Expect(err).To(HaveOccurred(), text)
+			}
+		}
+	})
 
 	It("requires a scenario's name and duration, not a fragment's", func() {
 		Expect(schemaErrors(s, []byte("apiVersion: faultline/v1\nkind: Scenario\n"))).To(ConsistOf(
@@ -389,6 +420,21 @@ func (v *schemaValidator) check(schema map[string]any, x any, at string) {
 				}
 			}
 		}
+		if n, ok := schemaNumber(schema["minProperties"]); ok && float64(len(obj)) < n {
+			v.fail(at, "%d keys, fewer than %v", len(obj), n)
+		}
+		if dr, ok := schema["dependentRequired"].(map[string]any); ok {
+			for _, key := range schemaKeys(dr) {
+				if _, has := obj[key]; !has {
+					continue
+				}
+				for _, r := range schemaList(dr[key]) {
+					if _, has := obj[r.(string)]; !has {
+						v.fail(at, "%s without %s", key, r)
+					}
+				}
+			}
+		}
 		if req, ok := schema["required"].([]any); ok {
 			for _, r := range req {
 				if _, has := obj[r.(string)]; !has {
@@ -537,6 +583,7 @@ func schemaHosts() map[string]schemaHost {
 		"AutoRetry":  {base: [][2]string{{"windowStart", "22h"}, {"windowEnd", "6h"}}, wrap: in("system: {autoRetry: ", "}")},
 		"Monitor":    {wrap: in("system: {monitor: ", "}")},
 		"Invariants": {wrap: in("invariants: ", "")},
+		"AbortIf":    {base: [][2]string{{"dlqDepth", "100"}, {"maxActiveFaults", "3"}}, wrap: in("abortIf: ", "")},
 		"Fault":      {base: [][2]string{{"name", "f"}, {"target", "dependency/ping"}, {"model", "outage"}}, wrap: in("faults: [", "]")},
 		"Schedule":   {wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: ", "}]")},
 		"Periodic":   {base: [][2]string{{"period", "10s"}, {"duty", "0.5"}}, wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: {every: ", "}}]")},

@@ -44,9 +44,11 @@ type Document struct {
 	Dependencies []Dependency `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
 	System       System       `yaml:"system,omitempty" json:"system,omitempty"`
 	Invariants   Invariants   `yaml:"invariants,omitempty" json:"invariants,omitempty"`
-	Faults       []Fault      `yaml:"faults,omitempty" json:"faults,omitempty"`
-	Steps        []Step       `yaml:"steps,omitempty" json:"steps,omitempty"`
-	Expect       []Expect     `yaml:"expect,omitempty" json:"expect,omitempty"`
+	// AbortIf is a drill's steady-state guard; the simulator ignores it.
+	AbortIf *AbortIf `yaml:"abortIf,omitempty" json:"abortIf,omitempty"`
+	Faults  []Fault  `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Steps   []Step   `yaml:"steps,omitempty" json:"steps,omitempty"`
+	Expect  []Expect `yaml:"expect,omitempty" json:"expect,omitempty"`
 }
 
 // Metadata names a scenario and says what it proves.
@@ -246,6 +248,20 @@ type Invariants struct {
 	// PageWithin is how soon a critical failure must page (default 5m;
 	// "off" turns the check off).
 	PageWithin string `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
+}
+
+// AbortIf bounds what a drill may do to a real system (sim.AbortIf): when
+// one is crossed, every fault stops. A key left out is no bound; a key
+// written must give one (a written 0 is refused, not read as "none").
+type AbortIf struct {
+	// DLQDepth: more failed entries in the DLQ than this.
+	DLQDepth *int `yaml:"dlqDepth,omitempty" json:"dlqDepth,omitempty"`
+	// ErrorRate: more than this share, in (0,1], of the dependencies'
+	// calls failed over the last ErrorWindow (default 1m).
+	ErrorRate   *float64 `yaml:"errorRate,omitempty" json:"errorRate,omitempty"`
+	ErrorWindow Duration `yaml:"errorWindow,omitempty" json:"errorWindow,omitempty"`
+	// MaxActiveFaults: more faults active at once than this.
+	MaxActiveFaults *int `yaml:"maxActiveFaults,omitempty" json:"maxActiveFaults,omitempty"`
 }
 
 // Fault is one fault: a model from the catalogue (faults.Catalogue) with

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -220,10 +221,147 @@ func randomScenario(t *rapid.T) string {
 	if rapid.Bool().Draw(t, "step") {
 		fmt.Fprintf(&b, "steps: [{at: %s, action: %s, workers: %s}]\n", dur("stepAt"), pick("action", "requeue", "set-workers"), pick("stepWorkers", "0", "2", "9", "20000"))
 	}
+	if rapid.Bool().Draw(t, "abortIf") {
+		fmt.Fprintf(&b, "abortIf: {dlqDepth: %s, errorRate: %s, errorWindow: %s, maxActiveFaults: %s}\n",
+			num("abortDepth"), pick("abortRate", "0", "0.5", "1", "1.5", "-1"), dur("abortWindow"), num("abortFaults"))
+	}
 	if rapid.Bool().Draw(t, "expect") {
 		fmt.Fprintf(&b, "expect: [{job: %s, state: succeeded}, {breakerOpened: %s, atLeast: 1}]\n", pick("job", "j1", "charge-3", "chrage-1", "mail-0"), pick("eb", deps...))
 	}
 	return b.String()
+}
+
+var _ = Describe("abortIf, a drill's guard (issue 12)", func() {
+	DescribeTable("refuses each bad bound at its place, naming the key",
+		func(keys string, lines ...string) {
+			_, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+keys), "s.yaml")
+			Expect(err).To(reportExactly(lines...))
+		},
+		Entry("no bound at all", "abortIf: {}\n", "s.yaml:8:10: abortIf: give at least one bound"),
+		Entry("only a window: no bound either", "abortIf: {errorWindow: 30s}\n", "s.yaml:8:10: abortIf: give at least one bound"),
+		Entry("a DLQ depth of 0, which would silently be none", "abortIf: {dlqDepth: 0}\n",
+			"s.yaml:8:21: abortIf.dlqDepth: expected a depth of at least 1, got 0 (leave the key out for no bound)"),
+		Entry("a negative DLQ depth", "abortIf: {dlqDepth: -5}\n",
+			"s.yaml:8:21: abortIf.dlqDepth: must not be negative (0 is no bound), got -5"),
+		Entry("an error rate of 0", "abortIf: {errorRate: 0}\n",
+			"s.yaml:8:22: abortIf.errorRate: expected a share in (0,1], got 0 (leave the key out for no bound)"),
+		Entry("an error rate as a percentage", "abortIf: {errorRate: 50}\n",
+			"s.yaml:8:22: abortIf.errorRate: must be a share in (0,1] (0 is no bound), got 50"),
+		Entry("a negative error rate", "abortIf: {errorRate: -0.1}\n",
+			"s.yaml:8:22: abortIf.errorRate: must be a share in (0,1] (0 is no bound), got -0.1"),
+		Entry("an error rate of 0 with a window: the rate's problem only", "abortIf: {errorRate: 0, errorWindow: 30s}\n",
+			"s.yaml:8:22: abortIf.errorRate: expected a share in (0,1], got 0 (leave the key out for no bound)"),
+		Entry("an error rate that is not a number: the decoder's word only, not a guard without a bound", "abortIf: {errorRate: .nan}\n",
+			"s.yaml:8:22: abortIf.errorRate: expected a number, got .nan"),
+		Entry("a misspelt key: the suggestion only, not a guard without a bound", "abortIf: {dlqDepht: 10}\n",
+			`s.yaml:8:11: unknown key "dlqDepht"; did you mean "dlqDepth"?`),
+		Entry("a misspelt key beside a bound: the suggestion and the bound's own problem", "abortIf:\n  maxActiveFault: 3\n  errorRate: 1.5\n",
+			`s.yaml:9:3: unknown key "maxActiveFault"; did you mean "maxActiveFaults"?`,
+			"s.yaml:10:14: abortIf.errorRate: must be a share in (0,1] (0 is no bound), got 1.5"),
+		Entry("an error window without an error rate", "abortIf: {dlqDepth: 10, errorWindow: 30s}\n",
+			"s.yaml:8:38: abortIf.errorWindow: is only used with an error rate, and none is given"),
+		Entry("an error window under 1s", "abortIf: {errorRate: 0.5, errorWindow: 500ms}\n",
+			"s.yaml:8:40: abortIf.errorWindow: must be at least 1s, got 500ms"),
+		Entry("an error window longer than the run", "abortIf: {errorRate: 0.5, errorWindow: 2m}\n",
+			"s.yaml:8:40: abortIf.errorWindow: must not be longer than the run (1m0s), got 2m0s"),
+		Entry("at most 0 faults active", "abortIf: {maxActiveFaults: 0}\n",
+			"s.yaml:8:28: abortIf.maxActiveFaults: expected at least 1, got 0 (leave the key out for no bound)"),
+		Entry("a negative number of faults", "abortIf: {maxActiveFaults: -1}\n",
+			"s.yaml:8:28: abortIf.maxActiveFaults: must be at least 1 (0 is no bound), got -1"),
+		Entry("every bad bound at once, in position order", "abortIf:\n  dlqDepth: -1\n  errorRate: 2\n  errorWindow: 1h\n  maxActiveFaults: 0\n",
+			"s.yaml:9:13: abortIf.dlqDepth: must not be negative (0 is no bound), got -1",
+			"s.yaml:10:14: abortIf.errorRate: must be a share in (0,1] (0 is no bound), got 2",
+			"s.yaml:11:16: abortIf.errorWindow: must not be longer than the run (1m0s), got 1h0m0s",
+			"s.yaml:12:20: abortIf.maxActiveFaults: expected at least 1, got 0 (leave the key out for no bound)"),
+	)
+
+	It("refuses a default window longer than a short run where abortIf is", func() {
+		text := strings.Replace(chargeScenario, "duration: 1m", "duration: 30s", 1) + "abortIf: {errorRate: 0.5}\n"
+		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		Expect(err).To(reportExactly("s.yaml:8:1: abortIf.errorWindow: must not be longer than the run (30s), got 1m0s"))
+	})
+
+	It("converts the bounds, the error window defaulting to 1m with a rate, and leaves the simulator's run alone", func() {
+		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf:\n  dlqDepth: 5000\n  errorRate: 0.5\n  maxActiveFaults: 3\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{DLQDepth: 5000, ErrorRate: 0.5, ErrorWindow: time.Minute, MaxActiveFaults: 3}))
+		Expect(runs(l)).To(Succeed())
+
+		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf: {errorRate: 1, errorWindow: 1s}\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{ErrorRate: 1, ErrorWindow: time.Second}))
+
+		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf: {maxActiveFaults: 1}\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{MaxActiveFaults: 1}), "no window without a rate")
+
+		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.AbortIf).To(BeNil())
+	})
+
+	It("takes a fragment's abortIf, the scenario's own keys winning", func() {
+		fsys := mapFS(
+			"s.yaml", chargeScenario+"include: [f.yaml]\nabortIf: {dlqDepth: 10}\n",
+			"f.yaml", fragmentHead+"abortIf: {dlqDepth: 99, maxActiveFaults: 2}\n",
+		)
+		l, err := scenarios.LoadFS(fsys, "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{DLQDepth: 10, MaxActiveFaults: 2}))
+	})
+
+	It("shows the defaulted error window in the effective document", func() {
+		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf: {errorRate: 0.25}\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		eff := scenarios.Effective(l)
+		Expect(eff.AbortIf.ErrorWindow).To(Equal(scenarios.Duration(time.Minute)))
+		Expect(*eff.AbortIf.ErrorRate).To(Equal(0.25))
+		Expect(l.Document.AbortIf.ErrorWindow).To(BeZero(), "the loaded document is left as written")
+		Expect(scenarios.Effective(&scenarios.Loaded{Document: l.Document, Scenario: sim.Scenario{Name: "s"}}).AbortIf.ErrorWindow).To(BeZero())
+	})
+
+	It("is checked by sim.Scenario.Validate for a scenario built in Go, each problem naming its field", func() {
+		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		fields := func(a sim.AbortIf) []string {
+			sc := l.Scenario
+			sc.AbortIf = &a
+			var out []string
+			for _, e := range flattenErrors(sc.WithDefaults().Validate()) {
+				var se *sim.ScenarioError
+				Expect(errors.As(e, &se)).To(BeTrue(), e.Error())
+				Expect(e).To(MatchError(sim.ErrInvalidScenario))
+				out = append(out, se.Field+": "+se.Reason)
+			}
+			return out
+		}
+		Expect(fields(sim.AbortIf{ErrorRate: 0.5})).To(BeEmpty(), "a zero window is the default")
+		Expect(fields(sim.AbortIf{DLQDepth: 1, ErrorRate: 1, ErrorWindow: time.Minute, MaxActiveFaults: 1})).To(BeEmpty())
+		Expect(fields(sim.AbortIf{})).To(Equal([]string{"AbortIf: give at least one bound"}))
+		Expect(fields(sim.AbortIf{ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf: give at least one bound"}))
+		Expect(fields(sim.AbortIf{ErrorRate: math.NaN()})).To(Equal([]string{"AbortIf.ErrorRate: must be a share in (0,1] (0 is no bound), got NaN"}))
+		Expect(fields(sim.AbortIf{DLQDepth: 3, ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf.ErrorWindow: is only used with an error rate, and none is given"}))
+		Expect(fields(sim.AbortIf{DLQDepth: -1, ErrorRate: 1.01, ErrorWindow: -time.Second, MaxActiveFaults: -3})).To(Equal([]string{
+			"AbortIf.DLQDepth: must not be negative (0 is no bound), got -1",
+			"AbortIf.ErrorRate: must be a share in (0,1] (0 is no bound), got 1.01",
+			"AbortIf.ErrorWindow: must be at least 1s, got -1s",
+			"AbortIf.MaxActiveFaults: must be at least 1 (0 is no bound), got -3",
+		}))
+		Expect(fields(sim.AbortIf{ErrorRate: 0.5, ErrorWindow: 1500500 * time.Microsecond})).To(Equal([]string{
+			"AbortIf.ErrorWindow: must be a whole, non-negative number of milliseconds, got 1.5005s",
+		}))
+	})
+})
+
+// flattenErrors unjoins an errors.Join.
+func flattenErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 var _ = Describe("A fault that can never fire, and other references to nothing (issue 11 item 8)", func() {

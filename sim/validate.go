@@ -215,6 +215,7 @@ func (sc *Scenario) autoRetryConfig(st worker.RetryStore, clk clock.Clock) worke
 func (sc Scenario) Validate() error {
 	v := &validator{sc: &sc, lim: sc.Limits.WithDefaults()}
 	v.scenario()
+	v.abortIf()
 	v.workload()
 	v.steps()
 	v.components()
@@ -307,6 +308,39 @@ func (v *validator) scenario() {
 		if st.Kind == SetWorkers {
 			v.maxWorkers = max(v.maxWorkers, st.Workers)
 		}
+	}
+}
+
+// abortIf checks the drill's guard: at least one bound, none negative, a
+// share in (0,1], a window only with a rate, from 1s to the run's length.
+func (v *validator) abortIf() {
+	a := v.sc.AbortIf
+	if a == nil {
+		return
+	}
+	if a.DLQDepth == 0 && a.ErrorRate == 0 && a.MaxActiveFaults == 0 {
+		v.bad("AbortIf", "give at least one bound")
+		return
+	}
+	if a.DLQDepth < 0 {
+		v.bad("AbortIf.DLQDepth", "must not be negative (0 is no bound), got %d", a.DLQDepth)
+	}
+	if r := a.ErrorRate; r != 0 && !(r > 0 && r <= 1) {
+		v.bad("AbortIf.ErrorRate", "must be a share in (0,1] (0 is no bound), got %v", r)
+	}
+	switch w := a.ErrorWindow; {
+	case w == 0:
+	case a.ErrorRate == 0:
+		v.bad("AbortIf.ErrorWindow", "is only used with an error rate, and none is given")
+	case w < time.Second:
+		v.bad("AbortIf.ErrorWindow", "must be at least 1s, got %s", w)
+	case v.sc.Duration > 0 && w > v.sc.Duration:
+		v.bad("AbortIf.ErrorWindow", "must not be longer than the run (%s), got %s", v.sc.Duration, w)
+	default:
+		v.ms("AbortIf.ErrorWindow", w)
+	}
+	if a.MaxActiveFaults < 0 {
+		v.bad("AbortIf.MaxActiveFaults", "must be at least 1 (0 is no bound), got %d", a.MaxActiveFaults)
 	}
 }
 

@@ -87,6 +87,18 @@ func (d *drill) take(r workerproc.Report) {
 		d.opts.Metrics.Breaker(b.Breaker, b.Worker, b.To)
 		d.alerter.BreakerChanged(degrade.Transition{Breaker: b.Breaker, From: breakerState(b.From), To: breakerState(b.To),
 			At: d.sc.Start.Add(time.Duration(b.AtMs) * time.Millisecond), Reason: b.Reason})
+	case "overflow":
+		if r.Overflow == nil {
+			return
+		}
+		o := *r.Overflow
+		d.mu.Lock()
+		d.h.Overflows = append(d.h.Overflows, sim.HOverflow{AtMs: o.At.Sub(d.sc.Start).Milliseconds(), Worker: r.Worker, JobID: o.JobID,
+			Policy: o.Policy.String(), Capacity: o.Capacity, Evicted: o.Evicted, Held: o.Held})
+		d.mu.Unlock()
+		if d.mon != nil {
+			d.mon.Overflow(o)
+		}
 	case "kept":
 		if d.mon != nil && r.KeptJob != nil {
 			d.mon.Kept(*r.KeptJob, errors.New(r.KeptErr))

@@ -61,6 +61,8 @@ type History struct {
 	// Deliveries are the notifications the alerter's sinks delivered (or
 	// tried to).
 	Deliveries []HDelivery `json:"deliveries"`
+	// Overflows are the workers' stores' reports of a full DLQ.
+	Overflows []HOverflow `json:"overflows,omitempty"`
 	// Breakers are the workers' breaker transitions.
 	Breakers []HBreaker `json:"breakers"`
 	// Processes are the supervisor's events: started, killed, stalled,
@@ -164,6 +166,19 @@ type HAlert struct {
 	Status      string `json:"status"`
 	Count       int    `json:"count"`
 	Summary     string `json:"summary"`
+}
+
+// HOverflow is a store's report of a full DLQ: under reject, the job
+// whose dead letter it refused (parked in the held set when Held); under
+// evict-oldest, the entries it evicted.
+type HOverflow struct {
+	AtMs     int64    `json:"atMs"`
+	Worker   string   `json:"worker"`
+	JobID    string   `json:"job"`
+	Policy   string   `json:"policy"`
+	Capacity int      `json:"capacity"`
+	Evicted  []string `json:"evicted,omitempty"`
+	Held     bool     `json:"held,omitempty"`
 }
 
 // HBreaker is one transition of a worker process's breaker.

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
 )
@@ -280,6 +281,18 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 			continue
 		}
 		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, notificationOf(d)) }})
+	}
+	for _, o := range h.Overflows {
+		if o.Policy != store.Reject.String() {
+			continue
+		}
+		// As the simulator's store reports it to its ledger (overflow).
+		items = append(items, judged{at: ms(o.AtMs), prio: 1, pos: -1, do: func() {
+			w.led.refuse(o.JobID)
+			if r := w.led.jobs[o.JobID]; r != nil {
+				w.led.note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
+			}
+		}})
 	}
 	for _, b := range h.Breakers {
 		items = append(items, judged{at: ms(b.AtMs), do: func() { w.judgeBreaker(b) }})

@@ -39,6 +39,7 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/scenarios"
@@ -129,6 +130,8 @@ type Report struct {
 	// KeptJob and KeptErr: a decided dead letter kept in memory.
 	KeptJob *job.Job `json:"keptJob,omitempty"`
 	KeptErr string   `json:"keptErr,omitempty"`
+	// Overflow is the store's report of a full DLQ (store.Config.OnOverflow).
+	Overflow *store.Overflow `json:"overflow,omitempty"`
 }
 
 // feed posts reports to the drill, in batches, from its own goroutine:
@@ -261,16 +264,18 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var fd *feed // set below, before the store is used
 	scfg := sc.StoreConfig()
 	scfg.Namespace = cfg.Namespace
 	scfg.EventStream = cfg.EventStream
+	scfg.OnOverflow = func(o store.Overflow) { fd.send(Report{Kind: "overflow", Worker: cfg.Name, Overflow: &o}) }
 	client := redisstore.NewClient(cfg.RedisURL)
 	defer client.Close()
 	st, err := redisstore.New(client, scfg)
 	if err != nil {
 		return err
 	}
-	fd := newFeed(cfg.Feed, logger)
+	fd = newFeed(cfg.Feed, logger)
 	defer fd.close()
 	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
 		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)

@@ -82,6 +82,12 @@ func NewClient(addr string) *redis.Client {
 		}
 	}
 	opt.MaxRetries = -1
+	// A refused dial fails at once: by default go-redis dials five times,
+	// 100ms apart, so a Redis that is down would cost each call half a
+	// second before its caller hears of it (and a drill at time scale K,
+	// K times that of its scenario's time: a lease gone while a worker
+	// waits to park a dead letter).
+	opt.DialerRetries = 1
 	// Without this go-redis ignores context deadlines (it uses its own
 	// read/write timeouts), and a caller's StoreTimeout would mean nothing.
 	opt.ContextTimeoutEnabled = true

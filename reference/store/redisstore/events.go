@@ -128,3 +128,29 @@ func streamEvent(m redis.XMessage) (StreamEvent, error) {
 		Reason: disposition.Reason(str(fieldReason)), At: time.UnixMilli(at).UTC(), Attempts: att,
 	}}, nil
 }
+
+// FollowEvents reads the namespace's event stream after the entry with ID
+// after ("0": from its start), handing each event to fn in order, waiting
+// up to poll at a time for more (at least a millisecond; each wait ends
+// with a check of ctx), until ctx ends (it returns ctx's error), fn returns
+// an error (it returns that), or a read fails. On a gap it hands fn the
+// entries read and returns an error matching ErrEventsTrimmed; following on
+// from the last ID fn saw is then possible, but what was trimmed is lost.
+func (s *Store) FollowEvents(ctx context.Context, after string, poll time.Duration, fn func(StreamEvent) error) error {
+	poll = max(poll, time.Millisecond)
+	for {
+		got, err := s.ReadEvents(ctx, after, 0, poll)
+		for _, ev := range got {
+			if ferr := fn(ev); ferr != nil {
+				return ferr
+			}
+			after = ev.ID
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}

@@ -36,12 +36,16 @@ func (e *events) heard() []disposition.Event {
 
 // readAll reads a store's whole event stream from its start, in steps of
 // seven entries, and expects no gap.
-func readAll(s *redisstore.Store) []disposition.Event {
+func readAll(s *redisstore.Store) []disposition.Event { return readAllBy(s, 7) }
+
+// readAllBy reads a store's whole event stream from its start, in steps of
+// count entries, and expects no gap.
+func readAllBy(s *redisstore.Store, count int) []disposition.Event {
 	GinkgoHelper()
 	var out []disposition.Event
 	after := redisstore.StreamStart
 	for {
-		got, err := s.ReadEvents(context.Background(), after, 7, 0)
+		got, err := s.ReadEvents(context.Background(), after, count, 0)
 		Expect(err).NotTo(HaveOccurred())
 		if len(got) == 0 {
 			return out
@@ -290,6 +294,29 @@ var _ = Describe("redisstore, event stream", func() {
 				Expect(read).To(HaveLen(1))
 				Expect(read[0].Event).To(Equal(disposition.Event{JobID: "a", Task: "charge", From: disposition.None,
 					To: disposition.Queued, Reason: disposition.Enqueued, At: t0}))
+			})
+
+			It("follows the stream until its context ends", func() {
+				s := newStore(c, store.Config{EventStream: streamLen})
+				for _, id := range []string{"a", "b"} {
+					Expect(s.Enqueue(ctx, job.Job{ID: id, Task: "charge"}, t0)).To(Succeed())
+				}
+				fctx, cancel := context.WithCancel(ctx)
+				var seen []string
+				err := s.FollowEvents(fctx, "0", 5*time.Millisecond, func(e redisstore.StreamEvent) error {
+					seen = append(seen, e.Event.JobID)
+					if len(seen) == 2 {
+						Expect(s.Enqueue(ctx, job.Job{ID: "c", Task: "charge"}, t0)).To(Succeed())
+					}
+					if len(seen) == 3 {
+						cancel()
+					}
+					return nil
+				})
+				Expect(err).To(MatchError(context.Canceled))
+				Expect(seen).To(Equal([]string{"a", "b", "c"}))
+				stop := errors.New("enough")
+				Expect(s.FollowEvents(ctx, "0", time.Millisecond, func(redisstore.StreamEvent) error { return stop })).To(MatchError(stop))
 			})
 
 			It("refuses a negative MAXLEN", func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reference/queue/queuetest"
 	"github.com/faultline/faultline/reference/store"
@@ -74,6 +76,65 @@ func newStore(c redis.UniversalClient, cfg store.Config) *redisstore.Store {
 	return s
 }
 
+// conformanceStream is the MAXLEN of the conformance specs' streams: no
+// spec makes that many moves, so none is trimmed.
+const conformanceStream = 1 << 20
+
+// heardBy collects, per Redis client and namespace, what the observers of
+// the conformance specs' stores heard (a spec may build several stores on
+// one namespace, as a restarted process would).
+var heardBy = struct {
+	sync.Mutex
+	m map[string]*events
+}{m: map[string]*events{}}
+
+// streamed builds a conformance store with the event stream on, its
+// observer wrapped: when the spec ends, the namespace's stream must hold
+// exactly the events its observers heard (as a multiset: concurrent callers
+// hear their replies in any order).
+func streamed(c *redis.Client, cfg store.Config) *redisstore.Store {
+	GinkgoHelper()
+	if cfg.Namespace == "" {
+		cfg.Namespace = fmt.Sprintf("spec%d", namespaces.Add(1))
+	}
+	key := fmt.Sprintf("%p/%s", c, cfg.Namespace)
+	heardBy.Lock()
+	ev, seen := heardBy.m[key]
+	if !seen {
+		ev = &events{}
+		heardBy.m[key] = ev
+	}
+	heardBy.Unlock()
+	inner := cfg.Observer
+	cfg.Observer = func(e disposition.Event) {
+		ev.hear(e)
+		if inner != nil {
+			inner(e)
+		}
+	}
+	cfg.EventStream = conformanceStream
+	s := newStore(c, cfg)
+	if !seen {
+		DeferCleanup(func() {
+			heardBy.Lock()
+			delete(heardBy.m, key)
+			heardBy.Unlock()
+			Expect(tally(readAllBy(s, 10_000))).To(Equal(tally(ev.heard())), "the stream carries what the observers heard")
+		})
+	}
+	return s
+}
+
+// tally counts events by their every field: a multiset that compares in
+// O(n) (ConsistOf matches in O(n²) and more).
+func tally(evs []disposition.Event) map[string]int {
+	m := map[string]int{}
+	for _, e := range evs {
+		m[fmt.Sprintf("%s task=%s attempts=%d", e, e.Task, e.Attempts)]++
+	}
+	return m
+}
+
 var _ = Describe("redisstore", func() {
 	for _, ln := range lanes {
 		Describe(ln.name, func() {
@@ -92,13 +153,17 @@ var _ = Describe("redisstore", func() {
 			}
 			BeforeEach(func() { shared = nil })
 
+			// The conformance suites run with the event stream on, as
+			// drills run: every script's stream-on path is held to them,
+			// and each spec ends by checking that the stream carries
+			// exactly the events the observer heard.
 			queuetest.Exercise(func(cfg store.Config) queuetest.Harness {
-				s := newStore(client(), cfg)
+				s := streamed(client(), cfg)
 				return queuetest.Harness{Queue: s, DLQ: s}
 			})
 
 			dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
-				s := newStore(client(), cfg)
+				s := streamed(client(), cfg)
 				return dlqtest.Harness{Queue: s, DLQ: s, Corrupt: func(id string, raw []byte) {
 					GinkgoHelper()
 					Expect(s.WriteRaw(context.Background(), id, raw)).To(Succeed())

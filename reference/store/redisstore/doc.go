@@ -75,7 +75,12 @@
 // move. With N = 0 (the default) no script writes the stream. A heartbeat is
 // no move and has no event; nor have Delete, Restore and Quarantine (the job
 // stays dead-lettered). The cost: one XREVRANGE per script that moves
-// anything and one XADD per move (see BenchmarkStream* in bench_test.go).
+// anything and one XADD per move (and, for a lease, a decode of the job's
+// JSON in Lua to name its task). BenchmarkStream* (bench_test.go) measured
+// it on a loaded two-core machine: 7-12 µs of server time for one Add or
+// dead letter, whose script takes 80-120 µs and whose call 150-300 µs end to
+// end (the difference is within the noise); about 3 µs per entry of a
+// batched add, whose server time goes from 29-32 to 35-43 µs per entry.
 // The stream's IDs come from the Redis server's clock; at carries the
 // caller's.
 //

@@ -82,16 +82,26 @@ func namespaceKeys(url, ns string) int {
 
 var _ = Describe("a drill of the built-ins on a real Redis, with real worker processes", Ordered, func() {
 	for _, name := range []string{"payment-challenge", "flapping-primary", "dlq-store-outage", "worker-crash"} {
-		It("holds every invariant and expectation of "+name+", and gives the explicit jobs the simulator's dispositions", func(ctx SpecContext) {
+		It("holds every invariant of "+name+", loses and doubles nothing, and gives the explicit jobs the simulator's dispositions", func(ctx SpecContext) {
 			url := redistest.Real()
 			l := load("builtin:" + name)
 			opts := options(url, "builtin:"+name)
 			opts.Namespace = "spec-" + name
 			res, h, err := drill.Run(ctx, l, opts)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
+			// Every invariant holds (checked to the end, none skipped but
+			// the ones the scenario turns off), nothing is lost or
+			// charged twice. The expectations are bounds written for the
+			// simulator; which may read differently live, and why, is in
+			// docs/drills.md — they are printed, not asserted.
+			Expect(res.Violations).To(BeEmpty(), summary(res))
+			for _, inv := range res.Invariants {
+				Expect(inv.Verdict).NotTo(Equal(reports.Failed), "%s: %s", inv.Name, summary(res))
+				Expect(inv.Note).NotTo(ContainSubstring("not checked to the end"), inv.Name)
+			}
 			Expect(res.Ledger.Lost).To(BeZero())
-			Expect(res.Violations).To(BeEmpty())
+			Expect(res.Verdict).NotTo(Equal(reports.Interrupted))
+			fmt.Fprintln(GinkgoWriter, summary(res))
 			Expect(h.Events).NotTo(BeEmpty())
 			Expect(h.EventsLost).To(BeFalse())
 

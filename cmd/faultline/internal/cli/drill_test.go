@@ -1,0 +1,88 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+)
+
+var _ = Describe("faultline drill", func() {
+	It("refuses a Redis off loopback before any connection, and says how to allow it", func() {
+		// 192.0.2.1 is TEST-NET-1: the check is made on the parsed URL,
+		// and nothing is dialled (a dial would fail the spec's time).
+		_, stderr, code := run("drill", "worker-crash", "--redis-url", "redis://:hunter2@192.0.2.1:6379/0")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("not on loopback"))
+		Expect(stderr).To(ContainSubstring("--allow-remote"))
+		Expect(stderr).NotTo(ContainSubstring("hunter2"))
+	})
+
+	It("needs an explicit --namespace with --allow-remote", func() {
+		_, stderr, code := run("drill", "worker-crash", "--redis-url", "192.0.2.1:6379", "--allow-remote")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("--namespace"))
+	})
+
+	It("says what each flag takes", func() {
+		for _, args := range [][]string{
+			{"--time-scale", "0.5"}, {"--time-scale", "5000"}, {"--workers", "-1"}, {"--concurrency", "0"}, {"--progress", "sometimes"},
+			{"--metrics-listen", "0.0.0.0:9464"},
+		} {
+			_, stderr, code := run(append([]string{"drill", "worker-crash", "--redis-url", "127.0.0.1:1"}, args...)...)
+			Expect(code).To(Equal(cli.ExitInvalid), "%v", args)
+			Expect(stderr).To(ContainSubstring(args[0]), "%v", args)
+		}
+	})
+
+	It("refuses a time scale too fast for the scenario, naming the interval and the fastest scale", func() {
+		_, stderr, code := run("drill", "payment-challenge", "--redis-url", "127.0.0.1:1", "--time-scale", "900")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(MatchRegexp(`--time-scale 900: .* under the 2ms .*; the fastest scale for this scenario is \d+`))
+	})
+
+	It("refuses a scenario part that has no live form, naming it", func() {
+		dir := GinkgoT().TempDir()
+		f := filepath.Join(dir, "s.yaml")
+		Expect(os.WriteFile(f, []byte(`apiVersion: faultline/v1
+kind: Scenario
+metadata: {name: set-workers}
+duration: 1m
+workload:
+  tasks: [{name: t}]
+  arrivals: {rate: 1/s}
+steps:
+  - {at: 30s, action: set-workers, workers: 2}
+`), 0o600)).To(Succeed())
+		_, stderr, code := run("drill", f, "--redis-url", "127.0.0.1:1")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("steps[0] (set-workers at 30s)"))
+		Expect(stderr).To(ContainSubstring("docs/drills.md"))
+	})
+
+	It("prints the fault timeline on --dry-run and touches nothing (no Redis listens there)", func() {
+		stdout, stderr, code := run("drill", "payment-challenge", "--redis-url", "127.0.0.1:1", "--dry-run", "--time-scale", "20")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		Expect(stdout).To(ContainSubstring("drill payment-challenge (seed 1, 10m0s at time scale 20 = 30s on the wall clock): fault timeline"))
+		Expect(stdout).To(MatchRegexp(`4m0s\s+primary-down\s+gateway dependency/payment-gateway answers outage`))
+	})
+
+	It("is unavailable (exit 4) when Redis cannot be reached", func() {
+		_, stderr, code := run("drill", "worker-crash", "--redis-url", "127.0.0.1:1", "--report-dir", GinkgoT().TempDir())
+		Expect(code).To(Equal(cli.ExitUnavailable), stderr)
+		Expect(stderr).To(ContainSubstring("127.0.0.1:1"))
+	})
+})
+
+var _ = Describe("faultline report check", func() {
+	It("refuses a file that is not a drill's history", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "h.json")
+		Expect(os.WriteFile(f, []byte(`{"reportVersion": 2}`), 0o600)).To(Succeed())
+		_, stderr, code := run("report", "check", f)
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("not a drill history"))
+	})
+})

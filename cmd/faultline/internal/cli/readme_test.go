@@ -63,9 +63,16 @@ var _ = Describe("the README on a clean clone", func() {
 		Expect(shown).To(BeNumerically(">", 5))
 	})
 
-	It("promises nothing that is not built: no drill command, no stale issue numbers", func() {
+	It("shows a drill as its third command-level example, with its output", func() {
+		blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme(), -1)
+		Expect(len(blocks)).To(BeNumerically(">=", 3))
+		Expect(blocks[2][1]).To(MatchRegexp(`(?m)^faultline drill `))
+		Expect(readme()).To(MatchRegexp("(?s)faultline drill payment-challenge.*```text\n(PASS|FAIL)  payment-challenge  seed 1\n"))
+	})
+
+	It("promises nothing that is not built: no black-box command, no stale issue numbers", func() {
 		text := readme()
-		Expect(text).NotTo(MatchRegexp(`faultline drill\b`))
+		Expect(text).NotTo(MatchRegexp(`faultline drill .*--external\b|faultline dlq\b|faultline ui\b`))
 		Expect(text).NotTo(MatchRegexp(`(?i)next issues?|issue #\d+`))
 		Expect(text).NotTo(ContainSubstring("../shared"))
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/faultline/faultline/drill"
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
@@ -161,6 +162,45 @@ var _ = Describe("a broken worker", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
 	}, SpecTimeout(2*time.Minute))
+})
+
+var _ = Describe("the abortIf guard", func() {
+	It("stops every fault once a bound is crossed, runs on to the end, and says so; the metrics saw it all", func(ctx SpecContext) {
+		url := redistest.Real()
+		l := load("testdata/abort.yaml")
+		opts := options(url, "testdata/abort.yaml")
+		opts.Metrics = metrics.New(metrics.Labels{Namespace: "spec-abort", Scenario: "drill-abort"})
+		res, h, err := drill.Run(ctx, l, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Aborted).To(MatchRegexp(`^abortIf.dlqDepth 5 crossed at \+\d.*: \d+ failed entries in the DLQ$`))
+		Expect(res.Verdict).To(Equal(reports.Interrupted), summary(res))
+		Expect(res.Error).To(ContainSubstring("abortIf.dlqDepth 5 crossed"))
+		Expect(res.Violations).To(BeEmpty(), summary(res))
+		// After the guard tripped, no call was answered with the fault.
+		var abortedAt int64 = -1
+		for _, c := range h.Calls {
+			if c.Fault == "" && c.AtMs > 10_000 && abortedAt < 0 {
+				abortedAt = c.AtMs
+			}
+			if abortedAt >= 0 && c.AtMs > abortedAt+1000 {
+				Expect(c.Fault).To(BeEmpty(), "a call at %dms after the guard stopped the faults", c.AtMs)
+			}
+		}
+		Expect(abortedAt).To(BeNumerically(">", 10_000))
+		Expect(h.EndedMs).To(Equal(int64(60_000)), "the drill ran on to its end")
+
+		families, err := opts.Metrics.Registry().Gather()
+		Expect(err).NotTo(HaveOccurred())
+		seen := map[string]float64{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				seen[f.GetName()] += v
+			}
+		}
+		Expect(seen["faultline_job_moves_total"]).To(BeNumerically(">", 100))
+		Expect(seen["faultline_fault_hits_total"]).To(BeNumerically(">", 0))
+	}, SpecTimeout(time.Minute))
 })
 
 // durableRedis is a redis-server of the spec's own that writes every

@@ -212,6 +212,9 @@ loop:
 		_ = d.sup.Stall(n, time.Hour)
 	}
 	d.undoFaults()
+	if d.opts.Metrics != nil {
+		d.countHits()
+	}
 	// The reports of attempts that finished before the freeze.
 	drain := time.After(200 * time.Millisecond)
 drainLoop:
@@ -597,6 +600,7 @@ func (d *drill) progress() {
 		for _, f := range d.sc.Faults {
 			m.FaultActive(f.Name, f.Target.String(), f.Model.Name(), slices.Contains(p.ActiveFaults, f.Name))
 		}
+		d.countHits()
 	}
 	if d.opts.Progress != nil {
 		d.opts.Progress(p)
@@ -631,6 +635,21 @@ func (d *drill) activeFaults(now time.Duration) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// countHits tells the metrics of the calls the gateways' and receivers'
+// faults hit since it last looked (the injector counts them).
+func (d *drill) countHits() {
+	var stats []faults.FaultStats
+	d.locked.Do(func(in *faults.Injector) { stats = in.Stats() })
+	for _, st := range stats {
+		if st.Target.Kind != faults.Dependency && st.Target.Kind != faults.AlertSink {
+			continue
+		}
+		for ; d.hitsSeen[st.Name] < st.Hits; d.hitsSeen[st.Name]++ {
+			d.opts.Metrics.FaultHit(st.Name)
+		}
+	}
 }
 
 // undoFaults puts every part back to health: proxies clear, gateways and

@@ -178,6 +178,8 @@ type drill struct {
 	eventsLost bool
 	lastID     string
 	workerLogs []*os.File
+	// hitsSeen are the injector's hits already told to the metrics.
+	hitsSeen map[string]int64
 }
 
 type snapshot struct {
@@ -230,7 +232,7 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &drill{opts: opts, l: l, sc: sc, seed: sc.Seed, log: log, reports: make(chan workerproc.Report, 4096),
-		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}}
+		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}, hitsSeen: map[string]int64{}}
 	d.ns = opts.Namespace
 	if d.ns == "" {
 		d.ns = NewNamespace(sc.Name)

@@ -217,9 +217,17 @@ var _ = Describe("The runner", func() {
 		var calls atomic.Int64
 		cause := make(chan error, 1)
 		p := runnerPipeline(st)
+		type finished struct {
+			action worker.Action
+			err    error
+		}
+		finishes := make(chan finished, 4)
 		r, err := worker.NewRunner(worker.RunnerConfig{
 			Pipeline: p, Source: src, Clock: clk, Workers: 1,
 			LeaseTTL: 30 * time.Second, HeartbeatInterval: 10 * time.Second, TickInterval: time.Hour,
+			// OnFinish hears each attempt's outcome and what became of its
+			// move: the fenced one, then the one that succeeded.
+			OnFinish: func(_ worker.Attempt, o worker.Outcome, err error) { finishes <- finished{o.Action, err} },
 			Handler: func(ctx context.Context, j job.Job) error {
 				if calls.Add(1) > 1 {
 					return nil
@@ -246,6 +254,12 @@ var _ = Describe("The runner", func() {
 		Eventually(func() disposition.State { return led.state("lost") }, runnerReacts, poll).Should(Equal(disposition.Succeeded))
 		Expect(calls.Load()).To(Equal(int64(2)))
 		Expect(p.Stats().Fenced).To(Equal(uint64(1)))
+		var first, second finished
+		Eventually(finishes, runnerReacts).Should(Receive(&first))
+		Eventually(finishes, runnerReacts).Should(Receive(&second))
+		Expect(first.err).To(MatchError(queue.ErrLeaseLost))
+		Expect(second.action).To(Equal(worker.Succeed))
+		Expect(second.err).NotTo(HaveOccurred())
 		stop()
 		Expect(led.errs()).To(BeEmpty())
 	})

@@ -708,7 +708,8 @@ func (d *drill) finish() *sim.History {
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
 			h.Calls = append(h.Calls, sim.HCall{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
-				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect})
+				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect,
+				TookMs: float64(c.Took.Microseconds()) / 1000})
 		}
 	}
 	slices.SortStableFunc(h.Calls, func(a, b sim.HCall) int { return int(a.AtMs - b.AtMs) })

@@ -116,6 +116,44 @@ type Result struct {
 	// Config is the effective scenario that ran (includes merged, defaults
 	// filled in), with secrets masked by the redactor.
 	Config map[string]any `json:"config,omitempty"`
+	// Live describes a drill (a run on the wall clock of real processes);
+	// absent for a run of the simulator.
+	Live *Live `json:"live,omitempty"`
+}
+
+// Live is what a drill adds to its report: how it ran, and what it
+// observed that the simulator has no figure for.
+type Live struct {
+	// The time scale: scenario seconds per wall second.
+	TimeScale float64 `json:"timeScale"`
+	// The wall-clock instant the scenario started (RFC 3339, UTC).
+	StartedAt string `json:"startedAt"`
+	// The number of worker processes (w1..wN).
+	Workers int `json:"workers"`
+	// The worker processes' events by kind: started, killed, stalled,
+	// resumed, exited, restarted, terminated.
+	Processes map[string]int `json:"processes"`
+	// The observed latencies of the dependencies' calls, in wall
+	// milliseconds, one row per dependency.
+	Latencies []Latency `json:"latencies"`
+	// Why the drill's abortIf guard stopped every fault, if it did.
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// Latency is the distribution of one kind of call's wall-clock time.
+type Latency struct {
+	// What was called, e.g. "dependency payment-gateway".
+	What string `json:"what"`
+	// How many calls were timed.
+	Calls int64 `json:"calls"`
+	// The median, in milliseconds.
+	P50Ms float64 `json:"p50Ms"`
+	// The 95th percentile, in milliseconds.
+	P95Ms float64 `json:"p95Ms"`
+	// The 99th percentile, in milliseconds.
+	P99Ms float64 `json:"p99Ms"`
+	// The longest, in milliseconds.
+	MaxMs float64 `json:"maxMs"`
 }
 
 // Expectation is one expectation's outcome.

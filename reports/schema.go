@@ -257,6 +257,10 @@ func (g *schemaGen) valueSchema(t reflect.Type) orderedObject {
 	switch t.Kind() {
 	case reflect.Struct:
 		return g.def(t)
+	case reflect.Pointer: // an optional section (omitempty): its type's
+		return g.valueSchema(t.Elem())
+	case reflect.Float64:
+		return orderedObject{{"type", "number"}}
 	case reflect.Slice:
 		return orderedObject{{"type", "array"}, {"items", g.valueSchema(t.Elem())}}
 	case reflect.Array:

@@ -118,6 +118,10 @@ func (val *validator) validate(s map[string]any, v any, path, where string) []st
 		if _, ok := v.(bool); !ok {
 			fail("want a boolean, got %T", v)
 		}
+	case "number":
+		if _, ok := v.(float64); !ok {
+			fail("want a number, got %v", v)
+		}
 	case "integer":
 		n, ok := v.(float64)
 		if !ok || n != math.Trunc(n) {
@@ -242,6 +246,8 @@ var _ = Describe("The JSON Schema", func() {
 		warned.Faults[0].RequireHits = true
 		drilled := passingRun() // a drill's breakers are each worker process's
 		drilled.Breakers = append(drilled.Breakers, reports.Transition{AtMs: 1000, Breaker: "smtp", From: "closed", To: "open", Reason: "failures", Worker: "w1"})
+		drilled.Live = &reports.Live{TimeScale: 20, StartedAt: "2026-12-01T10:00:00Z", Workers: 2, Processes: map[string]int{"started": 2},
+			Latencies: []reports.Latency{{What: "dependency smtp", Calls: 10, P50Ms: 0.4, P95Ms: 2, P99Ms: 3, MaxMs: 5}}, Aborted: "abortIf.dlqDepth 5 crossed"}
 		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned, drilled} {
 			data, err := r.JSON()
 			Expect(err).NotTo(HaveOccurred())

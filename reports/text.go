@@ -6,6 +6,8 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,6 +72,7 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	for _, w := range r.Warnings {
 		t.line(2, t.paint(ansiYellow, "⚠ warning: ")+w)
 	}
+	t.live(r)
 	if o.Verbose {
 		t.verbose(r)
 	}
@@ -82,6 +85,37 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	}
 	return nil
 }
+
+// live writes a drill's lines: how it ran, and the latencies observed.
+func (t textWriter) live(r *Result) {
+	l := r.Live
+	if l == nil {
+		return
+	}
+	kinds := make([]string, 0, len(l.Processes))
+	for k := range l.Processes {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var procs []string
+	for _, k := range kinds {
+		procs = append(procs, fmt.Sprintf("%d %s", l.Processes[k], k))
+	}
+	line := fmt.Sprintf("drill: time scale %s, %d worker %s", strconv.FormatFloat(l.TimeScale, 'g', -1, 64), l.Workers, plural(l.Workers, "process", "processes"))
+	if len(procs) > 0 {
+		line += " (" + strings.Join(procs, ", ") + ")"
+	}
+	t.line(2, line)
+	for _, lat := range l.Latencies {
+		t.line(4, fmt.Sprintf("%s: %d calls, p50 %s, p95 %s, p99 %s, max %s (wall)", lat.What, lat.Calls,
+			fmtMs(lat.P50Ms), fmtMs(lat.P95Ms), fmtMs(lat.P99Ms), fmtMs(lat.MaxMs)))
+	}
+	if l.Aborted != "" {
+		t.line(2, t.paint(ansiYellow, "aborted: ")+l.Aborted)
+	}
+}
+
+func fmtMs(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) + "ms" }
 
 // textWriter writes the text report, coloured or not.
 type textWriter struct {

@@ -144,6 +144,8 @@ type HCall struct {
 	Status     int    `json:"status"`
 	Outcome    string `json:"outcome"`
 	TookEffect bool   `json:"tookEffect"`
+	// TookMs is the wall time from the call's arrival to its outcome.
+	TookMs float64 `json:"tookMs"`
 }
 
 // HDelivery is one notification the alerter sent to a receiver, and

@@ -347,7 +347,38 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		res.Warnings = append(res.Warnings, "the store's event stream was trimmed before the drill read all of it: conservation is not observable for this drill")
 	}
 	res.Warnings = append(res.Warnings, h.Notes...)
+	res.Live = liveSection(h)
 	return res, nil
+}
+
+// liveSection is the report's account of how a drill ran: its scale, its
+// processes' events, and the latencies of the dependencies' calls.
+func liveSection(h *History) *reports.Live {
+	l := &reports.Live{TimeScale: h.TimeScale, StartedAt: h.StartedAt.UTC().Format(time.RFC3339Nano), Workers: len(h.Workers),
+		Processes: map[string]int{}, Latencies: []reports.Latency{}, Aborted: h.Aborted}
+	for _, p := range h.Processes {
+		l.Processes[p.Kind]++
+	}
+	by := map[string][]float64{}
+	var deps []string
+	for _, c := range h.Calls {
+		if c.Outcome == "" {
+			continue
+		}
+		if _, ok := by[c.Dependency]; !ok {
+			deps = append(deps, c.Dependency)
+		}
+		by[c.Dependency] = append(by[c.Dependency], c.TookMs)
+	}
+	slices.Sort(deps)
+	for _, d := range deps {
+		ms := by[d]
+		slices.Sort(ms)
+		q := func(p float64) float64 { return ms[min(len(ms)-1, int(p*float64(len(ms))))] }
+		l.Latencies = append(l.Latencies, reports.Latency{What: "dependency " + d, Calls: int64(len(ms)),
+			P50Ms: q(0.50), P95Ms: q(0.95), P99Ms: q(0.99), MaxMs: ms[len(ms)-1]})
+	}
+	return l
 }
 
 // jobN is a generated job's number, 0 for an explicit job's ID.

@@ -31,6 +31,8 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
@@ -454,14 +456,46 @@ func (d *drill) start(ctx context.Context) (err error) {
 		}
 	}
 	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
-		c := redisstore.NewClient(redisURLVia(d.opts.RedisURL, p.Addr()))
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := c.Ping(pctx).Err()
-		cancel()
-		_ = c.Close()
-		if err != nil {
-			return fmt.Errorf("%w: Redis through the drill's proxy: %w", ErrSteadyState, err)
+		if err := canary(ctx, redisURLVia(d.opts.RedisURL, p.Addr()), d.ns+"-canary"); err != nil {
+			return fmt.Errorf("%w: a canary job through the drill's proxy %s: %w", ErrSteadyState, p.Addr(), err)
 		}
+	}
+	return nil
+}
+
+// canary sends one job through the store's whole path on url — enqueue,
+// lease, ack, its three moves read back from the event stream — in a
+// namespace of its own, removed afterwards: jobs flow before any fault
+// starts.
+func canary(ctx context.Context, url, ns string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c := redisstore.NewClient(url)
+	defer c.Close()
+	defer func() { _ = DeleteNamespace(context.Background(), c, ns) }()
+	st, err := redisstore.New(c, store.Config{Namespace: ns, EventStream: 100})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	j := job.Job{ID: "canary", Task: "canary", Queue: "canary", EnqueuedAt: now}
+	if err := st.Enqueue(ctx, j, now); err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	got, l, ok, err := st.Dequeue(ctx, "canary", now, time.Minute)
+	if err != nil || !ok {
+		return fmt.Errorf("lease: found %v: %w", ok, err)
+	}
+	got.Attempts++
+	if err := st.Ack(ctx, l, got, now); err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	evs, err := st.ReadEvents(ctx, redisstore.StreamStart, 10, 0)
+	if err != nil {
+		return fmt.Errorf("event stream: %w", err)
+	}
+	if len(evs) != 3 {
+		return fmt.Errorf("event stream: %d events for enqueue, lease and ack, want 3", len(evs))
 	}
 	return nil
 }

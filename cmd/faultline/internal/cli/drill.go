@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -276,34 +275,9 @@ func fmtMs(ms int64) string {
 	return d.String()
 }
 
-// printDrill prints a drill's text report with the claim and the
-// conservation line, as run prints a run's.
+// printDrill prints a drill's text report, as run prints a run's.
 func printDrill(w io.Writer, res *reports.Result, color bool) error {
-	var buf bytes.Buffer
-	if err := reports.WriteText(&buf, res, reports.TextOptions{Color: color}); err != nil {
-		return err
-	}
-	text := buf.String()
-	cut := 0
-	for range 2 {
-		i := strings.IndexByte(text[cut:], '\n')
-		if i < 0 {
-			cut = len(text)
-			break
-		}
-		cut += i + 1
-	}
-	io.WriteString(w, text[:cut])
-	if cl := claim(res.Description); cl != "" {
-		word := "proved"
-		if res.Failed() {
-			word = "not proved"
-		}
-		fmt.Fprintf(w, "  %s: %s\n", word, cl)
-	}
-	fmt.Fprintf(w, "  %s\n", conservation(res.Ledger))
-	io.WriteString(w, text[cut:])
-	return nil
+	return writeReportText(w, res, color)
 }
 
 // progressLine rewrites the terminal's last line with a drill's state.

@@ -120,10 +120,18 @@ func details(w io.Writer, j *job, color bool) {
 		fmt.Fprintf(w, "  reproduce: %s\n", masked(j.reproduce()))
 		return
 	}
-	var buf bytes.Buffer
-	if err := reports.WriteText(&buf, j.res, reports.TextOptions{Color: color}); err != nil {
+	if err := writeReportText(w, j.res, color); err != nil {
 		fmt.Fprintf(w, "  (the report could not be written: %s)\n", masked(err.Error()))
-		return
+	}
+}
+
+// writeReportText writes a result's text report, with, under its totals,
+// what the scenario claims to prove and how the jobs add up: for a run
+// and for a drill alike.
+func writeReportText(w io.Writer, res *reports.Result, color bool) error {
+	var buf bytes.Buffer
+	if err := reports.WriteText(&buf, res, reports.TextOptions{Color: color}); err != nil {
+		return err
 	}
 	// The verdict line and the totals line come first; ours follow them.
 	text := buf.String()
@@ -137,15 +145,16 @@ func details(w io.Writer, j *job, color bool) {
 		cut += i + 1
 	}
 	io.WriteString(w, text[:cut])
-	if c := claim(j.res.Description); c != "" {
+	if c := claim(res.Description); c != "" {
 		word := "proved"
-		if j.res.Failed() {
+		if res.Failed() {
 			word = "not proved"
 		}
 		fmt.Fprintf(w, "  %s: %s\n", word, c)
 	}
-	fmt.Fprintf(w, "  %s\n", conservation(j.res.Ledger))
+	fmt.Fprintf(w, "  %s\n", conservation(res.Ledger))
 	io.WriteString(w, text[cut:])
+	return nil
 }
 
 // claim is a scenario's description as the one-line claim it proves,

@@ -105,7 +105,8 @@ func CheckRedisURL(raw string, allowRemote bool, namespace string) error {
 	if strings.Contains(raw, "://") {
 		u, err := url.Parse(raw)
 		if err != nil {
-			return fmt.Errorf("--redis-url: %w", err)
+			// Not the parser's error: it quotes the URL, password and all.
+			return errors.New("--redis-url: not a URL (expected redis://[:password@]host:port[/db])")
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix" {
 			return fmt.Errorf("--redis-url: scheme %q: takes redis://, rediss:// or unix://", u.Scheme)

@@ -24,7 +24,6 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/dlq"
-	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/sim"
@@ -32,13 +31,17 @@ import (
 
 func urlParse(raw string) (*url.URL, error) { return url.Parse(raw) }
 
-// maskURL is raw with its password masked.
+// maskURL is a Redis URL as it may be printed: its host and port only
+// (never its password).
 func maskURL(raw string) string {
-	u, err := redact.NewSecretURL(raw)
+	if !strings.Contains(raw, "://") {
+		return raw
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
 		return "(a Redis URL that does not parse)"
 	}
-	return u.String()
+	return u.Host
 }
 
 // feed receives the workers' reports.
@@ -796,7 +799,7 @@ func (d *drill) cleanup() {
 	d.undoFaults()
 	d.stopEverything()
 	if d.rdb != nil {
-		if !d.opts.Keep {
+		if !d.opts.Keep && d.claimed {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_ = DeleteNamespace(ctx, d.rdb, d.ns)
 			cancel()

@@ -182,7 +182,12 @@ type drill struct {
 	workerLogs []*os.File
 	// hitsSeen are the injector's hits already told to the metrics.
 	hitsSeen map[string]int64
+	// claimed says this drill claimed its namespace (and may delete it).
+	claimed bool
 }
+
+// claimKey is the key a drill claims its namespace with.
+func claimKey(ns string) string { return redisstore.Prefix(ns) + ":drill" }
 
 type snapshot struct {
 	at     time.Duration
@@ -239,6 +244,9 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	if d.ns == "" {
 		d.ns = NewNamespace(sc.Name)
 	}
+	if err := (store.Config{Namespace: d.ns}).Validate(); err != nil {
+		return nil, fmt.Errorf("--namespace %q: %w", d.ns, err)
+	}
 	return d, nil
 }
 
@@ -292,13 +300,30 @@ func (d *drill) start(ctx context.Context) (err error) {
 	if err := d.rdb.Ping(pctx).Err(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, maskURL(d.opts.RedisURL), err)
 	}
-	keys, _, err := d.rdb.Scan(pctx, 0, redisstore.Prefix(d.ns)+"*", 100).Result()
+	// The namespace must be empty (every key scanned, not one page), and
+	// is then claimed: only a namespace this drill claimed is ever
+	// deleted, on any exit path.
+	var cursor uint64
+	for {
+		keys, next, err := d.rdb.Scan(pctx, cursor, redisstore.Prefix(d.ns)+"*", 1000).Result()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if len(keys) > 0 {
+			return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there, and it never deletes what it did not write", ErrSteadyState, d.ns, keys[0])
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), fmt.Sprintf("faultline drill of %s, pid %d", sc.Name, os.Getpid()), 0).Result()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if len(keys) > 0 {
-		return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there", ErrSteadyState, d.ns, keys[0])
+	if !ok {
+		return fmt.Errorf("%w: namespace %q was claimed by another drill as this one started", ErrSteadyState, d.ns)
 	}
+	d.claimed = true
 	scfg := sc.StoreConfig()
 	scfg.Namespace, scfg.EventStream = d.ns, DefaultEventStream
 	if d.st, err = redisstore.New(d.rdb, scfg); err != nil {

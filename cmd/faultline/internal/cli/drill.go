@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/redact"
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -122,6 +123,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	if err := drill.CheckRedisURL(rt.url, f.allowRemote, f.namespace); err != nil {
 		return usage(c, err)
 	}
+	if f.namespace != "" {
+		if err := (store.Config{Namespace: f.namespace}).Validate(); err != nil {
+			return usage(c, fmt.Errorf("--namespace %q: takes 1-64 letters, digits, '-', '_' and '.'", masked(f.namespace)))
+		}
+	}
 	if f.metrics != "" {
 		if err := metrics.CheckListenAddr(f.metrics, f.allowRemote); err != nil {
 			return usage(c, fmt.Errorf("--metrics-listen: %w", err))
@@ -192,19 +198,20 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
-		var srv *metrics.Server
+		stopMetrics := func() {}
 		if f.metrics != "" {
 			opts.Metrics = metrics.New(metrics.Labels{Namespace: ns, Scenario: t.loaded.Scenario.Name})
 			mctx, cancel := context.WithCancel(ctx)
-			srv, err = metrics.Serve(mctx, f.metrics, opts.Metrics.Handler(), f.allowRemote)
+			srv, err := metrics.Serve(mctx, f.metrics, opts.Metrics.Handler(), f.allowRemote)
 			if err != nil {
 				cancel()
 				return &InvalidInputError{Err: fmt.Errorf("--metrics-listen: %w", err)}
 			}
 			fmt.Fprintf(stderr, "metrics of drill %s: %s\n", masked(t.loaded.Scenario.Name), srv.URL())
-			defer func() { cancel(); _ = srv.Wait() }()
+			stopMetrics = func() { cancel(); _ = srv.Wait() } // before the next drill takes the port
 		}
 		res, h, err := drill.Run(ctx, t.loaded, opts)
+		stopMetrics()
 		if show {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
@@ -214,6 +221,10 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 				return &UnavailableError{Service: "Redis", Addr: rt.addr, Op: "connect", Err: err}
 			case errors.Is(err, drill.ErrRefused), errors.Is(err, drill.ErrSteadyState):
 				return &InvalidInputError{Err: err}
+			case ctx.Err() != nil:
+				// Stopped while it started: nothing ran, nothing to judge.
+				fmt.Fprintf(stderr, "drill %s interrupted before its scenario started\n", masked(t.loaded.Scenario.Name))
+				return fmt.Errorf("%w: not a pass: %w", ErrInterrupted, ErrChecksFailed)
 			}
 			return fmt.Errorf("drill %s: %w", t.arg, err)
 		}

@@ -46,7 +46,11 @@ func maskURL(raw string) string {
 
 // feed receives the workers' reports.
 func (d *drill) feed(w http.ResponseWriter, r *http.Request) {
+	// The whole batch is read first: a batch refused half-way would be
+	// sent again whole (and its first half taken twice, were it not for
+	// the reports' sequence numbers).
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20))
+	var batch []workerproc.Report
 	for {
 		var rep workerproc.Report
 		if err := dec.Decode(&rep); err == io.EOF {
@@ -55,17 +59,28 @@ func (d *drill) feed(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		batch = append(batch, rep)
+	}
+	for _, rep := range batch {
 		select {
 		case d.reports <- rep:
-		case <-r.Context().Done():
+		case <-d.feedDone: // the drill is over: nobody takes reports any more
+			http.Error(w, "the drill is over", http.StatusServiceUnavailable)
 			return
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// take handles one report, on the drill's loop.
+// take handles one report, on the drill's loop; a report seen before (a
+// batch sent again after a lost answer) is dropped.
 func (d *drill) take(r workerproc.Report) {
+	if r.Proc != "" {
+		if r.Seq <= d.seen[r.Proc] {
+			return
+		}
+		d.seen[r.Proc] = r.Seq
+	}
 	switch r.Kind {
 	case "hello":
 		d.hellos[r.Worker] = true
@@ -129,8 +144,14 @@ func (s *recordingSink) Send(ctx context.Context, n alert.Notification) error {
 	err := s.real.Send(ctx, n)
 	at := s.d.clk.Elapsed()
 	s.d.mu.Lock()
-	s.d.h.Deliveries = append(s.d.h.Deliveries, sim.DeliveryOf(at, s.name, n, err))
+	closing := s.d.closing
+	if !closing {
+		s.d.h.Deliveries = append(s.d.h.Deliveries, sim.DeliveryOf(at, s.name, n, err))
+	}
 	s.d.mu.Unlock()
+	if closing {
+		return err
+	}
 	s.d.opts.Metrics.Notification(s.name, err == nil)
 	if err == nil {
 		for _, a := range n.Alerts {
@@ -203,47 +224,105 @@ loop:
 	wg.Wait()
 	d.h.EndedMs = min(d.clk.Elapsed(), sc.Duration).Milliseconds()
 	// Freeze the world for the last look: the monitor and auto-retry
-	// stop, the workers are stopped (SIGSTOP), the faults undone; then one
-	// snapshot, the DLQ listed, the stream read to that point.
+	// stop, the workers are stopped (SIGSTOP, restarts cancelled), the
+	// faults undone; then one snapshot, the DLQ listed, the stream read to
+	// that point.
 	if d.mon != nil {
 		d.mon.Stop()
 	}
 	if d.ar != nil {
 		d.ar.Stop()
 	}
-	for _, n := range d.h.Workers {
-		_ = d.sup.Stall(n, time.Hour)
-	}
+	d.sup.Freeze()
 	d.undoFaults()
 	if d.opts.Metrics != nil {
 		d.countHits()
 	}
-	// The reports of attempts that finished before the freeze.
-	drain := time.After(200 * time.Millisecond)
-drainLoop:
+	d.drain(200 * time.Millisecond)
+	final, ok := d.finalSnapshot()
+	d.mu.Lock()
+	d.h.FrozenMs = d.clk.Elapsed().Milliseconds()
+	d.mu.Unlock()
+	if !ok {
+		d.mu.Lock()
+		if d.h.Interrupted == "" {
+			d.h.Interrupted = "the store could not be read at the drill's end, so its moves cannot be checked against it"
+		}
+		d.mu.Unlock()
+	} else {
+		d.listDLQ()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			d.mu.Lock()
+			got := d.lastID
+			d.mu.Unlock()
+			if final == redisstore.StreamStart || got == final || !streamBefore(got, final) {
+				break
+			}
+			if time.Now().After(deadline) {
+				d.mu.Lock()
+				if d.h.Interrupted == "" {
+					d.h.Interrupted = "the drill could not read the store's event stream to its end"
+				}
+				d.mu.Unlock()
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	stopRead()
+	<-readDone
+	// What the alerter sends from now on is not the drill's.
+	d.mu.Lock()
+	d.closing = true
+	d.mu.Unlock()
+	// The workers stop (SIGCONT, SIGTERM, then SIGKILL); their last
+	// reports, flushed as they exit, are taken while they do.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = d.sup.Stop(sctx, 3*time.Second)
+	}()
+	for done := false; !done; {
+		select {
+		case r := <-d.reports:
+			d.take(r)
+		case <-stopped:
+			done = true
+		}
+	}
+	d.drain(50 * time.Millisecond)
+}
+
+// drain takes the workers' reports for d.
+func (d *drill) drain(wait time.Duration) {
+	t := time.After(wait)
 	for {
 		select {
 		case r := <-d.reports:
 			d.take(r)
-		case <-drain:
-			break drainLoop
+		case <-t:
+			return
 		}
 	}
-	d.snapshot(context.Background())
-	d.listDLQ()
-	final := d.snaps[len(d.snaps)-1].lastID
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		d.mu.Lock()
-		got := d.lastID
-		d.mu.Unlock()
-		if final == "" || got == final || !streamBefore(got, final) || time.Now().After(deadline) {
-			break
+}
+
+// finalSnapshot takes the last snapshot, trying for a few seconds; it
+// returns the stream position it read.
+func (d *drill) finalSnapshot() (string, bool) {
+	for try := 0; try < 10; try++ {
+		if try > 0 {
+			time.Sleep(500 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
+		n := len(d.snaps)
+		d.snapshot(context.Background())
+		if len(d.snaps) > n {
+			return d.snaps[len(d.snaps)-1].lastID, true
+		}
 	}
-	stopRead()
-	<-readDone
+	return "", false
 }
 
 // guard checks the scenario's abortIf bounds; it returns the one crossed,
@@ -294,10 +373,12 @@ func (d *drill) guard() string {
 // system can recover, and its verdict is interrupted with why.
 func (d *drill) abort(why string, stopFaults func()) {
 	stopFaults()
-	d.undoFaults()
+	d.faultMu.Lock()
 	d.mu.Lock()
 	d.h.Aborted = why
 	d.mu.Unlock()
+	d.undoFaults()
+	d.faultMu.Unlock()
 	d.log.Warn("drill aborted its faults", "why", why)
 }
 
@@ -381,11 +462,12 @@ func (d *drill) faultsLoop(ctx context.Context) {
 		}
 	}
 	sort.SliceStable(acts, func(a, b int) bool { return acts[a].at < acts[b].at })
+	qState, dState := newProxyState(), newProxyState()
 	for _, a := range acts {
 		if a.at >= d.sc.Duration {
 			return
 		}
-		if !sleepUntil(ctx, d.clk.WallAt(a.at)) {
+		if !sleepUntil(ctx, d.clk.WallAt(a.at)) || d.isAborted() {
 			return
 		}
 		at := d.clk.Elapsed()
@@ -393,24 +475,34 @@ func (d *drill) faultsLoop(ctx context.Context) {
 		case faults.Worker:
 			d.workerFault(a.i, a.f, at)
 		default:
-			p := d.qProxy
+			p, ps := d.qProxy, qState
 			if a.f.Target.Kind == faults.DLQStore {
-				p = d.dProxy
+				p, ps = d.dProxy, dState
 			}
 			var err error
 			if a.start {
-				switch a.f.Model.Name() {
-				case "latency", "slow-store":
-					eff := d.inj.CallFault(a.i, a.f.Target, faults.Call{At: at})
-					err = p.SetLatency(d.clk.ToWall(eff.Latency), 0)
-				default:
-					err = p.Disable()
+				if a.f.Model.Name() == "latency" || a.f.Model.Name() == "slow-store" {
+					var eff faults.Effect
+					d.locked.Do(func(in *faults.Injector) { eff = in.CallFault(a.i, a.f.Target, faults.Call{At: at}) })
+					ps.latency[a.f.Name] = d.clk.ToWall(eff.Latency)
+				} else {
+					ps.cut[a.f.Name] = true
 				}
 				d.faultStarted(a.f.Name, at)
 			} else {
-				err = p.Clear()
+				delete(ps.latency, a.f.Name)
+				delete(ps.cut, a.f.Name)
 				d.faultEnded(a.f.Name, at)
 			}
+			// The proxy's state is recomputed from every fault active on
+			// it: one ending does not lift another.
+			d.faultMu.Lock()
+			if d.isAborted() {
+				d.faultMu.Unlock()
+				return
+			}
+			err = ps.apply(p)
+			d.faultMu.Unlock()
 			if err != nil {
 				d.log.Error("proxy", "fault", a.f.Name, "err", err)
 			}
@@ -418,10 +510,48 @@ func (d *drill) faultsLoop(ctx context.Context) {
 	}
 }
 
+// proxyState is the store faults active on one proxy.
+type proxyState struct {
+	cut     map[string]bool
+	latency map[string]time.Duration
+}
+
+func newProxyState() *proxyState {
+	return &proxyState{cut: map[string]bool{}, latency: map[string]time.Duration{}}
+}
+
+// apply puts p in the state its active faults make: cut while any outage
+// is on, else slowed by the longest latency on, else clear.
+func (ps *proxyState) apply(p *proxy.Proxy) error {
+	if len(ps.cut) > 0 {
+		return p.Disable()
+	}
+	var lat time.Duration
+	for _, l := range ps.latency {
+		lat = max(lat, l)
+	}
+	if err := p.Clear(); err != nil || lat == 0 {
+		return err
+	}
+	return p.SetLatency(lat, 0)
+}
+
+// isAborted reports whether the guard stopped the faults.
+func (d *drill) isAborted() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.h.Aborted != ""
+}
+
 // workerFault applies a worker fault to its workers, each asking the
 // injector as the simulator does (probability, the model's draws).
 func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
+	d.faultMu.Lock() // the guard's abort waits for, or precedes, the whole fault
+	defer d.faultMu.Unlock()
 	for _, n := range d.h.Workers {
+		if d.isAborted() {
+			return
+		}
 		if f.Target.Name != "" && f.Target.Name != n {
 			continue
 		}
@@ -780,6 +910,7 @@ func (d *drill) stopEverything() {
 	for _, r := range d.rcvs {
 		_ = r.Close(ctx)
 	}
+	d.feedOnce.Do(func() { close(d.feedDone) })
 	if d.feedSrv != nil {
 		_ = d.feedSrv.Close()
 	}

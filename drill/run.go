@@ -167,6 +167,8 @@ type drill struct {
 	reports chan workerproc.Report
 	hellos  map[string]bool
 
+	// faultMu orders the faults' application against the guard's abort.
+	faultMu    sync.Mutex
 	mu         sync.Mutex
 	h          sim.History
 	snaps      []snapshot
@@ -184,6 +186,14 @@ type drill struct {
 	hitsSeen map[string]int64
 	// claimed says this drill claimed its namespace (and may delete it).
 	claimed bool
+	// closing: the drill took its last look; deliveries are no more
+	// recorded.
+	closing bool
+	// seen is the last report sequence number taken, per worker process.
+	seen map[string]uint64
+	// feedDone is closed when the drill stops taking reports.
+	feedDone chan struct{}
+	feedOnce sync.Once
 }
 
 // claimKey is the key a drill claims its namespace with.
@@ -239,7 +249,8 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &drill{opts: opts, l: l, sc: sc, seed: sc.Seed, log: log, reports: make(chan workerproc.Report, 4096),
-		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}, hitsSeen: map[string]int64{}}
+		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}, hitsSeen: map[string]int64{},
+		seen: map[string]uint64{}, feedDone: make(chan struct{})}
 	d.ns = opts.Namespace
 	if d.ns == "" {
 		d.ns = NewNamespace(sc.Name)

@@ -115,7 +115,7 @@ func (t textWriter) live(r *Result) {
 	}
 }
 
-func fmtMs(ms float64) string { return strconv.FormatFloat(ms, 'f', 1, 64) + "ms" }
+func fmtMs(ms float64) string { return strconv.FormatFloat(ms, 'f', 2, 64) + "ms" }
 
 // textWriter writes the text report, coloured or not.
 type textWriter struct {

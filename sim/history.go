@@ -37,7 +37,11 @@ type History struct {
 	DurationMs int64     `json:"durationMs"`
 	// EndedMs is the offset the drill stopped observing at; Interrupted
 	// says why it stopped early ("" when it reached its end).
-	EndedMs     int64  `json:"endedMs"`
+	EndedMs int64 `json:"endedMs"`
+	// FrozenMs is when the drill froze the workers for its last look at
+	// the store: an attempt that ended later (a worker finishing as it
+	// was stopped) has no move in the history and is not judged.
+	FrozenMs    int64  `json:"frozenMs,omitempty"`
 	Interrupted string `json:"interrupted,omitempty"`
 	// Aborted says the drill's abortIf guard stopped every fault, and
 	// why; the drill ran on to its end.
@@ -131,6 +135,8 @@ type HAttempt struct {
 	Err         string `json:"err,omitempty"`
 	Fingerprint string `json:"fingerprint,omitempty"`
 	Result      string `json:"result"`
+	// EndMs is when the attempt ended (its outcome decided).
+	EndMs int64 `json:"endMs"`
 }
 
 // HCall is one call a fault gateway answered.

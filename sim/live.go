@@ -253,6 +253,9 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		}})
 	}
 	for _, a := range h.Attempts {
+		if h.FrozenMs > 0 && a.EndMs > h.FrozenMs {
+			continue // finished as the workers were stopped, after the last look
+		}
 		// At the attempt's start, after the stream's moves of that instant
 		// (its lease): its verdict is pending when its outcome's move comes.
 		items = append(items, judged{at: ms(a.AtMs), prio: 2, do: func() { w.judgeAttempt(a) }})
@@ -298,7 +301,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		items = append(items, judged{at: ms(b.AtMs), do: func() { w.judgeBreaker(b) }})
 	}
 	for _, p := range h.Processes {
-		if p.Kind != "started" {
+		if p.Kind != "started" && p.Kind != "restarted" { // a new process: its breakers start closed
 			continue
 		}
 		items = append(items, judged{at: ms(p.AtMs), do: func() { w.judgeRestart(p.Worker, ms(p.AtMs)) }})
@@ -405,7 +408,18 @@ func (w *world) judgeAttempt(a HAttempt) {
 		o.Verdict.Severity, _ = classify.ParseSeverity(a.Severity)
 		o.Verdict.Rule = a.Rule
 	}
-	w.recordAttempt(r, a.Fault, truth, &o, a.Fingerprint)
+	// The ledger hears the attempt at its start (its verdict pending when
+	// its move comes); a critical failure's page clock starts when the
+	// attempt ended, as the simulator's does.
+	w.led.attempt(r, a.Fault, truth, &o)
+	if o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical) {
+		fp := a.Fingerprint
+		if end := time.Duration(a.EndMs) * time.Millisecond; end > w.now() {
+			w.at(end, func() { w.critical(r, fp) })
+		} else {
+			w.critical(r, fp)
+		}
+	}
 	switch a.Result {
 	case "applied":
 		w.led.settle(r, true)

@@ -65,6 +65,8 @@ type Supervisor struct {
 	unexpected int
 	started    bool
 	stopping   bool
+	// frozen: Freeze was called; no restart happens any more.
+	frozen bool
 
 	spawn chan spawnReq
 }
@@ -201,7 +203,7 @@ func (s *Supervisor) scheduleRestart(c *child, d time.Duration) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		c.restartTimer = nil
-		if s.stopping || c.running {
+		if s.stopping || s.frozen || c.running {
 			return
 		}
 		if err := s.launch(c, Restarted); err != nil {
@@ -296,6 +298,34 @@ func (s *Supervisor) resume(c *child) {
 		c.resumeTimer = nil
 	}
 	s.record(Event{Worker: c.spec.Name, Kind: Resumed, PID: c.pid})
+}
+
+// Freeze stops every running worker (SIGSTOP, until Stop) and cancels
+// every pending restart, so that nothing moves until Stop: a drill takes
+// its last look at the store then. It records a stalled event per worker.
+func (s *Supervisor) Freeze() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frozen = true
+	for _, c := range s.children {
+		if c.restartTimer != nil {
+			c.restartTimer.Stop()
+			c.restartTimer = nil
+		}
+		if !c.running || c.stalled {
+			continue
+		}
+		if err := signalGroup(c.pid, syscall.SIGSTOP); err != nil {
+			continue
+		}
+		if c.resumeTimer != nil {
+			c.resumeTimer.Stop()
+			c.resumeTimer = nil
+		}
+		c.stalled, c.stallUntil = true, time.Time{}
+		c.stallSeq++
+		s.record(Event{Worker: c.spec.Name, Kind: Stalled, PID: c.pid})
+	}
 }
 
 // Stop ends every worker: pending restarts are cancelled, every process

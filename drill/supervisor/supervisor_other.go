@@ -35,3 +35,6 @@ func (s *Supervisor) PIDs() map[string]int { return nil }
 
 // Unexpected returns 0.
 func (s *Supervisor) Unexpected() int { return 0 }
+
+// Freeze does nothing: there is nothing to freeze.
+func (s *Supervisor) Freeze() {}

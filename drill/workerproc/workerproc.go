@@ -12,9 +12,10 @@
 // feed, where the drill's one alerter hears it), the DLQ monitor and the
 // off-peak auto-retry. Breakers and retry budgets are per process, as in
 // most deployments. Each attempt's outcome, each breaker transition and
-// each dead letter kept in memory is reported to the feed, synchronously,
-// before the worker leases its next job; an attempt whose process dies
-// before it reports is judged from its moves alone.
+// each dead letter kept in memory is reported to the feed, in batches sent
+// every few milliseconds (see feed); the reports of a process killed with
+// SIGKILL that were not sent yet are lost, and those attempts are judged
+// from their moves alone.
 package workerproc
 
 import (
@@ -30,6 +31,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/faultline/faultline/drill/gateway"
@@ -119,8 +121,13 @@ func LoadScenario(source string) (*scenarios.Loaded, error) {
 
 // Report is one message of a worker to the drill's feed.
 type Report struct {
-	Kind   string `json:"kind"` // "attempt", "breaker", "kept", "hello"
+	Kind   string `json:"kind"` // "attempt", "breaker", "kept", "overflow", "hello"
 	Worker string `json:"worker"`
+	// Proc names the process (worker and pid) and Seq numbers its
+	// reports from 1: the drill takes each once, though a batch whose
+	// answer was lost is sent again.
+	Proc string `json:"proc"`
+	Seq  uint64 `json:"seq"`
 	// Attempt, with Failure when the attempt failed (for the drill's
 	// alerter: the fingerprint is the drill's).
 	Attempt *sim.HAttempt  `json:"attempt,omitempty"`
@@ -146,6 +153,8 @@ type feed struct {
 	log    *slog.Logger
 	ch     chan Report
 	done   chan struct{}
+	proc   string
+	seq    atomic.Uint64
 }
 
 // feedEvery is how long a report may wait to be sent; feedBatch the most
@@ -155,15 +164,18 @@ const (
 	feedBatch = 256
 )
 
-func newFeed(url string, log *slog.Logger) *feed {
-	f := &feed{url: url, client: &http.Client{Timeout: 5 * time.Second}, log: log, ch: make(chan Report, 4096), done: make(chan struct{})}
+func newFeed(url, proc string, log *slog.Logger) *feed {
+	f := &feed{url: url, client: &http.Client{Timeout: 5 * time.Second}, log: log, ch: make(chan Report, 4096), done: make(chan struct{}), proc: proc}
 	go f.loop()
 	return f
 }
 
-// send queues r (blocking only when the queue is full: back-pressure
-// rather than a lost report).
-func (f *feed) send(r Report) { f.ch <- r }
+// send numbers r and queues it (blocking only when the queue is full:
+// back-pressure rather than a lost report).
+func (f *feed) send(r Report) {
+	r.Proc, r.Seq = f.proc, f.seq.Add(1)
+	f.ch <- r
+}
 
 // close sends what is queued and stops.
 func (f *feed) close() {
@@ -275,7 +287,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	fd = newFeed(cfg.Feed, logger)
+	fd = newFeed(cfg.Feed, fmt.Sprintf("%s/%d", cfg.Name, os.Getpid()), logger)
 	defer fd.close()
 	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
 		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)
@@ -380,7 +392,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		StoreTimeout: max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond),
 		OnFinish: func(a worker.Attempt, o worker.Outcome, err error) {
 			ans := calls.take(a.Job.ID)
-			ha := &sim.HAttempt{AtMs: ms(a.StartedAt), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
+			ha := &sim.HAttempt{AtMs: ms(a.StartedAt), EndMs: ms(clk.Now()), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
 				Action: o.Action.String(), Result: resultOf(err)}
 			if o.Err != nil {
 				ha.Err, ha.Class, ha.Severity, ha.Rule = o.Err.Error(), o.Verdict.Class.String(), o.Verdict.Severity.String(), o.Verdict.Rule

@@ -212,6 +212,22 @@ var _ = Describe("the abortIf guard", func() {
 	}, SpecTimeout(time.Minute))
 })
 
+var _ = Describe("a namespace that holds keys", func() {
+	It("is refused, and left as it was", func(ctx SpecContext) {
+		url := redistest.Real()
+		c := redisstore.NewClient(url)
+		defer c.Close()
+		key := redisstore.Prefix("spec-busy") + ":someone-elses"
+		Expect(c.Set(ctx, key, "data", 0).Err()).To(Succeed())
+		opts := options(url, "testdata/declines.yaml")
+		opts.Namespace = "spec-busy"
+		_, _, err := drill.Run(ctx, load("testdata/declines.yaml"), opts)
+		Expect(err).To(MatchError(drill.ErrSteadyState))
+		Expect(err.Error()).To(ContainSubstring(`namespace "spec-busy" already holds keys`))
+		Expect(c.Get(ctx, key).Val()).To(Equal("data"), "the drill deleted a namespace it did not claim")
+	})
+})
+
 // durableRedis is a redis-server of the spec's own that writes every
 // command to its append-only file before answering, so that it can be
 // killed and restarted on the same port without losing what it

@@ -204,6 +204,20 @@ var _ = Describe("Supervisor", func() {
 		Expect(s.Stall("w1", time.Second)).To(MatchError(supervisor.ErrNotRunning))
 	})
 
+	It("freezes every worker and cancels the restart of one killed, until Stop, which leaves no stopped process", func() {
+		s, err := supervisor.New([]supervisor.Spec{sleeper("w1"), sleeper("w2")}, supervisor.Options{RestartDelay: restartDelay})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Start(context.Background())).To(Succeed())
+		w2 := s.PIDs()["w2"]
+		Eventually(states(w2)).WithTimeout(settle).Should(HaveLen(3))
+		Expect(s.Kill("w1", 300*time.Millisecond)).To(Succeed())
+		s.Freeze()
+		Eventually(states(w2)).WithTimeout(settle).Should(HaveEach(BeEquivalentTo('T')), "w2 stopped")
+		Consistently(s.PIDs).WithTimeout(time.Second).ShouldNot(HaveKey("w1"), "no restart after a freeze")
+		Expect(s.Stop(context.Background(), grace)).To(Succeed())
+		Expect(group(w2)).To(BeEmpty(), "no process left, stopped or not")
+	})
+
 	It("stalls a worker's whole group and resumes it when the stall ends", func() {
 		s := start(sleeper("w1"))
 		pid := s.PIDs()["w1"]

@@ -72,7 +72,9 @@
 // held set is bounded (store.Config.HeldCapacity, by default the DLQ's
 // capacity); past it, or when the store cannot be reached at all, the
 // pipeline keeps the dead letter in memory (ErrKept, OnKept), heartbeats
-// its lease and retries the park (RetryKept: the Runner calls it every
+// its lease and retries the park (a DLQ write that hung until the call's
+// deadline leaves the park a deadline of its own, so a dead letter is
+// kept for want of a store, never of time) (RetryKept: the Runner calls it every
 // TickInterval or LeaseTTL/3, whichever is shorter, and once more when it
 // stops), and the monitor says so at once (Monitor.Kept as
 // PipelineConfig.OnKept, and MonitorConfig.Kept for its checks: the High

@@ -403,3 +403,40 @@ var _ = Describe("The runner keeping a dead letter in memory", func() {
 		Expect(led.state("j1")).To(Equal(disposition.InFlight))
 	})
 })
+
+// hangingDLQ is a DLQ whose writes hang until the caller's deadline, as on
+// a connection cut while the command was in flight.
+type hangingDLQ struct{}
+
+func (hangingDLQ) DeadLetter(ctx context.Context, _ queue.Lease, _ dlq.Entry, _ time.Time) (dlq.AddResult, error) {
+	<-ctx.Done()
+	return dlq.AddResult{}, ctx.Err()
+}
+
+var _ = Describe("The pipeline whose DLQ write hangs until the call's deadline", func() {
+	It("still parks the dead letter in the held set (a deadline of its own), rather than keeping it in memory", func() {
+		st := newBackend(store.Config{})
+		policy, err := retry.New(retry.Config{Budget: retry.BudgetConfig{Disabled: true}}, rand.New(rand.NewPCG(7, 8)))
+		Expect(err).NotTo(HaveOccurred())
+		core, err := worker.NewCore(worker.Config{Classifier: classify.Default(), Policy: policy})
+		Expect(err).NotTo(HaveOccurred())
+		p, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: hangingDLQ{}, Holder: st})
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now()
+		bg := context.Background()
+		Expect(st.Enqueue(bg, newJob("j1", "report", ""), now)).To(Succeed())
+		j, l, ok, err := st.Dequeue(bg, job.DefaultQueue, now, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue())
+		a, _, err := p.Start(bg, j, l, now)
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+		defer cancel()
+		_, err = p.Finish(ctx, a, l, fmt.Errorf("card declined: %w", failure.ErrInvalidInput), now)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Kept()).To(BeZero())
+		c, err := st.Counts(bg)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Held).To(Equal(1))
+	})
+})

@@ -50,6 +50,10 @@ var (
 	_ Heartbeater  = queue.Queue(nil)
 )
 
+// parkTimeout bounds the park of a dead letter whose DLQ write used up
+// the caller's deadline.
+const parkTimeout = 5 * time.Second
+
 // ErrNoEntry: a DeadLetter outcome without its entry (not one Complete
 // made); nothing is written.
 var ErrNoEntry = errors.New("dead-letter outcome has no entry")
@@ -415,6 +419,15 @@ func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time
 // is in the held set, or the lease's loss, or an error matching ErrKept.
 func (p *Pipeline) park(ctx context.Context, l queue.Lease, o *Outcome, now time.Time, cause error) (bool, error) {
 	if p.cfg.Holder != nil && !errors.Is(cause, dlq.ErrHeldFull) {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrShutdown) {
+			// The DLQ's write used up the call's deadline (a connection
+			// that hung rather than refused): the park, on the queue
+			// store, gets a deadline of its own, or the dead letter would
+			// be kept in memory for want of time, not of a store.
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
+			defer cancel()
+			ctx = hctx
+		}
 		herr := p.cfg.Holder.Hold(ctx, l, *o.Entry, now)
 		switch {
 		case herr == nil:

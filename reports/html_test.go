@@ -601,7 +601,7 @@ var _ = Describe("The HTML report of a drill", func() {
 		res := htmlBuiltinResult("dlq-basics")
 		res.Live = &reports.Live{TimeScale: 20, StartedAt: "2026-12-01T10:00:00Z", Workers: 4, Processes: map[string]int{"started": 4},
 			Latencies: []reports.Latency{{What: "dependency <script>gw</script>", Calls: 12, P50Ms: 0.4, P95Ms: 2.5, P99Ms: 3, MaxMs: 7.25}},
-			Aborted: "abortIf.dlqDepth 5 crossed"}
+			Aborted:   "abortIf.dlqDepth 5 crossed"}
 		page := htmlOf(res)
 		text := htmlText(page)
 		Expect(text).To(ContainSubstring("not reproducible to the byte: time scale 20, 4 worker processes"))

@@ -77,7 +77,7 @@ func Live(sc *sim.Scenario) error {
 			switch f.Model.Name() {
 			case "store-outage", "outage", "latency", "slow-store":
 			default:
-				return refuse(part, fmt.Sprintf("model %s on the store has no proxy form (store-outage, outage, latency and slow-store do)", f.Model.Name()))
+				return refuse(part, fmt.Sprintf("model %s on the store has no proxy form (store-outage, outage, latency and slow-store do; the queue store, as in the simulator, is only slowed)", f.Model.Name()))
 			}
 		case faults.Worker:
 			switch f.Model.Name() {

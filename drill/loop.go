@@ -23,6 +23,7 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
@@ -653,7 +654,7 @@ func (d *drill) snapshot(ctx context.Context) {
 		m.Jobs("scheduled", c.Scheduled)
 		m.Jobs("fallback", c.Fallback)
 		m.Jobs("held", c.Held)
-		m.Jobs("dead-lettered", s.Stats.Total)
+		m.Jobs("dead-lettered", s.Stats.ByStatus[dlq.Failed.String()])
 		for sev, n := range s.Stats.BySeverity {
 			m.DLQDepth(sev, n)
 		}
@@ -666,6 +667,7 @@ func (d *drill) snapshot(ctx context.Context) {
 // readEvents follows the store's event stream until ctx is done.
 func (d *drill) readEvents(ctx context.Context) {
 	after := redisstore.StreamStart
+	succeeded := 0
 	for ctx.Err() == nil {
 		evs, err := d.st.ReadEvents(ctx, after, 1000, 100*time.Millisecond)
 		if errors.Is(err, redisstore.ErrEventsTrimmed) {
@@ -684,6 +686,13 @@ func (d *drill) readEvents(ctx context.Context) {
 		after = evs[len(evs)-1].ID
 		for _, e := range evs {
 			d.opts.Metrics.Move(e.Event.To.String(), string(e.Event.Reason))
+			switch {
+			case e.Event.To == disposition.Succeeded:
+				succeeded++
+				d.opts.Metrics.Jobs("succeeded", succeeded)
+			case e.Event.Reason == disposition.Requeued:
+				d.opts.Metrics.Requeued(1)
+			}
 		}
 		d.mu.Lock()
 		d.events = append(d.events, evs...)

@@ -295,7 +295,7 @@ func CheckScale(sc *sim.Scenario, scale float64) error {
 
 func (d *drill) start(ctx context.Context) (err error) {
 	sc := &d.sc
-	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed,
+	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
 		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
 	defer func() {
 		if err != nil {
@@ -449,7 +449,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 	for i := range sc.Workers.Count {
 		name := "w" + strconv.Itoa(i+1)
 		d.h.Workers = append(d.h.Workers, name)
-		cfg := &workerproc.Config{Name: name, Source: d.opts.Source, Hash: d.l.Hash, Seed: d.seed, RedisURL: qURL, DLQRedisURL: dURL,
+		// The Redis URLs (a password, maybe) go in the environment, not
+		// the file, which --keep leaves behind.
+		cfg := &workerproc.Config{Name: name, Source: d.opts.Source, Hash: d.l.Hash, Seed: d.seed,
 			Namespace: d.ns, EventStream: DefaultEventStream, Start: sc.Start, Origin: d.origin, Scale: d.opts.Scale,
 			Gateways: gwURLs, CallTimeout: 30 * time.Second, Feed: "http://" + d.feedLn.Addr().String() + "/report",
 			Concurrency: d.opts.Concurrency, Broken: d.opts.Broken}
@@ -462,8 +464,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 			return err
 		}
 		d.workerLogs = append(d.workerLogs, logf)
+		env := append(os.Environ(), workerproc.EnvRedisURL+"="+qURL, workerproc.EnvDLQRedisURL+"="+dURL)
 		specs = append(specs, supervisor.Spec{Name: name, Path: d.opts.WorkerPath, Args: append(append([]string(nil), d.opts.WorkerArgs...), "--config", path),
-			Stdout: logf, Stderr: logf})
+			Env: env, Stdout: logf, Stderr: logf})
 	}
 	if d.sup, err = supervisor.New(specs, supervisor.Options{Logger: d.log}); err != nil {
 		return err

@@ -30,6 +30,8 @@ type History struct {
 	Source       string `json:"source"`
 	SourceSHA256 string `json:"sourceSha256,omitempty"`
 	Seed         uint64 `json:"seed"`
+	// Namespace is the store namespace the drill ran in.
+	Namespace string `json:"namespace,omitempty"`
 	// TimeScale is scenario seconds per wall second; StartedAt the wall
 	// instant the scenario started; DurationMs the scenario's length.
 	TimeScale  float64   `json:"timeScale"`
@@ -227,6 +229,21 @@ func ReadHistory(r io.Reader) (*History, error) {
 	}
 	if h.Version != HistoryVersion {
 		return nil, fmt.Errorf("%w: historyVersion %d; this faultline reads version %d", ErrHistory, h.Version, HistoryVersion)
+	}
+	const maxMs = int64(1<<63-1) / int64(time.Millisecond)
+	switch {
+	case !(h.TimeScale >= 1) || h.TimeScale > 1000:
+		return nil, fmt.Errorf("%w: timeScale %v: a drill's scale is from 1 to 1000", ErrHistory, h.TimeScale)
+	case h.DurationMs <= 0 || h.DurationMs > maxMs:
+		return nil, fmt.Errorf("%w: durationMs %d: not a duration a scenario can have", ErrHistory, h.DurationMs)
+	case h.EndedMs < 0 || h.EndedMs > h.DurationMs:
+		return nil, fmt.Errorf("%w: endedMs %d: outside the drill (0 to durationMs %d)", ErrHistory, h.EndedMs, h.DurationMs)
+	case len(h.Workers) == 0:
+		return nil, fmt.Errorf("%w: no workers: a drill has at least one", ErrHistory)
+	case len(h.Snapshots) == 0 && h.Interrupted == "":
+		return nil, fmt.Errorf("%w: no snapshot of the store, and not interrupted: nothing to judge its moves against", ErrHistory)
+	case h.Scenario == "":
+		return nil, fmt.Errorf("%w: no scenario named", ErrHistory)
 	}
 	return &h, nil
 }

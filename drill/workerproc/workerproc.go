@@ -34,6 +34,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/faultline/faultline/drill/gateway"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/clock"
@@ -86,7 +88,15 @@ type Config struct {
 	Broken string `json:"broken,omitempty"`
 }
 
-// ReadConfig reads a Config file.
+// The environment variables a drill hands a worker its Redis URLs in, so
+// that the configuration file holds no password.
+const (
+	EnvRedisURL    = "FAULTLINE_WORKER_REDIS_URL"
+	EnvDLQRedisURL = "FAULTLINE_WORKER_DLQ_REDIS_URL"
+)
+
+// ReadConfig reads a Config file; its Redis URLs, when empty, come from
+// EnvRedisURL and EnvDLQRedisURL.
 func ReadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -95,6 +105,21 @@ func ReadConfig(path string) (*Config, error) {
 	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("worker config %s: %w", path, err)
+	}
+	if c.RedisURL == "" {
+		c.RedisURL = os.Getenv(EnvRedisURL)
+	}
+	if c.DLQRedisURL == "" {
+		c.DLQRedisURL = os.Getenv(EnvDLQRedisURL)
+	}
+	for _, u := range []string{c.RedisURL, c.DLQRedisURL} {
+		if u == "" || !strings.Contains(u, "://") {
+			continue
+		}
+		if _, err := redis.ParseURL(u); err != nil {
+			// Not the parser's error: it may quote the URL, password and all.
+			return nil, fmt.Errorf("worker config %s: a Redis URL is not a redis:// URL", path)
+		}
 	}
 	if c.Name == "" || c.Source == "" || c.RedisURL == "" || c.Namespace == "" || c.Feed == "" || !(c.Scale >= 1) {
 		return nil, fmt.Errorf("worker config %s: name, source, redisUrl, namespace, feed and scale ≥ 1 are required", path)
@@ -110,6 +135,9 @@ func WriteConfig(path string, c *Config) error {
 	}
 	return os.WriteFile(path, b, 0o600)
 }
+
+// ErrScenarioChanged: the scenario file changed since the drill loaded it.
+var ErrScenarioChanged = errors.New("scenario changed since the drill loaded it")
 
 // LoadScenario loads a scenario from source (a path or "builtin:NAME").
 func LoadScenario(source string) (*scenarios.Loaded, error) {
@@ -268,7 +296,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		return fmt.Errorf("load scenario %s: %w", cfg.Source, err)
 	}
 	if cfg.Hash != "" && l.Hash != cfg.Hash {
-		return fmt.Errorf("scenario %s changed since the drill loaded it (%s, drill ran %s)", cfg.Source, l.Hash, cfg.Hash)
+		return fmt.Errorf("%w: %s (now %s, the drill ran %s)", ErrScenarioChanged, cfg.Source, l.Hash, cfg.Hash)
 	}
 	sc := l.Scenario.WithDefaults()
 	sc.Seed = cfg.Seed

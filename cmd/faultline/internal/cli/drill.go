@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -187,6 +188,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	defer stop()
 	quietRedisLogs()
 	failed := false
+	used := map[string]int{}
 	for _, t := range targets {
 		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
 		ns := f.namespace
@@ -217,6 +219,10 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		}
 		if err != nil {
 			switch {
+			case errors.Is(err, drill.ErrUnavailable) && redisRefusedUs(err):
+				// Redis was reached and said no: the URL is wrong, not
+				// the network.
+				return &InvalidInputError{Err: fmt.Errorf("--redis-url: Redis at %s refused: %w", rt.addr, err)}
 			case errors.Is(err, drill.ErrUnavailable):
 				return &UnavailableError{Service: "Redis", Addr: rt.addr, Op: "connect", Err: err}
 			case errors.Is(err, drill.ErrRefused), errors.Is(err, drill.ErrSteadyState):
@@ -234,7 +240,14 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		if err := printDrill(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
-		base := filepath.Join(f.reportDir, safeName(res.Scenario)+"-drill")
+		name := safeName(res.Scenario) + "-drill"
+		if n := used[name]; n > 0 { // two scenarios of one name in one call: both kept
+			used[name]++
+			name = fmt.Sprintf("%s-%d", name, n+1)
+		} else {
+			used[name] = 1
+		}
+		base := filepath.Join(f.reportDir, name)
 		if err := writeFile(base+".history.json", func(w io.Writer) error { return sim.WriteHistory(w, h) }); err != nil {
 			return err
 		}
@@ -246,6 +259,9 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			}
 		}
 		fmt.Fprintf(stdout, "  history: %s (faultline report check re-judges it)\n", masked(base+".history.json"))
+		if f.keep {
+			fmt.Fprintf(stdout, "  kept: namespace %s on %s (its keys are under %s)\n", masked(ns), rt.addr, masked(redisstore.Prefix(ns)))
+		}
 		if res.Failed() || res.Verdict == reports.Interrupted {
 			failed = true
 		}
@@ -257,6 +273,17 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		return ErrChecksFailed
 	}
 	return nil
+}
+
+// redisRefusedUs says Redis answered, refusing the URL's credentials or
+// database.
+func redisRefusedUs(err error) bool {
+	for _, s := range []string{"WRONGPASS", "NOAUTH", "ERR DB index", "invalid password", "invalid username-password"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // drillCommand is the command line that drills the scenario again (the
@@ -324,7 +351,13 @@ gateways' URLs, the drill's feed, the time scale. SIGTERM shuts it down graceful
 			defer stop()
 			quietRedisLogs()
 			logger := slog.New(redact.NewHandler(slog.NewTextHandler(c.ErrOrStderr(), nil), redact.Default()))
-			return workerproc.Run(ctx, cfg, logger)
+			if err := workerproc.Run(ctx, cfg, logger); err != nil {
+				if errors.Is(err, workerproc.ErrScenarioChanged) {
+					return &InvalidInputError{Err: err}
+				}
+				return err
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "the worker's configuration file, written by faultline drill")
@@ -363,8 +396,13 @@ is not a history, or its scenario cannot be loaded.`,
 				src = scenario
 			}
 			l, err := workerproc.LoadScenario(src)
+			if err != nil && scenario == "" {
+				// A path named by the file, not by the user: what is there
+				// is not quoted back (it may be any file).
+				return &InvalidInputError{Err: fmt.Errorf("the history names scenario %s, which does not load as a scenario", masked(src)), Hint: "Give it with --scenario FILE."}
+			}
 			if err != nil {
-				return &InvalidInputError{Err: fmt.Errorf("the drill's scenario %s: %w", src, err), Hint: "Give it with --scenario FILE."}
+				return &InvalidInputError{Err: fmt.Errorf("--scenario %s: %w", src, err)}
 			}
 			if h.SourceSHA256 != "" && l.Hash != h.SourceSHA256 {
 				fmt.Fprintf(c.ErrOrStderr(), "note: scenario %s changed since the drill (%s, drill ran %s): its expectations are today's\n", masked(src), l.Hash, h.SourceSHA256)

@@ -21,6 +21,15 @@ var _ = Describe("faultline drill", func() {
 		Expect(stderr).NotTo(ContainSubstring("hunter2"))
 	})
 
+	It("never echoes a password in a --redis-url typed wrong", func() {
+		for _, u := range []string{":s3cret@127.0.0.1:6379", "s3cret@127.0.0.1:6379", "redis:/:s3cret@127.0.0.1:6379",
+			"redis//:s3cret@127.0.0.1:6379", "redis://:s3 cret@127.0.0.1:6379/0"} {
+			stdout, stderr, code := run("drill", "worker-crash", "--redis-url", u, "--dry-run")
+			Expect(code).To(Equal(cli.ExitInvalid), u)
+			Expect(stdout+stderr).NotTo(ContainSubstring("s3"), u)
+		}
+	})
+
 	It("needs an explicit --namespace with --allow-remote", func() {
 		_, stderr, code := run("drill", "worker-crash", "--redis-url", "192.0.2.1:6379", "--allow-remote")
 		Expect(code).To(Equal(cli.ExitInvalid))

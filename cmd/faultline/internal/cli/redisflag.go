@@ -37,6 +37,25 @@ type redisTarget struct {
 	addr string
 }
 
+// redisURLForm says what --redis-url takes (in words the redactor leaves
+// alone).
+const redisURLForm = "expected redis://HOST:PORT/DB, or a bare HOST:PORT; a password goes in the redis:// URL, before the host"
+
+// hideUserinfo is a --redis-url value as it may be printed: whatever
+// stands before its last '@' (a user and password, typed right or wrong)
+// masked.
+func hideUserinfo(s string) string {
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return masked(s)
+	}
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 && i < at {
+		start = i + 3
+	}
+	return masked(s[:start] + "…@" + s[at+1:])
+}
+
 // parseRedisURL reads a --redis-url value. A bad value is invalid input,
 // and the error never repeats the value (it may hold a password).
 func parseRedisURL(s string) (redisTarget, error) {
@@ -47,12 +66,16 @@ func parseRedisURL(s string) (redisTarget, error) {
 	if strings.Contains(s, "://") {
 		o, err := redis.ParseURL(s)
 		if err != nil {
-			return redisTarget{}, fmt.Errorf("--redis-url: not a Redis URL (expected redis://[:password@]host:port[/db]): %s", masked(err.Error()))
+			// Not go-redis's error: it may quote the URL, password and all.
+			return redisTarget{}, fmt.Errorf("--redis-url %s: not a Redis URL: %s", hideUserinfo(s), redisURLForm)
 		}
 		if err := checkPort(o.Addr); err != nil {
 			return redisTarget{}, err
 		}
 		return redisTarget{url: s, addr: o.Addr}, nil
+	}
+	if strings.Contains(s, "@") {
+		return redisTarget{}, fmt.Errorf("--redis-url %s: a bare host:port carries no password; %s", hideUserinfo(s), redisURLForm)
 	}
 	if _, _, err := net.SplitHostPort(s); err != nil {
 		return redisTarget{}, fmt.Errorf("--redis-url: expected a redis:// URL or host:port, got %q", masked(s))

@@ -87,6 +87,31 @@ steps:
 })
 
 var _ = Describe("faultline report check", func() {
+	It("refuses a history no drill could have written, saying which field", func() {
+		dir := GinkgoT().TempDir()
+		for field, doc := range map[string]string{
+			"timeScale":  `{"historyVersion":1,"scenario":"s","timeScale":0,"durationMs":1000,"endedMs":1000,"workers":["w1"],"snapshots":[{}]}`,
+			"durationMs": `{"historyVersion":1,"scenario":"s","timeScale":1,"durationMs":-1,"endedMs":0,"workers":["w1"],"snapshots":[{}]}`,
+			"endedMs":    `{"historyVersion":1,"scenario":"s","timeScale":1,"durationMs":1000,"endedMs":5000,"workers":["w1"],"snapshots":[{}]}`,
+			"workers":    `{"historyVersion":1,"scenario":"s","timeScale":1,"durationMs":1000,"endedMs":1000,"workers":[],"snapshots":[{}]}`,
+		} {
+			f := filepath.Join(dir, field+".json")
+			Expect(os.WriteFile(f, []byte(doc), 0o600)).To(Succeed())
+			_, stderr, code := run("report", "check", f)
+			Expect(code).To(Equal(cli.ExitInvalid), field)
+			Expect(stderr).To(ContainSubstring(field), field)
+		}
+	})
+
+	It("never quotes the file a history names as its scenario", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "h.json")
+		Expect(os.WriteFile(f, []byte(`{"historyVersion":1,"scenario":"s","source":"/etc/passwd","timeScale":1,"durationMs":1000,"endedMs":1000,"workers":["w1"],"snapshots":[{}]}`), 0o600)).To(Succeed())
+		_, stderr, code := run("report", "check", f)
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("does not load as a scenario"))
+		Expect(stderr).NotTo(ContainSubstring("root:"))
+	})
+
 	It("refuses a file that is not a drill's history", func() {
 		f := filepath.Join(GinkgoT().TempDir(), "h.json")
 		Expect(os.WriteFile(f, []byte(`{"reportVersion": 2}`), 0o600)).To(Succeed())

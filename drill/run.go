@@ -286,7 +286,7 @@ func CheckScale(sc *sim.Scenario, scale float64) error {
 		}
 		if wall := time.Duration(float64(v.d) / scale); wall < MinWallInterval {
 			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
-				Reason: fmt.Sprintf("%s is %s, %s on the wall clock at this scale, under the %s a drill's timers are trusted to honour; the fastest scale for this scenario is %v",
+				Reason: fmt.Sprintf("%s is %s, %s on the wall clock at this scale, under the %s a drill's timers are trusted to honour; the fastest scale for this scenario is %v (a slower one leaves the workers' overhead room: see docs/drills.md, Time scale)",
 					v.name, v.d, wall, MinWallInterval, float64(v.d)/float64(MinWallInterval))}
 		}
 	}

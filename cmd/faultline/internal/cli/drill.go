@@ -269,6 +269,9 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: not a pass: %w", ErrInterrupted, ErrChecksFailed)
+	}
 	if failed {
 		return ErrChecksFailed
 	}

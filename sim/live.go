@@ -151,7 +151,7 @@ func (b *snapBackend) List(_ context.Context, _ dlq.Filter, _ string, _ int) (dl
 // judged is one observation in the judge's order.
 type judged struct {
 	at   time.Duration
-	prio int // at one instant: jobs, reports (0), the stream (1), attempts (2)
+	prio int // at one instant: jobs, reports (0), the stream (1, attempts after their leases), attempts not found there (2)
 	pos  float64
 	do   func()
 }
@@ -252,13 +252,31 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 			w.sample()
 		}})
 	}
+	// Each attempt right after its lease in the stream (the job's last
+	// lease at or before the attempt's start), so that its verdict is
+	// pending when its outcome's move comes, however quick the attempt.
+	leases := map[string][]int{}
+	for i, he := range h.Events {
+		if he.Reason == string(disposition.Leased) {
+			leases[he.JobID] = append(leases[he.JobID], i)
+		}
+	}
 	for _, a := range h.Attempts {
 		if h.FrozenMs > 0 && a.EndMs > h.FrozenMs {
 			continue // finished as the workers were stopped, after the last look
 		}
-		// At the attempt's start, after the stream's moves of that instant
-		// (its lease): its verdict is pending when its outcome's move comes.
-		items = append(items, judged{at: ms(a.AtMs), prio: 2, do: func() { w.judgeAttempt(a) }})
+		it := judged{at: ms(a.AtMs), prio: 2, do: func() { w.judgeAttempt(a) }}
+		ls := leases[a.JobID]
+		if k, _ := slices.BinarySearchFunc(ls, a.AtMs, func(i int, at int64) int {
+			if h.Events[i].AtMs <= at {
+				return -1
+			}
+			return 1
+		}); k > 0 {
+			i := ls[k-1]
+			it.at, it.prio, it.pos = evAt[i], 1, float64(i)+0.25
+		}
+		items = append(items, it)
 	}
 	deps := map[string]Dependency{}
 	for _, d := range sc.Dependencies {

@@ -1333,6 +1333,32 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 					Expect(held).To(Equal(c.Held))
 				})
 
+				When("requeued and deleted entries count toward the capacity", func() {
+					BeforeEach(func() { cfg.CountInactive = true })
+
+					It("writes the oldest held dead letter first when its own entry already counts (it takes no room), then parks the new one", func() {
+						fill("a", "b")
+						Expect(f.requeue("a", oneMore, time.Hour)).To(Equal(dlq.OutcomeRequeued), "a's entry stays, and counts")
+						ja, la := f.dequeue(job.DefaultQueue, time.Hour)
+						Expect(ja.ID).To(Equal("a"))
+						ja.Attempts = 1
+						Expect(f.d.Hold(f.ctx, la, deadEntry(ja, at(time.Hour)), at(time.Hour))).To(Succeed())
+						f.enqueue(newJob("d"), 2*time.Hour)
+						jd, ld := f.dequeue(job.DefaultQueue, 2*time.Hour)
+						f.take()
+
+						r, err := f.d.DeadLetter(f.ctx, ld, deadEntry(jd, at(2*time.Hour)), at(2*time.Hour))
+						Expect(err).NotTo(HaveOccurred())
+						Expect(r).To(Equal(dlq.AddResult{Held: true}), "no room for d")
+						Expect(f.take()).To(Equal([]string{
+							ev("a", disposition.Held, dead, disposition.DeadLetter, 2*time.Hour, 1),
+							ev("d", inFlight, disposition.Held, disposition.HeldBack, 2*time.Hour, 0),
+						}), "a, written over its own entry, before d is parked")
+						Expect(f.get("a").Status).To(Equal(dlq.Failed))
+						Expect(f.counts()).To(Equal(queue.Counts{Held: 1}))
+					})
+				})
+
 				When("HeldCapacity is 3", func() {
 					BeforeEach(func() { cfg.HeldCapacity = 3 })
 

@@ -430,14 +430,16 @@ func (s *Store) FlushHeld(ctx context.Context, now time.Time, limit int) (dlq.Fl
 // flushAhead writes held dead letters into whatever room the DLQ has before
 // a new dead letter of job id may take it (reject policy; the caller holds
 // the lock): the held ones are written first, oldest first, each with its
-// held→dead-lettered event, as FlushHeld writes them. It does nothing when
-// nothing is held, when the new one needs no room (it extends an entry
-// already counted) or when there is no room.
+// held→dead-lettered event, as FlushHeld writes them — as many as fit,
+// which with no room left may still be the oldest, when its own entry
+// already counts (its write takes no room). It does nothing when nothing is
+// held or when the new one needs no room (it extends an entry already
+// counted).
 func (s *Store) flushAhead(id string, now time.Time) error {
 	if s.cfg.Overflow != store.Reject || s.held.n == 0 {
 		return nil
 	}
-	if old := s.entries[id]; old != nil && s.counts(old) || s.heaps[countedHeap].len() >= s.cfg.DLQCapacity {
+	if old := s.entries[id]; old != nil && s.counts(old) {
 		return nil
 	}
 	_, err := s.flushHeld(now, s.held.n)

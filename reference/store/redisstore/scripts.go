@@ -414,9 +414,10 @@ var dlqPutScript = script(`
 --     indexes, in the same step;
 --   * under 'reject', an item (not a 'held' flush) that needs room while the
 --     held set is not empty never takes room ahead of the held jobs: with
---     room left it answers {'flushfirst'}, writing nothing (the caller
---     flushes the held set into the room, oldest first, and retries); with
---     none, it is refused (or parked at the held set's tail) as above.
+--     room left, or none but an oldest held job whose own entry already
+--     counts (its write takes no room), it answers {'flushfirst'}, writing
+--     nothing (the caller flushes the held set, oldest first, and retries);
+--     otherwise it is refused (or parked at the held set's tail) as above.
 -- Each item is checked before it is written. Returns one result per item:
 -- {'ok', created (1/0), {evicted id, task, attempts, status, ...}}.
 `, `
@@ -472,8 +473,13 @@ local function put(i)
   local delta = (counting[m.st] and 1 or 0) - ((old and counting[old.st]) and 1 or 0)
   if delta > 0 then
     local excess = used + delta - cap
-    if excess <= 0 and policy == 'reject' and fenceKind ~= 'held' and redis.call('ZCARD', HELD) > 0 then
-      return {'flushfirst'}
+    if policy == 'reject' and fenceKind ~= 'held' and redis.call('ZCARD', HELD) > 0 then
+      if excess <= 0 then return {'flushfirst'} end
+      -- No room, but the oldest held job may need none (its own entry
+      -- already counts): it is written first, then this one is judged.
+      local first = redis.call('ZRANGE', HELD, 0, 0)[1]
+      local fm = first and readMeta(first)
+      if fm and counting[fm.st] then return {'flushfirst'} end
     end
     if excess > 0 then
       if policy == 'evict' then victims = oldest(excess, id) end

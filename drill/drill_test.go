@@ -115,7 +115,7 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 				// leaves the dead letter in the worker's memory, its lease
 				// heartbeated, parked on a later try: kept, then written,
 				// never run again (no-rerun-after-dead-letter held above).
-				Expect(res.Ledger.Queued + res.Ledger.InFlight + res.Ledger.Scheduled).To(BeZero(), "every job done")
+				Expect(res.Ledger.Queued+res.Ledger.InFlight+res.Ledger.Scheduled).To(BeZero(), "every job done")
 			}
 			Expect(h.Events).NotTo(BeEmpty())
 			Expect(h.EventsLost).To(BeFalse())

@@ -210,12 +210,15 @@ var _ = Describe("Supervisor", func() {
 		Expect(s.Start(context.Background())).To(Succeed())
 		w2 := s.PIDs()["w2"]
 		Eventually(states(w2)).WithTimeout(settle).Should(HaveLen(3))
-		Expect(s.Kill("w1", 300*time.Millisecond)).To(Succeed())
+		Expect(s.Kill("w1", 500*time.Millisecond)).To(Succeed())
+		Eventually(s.PIDs).WithTimeout(settle).ShouldNot(HaveKey("w1"), "w1 reaped; its restart pending")
 		s.Freeze()
 		Eventually(states(w2)).WithTimeout(settle).Should(HaveEach(BeEquivalentTo('T')), "w2 stopped")
 		Consistently(s.PIDs).WithTimeout(time.Second).ShouldNot(HaveKey("w1"), "no restart after a freeze")
 		Expect(s.Stop(context.Background(), grace)).To(Succeed())
-		Expect(group(w2)).To(BeEmpty(), "no process left, stopped or not")
+		Expect(states(w2)()).NotTo(ContainElement(BeEquivalentTo('T')), "no stopped process left behind")
+		// The group's children get SIGKILL; they may take a moment to go.
+		Eventually(states(w2)).WithTimeout(settle).Should(BeEmpty(), "no process left")
 	})
 
 	It("stalls a worker's whole group and resumes it when the stall ends", func() {

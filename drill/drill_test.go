@@ -272,15 +272,7 @@ var _ = Describe("Redis killed and restarted mid-drill", func() {
 		opts := options("redis://"+r.addr()+"/0", "testdata/restart.yaml")
 		opts.Dir = GinkgoT().TempDir()
 		opts.Keep = true // the logs are read below
-		// Killed at 40s of scenario time, back at 60s.
-		wall := func(d time.Duration) time.Duration { return time.Duration(float64(d) / opts.Scale) }
-		go func() {
-			defer GinkgoRecover()
-			time.Sleep(3*time.Second + wall(40*time.Second)) // the workers start in under 3s
-			r.kill()
-			time.Sleep(wall(20 * time.Second))
-			r.start()
-		}()
+		opts.Namespace = "spec-restart"
 		done := make(chan struct{})
 		var res *reports.Result
 		var err error
@@ -288,6 +280,16 @@ var _ = Describe("Redis killed and restarted mid-drill", func() {
 			defer close(done)
 			res, _, err = drill.Run(ctx, l, opts)
 		}()
+		// Killed once jobs flow (a few hundred moves in the stream, some
+		// 30s of scenario time in), back after 20s of scenario time: the
+		// outage's length is the timer.
+		c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
+		defer c.Close()
+		Eventually(func() int64 { return c.XLen(ctx, redisstore.EventStreamKey(opts.Namespace)).Val() }).
+			WithTimeout(30 * time.Second).Should(BeNumerically(">=", 300))
+		r.kill()
+		<-time.After(time.Duration(float64(20*time.Second) / opts.Scale))
+		r.start()
 		Eventually(done).WithTimeout(90 * time.Second).Should(BeClosed())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Ledger.Lost).To(BeZero(), summary(res))

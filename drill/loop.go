@@ -30,8 +30,6 @@ import (
 	"github.com/faultline/faultline/sim"
 )
 
-func urlParse(raw string) (*url.URL, error) { return url.Parse(raw) }
-
 // maskURL is a Redis URL as it may be printed: its host and port only
 // (never its password).
 func maskURL(raw string) string {

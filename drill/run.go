@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -544,7 +545,7 @@ func redisURLVia(raw, addr string) string {
 	if !strings.Contains(raw, "://") {
 		return "redis://" + addr
 	}
-	u, err := urlParse(raw)
+	u, err := url.Parse(raw)
 	if err != nil {
 		return "redis://" + addr
 	}

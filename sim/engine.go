@@ -767,7 +767,9 @@ func (w *world) complete(s *slot) {
 		r = w.led.jobs[s.job.ID]
 	}
 	if r != nil {
-		w.recordAttempt(r, s.eff.Fault, s.eff.Class, &o, o.Fingerprint)
+		if w.recordAttempt(r, s.eff.Fault, s.eff.Class, &o) {
+			w.critical(r, o.Fingerprint)
+		}
 	}
 	w.apply(s.lease, o, r)
 	if r != nil && r.kept {
@@ -793,13 +795,13 @@ func repeatEvery(acfg alert.Config) time.Duration {
 }
 
 // recordAttempt tells the ledger of an attempt's outcome (fault and truth
-// are the injected fault and its true class), and notes a critical failure
-// whose page must follow: for the simulator's attempts and a drill's alike.
-func (w *world) recordAttempt(r *rec, fault string, truth classify.Class, o *worker.Outcome, fp string) {
+// are the injected fault and its true class), for the simulator's attempts
+// and a drill's alike, and reports whether it was a critical failure, whose
+// page must follow (the caller starts its clock: at once in the simulator,
+// at the attempt's end in a drill).
+func (w *world) recordAttempt(r *rec, fault string, truth classify.Class, o *worker.Outcome) bool {
 	w.led.attempt(r, fault, truth, o)
-	if o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical) {
-		w.critical(r, fp)
-	}
+	return o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical)
 }
 
 // dropKept loses the dead letters s keeps in memory, as its process does

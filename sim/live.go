@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -196,7 +195,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		var probe struct {
 			Job struct{ ID string } `json:"job"`
 		}
-		_ = jsonUnmarshal(raw, &probe)
+		_ = json.Unmarshal(raw, &probe)
 		j.dlq = append(j.dlq, dlq.Decode(probe.Job.ID, raw))
 	}
 	j.faults = judgeFaults(&sc, h)
@@ -336,7 +335,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 
 	// Probes and the page deadlines run on the judge's clock, moved to
 	// each observation's instant.
-	for _, at := range slices.Sorted(mapsKeys(w.probes)) {
+	for _, at := range slices.Sorted(maps.Keys(w.probes)) {
 		w.at(at, func() { w.probes[at] = w.snapshot() })
 	}
 	for _, it := range items {
@@ -429,8 +428,7 @@ func (w *world) judgeAttempt(a HAttempt) {
 	// The ledger hears the attempt at its start (its verdict pending when
 	// its move comes); a critical failure's page clock starts when the
 	// attempt ended, as the simulator's does.
-	w.led.attempt(r, a.Fault, truth, &o)
-	if o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical) {
+	if w.recordAttempt(r, a.Fault, truth, &o) {
 		fp := a.Fingerprint
 		if end := time.Duration(a.EndMs) * time.Millisecond; end > w.now() {
 			w.at(end, func() { w.critical(r, fp) })
@@ -572,7 +570,3 @@ func LiveNote(scale float64) string {
 	}
 	return s
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func mapsKeys[K comparable, V any](m map[K]V) iter.Seq[K] { return maps.Keys(m) }

@@ -237,7 +237,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		scenarios.Annotate(res, t.loaded, t.file)
 		res.Warnings = append([]string{sim.LiveNote(f.scale)}, res.Warnings...)
 		res.Reproduce = drillCommand(t.arg, res.Seed, f, rt.addr)
-		if err := printDrill(stdout, res, colorFor(stdout)); err != nil {
+		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
 		name := safeName(res.Scenario) + "-drill"
@@ -314,11 +314,6 @@ func extension(format string) string {
 func fmtMs(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
 	return d.String()
-}
-
-// printDrill prints a drill's text report, as run prints a run's.
-func printDrill(w io.Writer, res *reports.Result, color bool) error {
-	return writeReportText(w, res, color)
 }
 
 // progressLine rewrites the terminal's last line with a drill's state.
@@ -421,7 +416,7 @@ is not a history, or its scenario cannot be loaded.`,
 			}
 			scenarios.Annotate(res, l, src)
 			res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
-			if err := printDrill(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {
+			if err := writeReportText(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {
 				return err
 			}
 			if res.Failed() || res.Verdict == reports.Interrupted {

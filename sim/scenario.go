@@ -173,6 +173,9 @@ type System struct {
 	AutoRetry *AutoRetry
 	// Monitor, if set, watches the DLQ's depth and age.
 	Monitor *Monitor
+	// External, if set, is a black-box system a drill judges from
+	// outside (the simulator runs the reference in its place).
+	External *External
 }
 
 // DLQ configures the store's dead letter queue.

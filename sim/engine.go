@@ -209,6 +209,9 @@ func Run(ctx context.Context, sc Scenario, opts ...Option) (*reports.Result, err
 		return nil, err
 	}
 	res := w.run()
+	if d, ok := w.backend.(*dlqOnly); ok { // WithDLQ: what the mode checked and did not
+		d.annotate(res)
+	}
 	res.Reproduce = o.name
 	return res, nil
 }
@@ -295,9 +298,12 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	cfg := sc.storeConfig() // as Validate checked it
 	cfg.Observer = w.observe
 	cfg.OnOverflow = w.overflow
-	if o.store != nil {
+	switch {
+	case o.dlqOnly != nil: // WithDLQ: the memstore's queue and the team's DLQ (dlqonly.go)
+		w.backend, err = newDLQOnly(ctx, w.env, cfg, o.dlqOnly)
+	case o.store != nil:
 		w.backend, err = o.store(ctx, w.env, cfg)
-	} else {
+	default:
 		w.backend, err = memstore.New(cfg)
 	}
 	if err != nil {

@@ -73,6 +73,7 @@ type options struct {
 	alerter    func(Env, alert.Config) (Alerter, error)
 	breaker    func(Env, degrade.BreakerConfig) (Breaker, error)
 	name       string
+	dlqOnly    func(ctx context.Context, env Env) (TeamDLQ, error)
 }
 
 // WithSeed runs the scenario with seed instead of its own.
@@ -93,6 +94,17 @@ func WithPolicy(f func(Env) (worker.Policy, error)) Option {
 // Observer it must call after every move).
 func WithStore(f func(ctx context.Context, env Env, cfg store.Config) (Backend, error)) Option {
 	return func(o *options) { o.store = f }
+}
+
+// WithDLQ plugs in just a team's DLQ (the DLQ-only mode, see dlqonly.go):
+// the run keeps faultline's in-memory work queue and keeps its dead
+// letters in the store f opens, which needs no events, leases or held set:
+// faultline moves the jobs, emits their events and checks conservation by
+// reading the store. What the store does not declare (dlq.Caps) is
+// answered ErrNotDeclared, and the result lists the checks not made.
+// WithStore, when given too, is ignored.
+func WithDLQ(f func(ctx context.Context, env Env) (TeamDLQ, error)) Option {
+	return func(o *options) { o.dlqOnly = f }
 }
 
 // WithAlerter replaces the reference alerter; cfg's receivers carry the

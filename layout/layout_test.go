@@ -1,0 +1,238 @@
+package layout_test
+
+import (
+	"encoding/json"
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/layout"
+)
+
+var seedFields = layout.DLQ{Preset: layout.PresetSeed}.Resolved().Fields
+
+var _ = Describe("Render", func() {
+	job := layout.Job{ID: "charge-1", Task: "charge", Key: "idem-1", Payload: `{"amount": 12, "cur": "eur"}`, N: 7}
+
+	It("fills the default template, the payload as JSON when it is JSON", func() {
+		doc, err := layout.Render(layout.DefaultTemplate, job)
+		Expect(err).NotTo(HaveOccurred())
+		b, err := json.Marshal(doc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b).To(MatchJSON(`{"id": "charge-1", "task": "charge", "idempotency_key": "idem-1",
+			"payload": {"amount": 12, "cur": "eur"}}`))
+	})
+
+	It("keeps a payload that is not JSON as a string, and an empty key as \"\"", func() {
+		doc, err := layout.Render(layout.DefaultTemplate, layout.Job{ID: "a", Task: "t", Payload: "not {json"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(doc).To(HaveKeyWithValue("payload", "not {json"))
+		Expect(doc).To(HaveKeyWithValue("idempotency_key", ""))
+	})
+
+	It("replaces placeholders in nested strings and arrays, not in keys", func() {
+		doc, err := layout.Render(`{"job": {"id": "{id}", "args": ["{task}-{n}", "{key}", 3, true, null], "{id}": "x"},
+			"body": "{payload}", "note": "pay {payload}"}`, job)
+		Expect(err).NotTo(HaveOccurred())
+		v, ok := layout.Lookup(doc, "job.id")
+		Expect(ok).To(BeTrue())
+		Expect(v).To(Equal("charge-1"))
+		b, _ := json.Marshal(doc)
+		Expect(b).To(MatchJSON(`{"job": {"id": "charge-1", "args": ["charge-7", "idem-1", 3, true, null], "{id}": "x"},
+			"body": {"amount": 12, "cur": "eur"}, "note": "pay {payload}"}`))
+	})
+
+	DescribeTable("refuses a template that is not one JSON object",
+		func(tmpl, want string) {
+			_, err := layout.Render(tmpl, job)
+			Expect(err).To(MatchError(ContainSubstring(want)))
+		},
+		Entry("not JSON", `{"id": `, "not a JSON document"),
+		Entry("two documents", `{"id": "{id}"} {}`, "text after it"),
+		Entry("an array", `["{id}"]`, "not a JSON object"),
+		Entry("a string", `"{id}"`, "not a JSON object"),
+	)
+})
+
+var _ = Describe("Lookup", func() {
+	var doc any
+	BeforeEach(func() {
+		Expect(json.Unmarshal([]byte(`{"job": {"id": "j1", "n": 3, "f": 1.5, "ok": true, "list": [1], "obj": {}}, "null": null}`), &doc)).To(Succeed())
+	})
+
+	DescribeTable("reads scalars at dotted paths",
+		func(path, want string, found bool) {
+			v, ok := layout.Lookup(doc, path)
+			Expect(ok).To(Equal(found))
+			Expect(v).To(Equal(want))
+		},
+		Entry("a nested string", "job.id", "j1", true),
+		Entry("an integer", "job.n", "3", true),
+		Entry("a float", "job.f", "1.5", true),
+		Entry("a boolean", "job.ok", "true", true),
+		Entry("an array is no scalar", "job.list", "", false),
+		Entry("an object is no scalar", "job.obj", "", false),
+		Entry("null is no scalar", "null", "", false),
+		Entry("a missing key", "job.nope", "", false),
+		Entry("a path through a scalar", "job.id.x", "", false),
+		Entry("the empty path", "", "", false),
+	)
+
+	It("reads a json.Number as written", func() {
+		v, ok := layout.Lookup(map[string]any{"n": json.Number("12345678901234567890")}, "n")
+		Expect(ok).To(BeTrue())
+		Expect(v).To(Equal("12345678901234567890"))
+	})
+})
+
+var _ = Describe("ParseEntry", func() {
+	It("reads a seed dead_letter entry", func() {
+		raw := []byte(`{"job": {"id": "charge-1", "task": "charge"}, "error": "card declined", "retries": 3,
+			"failed_at": "2024-01-01T00:00:00Z", "status": "failed"}`)
+		e := layout.ParseEntry("dead_letter[0]", raw, seedFields)
+		Expect(e).To(MatchFields(layout.Entry{Source: "dead_letter[0]", JobID: "charge-1", Error: "card declined",
+			Status: "failed", Retries: 3, HasRetries: true}))
+		Expect([]byte(e.Raw)).To(MatchJSON(raw))
+	})
+
+	It("reads a seed severity entry", func() {
+		raw := []byte(`{"job": {"id": "c2"}, "error": "401", "type": "critical", "severity": "high", "retries": 0, "timestamp": 1}`)
+		e := layout.ParseEntry("dlq:high[0]", raw, seedFields)
+		Expect(e).To(MatchFields(layout.Entry{Source: "dlq:high[0]", JobID: "c2", Error: "401", Class: "critical",
+			Severity: "high", HasRetries: true}))
+	})
+
+	DescribeTable("flags inactive statuses",
+		func(status string, inactive bool) {
+			e := layout.ParseEntry("s", []byte(`{"job": {"id": "j"}, "status": "`+status+`"}`), seedFields)
+			Expect(e.Inactive).To(Equal(inactive))
+			Expect(e.Corrupt).To(BeEmpty())
+		},
+		Entry("failed", "failed", false),
+		Entry("deleted", "deleted", true),
+		Entry("reprocessing", "reprocessing", true),
+	)
+
+	It("keeps bytes that are not JSON, as a JSON string, marked corrupt", func() {
+		e := layout.ParseEntry("dead_letter[2]", []byte("\x00garbage{"), seedFields)
+		Expect(e.Corrupt).To(Equal("not JSON"))
+		Expect(e.JobID).To(BeEmpty())
+		var s string
+		Expect(json.Unmarshal(e.Raw, &s)).To(Succeed())
+		Expect(s).To(Equal("\x00garbage{"))
+	})
+
+	It("marks an entry without the job's ID corrupt and still reads the rest", func() {
+		e := layout.ParseEntry("x", []byte(`{"job": {"id": ""}, "error": "boom", "retries": "many"}`), seedFields)
+		Expect(e.Corrupt).To(ContainSubstring("no job ID at job.id"))
+		Expect(e.Error).To(Equal("boom"))
+		Expect(e.HasRetries).To(BeFalse(), "a retries value that is no integer is not read")
+	})
+
+	It("reads numeric IDs in their JSON form", func() {
+		e := layout.ParseEntry("x", []byte(`{"job": {"id": 12345678901234567890}}`), seedFields)
+		Expect(e.JobID).To(Equal("12345678901234567890"))
+	})
+})
+
+// MatchFields compares the entry's read fields with want's (not Raw).
+func MatchFields(want layout.Entry) OmegaMatcher {
+	return WithTransform(func(e layout.Entry) layout.Entry { e.Raw = nil; return e }, Equal(want))
+}
+
+var _ = Describe("presets", func() {
+	It("resolves the seed's inject to an LPUSH of the default template onto PREFIXdefault", func() {
+		r := layout.Inject{Preset: layout.PresetSeed, Prefix: "{namespace}:"}.Resolved()
+		Expect(r.Preset).To(BeEmpty())
+		Expect(r.RedisList).To(Equal(&layout.RedisListInject{Key: "{namespace}:default", Push: "lpush"}))
+		Expect(r.Template).To(Equal(layout.DefaultTemplate))
+		Expect(r.IDPath).To(Equal("id"))
+		Expect(layout.Inject{Preset: layout.PresetSeed}.Validate()).To(Succeed())
+	})
+
+	It("resolves the seed's DLQ to its five lists and fields", func() {
+		r := layout.DLQ{Preset: layout.PresetSeed, Prefix: "p:"}.Resolved()
+		Expect(r.RedisList.Keys).To(Equal([]string{"p:dead_letter", "p:dlq:low", "p:dlq:medium", "p:dlq:high"}))
+		Expect(r.Fields).To(Equal(layout.Fields{ID: "job.id", Severity: "severity", Error: "error", Class: "type",
+			Retries: "retries", Status: "status", Inactive: []string{"deleted", "reprocessing"}}))
+	})
+
+	It("keeps the faultline preset a preset, with its fields", func() {
+		r := layout.DLQ{Preset: layout.PresetFaultline}.Resolved()
+		Expect(r.Preset).To(Equal(layout.PresetFaultline))
+		Expect(r.Fields.ID).To(Equal("job.id"))
+		Expect(r.Fields.Severity).To(Equal("verdict.Severity"))
+		Expect(layout.Inject{Preset: layout.PresetFaultline}.Resolved()).To(Equal(layout.Inject{Preset: layout.PresetFaultline}))
+	})
+
+	It("lets given fields win over the preset's", func() {
+		r := layout.DLQ{Preset: layout.PresetSeed, Fields: layout.Fields{Error: "why", Inactive: []string{"gone"}}}.Resolved()
+		Expect(r.Fields.Error).To(Equal("why"))
+		Expect(r.Fields.ID).To(Equal("job.id"))
+		Expect(r.Fields.Inactive).To(Equal([]string{"gone"}))
+	})
+
+	It("leaves a config without a preset as it is", func() {
+		d := layout.DLQ{RedisZSet: &layout.RedisKeys{Keys: []string{"z"}}, Fields: layout.Fields{ID: "id"}}
+		Expect(d.Resolved()).To(Equal(d))
+	})
+})
+
+var _ = Describe("Validate", func() {
+	DescribeTable("names the inject field that is wrong",
+		func(in layout.Inject, field string) {
+			err := in.Validate()
+			Expect(err).To(MatchError(layout.ErrConfig))
+			var ce *layout.ConfigError
+			Expect(errors.As(err, &ce)).To(BeTrue())
+			Expect(ce.Field).To(Equal(field))
+			Expect(err.Error()).To(HavePrefix(field + ": "))
+		},
+		Entry("an unknown preset", layout.Inject{Preset: "sidekiq"}, "inject.preset"),
+		Entry("a preset and an adapter", layout.Inject{Preset: "seed", HTTP: &layout.HTTPInject{URL: "http://x"}}, "inject"),
+		Entry("nothing", layout.Inject{}, "inject"),
+		Entry("two adapters", layout.Inject{RedisList: &layout.RedisListInject{Key: "k"}, HTTP: &layout.HTTPInject{URL: "http://x"}}, "inject"),
+		Entry("a faultline template", layout.Inject{Preset: "faultline", Template: `{"id": "{id}"}`}, "inject.template"),
+		Entry("a list without key", layout.Inject{RedisList: &layout.RedisListInject{}}, "inject.redisList.key"),
+		Entry("a bad push", layout.Inject{RedisList: &layout.RedisListInject{Key: "k", Push: "sadd"}}, "inject.redisList.push"),
+		Entry("a stream without key", layout.Inject{RedisStream: &layout.RedisStreamInject{}}, "inject.redisStream.key"),
+		Entry("an HTTP URL that is not", layout.Inject{HTTP: &layout.HTTPInject{URL: "ftp://x"}}, "inject.http.url"),
+		Entry("no HTTP URL", layout.Inject{HTTP: &layout.HTTPInject{}}, "inject.http.url"),
+		Entry("a command without path", layout.Inject{Command: &layout.Command{}}, "inject.command.path"),
+		Entry("a template that is not JSON", layout.Inject{RedisList: &layout.RedisListInject{Key: "k"}, Template: "{"}, "inject.template"),
+		Entry("an ID path the template does not fill", layout.Inject{RedisList: &layout.RedisListInject{Key: "k"},
+			Template: `{"job": {"id": "{id}"}}`}, "inject.idPath"),
+	)
+
+	It("accepts an ID path the template fills", func() {
+		Expect(layout.Inject{RedisStream: &layout.RedisStreamInject{Key: "s"}, Template: `{"job": {"jid": "{id}"}}`,
+			IDPath: "job.jid"}.Validate()).To(Succeed())
+		Expect(layout.Inject{HTTP: &layout.HTTPInject{URL: "{dependency:queue}"}}.Validate()).To(Succeed())
+	})
+
+	DescribeTable("names the DLQ field that is wrong",
+		func(d layout.DLQ, field string) {
+			var ce *layout.ConfigError
+			Expect(errors.As(d.Validate(), &ce)).To(BeTrue())
+			Expect(ce.Field).To(Equal(field))
+		},
+		Entry("an unknown preset", layout.DLQ{Preset: "x"}, "dlq.preset"),
+		Entry("nothing", layout.DLQ{}, "dlq"),
+		Entry("a preset and an adapter", layout.DLQ{Preset: "seed", RedisZSet: &layout.RedisKeys{Keys: []string{"z"}}}, "dlq"),
+		Entry("two adapters", layout.DLQ{RedisZSet: &layout.RedisKeys{Keys: []string{"z"}}, HTTP: &layout.HTTPRead{URL: "http://x"}}, "dlq"),
+		Entry("no list keys", layout.DLQ{RedisList: &layout.RedisKeys{}, Fields: layout.Fields{ID: "id"}}, "dlq.redisList.keys"),
+		Entry("an empty zset key", layout.DLQ{RedisZSet: &layout.RedisKeys{Keys: []string{"a", ""}}, Fields: layout.Fields{ID: "id"}}, "dlq.redisZSet.keys[1]"),
+		Entry("a stream without key", layout.DLQ{RedisStream: &layout.RedisStreamInject{}, Fields: layout.Fields{ID: "id"}}, "dlq.redisStream.key"),
+		Entry("a bad URL", layout.DLQ{HTTP: &layout.HTTPRead{URL: "x"}, Fields: layout.Fields{ID: "id"}}, "dlq.http.url"),
+		Entry("a command without path", layout.DLQ{Command: &layout.Command{}, Fields: layout.Fields{ID: "id"}}, "dlq.command.path"),
+		Entry("no ID field", layout.DLQ{RedisList: &layout.RedisKeys{Keys: []string{"k"}}}, "dlq.fields.id"),
+		Entry("a path with an empty part", layout.DLQ{RedisList: &layout.RedisKeys{Keys: []string{"k"}},
+			Fields: layout.Fields{ID: "id", Severity: "a..b"}}, "dlq.fields.severity"),
+	)
+
+	It("accepts both presets", func() {
+		Expect(layout.DLQ{Preset: layout.PresetSeed}.Validate()).To(Succeed())
+		Expect(layout.DLQ{Preset: layout.PresetFaultline}.Validate()).To(Succeed())
+	})
+})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline/faultline/internal/didyoumean"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
@@ -45,6 +47,23 @@ type converter struct {
 	problems []Problem
 	// rules loads a classifier rule file named by the document.
 	rules func(path string) ([]classify.Rule, error)
+	// programs resolves and checks the programs and folders of the
+	// document's commands; nil leaves them as written, unchecked.
+	programs programs
+}
+
+// programs resolves the programs and working directories a document's
+// commands name, relative to the scenario's file, and says why one cannot
+// be run.
+type programs interface {
+	// program returns the path to run for ref (a path with a slash made
+	// absolute, a bare name as it is) and, when it cannot be run (no such
+	// file, not executable, not on PATH), why. A ref holding a
+	// placeholder ({namespace}) is resolved but not checked.
+	program(ref string) (string, error)
+	// folder returns the working directory for ref ("" is the scenario's
+	// folder) and, when it is not a folder, why.
+	folder(ref string) (string, error)
 }
 
 func (c *converter) bad(path, format string, args ...any) {
@@ -61,12 +80,15 @@ func (c *converter) bad(path, format string, args ...any) {
 // limits) runs too, each of its problems at the document's path; so a
 // scenario Convert accepts is one sim.Run runs. The limits are the
 // defaults (Limits.Load sets others).
+//
+// The commands of a black-box system (system.external) are left as written
+// and not looked for: only the loader knows the file they are relative to.
 func Convert(d *Document, rules func(path string) ([]classify.Rule, error)) (sim.Scenario, []Problem) {
-	return convert(d, rules, sim.Limits{})
+	return convert(d, rules, nil, sim.Limits{})
 }
 
-func convert(d *Document, rules func(path string) ([]classify.Rule, error), lim sim.Limits) (sim.Scenario, []Problem) {
-	c := &converter{rules: rules}
+func convert(d *Document, rules func(path string) ([]classify.Rule, error), progs programs, lim sim.Limits) (sim.Scenario, []Problem) {
+	c := &converter{rules: rules, programs: progs}
 	sc := c.convert(d)
 	sc.Limits = lim
 	own := slices.Clone(c.problems)
@@ -244,7 +266,11 @@ func (c *converter) workload(w Workload) sim.Workload {
 
 func (c *converter) system(s System) sim.System {
 	out := sim.System{}
-	if s.RulesFile != "" {
+	if s.External != nil {
+		c.referenceOnly(s)
+		out.External = c.external("system.external", *s.External)
+	}
+	if s.RulesFile != "" && s.External == nil {
 		if c.rules == nil {
 			c.bad("system.rulesFile", "rule files are not allowed here")
 		} else if rules, err := c.rules(s.RulesFile); err != nil {
@@ -329,6 +355,86 @@ func (c *converter) system(s System) sim.System {
 		}
 		out.Monitor = mon
 	}
+	return out
+}
+
+// referenceOnly refuses the keys of a black-box system's configuration
+// that configure the reference worker: the ones written, whatever their
+// values (the simulator's check sees them with defaults filled in).
+func (c *converter) referenceOnly(s System) {
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"rulesFile", s.RulesFile != ""}, {"retry", s.Retry != nil}, {"dlq", s.DLQ != nil}, {"breakers", len(s.Breakers) > 0},
+		{"autoRetry", s.AutoRetry != nil}, {"monitor", s.Monitor != nil}} {
+		if k.set {
+			c.bad("system."+k.key, "%s", sim.ExternalReferenceOnly)
+		}
+	}
+}
+
+// external converts a black-box system: its commands' paths resolved
+// (and checked) by c.programs. The simulator's check reports the rest
+// (exactly one of command and running, the layouts, copies, shrinks).
+func (c *converter) external(path string, e External) *sim.External {
+	out := &sim.External{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
+		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
+	out.Command = c.command(path+".command", e.Command)
+	in := e.Inject
+	out.Inject = layout.Inject{Preset: in.Preset, Prefix: in.Prefix, Template: in.Template, IDPath: in.IDPath,
+		Command: c.command(path+".inject.command", in.Command)}
+	if in.RedisList != nil {
+		out.Inject.RedisList = &layout.RedisListInject{Key: in.RedisList.Key, Push: in.RedisList.Push}
+	}
+	if in.RedisStream != nil {
+		out.Inject.RedisStream = &layout.RedisStreamInject{Key: in.RedisStream.Key, Field: in.RedisStream.Field}
+	}
+	if in.HTTP != nil {
+		out.Inject.HTTP = &layout.HTTPInject{URL: in.HTTP.URL, Header: maps.Clone(in.HTTP.Header)}
+	}
+	d := e.DLQ
+	f := d.Fields
+	out.DLQ = layout.DLQ{Preset: d.Preset, Prefix: d.Prefix, Command: c.command(path+".dlq.command", d.Command),
+		Fields: layout.Fields{ID: f.ID, Severity: f.Severity, Error: f.Error, Class: f.Class, Retries: f.Retries, Status: f.Status,
+			Inactive: slices.Clone(f.Inactive)}}
+	if d.RedisList != nil {
+		out.DLQ.RedisList = &layout.RedisKeys{Keys: slices.Clone(d.RedisList.Keys)}
+	}
+	if d.RedisZSet != nil {
+		out.DLQ.RedisZSet = &layout.RedisKeys{Keys: slices.Clone(d.RedisZSet.Keys)}
+	}
+	if d.RedisStream != nil {
+		out.DLQ.RedisStream = &layout.RedisStreamInject{Key: d.RedisStream.Key, Field: d.RedisStream.Field}
+	}
+	if d.HTTP != nil {
+		out.DLQ.HTTP = &layout.HTTPRead{URL: d.HTTP.URL, Header: maps.Clone(d.HTTP.Header)}
+	}
+	return out
+}
+
+// command converts a command, its program and folder resolved relative to
+// the scenario's file; a program that cannot be run is reported (as
+// written) at path.path, a folder that is not one at path.dir.
+func (c *converter) command(path string, cmd *Command) *layout.Command {
+	if cmd == nil {
+		return nil
+	}
+	out := &layout.Command{Path: cmd.Path, Args: slices.Clone(cmd.Args), Env: maps.Clone(cmd.Env), Dir: cmd.Dir}
+	if c.programs == nil {
+		return out
+	}
+	if strings.TrimSpace(cmd.Path) != "" { // an empty one: the simulator's check says what is expected
+		p, err := c.programs.program(cmd.Path)
+		if err != nil {
+			c.bad(path+".path", "%v", err)
+		}
+		out.Path = p
+	}
+	dir, err := c.programs.folder(cmd.Dir)
+	if err != nil {
+		c.bad(path+".dir", "%v", err)
+	}
+	out.Dir = dir
 	return out
 }
 

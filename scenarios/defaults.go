@@ -6,6 +6,7 @@ import (
 
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/sim"
 )
 
 // Effective returns l's document as the simulator will run it: includes
@@ -13,7 +14,9 @@ import (
 // the workers, the sample interval, task weights and queues, the arrival
 // kind, the retry policy, the DLQ, the alert receivers and timing, each
 // breaker's and fallback's settings, the page deadline, the abort guard's
-// error window. `faultline run --dry-run` prints it.
+// error window; for a black-box system (system.external), its copies,
+// drain and startup instead of the reference's configuration, which it
+// does not have. `faultline run --dry-run` prints it.
 func Effective(l *Loaded) *Document {
 	d := cloneFaults(l.Document)
 	sc := l.Scenario.WithDefaults()
@@ -36,6 +39,16 @@ func Effective(l *Loaded) *Document {
 	}
 	if d.Workload.Arrivals.Kind == "" {
 		d.Workload.Arrivals.Kind = sc.Workload.Arrivals.Kind.String()
+	}
+	if d.System.External != nil {
+		// A black box has none of the reference's configuration (the
+		// simulator's stand-in takes the defaults), and the drill's
+		// receivers are the ones written, or one Slack receiver.
+		e := *d.System.External
+		x := sc.System.External.WithDefaults(sc.Workers.Count)
+		e.Copies, e.Drain, e.Startup = x.Copies, Duration(x.Drain), Duration(x.Startup)
+		d.System.External = &e
+		return effectiveRest(d, sc)
 	}
 	r := sc.System.Retry
 	d.System.Retry = &Retry{MaxAttempts: r.MaxAttempts, BaseDelay: Duration(r.BaseDelay), MaxDelay: Duration(r.MaxDelay),
@@ -79,6 +92,12 @@ func Effective(l *Loaded) *Document {
 			ProbeTimeout: Duration(c.ProbeTimeout), RampUp: rampUp, RampStartPercent: c.RampStartPercent,
 			Fallback: &Fallback{BatchSize: f.BatchSize, DrainInterval: Duration(f.DrainInterval)}})
 	}
+	return effectiveRest(d, sc)
+}
+
+// effectiveRest fills in the defaults of the abort guard and the page
+// deadline.
+func effectiveRest(d *Document, sc sim.Scenario) *Document {
 	if d.AbortIf != nil && sc.AbortIf != nil {
 		a := *d.AbortIf
 		a.ErrorWindow = Duration(sc.AbortIf.ErrorWindow)

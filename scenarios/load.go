@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -156,6 +157,12 @@ type files interface {
 	// identity returns the name under which a file is one file, for
 	// cycles and fragments included twice.
 	identity(name string) string
+	// program resolves a command's program written in file from (see
+	// programs.program).
+	program(from, ref string) (string, error)
+	// folder resolves a command's working directory written in file from
+	// (see programs.folder).
+	folder(from, ref string) (string, error)
 }
 
 type osFiles struct{}
@@ -195,6 +202,43 @@ func (osFiles) identity(name string) string {
 	return filepath.Clean(name)
 }
 
+func (osFiles) program(from, ref string) (string, error) {
+	if isBareName(ref) {
+		return ref, lookPath(ref)
+	}
+	r := filepath.FromSlash(ref)
+	if !filepath.IsAbs(r) {
+		abs, err := filepath.Abs(filepath.Join(filepath.Dir(from), r))
+		if err != nil {
+			return ref, fmt.Errorf("%q: %w", ref, err)
+		}
+		r = abs
+	}
+	r = filepath.Clean(r)
+	if strings.Contains(ref, "{") {
+		return r, nil
+	}
+	st, err := os.Stat(r)
+	return r, runnable(ref, st, err, true)
+}
+
+func (osFiles) folder(from, ref string) (string, error) {
+	r := filepath.FromSlash(ref)
+	if !filepath.IsAbs(r) {
+		abs, err := filepath.Abs(filepath.Join(filepath.Dir(from), r))
+		if err != nil {
+			return ref, fmt.Errorf("%q: %w", ref, err)
+		}
+		r = abs
+	}
+	r = filepath.Clean(r)
+	if strings.Contains(ref, "{") {
+		return r, nil
+	}
+	st, err := os.Stat(r)
+	return r, isFolder(ref, st, err)
+}
+
 type fsFiles struct{ fsys fs.FS }
 
 func (f fsFiles) read(name string, max int64, regularOnly bool) ([]byte, error) {
@@ -232,6 +276,119 @@ func (fsFiles) rebase(inc, ref string) string {
 }
 
 func (fsFiles) identity(name string) string { return path.Clean(name) }
+
+// program resolves a program on the OS (a bare name, an absolute path) or
+// in fsys (a relative path, which stays relative to fsys).
+func (f fsFiles) program(from, ref string) (string, error) {
+	switch {
+	case isBareName(ref):
+		return ref, lookPath(ref)
+	case path.IsAbs(ref):
+		if strings.Contains(ref, "{") {
+			return ref, nil
+		}
+		st, err := os.Stat(ref)
+		return ref, runnable(ref, st, err, true)
+	}
+	p := path.Join(path.Dir(path.Clean(from)), ref)
+	if !fs.ValidPath(p) {
+		return ref, fmt.Errorf("%q leads outside the scenarios' directory", ref)
+	}
+	if strings.Contains(ref, "{") {
+		return p, nil
+	}
+	st, err := fs.Stat(f.fsys, p)
+	return p, runnable(ref, st, err, false)
+}
+
+// folder resolves a folder in fsys ("" stays "": fsys has no folder on
+// the OS to give) or, when absolute, on the OS.
+func (f fsFiles) folder(from, ref string) (string, error) {
+	var st fs.FileInfo
+	var err error
+	p := ref
+	switch {
+	case ref == "":
+		return "", nil
+	case path.IsAbs(ref):
+		if !strings.Contains(ref, "{") {
+			st, err = os.Stat(ref)
+		}
+	default:
+		p = path.Join(path.Dir(path.Clean(from)), ref)
+		if !fs.ValidPath(p) {
+			return ref, fmt.Errorf("%q leads outside the scenarios' directory", ref)
+		}
+		if !strings.Contains(ref, "{") {
+			st, err = fs.Stat(f.fsys, p)
+		}
+	}
+	if st == nil && err == nil {
+		return p, nil // a placeholder: known at the drill
+	}
+	return p, isFolder(ref, st, err)
+}
+
+// isBareName reports whether a command's program is a name to look up on
+// PATH (no slash) rather than a path.
+func isBareName(ref string) bool {
+	return !strings.ContainsRune(ref, '/') && !strings.ContainsRune(ref, filepath.Separator)
+}
+
+// lookPath checks that a bare program name is on PATH (a name holding a
+// placeholder is known only at the drill).
+func lookPath(name string) error {
+	if strings.Contains(name, "{") {
+		return nil
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("%q is not on PATH; expected a program on PATH or a path to one (a relative path with a slash is relative to this file's folder)", name)
+	}
+	return nil
+}
+
+// runnable says why the file a program's path ref names (st, or err from
+// its Stat) cannot be run; checkMode checks its executable bits.
+func runnable(ref string, st fs.FileInfo, err error, checkMode bool) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q: no such file; expected a program (a relative path is relative to this file's folder)", ref)
+	case err != nil:
+		return fmt.Errorf("%q: %s", ref, readFailure(err))
+	case st.IsDir():
+		return fmt.Errorf("%q is a folder; expected a program", ref)
+	case checkMode && st.Mode()&0o111 == 0:
+		return fmt.Errorf("%q is not executable; make it so (chmod +x) or run it with its interpreter (path: python3, args: [%s])", ref, ref)
+	}
+	return nil
+}
+
+// isFolder says why what a command's dir ref names (st, or err from its
+// Stat) is not a folder.
+func isFolder(ref string, st fs.FileInfo, err error) error {
+	shown := ref
+	if shown == "" {
+		shown = "." // the scenario's folder
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q: no such folder; expected the command's working directory (relative to this file's folder)", shown)
+	case err != nil:
+		return fmt.Errorf("%q: %s", shown, readFailure(err))
+	case !st.IsDir():
+		return fmt.Errorf("%q is not a folder; expected the command's working directory", shown)
+	}
+	return nil
+}
+
+// loaderPrograms resolves the programs of the scenario root in l's files.
+type loaderPrograms struct {
+	files files
+	root  string
+}
+
+func (p loaderPrograms) program(ref string) (string, error) { return p.files.program(p.root, ref) }
+func (p loaderPrograms) folder(ref string) (string, error)  { return p.files.folder(p.root, ref) }
 
 // readFailure says why a file could not be read, without the path the
 // caller names anyway.
@@ -311,7 +468,7 @@ func load(fsys files, name string, lim Limits) (*Loaded, error) {
 		l.addAt(eff.index["kind"], "kind: this file is a Fragment, which cannot be run on its own; include it from a Scenario (kind: Scenario)")
 		return nil, l.err()
 	}
-	sc, problems := convert(eff.doc, l.rules(name), l.lim.Run)
+	sc, problems := convert(eff.doc, l.rules(name), loaderPrograms{l.files, name}, l.lim.Run)
 	l.problems(eff, sc, problems)
 	if len(l.diags) > 0 {
 		return nil, l.err()
@@ -390,11 +547,37 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 		if rf := frag.doc.System.RulesFile; rf != "" {
 			frag.doc.System.RulesFile = l.files.rebase(inc, rf)
 		}
+		if ext := frag.doc.System.External; ext != nil {
+			rebaseCommands(ext, func(ref string) string { return l.files.rebase(inc, ref) })
+		}
 		mergeDocument(eff, frag, true)
 	}
 	mergeDocument(eff, p, false)
 	eff.index[""] = p.index[""]
 	return eff
+}
+
+// rebaseCommands rewrites the paths a fragment's black-box system writes
+// (a program's path with a slash, a working directory) relative to the
+// including file, through rebase; a command without a directory gets the
+// fragment's folder, so that its arguments stay relative to the file
+// that wrote them.
+func rebaseCommands(e *External, rebase func(ref string) string) {
+	for _, cmd := range []*Command{e.Command, e.Inject.Command, e.DLQ.Command} {
+		if cmd == nil {
+			continue
+		}
+		if !isBareName(cmd.Path) && !strings.HasPrefix(cmd.Path, "{") {
+			cmd.Path = rebase(cmd.Path)
+		}
+		switch {
+		case strings.HasPrefix(cmd.Dir, "{"):
+		case cmd.Dir != "":
+			cmd.Dir = rebase(cmd.Dir)
+		case rebase(".") != ".":
+			cmd.Dir = rebase(".")
+		}
+	}
 }
 
 // includeEntry is an include entry: its path and place.

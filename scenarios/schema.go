@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/sim"
@@ -120,7 +121,9 @@ func bound(f float64) *float64 { return &f }
 const (
 	durationPattern = `^(0|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`
 	ratePattern     = `^[0-9]+(\.[0-9]+)?(/(s|m|min|h))?$`
-	targetPattern   = `^(dependency/[^/]+|dlq-store|alert-sink(/[^/]+)?|worker(/[^/]+)?|store)$`
+	// urlPattern is an adapter's URL: http(s), or a placeholder first.
+	urlPattern    = `^(https?://|\{)`
+	targetPattern = `^(dependency/[^/]+|dlq-store|alert-sink(/[^/]+)?|worker(/[^/]+)?|store)$`
 	// timeOfDayPattern is a duration under 24h written in hours, minutes
 	// and seconds (22h, 6h30m, 45m).
 	timeOfDayPattern = `^(0|(([01]?[0-9]|2[0-3])h)?([0-5]?[0-9]m)?([0-5]?[0-9]s)?)$`
@@ -200,34 +203,44 @@ func routeNames() []string {
 
 // typeDocs say what each document type is.
 var typeDocs = map[string]string{
-	"Document":   "A scenario file (kind: Scenario) or a fragment that scenarios include (kind: Fragment). A fragment has the same keys, all optional.",
-	"Metadata":   "Names a scenario and says what it proves.",
-	"Workload":   "The jobs the scenario creates.",
-	"Task":       "One task type.",
-	"Arrivals":   "When jobs arrive.",
-	"Burst":      "A number of jobs arriving at one instant.",
-	"PlannedJob": "One explicit job.",
-	"Workers":    "The worker slots that run jobs.",
-	"Dependency": "A service jobs call.",
-	"System":     "The configuration of the system under test.",
-	"Retry":      "The retry policy: capped exponential backoff with full jitter, and a per-dependency retry budget.",
-	"Budget":     "The per-dependency retry budget: at most burst retries of one dependency run in any slot of burst × refill.",
-	"DLQ":        "The dead letter queue.",
-	"Alerts":     "The alerter: receivers, routes, grouping and timing.",
-	"Route":      "Sends the alerts it matches to a receiver.",
-	"Timing":     "An alert route's grouping and repeat timing.",
-	"Breaker":    "A circuit breaker guarding one dependency, with a fallback (batch) queue drained on recovery.",
-	"Fallback":   "The draining of a breaker's fallback (batch) queue.",
-	"AutoRetry":  "The off-peak auto-retry of DLQ entries.",
-	"Monitor":    "Watches the DLQ's depth and age and raises alerts.",
-	"Invariants": "Tunes the invariants that need a figure.",
-	"AbortIf":    "A drill's steady-state guard: when a bound is crossed, every fault stops at once (proxies restored, gateways and receivers healthy, stalled workers resumed), the drill runs on to its end so the system can recover, and its verdict is interrupted, naming the bound. The simulator harms nothing real and ignores it (see docs/drills.md). Give at least one bound; a key left out is no bound.",
-	"Fault":      "One fault: a model from the fault catalogue with its parameters, a target and a schedule.",
-	"Schedule":   "When a fault is on; every condition given must hold.",
-	"Periodic":   "Turns a fault on for duty of every period, each on-phase jittered.",
-	"Step":       "One operator action at an offset.",
-	"Filter":     "Selects DLQ entries; every list given must match (an empty list matches all).",
-	"Expect":     "One expectation. Exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions and confusion is given; the other keys qualify it.",
+	"Document":        "A scenario file (kind: Scenario) or a fragment that scenarios include (kind: Fragment). A fragment has the same keys, all optional.",
+	"Metadata":        "Names a scenario and says what it proves.",
+	"Workload":        "The jobs the scenario creates.",
+	"Task":            "One task type.",
+	"Arrivals":        "When jobs arrive.",
+	"Burst":           "A number of jobs arriving at one instant.",
+	"PlannedJob":      "One explicit job.",
+	"Workers":         "The worker slots that run jobs.",
+	"Dependency":      "A service jobs call.",
+	"System":          "The configuration of the system under test.",
+	"Retry":           "The retry policy: capped exponential backoff with full jitter, and a per-dependency retry budget.",
+	"Budget":          "The per-dependency retry budget: at most burst retries of one dependency run in any slot of burst × refill.",
+	"DLQ":             "The dead letter queue.",
+	"Alerts":          "The alerter: receivers, routes, grouping and timing.",
+	"Route":           "Sends the alerts it matches to a receiver.",
+	"Timing":          "An alert route's grouping and repeat timing.",
+	"Breaker":         "A circuit breaker guarding one dependency, with a fallback (batch) queue drained on recovery.",
+	"Fallback":        "The draining of a breaker's fallback (batch) queue.",
+	"AutoRetry":       "The off-peak auto-retry of DLQ entries.",
+	"Monitor":         "Watches the DLQ's depth and age and raises alerts.",
+	"Invariants":      "Tunes the invariants that need a figure.",
+	"AbortIf":         "A drill's steady-state guard: when a bound is crossed, every fault stops at once (proxies restored, gateways and receivers healthy, stalled workers resumed), the drill runs on to its end so the system can recover, and its verdict is interrupted, naming the bound. The simulator harms nothing real and ignores it (see docs/drills.md). Give at least one bound; a key left out is no bound.",
+	"Fault":           "One fault: a model from the fault catalogue with its parameters, a target and a schedule.",
+	"Schedule":        "When a fault is on; every condition given must hold.",
+	"Periodic":        "Turns a fault on for duty of every period, each on-phase jittered.",
+	"Step":            "One operator action at an offset.",
+	"Filter":          "Selects DLQ entries; every list given must match (an empty list matches all).",
+	"External":        "A black-box system: a team's own worker, in any language, that a drill starts (or finds running), feeds jobs through its own queue and judges from outside, through the dependencies' fault gateways, the alert receivers and its DLQ. Exactly one of command and running is given. The simulator cannot run it: `faultline run` simulates the reference worker in its place.",
+	"Command":         "A program with its arguments, environment and working directory. Its path, args and env may hold placeholders ({namespace}, {redis}, {worker}, {dependency:NAME}, {receiver:NAME}, {timeScale}).",
+	"Inject":          "How a job is put into the system's queue: a preset (faultline, seed), or exactly one adapter (redisList, redisStream, http, command).",
+	"InjectRedisList": "Pushes each job's document onto a Redis list.",
+	"RedisStream":     "A Redis stream whose entries hold a JSON document in a field.",
+	"InjectHTTP":      "POSTs each job's document to the system's enqueue endpoint; a 2xx answer is success.",
+	"ExternalDLQ":     "Where the system keeps its dead letters and how to read them: a preset (faultline, seed), or exactly one adapter (redisList, redisZSet, redisStream, http, command), and the fields of an entry.",
+	"RedisKeys":       "Redis keys holding JSON entries.",
+	"HTTPRead":        "GETs the DLQ's entries: a JSON array, an object whose entries is one, or JSON lines.",
+	"DLQFields":       "Dotted paths into a DLQ entry (e.g. job.id); id is required unless a preset gives it, the others are read when given. Fields given win over the preset's.",
+	"Expect":          "One expectation. Exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions and confusion is given; the other keys qualify it.",
 }
 
 // keyDocs say what each key means, by "Type.key".
@@ -297,6 +310,62 @@ var keyDocs = map[string]keyDoc{
 	"System.breakers":  {doc: "Circuit breakers, one per guarded dependency, each with a fallback (batch) queue."},
 	"System.autoRetry": {doc: "The off-peak auto-retry of DLQ entries (default: off)."},
 	"System.monitor":   {doc: "The DLQ monitor (default: off)."},
+	"System.external":  {doc: "Makes the system under test a black box, drilled from outside (`faultline drill`); the keys that configure the reference worker (rulesFile, retry, dlq, breakers, autoRetry, monitor) are then refused, and so are operator steps, store and dlq-store faults and tasks without a dependency. The simulator runs the reference in its place."},
+
+	"External.command":    {doc: "Starts one copy of the system; `{worker}` is the copy's name (w1..wN)."},
+	"External.copies":     {doc: "How many copies a drill starts (default workers.count); not with running.", min: bound(1), max: bound(sim.DefaultMaxWorkers), zeroOr: true},
+	"External.running":    {doc: "The system is already running: the drill starts nothing, and worker faults cannot be drilled."},
+	"External.inject":     {doc: "How a job is put into the system's queue.", required: true},
+	"External.dlq":        {doc: "Where the system keeps its dead letters and how to read them.", required: true},
+	"External.drain":      {doc: "How long, in scenario time, the drill waits after the end for every job to succeed or reach the DLQ before it calls one lost (default " + sim.DefaultDrain.String() + ")."},
+	"External.startup":    {doc: "How long, on the wall clock, the drill waits after starting the system before the first job (default " + sim.DefaultStartup.String() + ")."},
+	"External.dlqShrinks": {doc: "The ways the system removes DLQ entries (an operator, its own auto-retry, a purge by age, eviction at a capacity); any other removal violates dlq-never-shrinks.", enum: sim.Shrinks},
+	"External.noAlerts":   {doc: "The system has no alerting to point at the receivers: a critical failure's page is then reported not observable instead of failed."},
+
+	"Command.path": {doc: "The program: a bare name is looked up on PATH, a path with a slash is relative to this file's folder.", required: true},
+	"Command.args": {doc: "Its arguments."},
+	"Command.env":  {doc: "Environment variables added to those faultline gives (FAULTLINE_REDIS_URL, FAULTLINE_NAMESPACE, FAULTLINE_WORKER, FAULTLINE_DEPENDENCY_NAME, …)."},
+	"Command.dir":  {doc: "The working directory, relative to this file's folder (default that folder)."},
+
+	"Inject.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (LPUSH onto list <prefix>default).", enum: layout.Presets},
+	"Inject.prefix":      {doc: "Put before a preset's keys, e.g. \"{namespace}:\"."},
+	"Inject.redisList":   {doc: "Pushes the job's document onto a Redis list."},
+	"Inject.redisStream": {doc: "Adds the job's document to a Redis stream (XADD)."},
+	"Inject.http":        {doc: "POSTs the job's document to an endpoint."},
+	"Inject.command":     {doc: "Writes the job's document as one JSON line on the stdin of a command the drill keeps running; it prints one line per job read, ok or an error."},
+	"Inject.template":    {doc: "The job's JSON document; its strings may hold {id}, {task}, {key} and {n}, and a string that is exactly \"{payload}\" becomes the payload (default `" + layout.DefaultTemplate + "`; not with the faultline preset)."},
+	"Inject.idPath":      {doc: "Where the template puts {id}, a dotted path such as job.id (default id)."},
+
+	"InjectRedisList.key":  {doc: "The list's key; may hold placeholders (\"{namespace}:jobs\").", required: true},
+	"InjectRedisList.push": {doc: "lpush (the default) or rpush.", enum: []string{"lpush", "rpush"}},
+
+	"RedisStream.key":   {doc: "The stream's key.", required: true},
+	"RedisStream.field": {doc: "The entry's field holding the document (default job)."},
+
+	"InjectHTTP.url":    {doc: "The endpoint: an http:// or https:// URL, or one starting with a placeholder.", pattern: urlPattern, required: true},
+	"InjectHTTP.header": {doc: "Extra request headers."},
+
+	"ExternalDLQ.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (lists <prefix>dead_letter and <prefix>dlq:low|medium|high).", enum: layout.Presets},
+	"ExternalDLQ.prefix":      {doc: "Put before a preset's keys, e.g. \"{namespace}:\"."},
+	"ExternalDLQ.redisList":   {doc: "Reads Redis lists of JSON entries."},
+	"ExternalDLQ.redisZSet":   {doc: "Reads Redis sorted sets of JSON entries."},
+	"ExternalDLQ.redisStream": {doc: "Reads a Redis stream whose field holds a JSON entry."},
+	"ExternalDLQ.http":        {doc: "GETs the entries from an endpoint."},
+	"ExternalDLQ.command":     {doc: "Runs a command that prints the entries as JSON lines and exits 0 (the way to a DLQ that is not JSON in Redis)."},
+	"ExternalDLQ.fields":      {doc: "Where an entry keeps what faultline reads (a preset gives them)."},
+
+	"RedisKeys.keys": {doc: "The keys; each may hold placeholders.", required: true},
+
+	"HTTPRead.url":    {doc: "The endpoint: an http:// or https:// URL, or one starting with a placeholder.", pattern: urlPattern, required: true},
+	"HTTPRead.header": {doc: "Extra request headers."},
+
+	"DLQFields.id":       {doc: "The path of the job's ID (the seed's job.id); required unless a preset gives it."},
+	"DLQFields.severity": {doc: "The path of the failure's severity; where it is given, a critical failure's entry must say high or critical."},
+	"DLQFields.error":    {doc: "The path of the error message."},
+	"DLQFields.class":    {doc: "The path of the failure's class."},
+	"DLQFields.retries":  {doc: "The path of the number of retries."},
+	"DLQFields.status":   {doc: "The path of the entry's status."},
+	"DLQFields.inactive": {doc: "The statuses of an entry that no longer holds its job (the seed's deleted and reprocessing)."},
 
 	"Retry.maxAttempts":   {doc: "The total number of attempts, the first one included; 1 means never retry (default 4).", min: bound(0)},
 	"Retry.baseDelay":     {doc: "The backoff ceiling of the first retry; it doubles with every retry after that (default 1s)."},

@@ -156,11 +156,12 @@ func dropIdle(ctx context.Context, out *ShrinkResult, want string, try func(*Doc
 func (l *Loaded) withFaults(d *Document) (sim.Scenario, error) {
 	dd := *d
 	dd.System.RulesFile = ""
-	sc, probs := convert(&dd, nil, l.Scenario.Limits) // within the limits it was loaded with
+	sc, probs := convert(&dd, nil, nil, l.Scenario.Limits) // within the limits it was loaded with
 	if len(probs) > 0 {
 		return sc, fmt.Errorf("%s", probs[0].Error())
 	}
 	sc.System.Rules = l.Scenario.System.Rules
+	sc.System.External = l.Scenario.System.External // its commands as the loader resolved them
 	return sc, nil
 }
 

@@ -137,6 +137,113 @@ type System struct {
 	Breakers  []Breaker  `yaml:"breakers,omitempty" json:"breakers,omitempty"`
 	AutoRetry *AutoRetry `yaml:"autoRetry,omitempty" json:"autoRetry,omitempty"`
 	Monitor   *Monitor   `yaml:"monitor,omitempty" json:"monitor,omitempty"`
+	// External makes the system a black box (sim.External): a team's own
+	// worker that a drill starts, feeds through its own queue and judges
+	// from outside. The simulator runs the reference in its place.
+	External *External `yaml:"external,omitempty" json:"external,omitempty"`
+}
+
+// External is a black-box system under test (sim.External). Exactly one
+// of Command and Running is given.
+type External struct {
+	// Command starts one copy of the system.
+	Command *Command `yaml:"command,omitempty" json:"command,omitempty"`
+	// Copies is how many copies a drill starts (default workers.count).
+	Copies int `yaml:"copies,omitempty" json:"copies,omitempty"`
+	// Running says the system is already running: the drill starts
+	// nothing, and worker faults cannot be drilled.
+	Running bool `yaml:"running,omitempty" json:"running,omitempty"`
+	// Inject says how a job is put into the system's queue.
+	Inject Inject `yaml:"inject" json:"inject"`
+	// DLQ says where the system keeps its dead letters.
+	DLQ ExternalDLQ `yaml:"dlq" json:"dlq"`
+	// Drain is how long, in scenario time, the drill waits after the end
+	// for every job to settle (default sim.DefaultDrain).
+	Drain Duration `yaml:"drain,omitempty" json:"drain,omitempty"`
+	// Startup is how long, on the wall clock, the drill waits after
+	// starting the system (default sim.DefaultStartup).
+	Startup Duration `yaml:"startup,omitempty" json:"startup,omitempty"`
+	// DLQShrinks are the ways the system removes DLQ entries (sim.Shrinks).
+	DLQShrinks []string `yaml:"dlqShrinks,omitempty" json:"dlqShrinks,omitempty"`
+	// NoAlerts says the system has no alerting: a page is then not
+	// observable instead of failed.
+	NoAlerts bool `yaml:"noAlerts,omitempty" json:"noAlerts,omitempty"`
+}
+
+// Command is a program to run (layout.Command). A path with a slash and
+// Dir are relative to the file that writes them; a bare name is looked up
+// on PATH.
+type Command struct {
+	Path string            `yaml:"path" json:"path"`
+	Args []string          `yaml:"args,omitempty" json:"args,omitempty"`
+	Env  map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	Dir  string            `yaml:"dir,omitempty" json:"dir,omitempty"`
+}
+
+// Inject says how a job is put into the system's queue (layout.Inject): a
+// preset, or exactly one adapter.
+type Inject struct {
+	Preset      string           `yaml:"preset,omitempty" json:"preset,omitempty"`
+	Prefix      string           `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	RedisList   *InjectRedisList `yaml:"redisList,omitempty" json:"redisList,omitempty"`
+	RedisStream *RedisStream     `yaml:"redisStream,omitempty" json:"redisStream,omitempty"`
+	HTTP        *InjectHTTP      `yaml:"http,omitempty" json:"http,omitempty"`
+	Command     *Command         `yaml:"command,omitempty" json:"command,omitempty"`
+	Template    string           `yaml:"template,omitempty" json:"template,omitempty"`
+	IDPath      string           `yaml:"idPath,omitempty" json:"idPath,omitempty"`
+}
+
+// InjectRedisList pushes a job's document onto a Redis list.
+type InjectRedisList struct {
+	Key  string `yaml:"key" json:"key"`
+	Push string `yaml:"push,omitempty" json:"push,omitempty"`
+}
+
+// RedisStream is a Redis stream whose entries' Field holds a JSON document.
+type RedisStream struct {
+	Key   string `yaml:"key" json:"key"`
+	Field string `yaml:"field,omitempty" json:"field,omitempty"`
+}
+
+// InjectHTTP POSTs a job's document to URL.
+type InjectHTTP struct {
+	URL    string            `yaml:"url" json:"url"`
+	Header map[string]string `yaml:"header,omitempty" json:"header,omitempty"`
+}
+
+// ExternalDLQ says where a black-box system keeps its dead letters and
+// how to read them (layout.DLQ): a preset, or exactly one adapter.
+type ExternalDLQ struct {
+	Preset      string       `yaml:"preset,omitempty" json:"preset,omitempty"`
+	Prefix      string       `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	RedisList   *RedisKeys   `yaml:"redisList,omitempty" json:"redisList,omitempty"`
+	RedisZSet   *RedisKeys   `yaml:"redisZSet,omitempty" json:"redisZSet,omitempty"`
+	RedisStream *RedisStream `yaml:"redisStream,omitempty" json:"redisStream,omitempty"`
+	HTTP        *HTTPRead    `yaml:"http,omitempty" json:"http,omitempty"`
+	Command     *Command     `yaml:"command,omitempty" json:"command,omitempty"`
+	Fields      DLQFields    `yaml:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// RedisKeys names Redis keys.
+type RedisKeys struct {
+	Keys []string `yaml:"keys" json:"keys"`
+}
+
+// HTTPRead GETs URL.
+type HTTPRead struct {
+	URL    string            `yaml:"url" json:"url"`
+	Header map[string]string `yaml:"header,omitempty" json:"header,omitempty"`
+}
+
+// DLQFields are dotted paths into a DLQ entry (layout.Fields).
+type DLQFields struct {
+	ID       string   `yaml:"id,omitempty" json:"id,omitempty"`
+	Severity string   `yaml:"severity,omitempty" json:"severity,omitempty"`
+	Error    string   `yaml:"error,omitempty" json:"error,omitempty"`
+	Class    string   `yaml:"class,omitempty" json:"class,omitempty"`
+	Retries  string   `yaml:"retries,omitempty" json:"retries,omitempty"`
+	Status   string   `yaml:"status,omitempty" json:"status,omitempty"`
+	Inactive []string `yaml:"inactive,omitempty" json:"inactive,omitempty"`
 }
 
 // Retry is the retry policy (reference/retry.Config).

@@ -215,6 +215,7 @@ func (sc *Scenario) autoRetryConfig(st worker.RetryStore, clk clock.Clock) worke
 func (sc Scenario) Validate() error {
 	v := &validator{sc: &sc, lim: sc.Limits.WithDefaults()}
 	v.scenario()
+	v.external()
 	v.abortIf()
 	v.workload()
 	v.steps()

@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/reference/retry"
+)
+
+// WithDefaults returns e with its zero fields set to the defaults: Copies
+// to workers (the scenario's worker count, defaults applied), Drain to
+// DefaultDrain, Startup to DefaultStartup. A running system's Copies stay
+// 0: the drill starts nothing.
+func (e External) WithDefaults(workers int) External {
+	if e.Copies == 0 && !e.Running {
+		e.Copies = workers
+	}
+	if e.Drain == 0 {
+		e.Drain = DefaultDrain
+	}
+	if e.Startup == 0 {
+		e.Startup = DefaultStartup
+	}
+	return e
+}
+
+// The reasons a black-box drill refuses a part of a scenario, shared with
+// the scenario format's own checks of what a file writes.
+const (
+	// ExternalReferenceOnly: a system key that configures the reference
+	// worker.
+	ExternalReferenceOnly = "configures the reference worker; a black-box drill drills the system's own: remove it"
+	// ExternalNoStoreFaults: a store or dlq-store fault.
+	ExternalNoStoreFaults = "the drill has no proxy in front of the system's Redis: a black-box drill cannot fault its store; remove the fault or target a dependency"
+	// ExternalNoSteps: an operator step.
+	ExternalNoSteps = "a black-box drill cannot act on a foreign DLQ or set the system's workers or retry policy: remove the step"
+	// ExternalNeedsDependency: a task without a dependency.
+	ExternalNeedsDependency = "a black-box drill sees a job succeed only through its dependency's call: give the task a dependency"
+)
+
+// external checks a black-box system (System.External): its own fields
+// (exactly one of a command and running, the copies, the inject and DLQ
+// layouts, the shrink mechanisms) and what a drill from outside cannot do
+// with the rest of the scenario (configure the reference worker, act on
+// the DLQ, fault the system's store, crash a running system's workers,
+// judge a task that calls no dependency).
+func (v *validator) external() {
+	e := v.sc.System.External
+	if e == nil {
+		return
+	}
+	const f = "System.External"
+	switch {
+	case e.Command == nil && !e.Running:
+		v.bad(f+".Command", "expected a command that starts the system, or running: true for a system already running")
+	case e.Command != nil && e.Running:
+		v.bad(f+".Running", "a running system is not started: give a command or running: true, not both")
+	case e.Command != nil && e.Command.Path == "":
+		v.bad(f+".Command.Path", "expected the program that starts one copy of the system")
+	}
+	switch {
+	case e.Copies < 0:
+		v.bad(f+".Copies", "must be at least 1 (0 is workers.count), got %d", e.Copies)
+	case e.Copies > 0 && e.Running:
+		v.bad(f+".Copies", "a running system is not started, so the drill starts no copies: remove it")
+	case e.Copies > v.lim.MaxWorkers:
+		err := &LimitError{What: "copies", Flag: "--max-workers", Max: int64(v.lim.MaxWorkers), Got: int64(e.Copies)}
+		v.badErr(f+".Copies", err, "%s", err)
+	case e.Copies > 0:
+		v.maxWorkers = min(v.maxWorkers, e.Copies) // a worker fault names a copy
+	}
+	v.ms(f+".Drain", e.Drain)
+	v.ms(f+".Startup", e.Startup)
+	v.layout(f, e.Inject.Validate())
+	v.layout(f, e.DLQ.Validate())
+	seen := map[string]bool{}
+	for i, s := range e.DLQShrinks {
+		p := fmt.Sprintf("%s.DLQShrinks[%d]", f, i)
+		switch {
+		case !slices.Contains(Shrinks, s):
+			v.bad(p, "expected one of %s, got %q%s", strings.Join(Shrinks, ", "), s, suggest(s, Shrinks))
+		case seen[s]:
+			v.bad(p, "%q is given twice", s)
+		}
+		seen[s] = true
+	}
+
+	sys := v.sc.System
+	if sys.Rules != nil {
+		v.bad("System.Rules", ExternalReferenceOnly)
+	}
+	if r := sys.Retry; r != (retry.Config{}) && r != (retry.Config{}).WithDefaults() {
+		v.bad("System.Retry", ExternalReferenceOnly)
+	}
+	if sys.DLQ != (DLQ{}) {
+		v.bad("System.DLQ", ExternalReferenceOnly)
+	}
+	if len(sys.Breakers) > 0 {
+		v.bad("System.Breakers", ExternalReferenceOnly)
+	}
+	if sys.AutoRetry != nil {
+		v.bad("System.AutoRetry", ExternalReferenceOnly)
+	}
+	if sys.Monitor != nil {
+		v.bad("System.Monitor", ExternalReferenceOnly)
+	}
+	for i := range v.sc.Steps {
+		v.bad(fmt.Sprintf("Steps[%d].Kind", i), ExternalNoSteps)
+	}
+	for i, ft := range v.sc.Faults {
+		switch ft.Target.Kind {
+		case faults.Store, faults.DLQStore:
+			v.bad(fmt.Sprintf("Faults[%d].Target", i), ExternalNoStoreFaults)
+		case faults.Worker:
+			if e.Running {
+				v.bad(fmt.Sprintf("Faults[%d].Target", i), "the drill did not start a running system's workers and cannot crash or stall them: remove the fault, or give a command instead of running: true")
+			}
+		}
+	}
+	for i, t := range v.sc.Workload.Tasks {
+		if t.Dependency == "" {
+			v.bad(fmt.Sprintf("Workload.Tasks[%d].Dependency", i), ExternalNeedsDependency)
+		}
+	}
+}
+
+// initialisms are the layout's keys whose Go fields are initialisms.
+var initialisms = map[string]string{"dlq": "DLQ", "id": "ID", "idPath": "IDPath", "http": "HTTP", "url": "URL"}
+
+// layout reports a layout's config error at its field under f: the
+// layout's path ("inject.redisList.key") with each part's first letter
+// upper-cased, as the scenario's Go fields are written
+// ("System.External.Inject.RedisList.Key").
+func (v *validator) layout(f string, err error) {
+	if err == nil {
+		return
+	}
+	var ce *layout.ConfigError
+	if !errors.As(err, &ce) {
+		v.badErr(f, err, "%v", err)
+		return
+	}
+	parts := strings.Split(ce.Field, ".")
+	for i, p := range parts {
+		name, idx, _ := strings.Cut(p, "[")
+		if idx != "" {
+			idx = "[" + idx
+		}
+		if goName, ok := initialisms[name]; ok {
+			name = goName
+		} else if name != "" {
+			name = strings.ToUpper(name[:1]) + name[1:]
+		}
+		parts[i] = name + idx
+	}
+	v.badErr(f+"."+strings.Join(parts, "."), err, "%s", ce.Reason)
+}

@@ -19,10 +19,12 @@ const (
 	// ChangeVerdict: the run's verdict changed; worse is a regression.
 	ChangeVerdict = "verdict"
 	// ChangeExpectation: an expectation flipped, appeared or disappeared;
-	// one that now fails is a regression.
+	// one that now fails is a regression; one that became observable or
+	// not observable (a black-box drill's) is shown, never a regression.
 	ChangeExpectation = "expectation"
 	// ChangeViolation: an invariant violation appeared (a regression) or
-	// disappeared.
+	// disappeared, or an invariant was checked in one run and not checked
+	// or not observable in the other (noted).
 	ChangeViolation = "violation"
 	// ChangeDisposition: a count of where jobs ended moved; more lost jobs
 	// are a regression.
@@ -101,10 +103,12 @@ func Diff(old, new *Result) DiffResult {
 		o, ok := oldExp[e.Name]
 		switch {
 		case !ok:
-			add(Change{Kind: ChangeExpectation, What: e.Name, New: expectationState(e), Regression: e.Verdict != Passed})
+			add(Change{Kind: ChangeExpectation, What: e.Name, New: expectationState(e), Regression: e.Verdict != Passed && e.Verdict != NotObservable})
 		case o.Verdict != e.Verdict:
+			// To or from not observable is shown, never a regression: one
+			// of the two runs could not judge it, so neither is worse.
 			add(Change{Kind: ChangeExpectation, What: e.Name, Old: expectationState(o), New: expectationState(e),
-				Regression: verdictRank(e.Verdict) > verdictRank(o.Verdict)})
+				Regression: o.Verdict != NotObservable && e.Verdict != NotObservable && verdictRank(e.Verdict) > verdictRank(o.Verdict)})
 		}
 	}
 	for _, e := range old.Expectations {
@@ -126,7 +130,7 @@ func Diff(old, new *Result) DiffResult {
 	if old.Invariants != nil && new.Invariants != nil {
 		// Both count every violation (version 2): more of an invariant's
 		// violations is a regression; an invariant that stopped being
-		// checked is noted.
+		// checked, or became observable or not, is noted.
 		oldInv := map[string]InvariantResult{}
 		for _, inv := range old.Invariants {
 			oldInv[inv.Name] = inv
@@ -140,8 +144,8 @@ func Diff(old, new *Result) DiffResult {
 				add(Change{Kind: ChangeViolation, What: inv.Name + " violations", Old: strconv.FormatInt(o.Violations, 10),
 					New: strconv.FormatInt(inv.Violations, 10), Regression: inv.Violations > o.Violations})
 			}
-			if (o.Verdict == Skipped) != (inv.Verdict == Skipped) {
-				add(Change{Kind: ChangeViolation, What: inv.Name + " checked", Old: invariantState(o), New: invariantState(inv)})
+			if invariantState(o) != invariantState(inv) {
+				add(Change{Kind: ChangeViolation, What: inv.Name + " checked", Old: invariantStateNote(o), New: invariantStateNote(inv)})
 			}
 		}
 	}
@@ -191,10 +195,23 @@ func Diff(old, new *Result) DiffResult {
 	return d
 }
 
-// invariantState says whether an invariant was checked.
+// invariantState says whether an invariant was checked: "checked", "not
+// checked" or "not observable".
 func invariantState(inv InvariantResult) string {
-	if inv.Verdict == Skipped {
-		return "not checked (" + inv.Note + ")"
+	switch inv.Verdict {
+	case Skipped:
+		return "not checked"
+	case NotObservable:
+		return "not observable"
+	}
+	return "checked"
+}
+
+// invariantStateNote is invariantState with why it was not checked or not
+// observable.
+func invariantStateNote(inv InvariantResult) string {
+	if s := invariantState(inv); s != "checked" {
+		return s + " (" + inv.Note + ")"
 	}
 	return "checked"
 }

@@ -49,7 +49,8 @@ const (
 )
 
 // WriteHTML writes r as one self-contained HTML file: the verdict and what
-// failed first, then a timeline chart of faults, breakers, alerts and queue
+// failed first (with what a black-box drill could not observe, and its
+// system under test), then a timeline chart of faults, breakers, alerts and queue
 // depths, then the confusion matrix, where the jobs ended, the DLQ, alerts,
 // breaker transitions, faults, operator steps and the configuration that
 // ran. Every string of the model is escaped; the page loads nothing.
@@ -207,6 +208,14 @@ type htmlView struct {
 	ViosMore int
 	// Invariants says what became of each invariant.
 	Invariants []InvariantResult
+	// Unseen is what a black-box drill could not observe from outside,
+	// with why; UnseenExp how many of them are expectations; InvTally the
+	// invariants by verdict, set when any is not observable.
+	Unseen    []unobserved
+	UnseenExp int
+	InvTally  string
+	// External describes a black-box drill's system under test.
+	External []externalFact
 
 	Timeline    *htmlTimeline
 	Confusion   htmlConfusion
@@ -240,11 +249,20 @@ func newHTMLView(r *Result) *htmlView {
 			v.Held++
 		case Skipped:
 			v.Skipped++
+		case NotObservable:
+			v.UnseenExp++
 		default:
 			v.Failed = append(v.Failed, e)
 		}
 	}
 	v.Invariants = r.InvariantResults()
+	v.Unseen = notObservable(r)
+	if len(v.Unseen) > v.UnseenExp {
+		v.InvTally = invariantTally(r)
+	}
+	if r.Live != nil && r.Live.External != nil {
+		v.External = externalFacts(r.Live.External, r.Ledger.Lost)
+	}
 	v.Vios, v.ViosMore = htmlCapped(r.Violations, htmlMaxViolations)
 	v.Verdict = newHTMLVerdict(r, len(v.Failed))
 	v.Timeline = newHTMLTimeline(r)
@@ -292,10 +310,12 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 	if n := len(r.Expectations); n > 0 {
 		if r.Verdict == Interrupted || r.Verdict == Errored {
 			parts = append(parts, fmt.Sprintf("%d %s not evaluated", n, plural(n, "expectation", "expectations")))
+		} else if unseen := len(expectationsWith(r, NotObservable)); unseen == n {
+			parts = append(parts, fmt.Sprintf("no expectation was observable (%d)", n))
 		} else if failed > 0 {
-			parts = append(parts, fmt.Sprintf("%d of %d expectations failed", failed, n))
+			parts = append(parts, fmt.Sprintf("%d of %d expectations failed", failed, n-unseen))
 		} else {
-			parts = append(parts, fmt.Sprintf("all %d expectations held", n))
+			parts = append(parts, fmt.Sprintf("all %d expectations held", n-unseen))
 		}
 	}
 	var broken, violations int64
@@ -312,6 +332,9 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 		parts = append(parts, fmt.Sprintf("1 invariant was violated (%d %s)", violations, plural(int(violations), "time", "times")))
 	default:
 		parts = append(parts, fmt.Sprintf("%d invariants were violated (%d times in all)", broken, violations))
+	}
+	if n := len(notObservable(r)); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not observable from outside", n))
 	}
 	v.Headline = strings.Join(parts, "; ")
 	if r.EndedAtMs < r.DurationMs {

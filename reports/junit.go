@@ -9,35 +9,43 @@ import (
 	"strings"
 )
 
-// Invariant is a rule the simulator checks after every step of every run;
-// every violation is recorded and the run goes on to its end.
+// Invariant is a rule the simulator checks after every step of every run,
+// or a black-box drill judges from its history; every violation is
+// recorded and the run goes on to its end.
 type Invariant struct {
 	// Name is what a Violation's Invariant says (sim.Inv*).
 	Name string
 	// Rule states the invariant as a sentence.
 	Rule string
+	// BlackBox says only a black-box drill judges it (from outside the
+	// system: the calls, the alerts, the DLQ's reads): the simulator does
+	// not, and a version-1 report never did.
+	BlackBox bool
 }
 
 // invariants are the simulator's invariants, in the order sim declares
-// them (the reports package cannot import sim; a spec checks the two
-// lists agree).
+// them, then those only a black-box drill judges (the reports package
+// cannot import sim; a spec checks the two lists agree).
 var invariants = []Invariant{
-	{"conservation", "every job created is accounted for — queued, in flight, scheduled, in the batch queue, held, dead-lettered, succeeded or removed — and the store's own counts and DLQ agree"},
-	{"legal-move", "every move of a job is one its lifecycle allows"},
-	{"no-move-after-success", "a job that succeeded never moves again"},
-	{"one-dlq-entry-per-job", "a job has at most one DLQ entry"},
-	{"no-retry-of-permanent-or-critical", "a failure whose injected class is permanent or critical is never retried"},
-	{"attempts-within-policy", "no job is attempted more often than the retry policy allows"},
-	{"no-double-charge", "no payment is charged twice"},
-	{"critical-failure-paged", "every critical failure reaches a person as a high-severity alert within the page deadline"},
-	{"one-page-per-repeat-interval", "a receiver gets at most one page per alert fingerprint per repeat interval"},
-	{"breaker-transitions-legal", "every circuit-breaker transition is one the breaker's state machine allows"},
-	{"no-rerun-after-dead-letter", "once a job's dead letter is decided, its handler never runs again (a lease that expired included) until the job is requeued from the DLQ"},
+	{Name: "conservation", Rule: "every job created is accounted for — queued, in flight, scheduled, in the batch queue, held, dead-lettered, succeeded or removed — and the store's own counts and DLQ agree"},
+	{Name: "legal-move", Rule: "every move of a job is one its lifecycle allows"},
+	{Name: "no-move-after-success", Rule: "a job that succeeded never moves again"},
+	{Name: "one-dlq-entry-per-job", Rule: "a job has at most one DLQ entry"},
+	{Name: "no-retry-of-permanent-or-critical", Rule: "a failure whose injected class is permanent or critical is never retried"},
+	{Name: "attempts-within-policy", Rule: "no job is attempted more often than the retry policy allows"},
+	{Name: "no-double-charge", Rule: "no payment is charged twice"},
+	{Name: "critical-failure-paged", Rule: "every critical failure reaches a person as a high-severity alert within the page deadline"},
+	{Name: "one-page-per-repeat-interval", Rule: "a receiver gets at most one page per alert fingerprint per repeat interval"},
+	{Name: "breaker-transitions-legal", Rule: "every circuit-breaker transition is one the breaker's state machine allows"},
+	{Name: "no-rerun-after-dead-letter", Rule: "once a job's dead letter is decided, its handler never runs again (a lease that expired included) until the job is requeued from the DLQ"},
+	{Name: "not-both-succeeded-and-dead-lettered", Rule: "no job both succeeded and sits in the DLQ", BlackBox: true},
+	{Name: "dlq-never-shrinks", Rule: "an entry leaves the DLQ only by a mechanism the scenario declares (system.external.dlqShrinks)", BlackBox: true},
+	{Name: "dlq-entry-severity", Rule: "where the DLQ's layout carries a severity, a critical failure's entry says high (or critical)", BlackBox: true},
 }
 
-// Invariants returns the invariants the simulator checks, in its order:
-// the JUnit report lists each as a test case of every run. The slice is
-// the caller's.
+// Invariants returns the invariants the simulator checks, in its order,
+// then those only a black-box drill judges (BlackBox): the JUnit report
+// lists each a run has as a test case. The slice is the caller's.
 func Invariants() []Invariant { return append([]Invariant(nil), invariants...) }
 
 // The JUnit XML document: the elements and attributes that Jenkins (junit
@@ -98,7 +106,8 @@ type (
 // the reproduce command; an errored or interrupted run is an <error>
 // (type "errored" or "interrupted"), its expectations and the invariants
 // it did not check to the end <skipped>; an invariant turned off is
-// <skipped> too, never passed. Every time is 0, so the bytes depend only on
+// <skipped> too, never passed, and so is an expectation or invariant a
+// black-box drill could not observe (message "not observable: why"). Every time is 0, so the bytes depend only on
 // the runs. For many runs, JUnitWriter writes the same bytes one run at a
 // time.
 func WriteJUnit(w io.Writer, rs []*Result) error {
@@ -241,6 +250,8 @@ func junitSuiteOf(r *Result) junitSuite {
 			c.Error = p
 		case Skipped:
 			c.Skipped = &junitSkipped{Message: e.Actual}
+		case NotObservable:
+			c.Skipped = &junitSkipped{Message: "not observable: " + e.Actual}
 		}
 		add(c)
 	}
@@ -259,6 +270,8 @@ func junitSuiteOf(r *Result) junitSuite {
 			c.Failure = &junitProblem{Message: msg, Type: "invariant " + inv.Name, Text: violationsText(vs, inv.Violations, invariantRule(inv.Name), repro)}
 		case Skipped, Errored:
 			c.Skipped = &junitSkipped{Message: inv.Note}
+		case NotObservable:
+			c.Skipped = &junitSkipped{Message: "not observable: " + inv.Note}
 		}
 		add(c)
 	}

@@ -23,8 +23,10 @@ const (
 // pull-request comment or a job summary: a table of the runs (scenario,
 // seed, verdict, jobs, lost, DLQ, pages), then, for each run that did not
 // pass, its failed expectations (expected vs actual), the violations with
-// the end of a trail, the warnings, and the reproduce command; then the
-// warnings of the runs that passed. Text from the report is escaped, so a
+// the end of a trail, what a black-box drill could not observe, the system
+// under test of a black-box drill (its lost and trimmed jobs), the
+// warnings, and the reproduce command; then the warnings of the runs that
+// passed, and what their drills could not observe. Text from the report is escaped, so a
 // pipe, a backtick or a tag in a message cannot break the layout. For many
 // runs, MarkdownWriter writes the same bytes one run at a time.
 func WriteMarkdown(w io.Writer, rs []*Result) error {
@@ -47,6 +49,10 @@ type MarkdownWriter struct {
 	details      []string
 	warnings     []string
 	moreWarnings int
+	// unseen are the passing runs' not-observable items, capped like
+	// the warnings.
+	unseen     []string
+	moreUnseen int
 }
 
 // NewMarkdownWriter returns an empty summary.
@@ -73,6 +79,13 @@ func (mw *MarkdownWriter) Add(r *Result) error {
 				continue
 			}
 			mw.warnings = append(mw.warnings, fmt.Sprintf("- %s: %s\n", mdEscape(runName(r)), mdEscape(w)))
+		}
+		for _, u := range notObservable(r) {
+			if len(mw.unseen) == mdWarningCap {
+				mw.moreUnseen++
+				continue
+			}
+			mw.unseen = append(mw.unseen, fmt.Sprintf("- %s: %s\n", mdEscape(runName(r)), mdEscape(u.Kind+" "+u.Name+": "+u.Why)))
 		}
 		return nil
 	}
@@ -122,6 +135,15 @@ func (mw *MarkdownWriter) Finish(w io.Writer) error {
 		}
 		if mw.moreWarnings > 0 {
 			m.printf("- … and %d more\n", mw.moreWarnings)
+		}
+	}
+	if len(mw.unseen) > 0 {
+		m.printf("\n**Not observable from outside** (black-box drills that passed: judged neither passed nor failed):\n\n")
+		for _, u := range mw.unseen {
+			m.printf("%s", u)
+		}
+		if mw.moreUnseen > 0 {
+			m.printf("- … and %d more\n", mw.moreUnseen)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -203,6 +225,22 @@ func (m mdWriter) run(r *Result) {
 	}
 	if len(off) > 0 {
 		m.printf("\n%s\n", mdEscape("Invariants not checked: "+strings.Join(off, "; ")+"."))
+	}
+	if unseen := notObservable(r); len(unseen) > 0 {
+		m.printf("\n**Not observable from outside** (judged neither passed nor failed):\n\n")
+		for _, u := range unseen {
+			m.printf("- %s\n", mdEscape(u.Kind+" "+u.Name+": "+u.Why))
+		}
+	}
+	if r.Live != nil && r.Live.External != nil {
+		m.printf("\n**System under test (black box):**\n\n")
+		for _, f := range externalFacts(r.Live.External, r.Ledger.Lost) {
+			mark := ""
+			if f.Bad {
+				mark = "❌ "
+			}
+			m.printf("- %s**%s:** %s\n", mark, mdEscape(f.Label), mdEscape(f.Text))
+		}
 	}
 	for _, w := range r.Warnings {
 		m.printf("\n⚠️ %s\n", mdEscape("Warning: "+w))

@@ -24,7 +24,13 @@ import (
 // interrupted run (Ctrl-C, a limit) has a verdict of its own and its
 // expectations are skipped, not judged; Invariants says which invariants
 // ran. Read still reads version 1.
-const ReportVersion = 2
+//
+// Version 3: an expectation or invariant may be not-observable
+// (NotObservable): a black-box drill could not judge it from outside the
+// system, and says why; Live.External describes that system. A reader of
+// version 2 would refuse the new verdict. Read still reads versions 1 and
+// 2.
+const ReportVersion = 3
 
 // MaxListedViolations is how many violations of one invariant a result
 // lists; InvariantResult.Violations counts them all.
@@ -55,10 +61,15 @@ const (
 	// was interrupted or errored, or the invariant is turned off. Never a
 	// run's verdict. Since reportVersion 2.
 	Skipped Verdict = "skipped"
+	// NotObservable is an expectation or invariant that a black-box drill
+	// cannot judge from outside the system (what the system does inside
+	// it, e.g. its moves between its own queues): listed with why, never
+	// passed. Never a run's verdict. Since reportVersion 3.
+	NotObservable Verdict = "not-observable"
 )
 
-// String returns "passed", "failed", "errored", "interrupted" or
-// "skipped".
+// String returns "passed", "failed", "errored", "interrupted", "skipped"
+// or "not-observable".
 func (v Verdict) String() string { return string(v) }
 
 // Result is one run of one scenario with one seed.
@@ -138,6 +149,38 @@ type Live struct {
 	Latencies []Latency `json:"latencies"`
 	// Why the drill's abortIf guard stopped every fault, if it did.
 	Aborted string `json:"aborted,omitempty"`
+	// External describes the system of a black-box drill; absent when the
+	// drill ran the reference worker.
+	External *External `json:"external,omitempty"`
+}
+
+// External is the system a black-box drill judged from outside.
+type External struct {
+	// Command is the command line of one copy ("" when Running).
+	Command string `json:"command,omitempty"`
+	// Copies is how many copies the drill started.
+	Copies int `json:"copies"`
+	// Running says the system was found running: the drill started
+	// nothing and could not crash or stall it.
+	Running bool `json:"running,omitempty"`
+	// Inject and DLQ describe the adapters, e.g. "seed preset: LPUSH
+	// ns:default" and "redis lists ns:dead_letter, ns:dlq:high".
+	Inject string `json:"inject"`
+	DLQ    string `json:"dlq"`
+	// DrainMs is how long the drill waited after the scenario's end for
+	// the jobs to settle; SettledAtMs when the last one did (−1: some
+	// never did).
+	DrainMs     int64 `json:"drainMs"`
+	SettledAtMs int64 `json:"settledAtMs"`
+	// DLQReads counts the reads of the DLQ; DLQReadErrors those that
+	// failed.
+	DLQReads      int `json:"dlqReads"`
+	DLQReadErrors int `json:"dlqReadErrors,omitempty"`
+	// Lost are the jobs neither succeeded nor in the DLQ nor queued at the
+	// end, at most MaxListedViolations; Trimmed the jobs whose entries left
+	// the DLQ by no declared mechanism.
+	Lost    []string `json:"lost,omitempty"`
+	Trimmed []string `json:"trimmed,omitempty"`
 }
 
 // Latency is the distribution of one kind of call's wall-clock time.
@@ -171,12 +214,14 @@ type InvariantResult struct {
 	// Name is the invariant's (a Violation's Invariant).
 	Name string `json:"name"`
 	// Verdict is Passed (checked to the end, never violated), Failed
-	// (violated) or Skipped (turned off, or checked only until the run was
-	// interrupted or errored: Note says which).
+	// (violated), Skipped (turned off, or checked only until the run was
+	// interrupted or errored: Note says which) or NotObservable (a
+	// black-box drill cannot judge it from outside: Note says why).
 	Verdict Verdict `json:"verdict"`
 	// Violations counts every violation, listed or not.
 	Violations int64 `json:"violations"`
-	// Note says why a skipped invariant was not checked.
+	// Note says why a skipped invariant was not checked, or why a
+	// not-observable one cannot be.
 	Note string `json:"note,omitempty"`
 }
 
@@ -477,7 +522,8 @@ func (r *Result) Failed() bool { return r.Verdict != Passed }
 
 // InvariantResults returns what became of each invariant: r.Invariants,
 // or, for a version-1 report (which does not record it), what version 1
-// meant: every invariant the simulator knows, failed when violated,
+// meant: every invariant the simulator knows (none only a black-box drill
+// judges), failed when violated,
 // skipped when the run errored, else passed; plus any unknown invariant
 // that was violated.
 func (r *Result) InvariantResults() []InvariantResult {
@@ -490,6 +536,9 @@ func (r *Result) InvariantResults() []InvariantResult {
 	}
 	out := make([]InvariantResult, 0, len(invariants))
 	for _, inv := range invariants {
+		if inv.BlackBox {
+			continue
+		}
 		ir := InvariantResult{Name: inv.Name, Verdict: Passed, Violations: count[inv.Name]}
 		switch {
 		case ir.Violations > 0:

@@ -47,8 +47,8 @@ var fieldDocs = map[string]string{
 	"Result.Engine":        "The work the simulator did (deterministic counts, never wall-clock figures).",
 
 	"Expectation.Expected": "What the expectation requires, e.g. \"≥ 1\".",
-	"Expectation.Actual":   "What the run gave.",
-	"Expectation.Verdict":  "Whether the expectation held.",
+	"Expectation.Actual":   "What the run gave (for a not-observable expectation, why a black-box drill cannot see it).",
+	"Expectation.Verdict":  "Whether the expectation held, or why it was not judged (skipped, not-observable).",
 
 	"Violation.JobID": "The job whose move broke the invariant, when one did.",
 	"Violation.AtMs":  "The virtual offset of the violation, in milliseconds.",
@@ -212,7 +212,7 @@ func (g *schemaGen) defSchema(t reflect.Type) orderedObject {
 		return orderedObject{
 			{"description", g.docs.types[t.Name()]},
 			{"type", "string"},
-			{"enum", []Verdict{Passed, Failed, Errored, Interrupted, Skipped}},
+			{"enum", []Verdict{Passed, Failed, Errored, Interrupted, Skipped, NotObservable}},
 		}
 	}
 	return g.structSchema(t)

@@ -40,7 +40,10 @@ const textCap = 20
 
 // WriteText writes the terminal report of one run: a verdict line and the
 // run's totals, then, for a run that did not pass, the violation with its
-// trail, the failed expectations and the reproduce command. With Verbose it
+// trail, the failed expectations and the reproduce command; what a
+// black-box drill could not observe from outside, with why, whatever the
+// verdict; for a drill, how it ran and, for a black-box drill, the system
+// under test with its lost and trimmed jobs. With Verbose it
 // adds the ledger, the DLQ, the alerts, the breaker transitions, the
 // faults' hits and the operator steps.
 func WriteText(w io.Writer, r *Result, o TextOptions) error {
@@ -52,7 +55,8 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	t := textWriter{w: bw, color: o.Color}
 	t.verdict(r)
 	failed := failedExpectations(r)
-	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 {
+	unseen := notObservable(r)
+	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 || len(unseen) > 0 {
 		t.line(0, "")
 	}
 	switch r.Verdict {
@@ -71,6 +75,12 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	}
 	for _, w := range r.Warnings {
 		t.line(2, t.paint(ansiYellow, "⚠ warning: ")+w)
+	}
+	if len(unseen) > 0 {
+		t.line(2, t.paint(ansiBold, fmt.Sprintf("Not observable from outside (%d): judged neither passed nor failed", len(unseen))))
+		for _, u := range unseen {
+			t.line(4, t.paint(ansiDim, "○ ")+u.Kind+" "+u.Name+": "+u.Why)
+		}
 	}
 	t.live(r)
 	if o.Verbose {
@@ -112,6 +122,16 @@ func (t textWriter) live(r *Result) {
 	}
 	if l.Aborted != "" {
 		t.line(2, t.paint(ansiYellow, "aborted: ")+l.Aborted)
+	}
+	if l.External != nil {
+		t.line(2, "System under test (black box):")
+		for _, f := range externalFacts(l.External, r.Ledger.Lost) {
+			label := f.Label + ": "
+			if f.Bad {
+				label = t.paint(ansiRed, "✗ "+label)
+			}
+			t.line(4, label+f.Text)
+		}
 	}
 }
 
@@ -157,6 +177,9 @@ func (t textWriter) verdict(r *Result) {
 	}
 	t.line(0, head)
 	t.line(2, summaryLine(r))
+	if len(notObservable(r)) > 0 {
+		t.line(2, "invariants: "+invariantTally(r))
+	}
 	if r.EndedAtMs < r.DurationMs {
 		t.line(2, fmt.Sprintf("stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs)))
 	}
@@ -222,6 +245,8 @@ func (t textWriter) verbose(r *Result) {
 			mark, what = t.paint(ansiRed, "✗"), fmt.Sprintf("violated %d %s", inv.Violations, plural(int(inv.Violations), "time", "times"))
 		case Skipped, Errored:
 			mark, what = t.paint(ansiDim, "–"), "not checked: "+inv.Note
+		case NotObservable:
+			mark, what = t.paint(ansiDim, "○"), "not observable from outside: "+inv.Note
 		}
 		t.line(4, mark+" "+inv.Name+": "+what)
 	}
@@ -394,15 +419,22 @@ func summaryLine(r *Result) string {
 		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.HeldAtEnd, l.Fallback, l.Lost,
 		r.Alerts.Notifications, plural(int(r.Alerts.Notifications), "notification", "notifications"),
 		r.Alerts.Pages, plural(int(r.Alerts.Pages), "page", "pages"))
-	n, failed := len(r.Expectations), len(failedExpectations(r))
+	n, failed, unseen := len(r.Expectations), len(failedExpectations(r)), len(expectationsWith(r, NotObservable))
+	judged := n - unseen
 	switch skipped := len(skippedExpectations(r)); {
 	case n == 0:
 	case skipped > 0:
 		s += fmt.Sprintf("; %d of %d %s not evaluated", skipped, n, plural(n, "expectation", "expectations"))
+	case judged == 0:
+		s += fmt.Sprintf("; %d %s not observable", n, plural(n, "expectation", "expectations"))
+		return s
 	case failed == 0:
-		s += fmt.Sprintf("; %d %s held", n, plural(n, "expectation", "expectations"))
+		s += fmt.Sprintf("; %d %s held", judged, plural(judged, "expectation", "expectations"))
 	default:
-		s += fmt.Sprintf("; %d of %d %s failed", failed, n, plural(n, "expectation", "expectations"))
+		s += fmt.Sprintf("; %d of %d %s failed", failed, judged, plural(judged, "expectation", "expectations"))
+	}
+	if unseen > 0 {
+		s += fmt.Sprintf(", %d not observable", unseen)
 	}
 	return s
 }
@@ -447,11 +479,11 @@ func countsOf[N int | int64](m map[string]N) string {
 }
 
 // failedExpectations returns the expectations that were judged and did
-// not pass.
+// not pass: neither skipped nor not observable.
 func failedExpectations(r *Result) []Expectation {
 	var out []Expectation
 	for _, e := range r.Expectations {
-		if e.Verdict != Passed && e.Verdict != Skipped {
+		if e.Verdict != Passed && e.Verdict != Skipped && e.Verdict != NotObservable {
 			out = append(out, e)
 		}
 	}
@@ -533,4 +565,135 @@ func oneLine(s string) string {
 // indentMore indents every line of s after the first by n spaces.
 func indentMore(s string, n int) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+strings.Repeat(" ", n))
+}
+
+// expectationsWith returns r's expectations whose verdict is v.
+func expectationsWith(r *Result, v Verdict) []Expectation {
+	var out []Expectation
+	for _, e := range r.Expectations {
+		if e.Verdict == v {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// unobserved is an expectation or invariant a black-box drill could not
+// judge from outside the system, and why.
+type unobserved struct {
+	// Kind is "invariant" or "expectation".
+	Kind, Name, Why string
+}
+
+// notObservable lists r's not-observable invariants, then its
+// not-observable expectations.
+func notObservable(r *Result) []unobserved {
+	var out []unobserved
+	for _, inv := range r.InvariantResults() {
+		if inv.Verdict == NotObservable {
+			out = append(out, unobserved{"invariant", inv.Name, inv.Note})
+		}
+	}
+	for _, e := range expectationsWith(r, NotObservable) {
+		out = append(out, unobserved{"expectation", e.Name, e.Actual})
+	}
+	return out
+}
+
+// invariantTally counts r's invariants by verdict, e.g. "12 passed, 1
+// failed, 4 not observable" (a count of none is left out).
+func invariantTally(r *Result) string {
+	n := map[Verdict]int{}
+	for _, inv := range r.InvariantResults() {
+		n[inv.Verdict]++
+	}
+	var parts []string
+	for _, c := range []struct {
+		v    Verdict
+		word string
+	}{{Passed, "passed"}, {Failed, "failed"}, {Skipped, "not checked"}, {Errored, "errored"}, {NotObservable, "not observable"}} {
+		if n[c.v] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[c.v], c.word))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// extListCap is how many job IDs of the lost or trimmed jobs a report
+// shows on their line.
+const extListCap = 10
+
+// externalFact is one line of the system-under-test block of a black-box
+// drill: a label and its text; Bad marks the lost and trimmed jobs.
+type externalFact struct {
+	Label, Text string
+	Bad         bool
+}
+
+// externalFacts describes the system a black-box drill judged: its
+// command (or that it was already running), its copies, the inject and
+// DLQ adapters, the drain, the DLQ's reads and the lost and trimmed
+// jobs. lost is the ledger's count of lost jobs (x.Lost lists at most
+// MaxListedViolations of them).
+func externalFacts(x *External, lost int64) []externalFact {
+	var out []externalFact
+	add := func(label, text string, bad bool) { out = append(out, externalFact{label, text, bad}) }
+	if x.Running {
+		add("command", "already running: the drill started nothing, so it could not crash or stall it", false)
+	} else {
+		cmd := x.Command
+		if cmd == "" {
+			cmd = "(not recorded)"
+		}
+		add("command", cmd, false)
+		add("copies", strconv.Itoa(x.Copies), false)
+	}
+	add("inject", orNone(x.Inject), false)
+	add("DLQ", orNone(x.DLQ), false)
+	settled := "every job settled at " + fmtOffset(x.SettledAtMs)
+	if x.SettledAtMs < 0 {
+		settled = "some jobs never settled"
+	}
+	add("drain", fmt.Sprintf("waited up to %s after the scenario's end; %s", msDuration(x.DrainMs), settled), false)
+	reads := strconv.Itoa(x.DLQReads)
+	if x.DLQReadErrors > 0 {
+		reads += fmt.Sprintf(" (%d failed)", x.DLQReadErrors)
+	}
+	add("DLQ reads", reads, x.DLQReadErrors > 0)
+	if len(x.Lost) > 0 || lost > 0 {
+		n := int64(len(x.Lost))
+		if n == MaxListedViolations {
+			n = max(n, lost)
+		}
+		add("Lost", fmt.Sprintf("%d %s%s: neither succeeded, nor in the DLQ, nor queued at the end", n, plural(int(n), "job", "jobs"), jobList(x.Lost, n)), true)
+	}
+	if len(x.Trimmed) > 0 {
+		n, atLeast := len(x.Trimmed), ""
+		if n == MaxListedViolations {
+			atLeast = "at least "
+		}
+		add("Trimmed", fmt.Sprintf("%s%d %s%s: trimmed from the DLQ by no declared mechanism", atLeast, n, plural(n, "job", "jobs"), jobList(x.Trimmed, int64(n))), true)
+	}
+	return out
+}
+
+// jobList writes the first extListCap of ids as " (a, b, …)", the
+// ellipsis when there are more than it shows (total in all).
+func jobList(ids []string, total int64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	shown := ids[:min(len(ids), extListCap)]
+	more := ""
+	if int64(len(shown)) < total {
+		more = ", …"
+	}
+	return " (" + strings.Join(shown, ", ") + more + ")"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }

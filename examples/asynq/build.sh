@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")"
 go vet ./...
 mkdir -p bin
-for cmd in worker inject observe; do
+for cmd in worker inject observe paystub; do
 	go build -o "bin/$cmd" "./$cmd"
 done
-echo "built bin/worker bin/inject bin/observe"
+echo "built bin/worker bin/inject bin/observe bin/paystub"

@@ -234,3 +234,78 @@ func largeResult() *reports.Result {
 	r.Engine = reports.Engine{Events: 5_000_000, Jobs: 1_000_000, MaxQueue: 97}
 	return r
 }
+
+// The secrets the black-box fixture's command line carries in its
+// arguments: no writer may let them out.
+const (
+	blackBoxRedisPw = "h6RedisPw"
+	blackBoxAPIKey  = "sk_live_h6StripeKey123"
+)
+
+// blackBoxRun fabricates a failing black-box drill of a team's own worker:
+// 12 jobs lost (conservation), 2 DLQ entries trimmed by no declared
+// mechanism (dlq-never-shrinks), two invariants and one expectation not
+// observable from outside, and the system under test in Live.External.
+func blackBoxRun() *reports.Result {
+	r := &reports.Result{
+		ReportVersion: reports.ReportVersion, Scenario: "charge-queue", Description: "The team's charge worker keeps every job through a crash.",
+		ScenarioFile: "drills/charge-queue.yaml", ScenarioHash: "sha256:0b1ac", Seed: 7, Verdict: reports.Failed,
+		DurationMs: 60_000, EndedAtMs: 60_000, Reproduce: "faultline drill drills/charge-queue.yaml --seed 7",
+		Expectations: []reports.Expectation{
+			{Name: "dead-lettered with task charge = 2", Expected: "= 2", Actual: "2", Verdict: reports.Passed},
+			{Name: "lost = 0", Expected: "= 0", Actual: "12", Verdict: reports.Failed},
+			{Name: "requeues = 0", Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered, lost, pending, charges and notifications, by task at most)", Verdict: reports.NotObservable},
+		},
+		Invariants: []reports.InvariantResult{
+			{Name: "conservation", Verdict: reports.Failed, Violations: 12},
+			{Name: "one-dlq-entry-per-job", Verdict: reports.Passed},
+			{Name: "no-double-charge", Verdict: reports.Passed},
+			{Name: "not-both-succeeded-and-dead-lettered", Verdict: reports.Passed},
+			{Name: "dlq-never-shrinks", Verdict: reports.Failed, Violations: 2, Note: "the scenario declares no mechanism that shrinks the DLQ"},
+			{Name: "legal-move", Verdict: reports.NotObservable, Note: "the system's moves between its own queues happen inside it; the drill sees the calls, the alerts and the DLQ"},
+			{Name: "attempts-within-policy", Verdict: reports.NotObservable, Note: "the system's retry policy is its own; the calls of every job are in the call log"},
+		},
+		Ledger: reports.Ledger{Created: 200, Succeeded: 186, DeadLettered: 2, Lost: 12, Attempts: 215, Charges: 186,
+			ByTask: []reports.TaskTotals{{Task: "charge", Created: 200, Succeeded: 186, DeadLettered: 2}}},
+		DLQ:    reports.DLQ{Total: 2, ByStatus: map[string]int{"failed": 2}, BySeverity: map[string]int{"high": 2}},
+		Alerts: reports.Alerts{ByReceiver: map[string]int64{}, PagesByFingerprint: map[string]int64{}},
+		Faults: []reports.Fault{{Name: "crash-a-copy", Target: "worker/w1", Model: "crash", Hits: 1, FirstHitMs: 20_000, LastHitMs: 20_000, Windows: [][2]int64{{20_000, 20_001}}}},
+		Series: reports.Series{IntervalMs: 1000, DLQBySeverity: map[string][]int64{}, Breakers: map[string][]string{}},
+		Live: &reports.Live{TimeScale: 1, StartedAt: "2026-12-01T10:00:00Z", Workers: 2, Processes: map[string]int{"started": 2, "killed": 1, "restarted": 1},
+			External: &reports.External{
+				Command: "./bin/charge-worker --redis redis://:" + blackBoxRedisPw + "@127.0.0.1:6390/0 --api-key=" + blackBoxAPIKey,
+				Copies:  2, Inject: "seed preset: LPUSH charge:default", DLQ: "redis lists charge:dead_letter",
+				DrainMs: 30_000, SettledAtMs: 64_250, DLQReads: 61, DLQReadErrors: 1,
+				Trimmed: []string{"charge-7", "charge-9"},
+			}},
+	}
+	for i := range 12 {
+		id := fmt.Sprintf("charge-%d", 40+i)
+		r.Live.External.Lost = append(r.Live.External.Lost, id)
+		r.Violations = append(r.Violations, reports.Violation{Invariant: "conservation", JobID: id, AtMs: 90_000, Seed: 7,
+			Message: "job " + id + " was injected and never seen again: not succeeded, not in the DLQ, not queued at the end",
+			Trail:   []string{"+20s  injected (LPUSH charge:default)", "+20.1s  call charge by w1", "+20.2s  w1 killed (crash-a-copy)"}})
+	}
+	for _, id := range r.Live.External.Trimmed {
+		r.Violations = append(r.Violations, reports.Violation{Invariant: "dlq-never-shrinks", JobID: id, AtMs: 45_000, Seed: 7,
+			Message: "the DLQ entry of job " + id + " left the DLQ: the scenario declares no mechanism that removes one"})
+	}
+	return r
+}
+
+// blackBoxPassing is the black-box drill as if nothing was lost or
+// trimmed: its only non-passes are not observable, and it passes.
+func blackBoxPassing() *reports.Result {
+	r := blackBoxRun()
+	r.Verdict, r.Violations = reports.Passed, nil
+	r.Ledger.Succeeded, r.Ledger.Lost = 198, 0
+	r.Ledger.ByTask[0].Succeeded = 198
+	r.Expectations[1].Actual, r.Expectations[1].Verdict = "0", reports.Passed
+	for i := range r.Invariants {
+		if r.Invariants[i].Verdict == reports.Failed {
+			r.Invariants[i].Verdict, r.Invariants[i].Violations = reports.Passed, 0
+		}
+	}
+	r.Live.External.Lost, r.Live.External.Trimmed, r.Live.External.DLQReadErrors = nil, nil, 0
+	return r
+}

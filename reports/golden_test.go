@@ -83,6 +83,18 @@ var _ = Describe("The golden files", func() {
 		expectGolden("payment-challenge.diff.txt", written(func(w io.Writer) error { return reports.WriteDiff(w, d) }))
 	})
 
+	It("match every format of a black-box drill: its system under test, what it lost, what it could not observe", func() {
+		failing, passing := blackBoxRun(), blackBoxPassing()
+		expectGolden("blackbox.json", written(func(w io.Writer) error { return reports.WriteJSON(w, failing) }))
+		expectGolden("blackbox.txt", written(func(w io.Writer) error { return reports.WriteText(w, failing, reports.TextOptions{}) }))
+		expectGolden("blackbox-verbose.txt", written(func(w io.Writer) error {
+			return reports.WriteText(w, failing, reports.TextOptions{Verbose: true})
+		}))
+		expectGolden("blackbox-passing.txt", written(func(w io.Writer) error { return reports.WriteText(w, passing, reports.TextOptions{}) }))
+		expectGolden("blackbox.md", written(func(w io.Writer) error { return reports.WriteMarkdown(w, []*reports.Result{passing, failing}) }))
+		expectGolden("blackbox.junit.xml", written(func(w io.Writer) error { return reports.WriteJUnit(w, []*reports.Result{failing}) }))
+	})
+
 	It("are the same bytes on every run of the simulator", func() {
 		again, err := runBuiltin(passingScenario)
 		Expect(err).NotTo(HaveOccurred())

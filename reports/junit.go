@@ -251,7 +251,7 @@ func junitSuiteOf(r *Result) junitSuite {
 		case Skipped:
 			c.Skipped = &junitSkipped{Message: e.Actual}
 		case NotObservable:
-			c.Skipped = &junitSkipped{Message: "not observable: " + e.Actual}
+			c.Skipped = &junitSkipped{Message: notObservableMessage(e.Actual)}
 		}
 		add(c)
 	}
@@ -271,13 +271,19 @@ func junitSuiteOf(r *Result) junitSuite {
 		case Skipped, Errored:
 			c.Skipped = &junitSkipped{Message: inv.Note}
 		case NotObservable:
-			c.Skipped = &junitSkipped{Message: "not observable: " + inv.Note}
+			c.Skipped = &junitSkipped{Message: notObservableMessage(inv.Note)}
 		}
 		add(c)
 	}
 	out := summaryLine(r) + "\n"
 	for _, w := range r.Warnings {
 		out += "warning: " + w + "\n"
+	}
+	if r.Live != nil && r.Live.External != nil {
+		out += "system under test (black box):\n"
+		for _, f := range externalFacts(r.Live.External, r.Ledger.Lost) {
+			out += "  " + f.Label + ": " + f.Text + "\n"
+		}
 	}
 	s.SystemOut = &junitText{xmlSafe(out + "reproduce: " + repro + "\n")}
 	for i := range s.Cases {
@@ -361,6 +367,16 @@ func xmlSafe(s string) string {
 		}
 		return '\uFFFD'
 	}, s)
+}
+
+// notObservableMessage is the <skipped> message of a not-observable
+// expectation or invariant: "not observable: why" (why as is when it
+// says so itself).
+func notObservableMessage(why string) string {
+	if strings.HasPrefix(why, "not observable") {
+		return why
+	}
+	return "not observable: " + why
 }
 
 func firstLine(s string) string {

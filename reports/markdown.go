@@ -164,6 +164,14 @@ func (m mdWriter) run(r *Result) {
 		m.printf("; stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs))
 	}
 	m.printf(".\n")
+	if r.Live != nil && r.Live.External != nil {
+		// The lost and trimmed jobs are a black-box drill's headline.
+		for _, f := range externalFacts(r.Live.External, r.Ledger.Lost) {
+			if f.Bad {
+				m.printf("\n❌ **%s:** %s\n", mdEscape(f.Label), mdEscape(f.Text))
+			}
+		}
+	}
 	if (r.Verdict == Errored || r.Verdict == Interrupted) && r.Error != "" {
 		m.printf("\n**%s:**\n\n", map[Verdict]string{Errored: "Error", Interrupted: "Interrupted"}[r.Verdict])
 		m.code("text", r.Error)
@@ -235,11 +243,9 @@ func (m mdWriter) run(r *Result) {
 	if r.Live != nil && r.Live.External != nil {
 		m.printf("\n**System under test (black box):**\n\n")
 		for _, f := range externalFacts(r.Live.External, r.Ledger.Lost) {
-			mark := ""
-			if f.Bad {
-				mark = "❌ "
+			if !f.Bad {
+				m.printf("- **%s:** %s\n", mdEscape(f.Label), mdEscape(f.Text))
 			}
-			m.printf("- %s**%s:** %s\n", mark, mdEscape(f.Label), mdEscape(f.Text))
 		}
 	}
 	for _, w := range r.Warnings {

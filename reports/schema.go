@@ -154,6 +154,15 @@ var fieldDocs = map[string]string{
 	"Series.Scheduled":  "Jobs waiting for a retry, per sample.",
 	"Series.Fallback":   "Jobs in the batch queue, per sample.",
 
+	"External.Inject":        "How the drill injects jobs into the system, e.g. \"seed preset: LPUSH ns:default\".",
+	"External.DLQ":           "How the drill reads the system's DLQ, e.g. \"redis lists ns:dead_letter, ns:dlq:high\".",
+	"External.DrainMs":       "How long the drill waited after the scenario's end for the jobs to settle, in milliseconds.",
+	"External.SettledAtMs":   "The offset at which the last job settled, in milliseconds (-1: some never did).",
+	"External.DLQReads":      "Reads of the system's DLQ.",
+	"External.DLQReadErrors": "Reads of the system's DLQ that failed.",
+	"External.Lost":          "The jobs neither succeeded, nor in the DLQ, nor queued at the end (at most MaxListedViolations).",
+	"External.Trimmed":       "The jobs whose DLQ entries left the DLQ by no mechanism the scenario declares.",
+
 	"Engine.Events":   "Events the engine ran.",
 	"Engine.Jobs":     "Jobs created.",
 	"Engine.MaxQueue": "The deepest the work queue got.",

@@ -124,13 +124,12 @@ func (t textWriter) live(r *Result) {
 		t.line(2, t.paint(ansiYellow, "aborted: ")+l.Aborted)
 	}
 	if l.External != nil {
+		// The lost and trimmed jobs head the report (verdict).
 		t.line(2, "System under test (black box):")
 		for _, f := range externalFacts(l.External, r.Ledger.Lost) {
-			label := f.Label + ": "
-			if f.Bad {
-				label = t.paint(ansiRed, "✗ "+label)
+			if !f.Bad {
+				t.line(4, f.Label+": "+f.Text)
 			}
-			t.line(4, label+f.Text)
 		}
 	}
 }
@@ -179,6 +178,13 @@ func (t textWriter) verdict(r *Result) {
 	t.line(2, summaryLine(r))
 	if len(notObservable(r)) > 0 {
 		t.line(2, "invariants: "+invariantTally(r))
+	}
+	if r.Live != nil && r.Live.External != nil {
+		for _, f := range externalFacts(r.Live.External, r.Ledger.Lost) {
+			if f.Bad {
+				t.line(2, t.paint(ansiRed, "✗ "+f.Label+": ")+f.Text)
+			}
+		}
 	}
 	if r.EndedAtMs < r.DurationMs {
 		t.line(2, fmt.Sprintf("stopped at %s of %s", fmtOffset(r.EndedAtMs), msDuration(r.DurationMs)))
@@ -659,7 +665,7 @@ func externalFacts(x *External, lost int64) []externalFact {
 	if x.DLQReadErrors > 0 {
 		reads += fmt.Sprintf(" (%d failed)", x.DLQReadErrors)
 	}
-	add("DLQ reads", reads, x.DLQReadErrors > 0)
+	add("DLQ reads", reads, false)
 	if len(x.Lost) > 0 || lost > 0 {
 		n := int64(len(x.Lost))
 		if n == MaxListedViolations {

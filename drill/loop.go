@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/faultline/faultline/drill/proxy"
+	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/alert"
@@ -335,6 +336,17 @@ func (d *drill) guard() string {
 	d.mu.Lock()
 	snap := d.lastSnap
 	d.mu.Unlock()
+	if a.DLQDepth > 0 && d.ext != nil {
+		d.mu.Lock()
+		n := 0
+		for _, k := range d.ext.cur {
+			n += k
+		}
+		d.mu.Unlock()
+		if n > a.DLQDepth {
+			return fmt.Sprintf("abortIf.dlqDepth %d crossed at %s: %d entries in the system's DLQ", a.DLQDepth, fmtOffset(now), n)
+		}
+	}
 	if a.DLQDepth > 0 && snap != nil {
 		if n := snap.snap.Stats.ByStatus[dlq.Failed.String()]; n > a.DLQDepth {
 			return fmt.Sprintf("abortIf.dlqDepth %d crossed at %s: %d failed entries in the DLQ", a.DLQDepth, fmtOffset(now), n)
@@ -734,6 +746,11 @@ func (d *drill) progress() {
 		p.Queued, p.InFlight, p.Scheduled, p.Held = c.Queued, c.InFlight, c.Scheduled, c.Held
 		p.DLQ = s.snap.Stats.Total
 	}
+	if d.ext != nil {
+		for _, k := range d.ext.cur {
+			p.DLQ += k
+		}
+	}
 	d.mu.Unlock()
 	p.ActiveFaults = d.activeFaults(d.clk.Elapsed())
 	if m := d.opts.Metrics; m != nil {
@@ -848,12 +865,16 @@ func (d *drill) finish() *sim.History {
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
 			h.Calls = append(h.Calls, sim.HCall{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
-				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect,
+				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect, Charge: c.Charge,
 				TookMs: float64(c.Took.Microseconds()) / 1000})
 		}
 	}
 	slices.SortStableFunc(h.Calls, func(a, b sim.HCall) int { return int(a.AtMs - b.AtMs) })
-	for _, e := range d.sup.Events() {
+	var events []supervisor.Event
+	if d.sup != nil {
+		events = d.sup.Events()
+	}
+	for _, e := range events {
 		h.Processes = append(h.Processes, sim.HProcess{AtMs: d.clk.ToScenario(e.Time.Sub(d.origin)).Milliseconds(),
 			Worker: e.Worker, Kind: string(e.Kind), PID: e.PID, Detail: e.Err})
 	}
@@ -888,7 +909,11 @@ func (d *drill) finish() *sim.History {
 	if d.opts.Scale > 1 {
 		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: schedules, service times, backoff, leases, heartbeats and alert group waits ran %v× faster; Retry-After headers are whole seconds of scenario time, rounded up", d.opts.Scale, d.opts.Scale))
 	}
-	if n := d.sup.Unexpected(); n > 0 {
+	if d.ext != nil {
+		d.mu.Unlock()
+		d.finishExternal(h)
+		d.mu.Lock()
+	} else if n := d.sup.Unexpected(); n > 0 {
 		h.Notes = append(h.Notes, fmt.Sprintf("%d worker process exit(s) the drill did not cause (restarted): see the logs", n))
 	}
 	return h
@@ -936,6 +961,9 @@ func (d *drill) stopEverything() {
 func (d *drill) cleanup() {
 	d.undoFaults()
 	d.stopEverything()
+	if d.ext != nil {
+		d.closeExternal()
+	}
 	if d.rdb != nil {
 		if !d.opts.Keep && d.claimed {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

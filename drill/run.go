@@ -125,10 +125,17 @@ func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Resul
 		return nil, nil, err
 	}
 	defer d.cleanup()
-	if err := d.start(ctx); err != nil {
-		return nil, nil, err
+	if d.sc.System.External != nil {
+		if err := d.startExternal(ctx); err != nil {
+			return nil, nil, err
+		}
+		d.runExternal(ctx)
+	} else {
+		if err := d.start(ctx); err != nil {
+			return nil, nil, err
+		}
+		d.run(ctx)
 	}
-	d.run(ctx)
 	h := d.finish()
 	res, err := sim.Judge(context.Background(), d.sc, h)
 	if err != nil {
@@ -192,6 +199,9 @@ type drill struct {
 	closing bool
 	// seen is the last report sequence number taken, per worker process.
 	seen map[string]uint64
+	// ext is a black-box drill's state (nil for a drill of the reference
+	// worker).
+	ext *extState
 	// feedDone is closed when the drill stops taking reports.
 	feedDone chan struct{}
 	feedOnce sync.Once
@@ -213,6 +223,9 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	}
 	if runtime.GOOS != "linux" {
 		return nil, &RefusedError{Scenario: sc.Name, Part: "drill", Reason: "drills run on Linux only: worker faults are signals to process groups (SIGKILL, SIGSTOP), which " + runtime.GOOS + " does not give"}
+	}
+	if x := sc.System.External; x != nil && x.Copies > 0 {
+		sc.Workers.Count = x.Copies
 	}
 	if opts.Workers > 0 {
 		sc.Workers.Count = opts.Workers
@@ -306,36 +319,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 	// Redis, directly: the drill's own connection (the producer, the
 	// observer, the monitor and the auto-retry) never goes through the
 	// proxies.
-	d.rdb = redisstore.NewClient(d.opts.RedisURL)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := d.rdb.Ping(pctx).Err(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, maskURL(d.opts.RedisURL), err)
+	if err := d.claim(ctx); err != nil {
+		return err
 	}
-	// The namespace must be empty (every key scanned, not one page), and
-	// is then claimed: only a namespace this drill claimed is ever
-	// deleted, on any exit path.
-	var cursor uint64
-	for {
-		keys, next, err := d.rdb.Scan(pctx, cursor, redisstore.Prefix(d.ns)+"*", 1000).Result()
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		if len(keys) > 0 {
-			return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there, and it never deletes what it did not write", ErrSteadyState, d.ns, keys[0])
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
-	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), fmt.Sprintf("faultline drill of %s, pid %d", sc.Name, os.Getpid()), 0).Result()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: namespace %q was claimed by another drill as this one started", ErrSteadyState, d.ns)
-	}
-	d.claimed = true
 	scfg := sc.StoreConfig()
 	scfg.Namespace, scfg.EventStream = d.ns, DefaultEventStream
 	if d.st, err = redisstore.New(d.rdb, scfg); err != nil {
@@ -360,44 +346,22 @@ func (d *drill) start(ctx context.Context) (err error) {
 	d.locked = gateway.NewLocked(d.inj)
 	now := d.clk.Elapsed
 
-	gwURLs := map[string]string{}
-	deps := slices.Clone(sc.Dependencies)
-	for _, t := range sc.Workload.Tasks { // a task's dependency needs no declaration
-		if t.Dependency != "" && !slices.ContainsFunc(deps, func(d sim.Dependency) bool { return d.Name == t.Dependency }) {
-			deps = append(deps, sim.Dependency{Name: t.Dependency})
-		}
+	gwURLs, err := d.startGateways(now)
+	if err != nil {
+		return err
 	}
-	for _, dep := range deps {
-		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
-		if err == nil {
-			err = g.Start()
-		}
-		if err != nil {
-			return fmt.Errorf("gateway %s: %w", dep.Name, err)
-		}
-		d.gws = append(d.gws, g)
-		gwURLs[dep.Name] = g.URL()
-	}
-	rcvURL := map[string]string{}
+	var names []string
 	for _, r := range sc.System.Alerts.Receivers {
-		kind := receiver.Slack
-		if strings.Contains(strings.ToLower(r.Name), "pager") {
-			kind = receiver.Webhook
-		}
-		rc, err := receiver.New(receiver.Config{Name: r.Name, Kind: kind, Faults: d.locked, Now: now, Scale: d.opts.Scale})
-		if err == nil {
-			err = rc.Start()
-		}
-		if err != nil {
-			return fmt.Errorf("receiver %s: %w", r.Name, err)
-		}
-		d.rcvs = append(d.rcvs, rc)
-		rcvURL[r.Name] = rc.URL()
+		names = append(names, r.Name)
+	}
+	rcvURL, err := d.startReceivers(now, names, receiverKind)
+	if err != nil {
+		return err
 	}
 	acfg := sc.AlertConfig(func(name string) alert.Sink {
 		var real alert.Sink
 		var err error
-		if strings.Contains(strings.ToLower(name), "pager") {
+		if receiverKind(name) == receiver.Webhook {
 			real, err = sink.NewWebhook(sink.WebhookConfig{URL: rcvURL[name]})
 		} else {
 			real, err = sink.NewSlack(sink.SlackConfig{URL: rcvURL[name]})
@@ -501,6 +465,95 @@ func (d *drill) start(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// claim connects to the drill's Redis, checks that the namespace holds no
+// key and claims it: only a namespace this drill claimed is ever deleted,
+// on any exit path.
+func (d *drill) claim(ctx context.Context) error {
+	sc := &d.sc
+	d.rdb = redisstore.NewClient(d.opts.RedisURL)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := d.rdb.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, maskURL(d.opts.RedisURL), err)
+	}
+	// The namespace must be empty (every key scanned, not one page), and
+	// is then claimed: only a namespace this drill claimed is ever
+	// deleted, on any exit path.
+	var cursor uint64
+	for {
+		keys, next, err := d.rdb.Scan(pctx, cursor, redisstore.Prefix(d.ns)+"*", 1000).Result()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if len(keys) > 0 {
+			return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there, and it never deletes what it did not write", ErrSteadyState, d.ns, keys[0])
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), fmt.Sprintf("faultline drill of %s, pid %d", sc.Name, os.Getpid()), 0).Result()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: namespace %q was claimed by another drill as this one started", ErrSteadyState, d.ns)
+	}
+	d.claimed = true
+	return nil
+}
+
+// startGateways starts a fault gateway per dependency (declared, or named
+// by a task) and returns their base URLs by name.
+func (d *drill) startGateways(now func() time.Duration) (map[string]string, error) {
+	sc := &d.sc
+	urls := map[string]string{}
+	deps := slices.Clone(sc.Dependencies)
+	for _, t := range sc.Workload.Tasks { // a task's dependency needs no declaration
+		if t.Dependency != "" && !slices.ContainsFunc(deps, func(d sim.Dependency) bool { return d.Name == t.Dependency }) {
+			deps = append(deps, sim.Dependency{Name: t.Dependency})
+		}
+	}
+	for _, dep := range deps {
+		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
+		if err == nil {
+			err = g.Start()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("gateway %s: %w", dep.Name, err)
+		}
+		d.gws = append(d.gws, g)
+		urls[dep.Name] = g.URL()
+	}
+	return urls, nil
+}
+
+// receiverKind is the kind of the reference alerter's receiver name: a
+// PagerDuty-shaped webhook for a name with "pager" in it, else Slack.
+func receiverKind(name string) receiver.Kind {
+	if strings.Contains(strings.ToLower(name), "pager") {
+		return receiver.Webhook
+	}
+	return receiver.Slack
+}
+
+// startReceivers starts a receiver per name and returns their URLs.
+func (d *drill) startReceivers(now func() time.Duration, names []string, kind func(string) receiver.Kind) (map[string]string, error) {
+	urls := map[string]string{}
+	for _, name := range names {
+		rc, err := receiver.New(receiver.Config{Name: name, Kind: kind(name), Faults: d.locked, Now: now, Scale: d.opts.Scale})
+		if err == nil {
+			err = rc.Start()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("receiver %s: %w", name, err)
+		}
+		d.rcvs = append(d.rcvs, rc)
+		urls[name] = rc.URL()
+	}
+	return urls, nil
 }
 
 // canary sends one job through the store's whole path on url — enqueue,

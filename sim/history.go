@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/queue"
@@ -84,6 +85,74 @@ type History struct {
 	// Notes are what the drill says about itself: rounding, what it could
 	// not observe.
 	Notes []string `json:"notes,omitempty"`
+	// External is what a black-box drill observed of the team's system;
+	// nil for a drill of the reference worker. A black-box history has no
+	// events, snapshots, attempts or breakers: it is judged from the call
+	// log, the deliveries and the DLQ reads (JudgeExternal).
+	External *HExternal `json:"external,omitempty"`
+}
+
+// HExternal is what a black-box drill observed of a system it did not
+// write.
+type HExternal struct {
+	// Command is the command line of one copy ("" when Running); Copies
+	// how many ran.
+	Command string `json:"command,omitempty"`
+	Copies  int    `json:"copies"`
+	Running bool   `json:"running,omitempty"`
+	// Inject and DLQ describe the adapters.
+	Inject string `json:"inject"`
+	DLQ    string `json:"dlq"`
+	// Alerts says the system was given the receivers' URLs.
+	Alerts bool `json:"alerts"`
+	// DLQShrinks are the mechanisms the scenario declared for entries
+	// leaving the DLQ.
+	DLQShrinks []string `json:"dlqShrinks,omitempty"`
+	// DrainMs is how long the drill waited after the scenario's end;
+	// SettledMs when every job was settled (-1: some never were).
+	DrainMs   int64 `json:"drainMs"`
+	SettledMs int64 `json:"settledMs"`
+	// Reads are the DLQ's reads: the first lists every entry as added, the
+	// next only what changed. An entry is known by its job ID ("" for a
+	// corrupt one, then by Corrupt and its source).
+	Reads []HDLQRead `json:"reads"`
+	// ReadErrors are the reads that failed, with why.
+	ReadErrors []HReadError `json:"readErrors,omitempty"`
+	// Entries are the DLQ's entries at the end, as read (corrupt ones
+	// included).
+	Entries []layout.Entry `json:"entries"`
+	// Queued are the job IDs in the system's queue at the end;
+	// QueueObservable says the inject adapter could read it.
+	Queued          []string `json:"queued,omitempty"`
+	QueueObservable bool     `json:"queueObservable"`
+	// InjectErrors are the jobs the adapter failed to inject, with why:
+	// they were never the system's.
+	InjectErrors []HReadError `json:"injectErrors,omitempty"`
+}
+
+// HDLQRead is one read of a black-box system's DLQ: what changed since
+// the previous read, and the total after it (active entries only).
+type HDLQRead struct {
+	AtMs    int64      `json:"atMs"`
+	Added   []HDLQItem `json:"added,omitempty"`
+	Removed []HDLQItem `json:"removed,omitempty"`
+	Total   int        `json:"total"`
+}
+
+// HDLQItem is one DLQ entry as a read saw it.
+type HDLQItem struct {
+	JobID    string `json:"job,omitempty"`
+	Severity string `json:"severity,omitempty"`
+	Class    string `json:"class,omitempty"`
+	Corrupt  string `json:"corrupt,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// HReadError is a failed read or injection.
+type HReadError struct {
+	AtMs  int64  `json:"atMs"`
+	JobID string `json:"job,omitempty"`
+	Error string `json:"error"`
 }
 
 // HJob is one job the producer enqueued. Outcome is "ok", or "unknown" for
@@ -152,6 +221,10 @@ type HCall struct {
 	Status     int    `json:"status"`
 	Outcome    string `json:"outcome"`
 	TookEffect bool   `json:"tookEffect"`
+	// Charge is, on a payment dependency, the number of this call's charge
+	// of its payment (its idempotency key, or its job without one): 2 is a
+	// double charge; 0 when it charged nothing.
+	Charge int `json:"charge,omitempty"`
 	// TookMs is the wall time from the call's arrival to its outcome.
 	TookMs float64 `json:"tookMs"`
 }
@@ -240,7 +313,7 @@ func ReadHistory(r io.Reader) (*History, error) {
 		return nil, fmt.Errorf("%w: endedMs %d: outside the drill (0 to durationMs %d)", ErrHistory, h.EndedMs, h.DurationMs)
 	case len(h.Workers) == 0:
 		return nil, fmt.Errorf("%w: no workers: a drill has at least one", ErrHistory)
-	case len(h.Snapshots) == 0 && h.Interrupted == "":
+	case len(h.Snapshots) == 0 && h.Interrupted == "" && h.External == nil:
 		return nil, fmt.Errorf("%w: no snapshot of the store, and not interrupted: nothing to judge its moves against", ErrHistory)
 	case h.Scenario == "":
 		return nil, fmt.Errorf("%w: no scenario named", ErrHistory)

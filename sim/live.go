@@ -180,6 +180,9 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	if h.External != nil {
+		return judgeExternal(sc, h), nil
+	}
 	w := baseWorld(ctx, sc)
 	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]HAttempt{}}
 	w.judge = j

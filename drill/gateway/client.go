@@ -96,6 +96,7 @@ func (c *Client) Call(ctx context.Context, jobID, key string) (Answer, error) {
 		return Answer{}, fmt.Errorf("call %s: %w", c.url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderHints, "1")
 	if jobID != "" {
 		req.Header.Set(HeaderJob, jobID)
 	}

@@ -32,6 +32,11 @@
 //     dial gives; a client that does not read hints sees a closed
 //     connection.
 //
+// The 103 hints are sent only to a caller that asks for them with
+// X-Faultline-Hints: 1 (the Client does): a team's worker in another
+// language sees a timeout as a connection that never answers, and a
+// refusal as a connection closed without an answer.
+//
 // Every answer carries X-Faultline-Fault and X-Faultline-Class (the fault's
 // name and true class); answers that never come carry them in the 103 hint.
 // The sentinels failure.ErrAuthentication, ErrInvalidInput and

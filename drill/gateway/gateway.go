@@ -319,7 +319,9 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 		} else {
 			h.Set(HeaderOutcome, string(OutcomeRefused))
 		}
-		w.WriteHeader(http.StatusEarlyHints)
+		if r.Header.Get(HeaderHints) == "1" {
+			w.WriteHeader(http.StatusEarlyHints)
+		}
 		if g.sleep(r.Context(), healed, wait) == errGaveUp {
 			finish(OutcomeTimeout, 0)
 			return

@@ -42,6 +42,11 @@ const (
 	// HeaderOp, in a timeout's 103 hint, names what timed out (the
 	// failure.TimeoutError's Op).
 	HeaderOp = "X-Faultline-Op"
+	// HeaderHints, sent as "1" by a caller that reads 103 Early Hints (the
+	// Client does), asks for a hint before an answer that never comes. A
+	// caller that does not ask gets none: many HTTP clients (Python's
+	// http.client among them) take a 103 for the final answer.
+	HeaderHints = "X-Faultline-Hints"
 	// HeaderReplayed is set to "true" on an answer replayed for an
 	// idempotency key already charged (Stripe's name for it).
 	HeaderReplayed = "Idempotent-Replayed"

@@ -1,0 +1,696 @@
+package drill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/drill/gateway"
+	"github.com/faultline/faultline/drill/receiver"
+	"github.com/faultline/faultline/drill/supervisor"
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/layout/adapter"
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/sim"
+)
+
+// The environment a black-box drill gives every command it starts (the
+// system's copies and the adapters' commands), besides the placeholders
+// of docs/plugging-in.md.
+const (
+	EnvRedisURL     = "FAULTLINE_REDIS_URL"
+	EnvNamespace    = "FAULTLINE_NAMESPACE"
+	EnvWorker       = "FAULTLINE_WORKER"
+	EnvTimeScale    = "FAULTLINE_TIME_SCALE"
+	EnvSlackURL     = "FAULTLINE_SLACK_URL"
+	EnvDrillFile    = "FAULTLINE_DRILL_FILE"
+	EnvDependencyAt = "FAULTLINE_DEPENDENCY_" // + the dependency's name, upper-cased, non-alphanumerics as _
+	EnvReceiverAt   = "FAULTLINE_RECEIVER_"   // + the receiver's name, likewise
+)
+
+// DefaultReceiver is the receiver a black-box drill starts when its
+// scenario names none: a Slack-compatible incoming webhook.
+const DefaultReceiver = "slack"
+
+// DrillFile is the JSON file a black-box drill writes for each copy of the
+// system (FAULTLINE_DRILL_FILE): what the placeholders give, in one place.
+type DrillFile struct {
+	Namespace    string                   `json:"namespace"`
+	RedisURL     string                   `json:"redisURL"`
+	Worker       string                   `json:"worker"`
+	TimeScale    float64                  `json:"timeScale"`
+	Dependencies map[string]string        `json:"dependencies"`
+	Receivers    map[string]DrillReceiver `json:"receivers"`
+}
+
+// DrillReceiver is one receiver of a DrillFile.
+type DrillReceiver struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+}
+
+// extState is what a black-box drill adds to a drill.
+type extState struct {
+	x        *sim.External
+	inj      adapter.Injector
+	rd       adapter.Reader
+	keys     []string
+	vars     map[string]string
+	deps     map[string]string // call URLs by dependency
+	rcvs     map[string]string // receiver URLs by name
+	readMu   sync.Mutex
+	cur      map[string]int // active entries by item key at the last read
+	items    map[string]sim.HDLQItem
+	entries  []layout.Entry
+	read     bool
+	x0       sim.HExternal
+	settled  int64
+	jobsDone map[string]bool
+}
+
+var placeholder = regexp.MustCompile(`\{(namespace|redis|worker|timeScale|dependency:[^{}]+|receiver:[^{}]+)\}`)
+
+// expand replaces the placeholders of s; worker names the copy ("" for
+// an adapter's command).
+func (e *extState) expand(s, worker string) string {
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		k := m[1 : len(m)-1]
+		if k == "worker" {
+			return worker
+		}
+		if v, ok := e.vars[k]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// unresolved names a placeholder of s that names no dependency or
+// receiver of the drill.
+func unresolved(s string) string {
+	for _, m := range placeholder.FindAllString(s, -1) {
+		if strings.HasPrefix(m, "{dependency:") || strings.HasPrefix(m, "{receiver:") {
+			return m
+		}
+	}
+	return ""
+}
+
+// envName turns a dependency's or receiver's name into the tail of an
+// environment variable's name.
+func envName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// startExternal is start for a black-box drill: the gateways and
+// receivers, the adapters, and the system's copies (unless it runs
+// already), up before the scenario's clock starts.
+func (d *drill) startExternal(ctx context.Context) (err error) {
+	sc := &d.sc
+	x := sc.System.External
+	e := &extState{x: x, vars: map[string]string{}, deps: map[string]string{}, rcvs: map[string]string{}, cur: map[string]int{},
+		items: map[string]sim.HDLQItem{}, settled: -1, jobsDone: map[string]bool{}}
+	d.ext = e
+	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
+		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+	defer func() {
+		if err != nil {
+			d.stopEverything()
+		}
+	}()
+	if err := d.claim(ctx); err != nil {
+		return err
+	}
+	startup := x.Startup
+	if startup == 0 {
+		startup = sim.DefaultStartup
+	}
+	d.origin = time.Now().Add(startup + 200*time.Millisecond)
+	d.h.StartedAt = d.origin.UTC()
+	d.clk, _ = clock.NewScaled(sc.Start, d.origin, d.opts.Scale, nil)
+	if d.inj, err = faults.NewInjector(d.seed, sc.Faults); err != nil {
+		return err
+	}
+	d.locked = gateway.NewLocked(d.inj)
+	now := d.clk.Elapsed
+	bases, err := d.startGateways(now)
+	if err != nil {
+		return err
+	}
+	for name, base := range bases {
+		e.deps[name] = base + gateway.CallPath
+		e.vars["dependency:"+name] = base + gateway.CallPath
+	}
+	var names []string
+	if d.l.Document != nil && d.l.Document.System.Alerts != nil {
+		for _, r := range sc.System.Alerts.Receivers {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 {
+		names = []string{DefaultReceiver}
+	}
+	if !x.NoAlerts {
+		// Every receiver of a black-box drill is a Slack-compatible
+		// incoming webhook: {"text": ...} is what any system can send.
+		if e.rcvs, err = d.startReceivers(now, names, func(string) receiver.Kind { return receiver.Slack }); err != nil {
+			return err
+		}
+		for name, u := range e.rcvs {
+			e.vars["receiver:"+name] = u
+		}
+	}
+	e.vars["namespace"] = d.ns
+	e.vars["redis"] = d.opts.RedisURL
+	e.vars["timeScale"] = strconv.FormatFloat(d.opts.Scale, 'g', -1, 64)
+
+	// The work directory: the copies' drill files and logs.
+	if d.opts.Dir == "" {
+		if d.dir, err = os.MkdirTemp("", "faultline-drill-"); err != nil {
+			return err
+		}
+		d.tmpDir = true
+	} else {
+		d.dir = d.opts.Dir
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return err
+		}
+	}
+	// The adapters.
+	for _, s := range e.configStrings() {
+		if p := unresolved(e.expand(s, "")); p != "" {
+			return &RefusedError{Scenario: sc.Name, Part: "system.external", Reason: fmt.Sprintf("placeholder %s names no dependency or receiver of this drill (dependencies: %s; receivers: %s)", p, strings.Join(sortedKeys(e.deps), ", "), strings.Join(sortedKeys(e.rcvs), ", "))}
+		}
+	}
+	alog, err := os.Create(filepath.Join(d.dir, "adapters.log"))
+	if err != nil {
+		return err
+	}
+	d.workerLogs = append(d.workerLogs, alog)
+	aenv := adapter.Env{Redis: d.rdb, Namespace: d.ns, EventStream: DefaultEventStream, Dir: scenarioDir(d.l.Path), Environ: e.environ(""),
+		Expand: func(s string) string { return e.expand(s, "") }, Stderr: alog, Clock: d.clk}
+	e.keys = adapter.Keys(x.Inject, x.DLQ, aenv)
+	for _, k := range e.keys {
+		n, err := d.rdb.Exists(ctx, k).Result()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: key %q already holds data: a black-box drill starts from an empty queue and DLQ, so that nothing it judges is anything it did not put there (put {namespace} in the layout's keys, or empty it)", ErrSteadyState, k)
+		}
+	}
+	if e.inj, err = adapter.NewInjector(x.Inject, aenv); err != nil {
+		return fmt.Errorf("system.external.inject: %w", err)
+	}
+	if e.rd, err = adapter.NewReader(x.DLQ, aenv); err != nil {
+		return fmt.Errorf("system.external.dlq: %w", err)
+	}
+	e.x0 = sim.HExternal{Copies: sc.Workers.Count, Running: x.Running, Inject: describeInject(x.Inject), DLQ: describeDLQ(x.DLQ),
+		Alerts: !x.NoAlerts, DLQShrinks: x.DLQShrinks}
+	if x.Command != nil {
+		e.x0.Command = strings.Join(append([]string{x.Command.Path}, x.Command.Args...), " ")
+	}
+
+	// The system's copies.
+	if x.Running {
+		d.h.Workers = []string{"system"}
+		e.x0.Copies = 0
+	} else {
+		var specs []supervisor.Spec
+		for i := range sc.Workers.Count {
+			name := "w" + strconv.Itoa(i+1)
+			d.h.Workers = append(d.h.Workers, name)
+			spec, err := e.spec(d, name)
+			if err != nil {
+				return err
+			}
+			specs = append(specs, spec)
+		}
+		if d.sup, err = supervisor.New(specs, supervisor.Options{Logger: d.log}); err != nil {
+			return err
+		}
+		if err := d.sup.Start(ctx); err != nil {
+			return fmt.Errorf("start the system: %w", err)
+		}
+	}
+	// Steady state: the DLQ can be read, and every copy is still up when
+	// the scenario's clock starts.
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err = e.rd.Read(rctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: the DLQ could not be read before the drill: %w", ErrSteadyState, err)
+	}
+	if !sleepUntil(ctx, d.origin) {
+		return ctx.Err()
+	}
+	if d.sup != nil {
+		for _, ev := range d.sup.Events() {
+			if ev.Kind == supervisor.Exited || ev.Kind == supervisor.StartFailed {
+				return fmt.Errorf("%w: copy %s of the system exited before the drill started (%s): its log is %s", ErrSteadyState, ev.Worker, exitText(ev), filepath.Join(d.dir, ev.Worker+".log"))
+			}
+		}
+	}
+	return nil
+}
+
+// scenarioDir is the folder of the scenario file at path ("." for a
+// built-in): relative command paths and dirs are taken from it.
+func scenarioDir(path string) string {
+	if path == "" || strings.HasPrefix(path, "builtin:") {
+		return "."
+	}
+	return filepath.Dir(path)
+}
+
+func exitText(ev supervisor.Event) string {
+	switch {
+	case ev.Err != "":
+		return ev.Err
+	case ev.Signal != "":
+		return "signal " + ev.Signal
+	}
+	return "exit code " + strconv.Itoa(ev.ExitCode)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// configStrings are the external block's strings that may hold
+// placeholders.
+func (e *extState) configStrings() []string {
+	var out []string
+	cmd := func(c *layout.Command) {
+		if c == nil {
+			return
+		}
+		out = append(out, c.Path, c.Dir)
+		out = append(out, c.Args...)
+		for _, v := range c.Env {
+			out = append(out, v)
+		}
+	}
+	cmd(e.x.Command)
+	in, dl := e.x.Inject, e.x.DLQ
+	cmd(in.Command)
+	cmd(dl.Command)
+	if in.HTTP != nil {
+		out = append(out, in.HTTP.URL)
+	}
+	if dl.HTTP != nil {
+		out = append(out, dl.HTTP.URL)
+	}
+	return out
+}
+
+// environ is the FAULTLINE_* environment of a command (worker "" for an
+// adapter's).
+func (e *extState) environ(worker string) []string {
+	env := []string{EnvRedisURL + "=" + e.vars["redis"], EnvNamespace + "=" + e.vars["namespace"], EnvTimeScale + "=" + e.vars["timeScale"]}
+	if worker != "" {
+		env = append(env, EnvWorker+"="+worker)
+	}
+	for _, name := range sortedKeys(e.deps) {
+		env = append(env, EnvDependencyAt+envName(name)+"="+e.deps[name])
+	}
+	for i, name := range sortedKeys(e.rcvs) {
+		env = append(env, EnvReceiverAt+envName(name)+"="+e.rcvs[name])
+		if i == 0 || name == DefaultReceiver {
+			env = append(env, EnvSlackURL+"="+e.rcvs[name])
+		}
+	}
+	return env
+}
+
+// spec is the supervisor's spec of copy name of the system.
+func (e *extState) spec(d *drill, name string) (supervisor.Spec, error) {
+	c := e.x.Command
+	df := DrillFile{Namespace: d.ns, RedisURL: d.opts.RedisURL, Worker: name, TimeScale: d.opts.Scale, Dependencies: e.deps, Receivers: map[string]DrillReceiver{}}
+	for n, u := range e.rcvs {
+		df.Receivers[n] = DrillReceiver{Kind: "slack", URL: u}
+	}
+	b, _ := json.MarshalIndent(df, "", "  ")
+	path := filepath.Join(d.dir, name+".drill.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return supervisor.Spec{}, err
+	}
+	logf, err := os.Create(filepath.Join(d.dir, name+".log"))
+	if err != nil {
+		return supervisor.Spec{}, err
+	}
+	d.workerLogs = append(d.workerLogs, logf)
+	env := append(os.Environ(), e.environ(name)...)
+	env = append(env, EnvDrillFile+"="+path)
+	for _, k := range sortedKeys(c.Env) {
+		env = append(env, k+"="+e.expand(c.Env[k], name))
+	}
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = e.expand(a, name)
+	}
+	dir := e.expand(c.Dir, name)
+	if dir == "" {
+		dir = scenarioDir(d.l.Path)
+	}
+	return supervisor.Spec{Name: name, Path: e.expand(c.Path, name), Args: args, Env: env, Dir: dir, Stdout: logf, Stderr: logf}, nil
+}
+
+// describeInject says what the inject adapter does, for the report.
+func describeInject(in layout.Inject) string {
+	if in.Preset == layout.PresetFaultline {
+		return "faultline preset: the reference store's queue"
+	}
+	r := in.Resolved()
+	pre := ""
+	if in.Preset != "" {
+		pre = in.Preset + " preset: "
+	}
+	switch {
+	case r.RedisList != nil:
+		push := strings.ToUpper(r.RedisList.Push)
+		if push == "" {
+			push = "LPUSH"
+		}
+		return pre + push + " " + r.RedisList.Key
+	case r.RedisStream != nil:
+		return pre + "XADD " + r.RedisStream.Key
+	case r.HTTP != nil:
+		return pre + "POST " + r.HTTP.URL
+	case r.Command != nil:
+		return pre + "JSON lines to " + r.Command.Path
+	}
+	return pre
+}
+
+// describeDLQ says where the DLQ adapter reads, for the report.
+func describeDLQ(dl layout.DLQ) string {
+	r := dl.Resolved()
+	pre := ""
+	if dl.Preset != "" {
+		pre = dl.Preset + " preset: "
+	}
+	var s string
+	switch {
+	case dl.Preset == layout.PresetFaultline:
+		s = "the reference store's DLQ"
+	case r.RedisList != nil:
+		s = "Redis lists " + strings.Join(r.RedisList.Keys, ", ")
+	case r.RedisZSet != nil:
+		s = "Redis sorted sets " + strings.Join(r.RedisZSet.Keys, ", ")
+	case r.RedisStream != nil:
+		s = "Redis stream " + r.RedisStream.Key
+	case r.HTTP != nil:
+		s = "GET " + r.HTTP.URL
+	case r.Command != nil:
+		s = "JSON lines from " + r.Command.Path
+	}
+	f := r.Fields
+	s += " (job ID at " + f.ID
+	if f.Severity != "" {
+		s += ", severity at " + f.Severity
+	}
+	return pre + s + ")"
+}
+
+// runExternal plays a black-box drill: the producer injects the plan's
+// jobs through the adapter, the faults run, the DLQ is read over and
+// over; after the scenario's end it waits up to the drain time for every
+// job to settle, reads the DLQ and the queue a last time and stops the
+// system.
+func (d *drill) runExternal(ctx context.Context) {
+	sc := &d.sc
+	e := d.ext
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	faultCtx, stopFaults := context.WithCancel(runCtx)
+	defer stopFaults()
+	wg.Go(func() { d.injectAll(runCtx) })
+	wg.Go(func() { d.faultsLoop(faultCtx) })
+	readEvery := min(max(d.clk.ToWall(sc.Sample), 100*time.Millisecond), time.Second)
+	end := time.NewTimer(time.Until(d.clk.WallAt(sc.Duration)))
+	defer end.Stop()
+	read := time.NewTimer(0)
+	defer read.Stop()
+	progress := time.NewTicker(time.Second)
+	defer progress.Stop()
+loop:
+	for {
+		select {
+		case <-read.C:
+			d.readDLQ(ctx)
+			if d.h.Aborted == "" {
+				if why := d.guard(); why != "" {
+					d.abort(why, stopFaults)
+				}
+			}
+			read.Reset(readEvery)
+		case <-progress.C:
+			d.progress()
+		case <-end.C:
+			break loop
+		case <-ctx.Done():
+			d.h.Interrupted = "interrupted (" + context.Cause(ctx).Error() + ")"
+			break loop
+		}
+	}
+	stop()
+	wg.Wait()
+	d.mu.Lock()
+	d.h.EndedMs = min(d.clk.Elapsed(), sc.Duration).Milliseconds()
+	d.mu.Unlock()
+	d.undoFaults()
+	// The drain: the system runs on, with no fault, until every job has
+	// succeeded or sits in the DLQ, or the drain time is up.
+	drain := e.x.Drain
+	if drain == 0 {
+		drain = sim.DefaultDrain
+	}
+	deadline := time.Now().Add(d.clk.ToWall(drain))
+	for ctx.Err() == nil && d.h.Interrupted == "" {
+		d.readDLQ(ctx)
+		if d.settled() {
+			e.settled = d.clk.Elapsed().Milliseconds()
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		if !sleepUntil(ctx, time.Now().Add(readEvery)) {
+			break
+		}
+	}
+	if ctx.Err() != nil && d.h.Interrupted == "" {
+		d.h.Interrupted = "interrupted (" + context.Cause(ctx).Error() + ") while the jobs drained"
+	}
+	// The last look: the DLQ, and the queue when the adapter can read it,
+	// then the copies stop (SIGCONT, SIGTERM, then SIGKILL).
+	d.readDLQ(context.Background())
+	d.mu.Lock()
+	d.h.FrozenMs = d.clk.Elapsed().Milliseconds()
+	d.mu.Unlock()
+	e.x0.DrainMs = d.h.FrozenMs - d.h.EndedMs
+	if qr, ok := e.inj.(adapter.QueueReader); ok {
+		qctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ids, err := qr.Queued(qctx)
+		cancel()
+		e.x0.Queued, e.x0.QueueObservable = ids, err == nil || errors.Is(err, adapter.ErrCorrupt)
+		if err != nil {
+			d.h.Notes = append(d.h.Notes, "the queue at the end: "+err.Error())
+		}
+	}
+	if d.sup != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_ = d.sup.Stop(sctx, 3*time.Second)
+		cancel()
+	}
+}
+
+// injectAll injects the plan's jobs at their instants.
+func (d *drill) injectAll(ctx context.Context) {
+	plan, err := sim.NewPlan(d.sc)
+	if err != nil {
+		d.log.Error("plan", "err", err)
+		return
+	}
+	n := 0
+	for {
+		a, ok := plan.Next()
+		if !ok || a.At >= d.sc.Duration {
+			return
+		}
+		if !sleepUntil(ctx, d.clk.WallAt(a.At)) {
+			return
+		}
+		n++
+		hj := sim.HJob{AtMs: d.clk.Elapsed().Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := d.ext.inj.Inject(ictx, layout.Job{ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Payload: string(a.Job.Payload), N: n})
+		cancel()
+		d.mu.Lock()
+		if err != nil {
+			hj.Outcome = "failed"
+			d.ext.x0.InjectErrors = append(d.ext.x0.InjectErrors, sim.HReadError{AtMs: hj.AtMs, JobID: hj.ID, Error: err.Error()})
+			d.log.Warn("inject", "job", a.Job.ID, "err", err)
+		}
+		d.h.Jobs = append(d.h.Jobs, hj)
+		d.created++
+		d.mu.Unlock()
+	}
+}
+
+// itemKey is how a DLQ read knows an entry from one read to the next: by
+// its job's ID, or, for a corrupt one, by where it is and why.
+func itemKey(en layout.Entry) string {
+	if en.Corrupt == "" && en.JobID != "" {
+		return "job:" + en.JobID
+	}
+	return "corrupt:" + en.Source + ":" + en.Corrupt
+}
+
+// readDLQ reads the DLQ once and records what changed.
+func (d *drill) readDLQ(ctx context.Context) {
+	e := d.ext
+	e.readMu.Lock()
+	defer e.readMu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	entries, err := e.rd.Read(rctx)
+	cancel()
+	at := d.clk.Elapsed().Milliseconds()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		e.x0.ReadErrors = append(e.x0.ReadErrors, sim.HReadError{AtMs: at, Error: err.Error()})
+		return
+	}
+	now := map[string]int{}
+	items := map[string]sim.HDLQItem{}
+	total := 0
+	for _, en := range entries {
+		if en.Inactive {
+			continue
+		}
+		k := itemKey(en)
+		now[k]++
+		total++
+		if _, ok := items[k]; !ok {
+			items[k] = sim.HDLQItem{JobID: en.JobID, Severity: en.Severity, Class: en.Class, Corrupt: en.Corrupt, Source: en.Source}
+		}
+	}
+	r := sim.HDLQRead{AtMs: at, Total: total}
+	for _, k := range sortedKeys(now) {
+		for range now[k] - e.cur[k] {
+			r.Added = append(r.Added, items[k])
+		}
+	}
+	for _, k := range sortedKeys(e.cur) {
+		for range e.cur[k] - now[k] {
+			r.Removed = append(r.Removed, e.items[k])
+		}
+	}
+	for k, it := range items {
+		e.items[k] = it
+	}
+	e.cur, e.entries = now, entries
+	if len(r.Added) > 0 || len(r.Removed) > 0 || !e.read {
+		e.x0.Reads = append(e.x0.Reads, r)
+	}
+	e.read = true
+}
+
+// settled reports whether every injected job succeeded (its dependency
+// answered a call for it with success) or sits in the DLQ.
+func (d *drill) settled() bool {
+	e := d.ext
+	for _, g := range d.gws {
+		for _, c := range g.Calls() {
+			if c.Outcome == gateway.OutcomeOK || c.Outcome == gateway.OutcomeReplayed {
+				e.jobsDone[c.Job] = true
+			}
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, j := range d.h.Jobs {
+		if j.Outcome != "ok" || e.jobsDone[j.ID] || e.cur["job:"+j.ID] > 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// finishExternal adds what a black-box drill observed to the history.
+func (d *drill) finishExternal(h *sim.History) {
+	e := d.ext
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	x := e.x0
+	x.SettledMs = e.settled
+	x.Entries = e.entries
+	if x.Entries == nil {
+		x.Entries = []layout.Entry{}
+	}
+	h.External = &x
+	for _, r := range d.rcvs {
+		for _, n := range r.Received() {
+			hd := sim.HDelivery{AtMs: n.AtMs, Receiver: n.Receiver, Attempt: n.Attempt, Accepted: n.Accepted}
+			if !n.Accepted {
+				hd.Error = string(n.Outcome)
+				if n.Status > 0 {
+					hd.Error += " " + strconv.Itoa(n.Status)
+				}
+			}
+			hd.Alerts = []sim.HAlert{{Name: n.Title, Severity: n.Severity, Summary: n.Text, Status: "firing", Count: 1}}
+			h.Deliveries = append(h.Deliveries, hd)
+		}
+	}
+	slices.SortStableFunc(h.Deliveries, func(a, b sim.HDelivery) int { return int(a.AtMs - b.AtMs) })
+	if d.opts.Scale > 1 {
+		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the faults' schedules ran %v× faster, but the system runs on its own clock: its timeouts, backoffs and Retry-After waits took %v× longer in scenario time", d.opts.Scale, d.opts.Scale, d.opts.Scale))
+	}
+	if x.Running {
+		h.Notes = append(h.Notes, "the system was already running: the drill started no copy, so no worker fault (crash, stall) was drilled")
+	}
+}
+
+// closeExternal closes the adapters and, unless Keep, deletes the
+// layout's keys the drill checked empty at its start.
+func (d *drill) closeExternal() {
+	e := d.ext
+	if e.inj != nil {
+		_ = e.inj.Close()
+	}
+	if e.rd != nil {
+		_ = e.rd.Close()
+	}
+	if d.rdb != nil && d.claimed && !d.opts.Keep && len(e.keys) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = d.rdb.Unlink(ctx, e.keys...).Err()
+		cancel()
+	}
+}

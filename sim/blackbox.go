@@ -1,0 +1,642 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reports"
+)
+
+// The invariants only a black-box drill judges (the others it shares with
+// the simulator keep their names: conservation, one-dlq-entry-per-job,
+// no-double-charge, no-retry-of-permanent-or-critical,
+// critical-failure-paged, one-page-per-repeat-interval,
+// no-rerun-after-dead-letter).
+const (
+	// InvNotBoth: no job both succeeded and sits in the DLQ.
+	InvNotBoth = "not-both-succeeded-and-dead-lettered"
+	// InvDLQNeverShrinks: an entry leaves the DLQ only by a mechanism the
+	// scenario declares (system.external.dlqShrinks).
+	InvDLQNeverShrinks = "dlq-never-shrinks"
+	// InvDLQSeverity: where the layout carries a severity, a critical
+	// failure's entry says high (or critical).
+	InvDLQSeverity = "dlq-entry-severity"
+)
+
+// notObservable are the simulator's invariants a black-box drill cannot
+// judge from outside, with why.
+var notObservable = []struct{ name, why string }{
+	{InvLegalMove, "the system's moves between its own queues happen inside it; the drill sees the calls, the alerts and the DLQ"},
+	{InvNoMoveAfterDone, "a run after a success shows only as another call (the double charges it could cause are checked by no-double-charge)"},
+	{InvAttempts, "the system's retry policy is its own; the calls of every job are in the call log"},
+	{InvBreakerLegal, "the system's circuit breakers, if any, are inside it"},
+}
+
+// blackJob is one injected job as the black-box oracle follows it.
+type blackJob struct {
+	h HJob
+	// calls are its calls, in arrival order.
+	calls []HCall
+	// okAt is the first successful call's offset (-1: none).
+	okAt int64
+	// inDLQ counts its active entries at the end; everDLQ says a read
+	// saw it there; firstDLQ when; leftDLQ a read saw it leave.
+	inDLQ    int
+	everDLQ  bool
+	firstDLQ int64
+	leftDLQ  bool
+	queued   bool
+	severity string
+}
+
+// blackJudge judges a black-box history.
+type blackJudge struct {
+	sc  *Scenario
+	h   *History
+	x   *HExternal
+	res *reports.Result
+	// counts are the violations per invariant; checked the invariants
+	// judged.
+	counts map[string]int64
+	jobs   map[string]*blackJob
+	order  []string
+}
+
+func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any) {
+	b.counts[inv]++
+	if b.counts[inv] > reports.MaxListedViolations {
+		return
+	}
+	b.res.Violations = append(b.res.Violations, reports.Violation{Invariant: inv, Message: fmt.Sprintf(format, args...), JobID: job, AtMs: at, Seed: b.h.Seed})
+}
+
+// judgeExternal computes a black-box drill's result from its history
+// alone: every invariant that can be judged from outside (the call log,
+// the deliveries, the DLQ's reads, the queue at the end), each named, and
+// those that cannot listed as not observable.
+func judgeExternal(sc Scenario, h *History) *reports.Result {
+	x := h.External
+	res := &reports.Result{ReportVersion: reports.ReportVersion, Scenario: sc.Name, Description: sc.Description, Seed: h.Seed,
+		DurationMs: sc.Duration.Milliseconds(), EndedAtMs: h.EndedMs, Expectations: []reports.Expectation{}, Violations: []reports.Violation{},
+		Fates: []reports.JobFate{}, Breakers: []reports.Transition{}, Confusion: []reports.Confusion{}, Steps: []reports.Step{}}
+	b := &blackJudge{sc: &sc, h: h, x: x, res: res, counts: map[string]int64{}, jobs: map[string]*blackJob{}}
+	for _, hj := range h.Jobs {
+		if hj.Outcome == "failed" {
+			continue // never the system's
+		}
+		b.jobs[hj.ID] = &blackJob{h: hj, okAt: -1, firstDLQ: -1}
+		b.order = append(b.order, hj.ID)
+	}
+	for _, c := range h.Calls {
+		if j := b.jobs[c.JobID]; j != nil {
+			j.calls = append(j.calls, c)
+			if j.okAt < 0 && (c.Outcome == "ok" || c.Outcome == "replayed") {
+				j.okAt = c.AtMs
+			}
+		}
+	}
+	for _, id := range x.Queued {
+		if j := b.jobs[id]; j != nil {
+			j.queued = true
+		}
+	}
+	corrupt := 0
+	for _, e := range x.Entries {
+		switch {
+		case e.Corrupt != "":
+			corrupt++
+		case e.Inactive:
+		default:
+			if j := b.jobs[e.JobID]; j != nil {
+				j.inDLQ++
+				if j.severity == "" {
+					j.severity = e.Severity
+				}
+			}
+		}
+	}
+	res.Faults = judgeFaults(&sc, h)
+	res.Warnings = append(res.Warnings, h.Notes...)
+	if h.Interrupted != "" {
+		res.Verdict, res.Error = reports.Interrupted, h.Interrupted
+	}
+	if corrupt > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d DLQ entries could not be read (corrupt or without a job ID at the layout's id path): shown in the DLQ, and the jobs they hold cannot be named", corrupt))
+	}
+	for _, e := range x.InjectErrors {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("job %s could not be injected at %s: %s (not judged: it was never the system's)", e.JobID, fmtMs(e.AtMs), e.Error))
+	}
+	if len(x.ReadErrors) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of the DLQ's reads failed (first at %s: %s): what changed between the others is judged", len(x.ReadErrors), fmtMs(x.ReadErrors[0].AtMs), x.ReadErrors[0].Error))
+	}
+
+	judged := h.Interrupted == ""
+	invs := []reports.InvariantResult{}
+	add := func(name string, note string) {
+		r := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: b.counts[name], Note: note}
+		switch {
+		case !judged:
+			r.Verdict, r.Note = reports.Skipped, "the drill was interrupted: "+h.Interrupted
+		case b.counts[name] > 0:
+			r.Verdict = reports.Failed
+		}
+		invs = append(invs, r)
+	}
+	b.reads()
+	b.conservation()
+	add(InvConservation, "judged at the end, after the drain: in between, the system's own queues are not observable")
+	add(InvNotBoth, "")
+	add(InvOneDLQEntry, "")
+	add(InvDLQNeverShrinks, shrinkNote(x.DLQShrinks))
+	b.charges()
+	add(InvNoDoubleCharge, "")
+	b.finalRetries()
+	add(InvNoRetryOfFinal, "")
+	add(InvNoRerunAfterDead, "")
+	pageWithin := sc.Invariants.PageWithin
+	switch {
+	case pageWithin < 0:
+		invs = append(invs, reports.InvariantResult{Name: InvCriticalPaged, Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin < 0)"},
+			reports.InvariantResult{Name: InvOnePage, Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin < 0)"})
+	case !x.Alerts:
+		why := "the system was given no receiver's URL (system.external.noAlerts): whether it pages cannot be seen from outside"
+		invs = append(invs, reports.InvariantResult{Name: InvCriticalPaged, Verdict: reports.NotObservable, Note: why},
+			reports.InvariantResult{Name: InvOnePage, Verdict: reports.NotObservable, Note: why})
+	default:
+		b.pages(pageWithin)
+		add(InvCriticalPaged, "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer")
+		add(InvOnePage, "")
+	}
+	if b.severityKnown() {
+		b.severities()
+		add(InvDLQSeverity, "")
+	} else {
+		invs = append(invs, reports.InvariantResult{Name: InvDLQSeverity, Verdict: reports.NotObservable, Note: "the DLQ's layout names no severity field (dlq.fields.severity)"})
+	}
+	for _, n := range notObservable {
+		invs = append(invs, reports.InvariantResult{Name: n.name, Verdict: reports.NotObservable, Note: n.why})
+	}
+	res.Invariants = invs
+	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
+
+	b.ledger()
+	b.dlq()
+	b.alerts()
+	b.expectations()
+	res.Live = liveSection(h)
+	res.Live.External = b.external()
+	if h.Aborted != "" && res.Verdict == "" {
+		res.Verdict, res.Error = reports.Interrupted, "aborted: "+h.Aborted
+	}
+	if res.Verdict == "" {
+		res.Verdict = reports.Passed
+		for _, inv := range res.Invariants {
+			if inv.Verdict == reports.Failed {
+				res.Verdict = reports.Failed
+			}
+		}
+		for _, e := range res.Expectations {
+			if e.Verdict == reports.Failed {
+				res.Verdict = reports.Failed
+			}
+		}
+		for _, f := range res.Faults {
+			if f.RequireHits && f.Hits == 0 {
+				res.Verdict = reports.Failed
+			}
+		}
+	}
+	for _, f := range res.Faults {
+		if f.Hits == 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s never hit: the drill did not test what it was for", f.Name))
+		}
+	}
+	return res
+}
+
+func fmtMs(ms int64) string { return "+" + (time.Duration(ms) * time.Millisecond).String() }
+
+func shrinkNote(declared []string) string {
+	if len(declared) == 0 {
+		return "no mechanism declared (system.external.dlqShrinks): every entry that leaves the DLQ is a violation"
+	}
+	return "declared: " + strings.Join(declared, ", ") + " — entries leaving the DLQ are counted, not failed"
+}
+
+// reads replays the DLQ's reads: an entry seen twice for one job, an
+// entry leaving by no declared mechanism.
+func (b *blackJudge) reads() {
+	cur := map[string]int{}
+	allowed := len(b.x.DLQShrinks) > 0
+	for _, r := range b.x.Reads {
+		for _, it := range r.Added {
+			if it.JobID == "" {
+				continue
+			}
+			cur[it.JobID]++
+			j := b.jobs[it.JobID]
+			if j == nil {
+				continue
+			}
+			if !j.everDLQ {
+				j.everDLQ, j.firstDLQ = true, r.AtMs
+			}
+			if cur[it.JobID] == 2 {
+				b.fail(InvOneDLQEntry, it.JobID, r.AtMs, "job %s has two entries in the DLQ at %s (the second at %s): one failed job, one entry — a retry that dead-letters again must replace its entry, not add one", it.JobID, fmtMs(r.AtMs), it.Source)
+			}
+		}
+		for _, it := range r.Removed {
+			if it.JobID == "" {
+				continue
+			}
+			cur[it.JobID]--
+			if j := b.jobs[it.JobID]; j != nil {
+				j.leftDLQ = true
+			}
+			if !allowed {
+				b.fail(InvDLQNeverShrinks, it.JobID, r.AtMs, "job %s's entry left the DLQ by %s (it was at %s): the DLQ shrank and the scenario declares no way it may (dlqShrinks) — a trim (LTRIM), a cap or an expiry drops dead letters silently", it.JobID, fmtMs(r.AtMs), it.Source)
+			}
+		}
+	}
+}
+
+// conservation: every job succeeded, sits in the DLQ, or is named as
+// still queued; none both succeeded and dead-lettered.
+func (b *blackJudge) conservation() {
+	end := b.h.EndedMs + b.x.DrainMs
+	for _, id := range b.order {
+		j := b.jobs[id]
+		switch {
+		case j.okAt >= 0 && j.inDLQ > 0:
+			b.fail(InvNotBoth, id, end, "job %s succeeded at %s and is also in the DLQ: an operator would run it again (a second charge)", id, fmtMs(j.okAt))
+		case j.okAt >= 0 || j.inDLQ > 0:
+		case j.queued:
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s is still queued in the system at the end, %s after the scenario (not lost; the drain was too short for it)", id, time.Duration(b.x.DrainMs)*time.Millisecond))
+		default:
+			b.fail(InvConservation, id, end, "job %s was lost: %s", id, b.lostStory(j))
+		}
+	}
+}
+
+// lostStory says what the drill saw of a lost job.
+func (b *blackJudge) lostStory(j *blackJob) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "injected at %s, ", fmtMs(j.h.AtMs))
+	if n := len(j.calls); n == 0 {
+		s.WriteString("never called its dependency")
+	} else {
+		last := j.calls[n-1]
+		fmt.Fprintf(&s, "called %d time(s), the last at %s answered %s", n, fmtMs(last.AtMs), answer(last))
+	}
+	s.WriteString("; never succeeded")
+	switch {
+	case j.everDLQ && j.leftDLQ:
+		fmt.Fprintf(&s, "; it was in the DLQ at %s and then left it", fmtMs(j.firstDLQ))
+	default:
+		s.WriteString("; never in the DLQ")
+	}
+	if b.x.QueueObservable {
+		s.WriteString("; not in the queue at the end")
+	} else {
+		s.WriteString("; the queue itself is not observable through this inject adapter")
+	}
+	return s.String()
+}
+
+// answer describes a call's answer for a message.
+func answer(c HCall) string {
+	var what string
+	switch {
+	case c.Status > 0:
+		what = fmt.Sprintf("%d", c.Status)
+	case c.Outcome != "":
+		what = c.Outcome
+	default:
+		what = "nothing yet"
+	}
+	if c.Class != "" {
+		what += " (" + c.Class + ")"
+	}
+	if c.Fault != "" {
+		what += " from fault " + c.Fault
+	}
+	return what
+}
+
+// charges: no payment taken twice for one key (or one job without a key).
+func (b *blackJudge) charges() {
+	for _, c := range b.h.Calls {
+		if c.Charge >= 2 {
+			what := "key " + c.Key
+			if c.Key == "" {
+				what = "job " + c.JobID + " (no idempotency key sent)"
+			}
+			b.fail(InvNoDoubleCharge, c.JobID, c.AtMs, "%s charged %d times at %s by %s: the earlier call took effect although its answer failed, and the retry charged again", what, c.Charge, fmtMs(c.AtMs), c.Dependency)
+		}
+	}
+}
+
+// finalRetries: a permanent or critical answer is final for its job,
+// unless the job left the DLQ by a declared requeue first; a job in the
+// DLQ is not run.
+func (b *blackJudge) finalRetries() {
+	requeues := slices.Contains(b.x.DLQShrinks, ShrinkOperator) || slices.Contains(b.x.DLQShrinks, ShrinkAutoRetry)
+	for _, id := range b.order {
+		j := b.jobs[id]
+		var final *HCall
+		var after []int64
+		for i := range j.calls {
+			c := &j.calls[i]
+			if final != nil {
+				after = append(after, c.AtMs)
+			}
+			if final == nil && c.Outcome == "error" && (c.Class == "permanent" || c.Class == "critical") {
+				final = c
+			}
+		}
+		if final != nil && len(after) > 0 && !(requeues && j.leftDLQ) {
+			why := "a declined card is declined again: retrying it only annoys the customer's bank"
+			if final.Class == "critical" {
+				why = "an authentication failure needs a person, not a retry: every retry fails the same way"
+			}
+			b.fail(InvNoRetryOfFinal, id, after[0], "job %s was answered %s at %s and called again %d time(s) (%s): %s", id, answer(*final), fmtMs(final.AtMs), len(after), joinMs(after, 5), why)
+		}
+		if j.everDLQ && !j.leftDLQ {
+			var late []int64
+			for _, c := range j.calls {
+				if c.AtMs > j.firstDLQ {
+					late = append(late, c.AtMs)
+				}
+			}
+			if len(late) > 0 {
+				b.fail(InvNoRerunAfterDead, id, late[0], "job %s was in the DLQ from %s and still ran: %d call(s) after (%s)", id, fmtMs(j.firstDLQ), len(late), joinMs(late, 5))
+			}
+		}
+	}
+}
+
+func joinMs(ms []int64, n int) string {
+	var parts []string
+	for i, m := range ms {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-n))
+			break
+		}
+		parts = append(parts, fmtMs(m))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// incident is a run of critical answers from one dependency, none more
+// than the page deadline after the one before.
+type incident struct {
+	dep         string
+	first, last int64
+	job, fault  string
+	answer      string
+}
+
+// pages: every incident of critical answers paged within the deadline,
+// and not more often than once per repeat interval.
+func (b *blackJudge) pages(within time.Duration) {
+	var incs []incident
+	open := map[string]int{}
+	for _, c := range b.h.Calls {
+		if c.Class != "critical" || c.Outcome != "error" {
+			continue
+		}
+		if i, ok := open[c.Dependency]; ok && c.AtMs-incs[i].last <= within.Milliseconds() {
+			incs[i].last = c.AtMs
+			continue
+		}
+		open[c.Dependency] = len(incs)
+		incs = append(incs, incident{dep: c.Dependency, first: c.AtMs, last: c.AtMs, job: c.JobID, fault: c.Fault, answer: answer(c)})
+	}
+	repeat := repeatEvery(b.sc.alertConfig(func(string) alert.Sink { return nil }))
+	for _, in := range incs {
+		var pages []int64
+		for _, d := range b.h.Deliveries {
+			if d.Accepted && d.AtMs >= in.first && d.AtMs <= in.last+within.Milliseconds() {
+				pages = append(pages, d.AtMs)
+			}
+		}
+		if len(pages) == 0 || pages[0] > in.first+within.Milliseconds() {
+			b.fail(InvCriticalPaged, in.job, in.first, "the critical failure of %s at %s (job %s answered %s, until %s) was never paged: no receiver accepted a notification within %s", in.dep, fmtMs(in.first), in.job, in.answer, fmtMs(in.last), within)
+			continue
+		}
+		allowed := 1 + int((in.last-in.first)/max(repeat.Milliseconds(), 1))
+		if len(pages) > allowed {
+			b.fail(InvOnePage, in.job, pages[allowed], "the critical failure of %s from %s to %s paged %d times (%s): once per incident (per repeat interval %s) is enough — every extra page is noise at 3 a.m.", in.dep, fmtMs(in.first), fmtMs(in.last), len(pages), joinMs(pages, 5), repeat)
+		}
+	}
+}
+
+func (b *blackJudge) severityKnown() bool {
+	for _, e := range b.x.Entries {
+		if e.Severity != "" {
+			return true
+		}
+	}
+	return b.x.DLQ != "" && strings.Contains(b.x.DLQ, "severity")
+}
+
+// severities: a job dead-lettered after a critical answer has an entry
+// of high (or critical) severity.
+func (b *blackJudge) severities() {
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.inDLQ == 0 || len(j.calls) == 0 {
+			continue
+		}
+		last := j.calls[len(j.calls)-1]
+		if last.Class != "critical" {
+			continue
+		}
+		if s := strings.ToLower(j.severity); s != "high" && s != "critical" {
+			if s == "" {
+				s = "none"
+			}
+			b.fail(InvDLQSeverity, id, b.h.EndedMs, "job %s was dead-lettered after %s but its entry's severity is %s: a critical failure's entry says high, so the DLQ's triage shows it first", id, answer(last), s)
+		}
+	}
+}
+
+// ledger fills the result's ledger from the oracle's view.
+func (b *blackJudge) ledger() {
+	led := &b.res.Ledger
+	byTask := map[string]*reports.TaskTotals{}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		led.Created++
+		t := byTask[j.h.Task]
+		if t == nil {
+			t = &reports.TaskTotals{Task: j.h.Task}
+			byTask[j.h.Task] = t
+		}
+		t.Created++
+		led.Attempts += int64(len(j.calls))
+		if n := len(j.calls); n > 1 {
+			led.Retries += int64(n - 1)
+		}
+		switch {
+		case j.okAt >= 0:
+			led.Succeeded++
+			t.Succeeded++
+		case j.inDLQ > 0:
+			led.DeadLettered++
+			t.DeadLettered++
+		case j.queued:
+			led.Queued++
+			t.Pending++
+		default:
+			led.Lost++
+		}
+		if j.everDLQ {
+			led.DeadLetters++
+		}
+	}
+	for _, c := range b.h.Calls {
+		if c.Charge > 0 {
+			led.Charges++
+		}
+	}
+	led.ByTask = []reports.TaskTotals{}
+	for _, t := range b.sc.Workload.Tasks {
+		if tt := byTask[t.Name]; tt != nil {
+			led.ByTask = append(led.ByTask, *tt)
+		}
+	}
+	led.DeadLetteredBy = []reports.DeadLetterCount{}
+}
+
+// dlq fills the result's DLQ from the last read.
+func (b *blackJudge) dlq() {
+	d := reports.DLQ{ByStatus: map[string]int{}, BySeverity: map[string]int{}, Entries: []reports.DLQEntry{}}
+	for _, e := range b.x.Entries {
+		d.Total++
+		if e.Corrupt != "" {
+			d.Corrupt++
+		}
+		st := e.Status
+		if st == "" {
+			st = "failed"
+		}
+		d.ByStatus[st]++
+		if e.Severity != "" {
+			d.BySeverity[strings.ToLower(e.Severity)]++
+		}
+		if len(d.Entries) < 100 {
+			task := ""
+			if j := b.jobs[e.JobID]; j != nil {
+				task = j.h.Task
+			}
+			errText := e.Error
+			if e.Corrupt != "" {
+				errText = "corrupt entry at " + e.Source + ": " + e.Corrupt
+			}
+			d.Entries = append(d.Entries, reports.DLQEntry{JobID: e.JobID, Task: task, Status: st, Class: e.Class, Severity: e.Severity,
+				Attempts: e.Retries, Error: errText, Reason: e.Source})
+		} else {
+			d.Truncated = true
+		}
+	}
+	b.res.DLQ = d
+}
+
+// alerts fills the result's alerts from the receivers' deliveries.
+func (b *blackJudge) alerts() {
+	a := reports.Alerts{ByReceiver: map[string]int64{}, PagesByFingerprint: map[string]int64{}, Deliveries: []reports.Delivery{}}
+	for _, d := range b.h.Deliveries {
+		if !d.Accepted {
+			a.Rejected++
+			continue
+		}
+		a.Notifications++
+		a.ByReceiver[d.Receiver]++
+		if len(a.Deliveries) < 100 {
+			sum := ""
+			if len(d.Alerts) > 0 {
+				sum = d.Alerts[0].Summary
+			}
+			a.Deliveries = append(a.Deliveries, reports.Delivery{AtMs: d.AtMs, Receiver: d.Receiver, Summary: sum, Attempt: max(d.Attempt, 1), Status: "firing", Count: 1})
+		} else {
+			a.Truncated = true
+		}
+	}
+	b.res.Alerts = a
+}
+
+// blackMetrics are the counts a black-box drill observes.
+var blackMetrics = map[Metric]bool{Created: true, Succeeded: true, DeadLettered: true, Lost: true, Charges: true, Notifications: true, Pending: true}
+
+// expectations evaluates the scenario's expectations that can be judged
+// from outside; the others are not observable.
+func (b *blackJudge) expectations() {
+	led := b.res.Ledger
+	for _, e := range b.sc.Expect {
+		c, ok := e.(Count)
+		name := expectationName(e)
+		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Task != "" && c.Metric != DeadLettered && c.Metric != Succeeded && c.Metric != Created) {
+			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: name, Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered, lost, pending, charges and notifications, by task at most)", Verdict: reports.NotObservable})
+			continue
+		}
+		var n int64
+		switch c.Metric {
+		case Created, Succeeded, DeadLettered:
+			if c.Task == "" {
+				n = map[Metric]int64{Created: led.Created, Succeeded: led.Succeeded, DeadLettered: led.DeadLettered}[c.Metric]
+			} else {
+				for _, t := range led.ByTask {
+					if t.Task == c.Task {
+						n = map[Metric]int64{Created: t.Created, Succeeded: t.Succeeded, DeadLettered: t.DeadLettered}[c.Metric]
+					}
+				}
+			}
+		case Lost:
+			n = led.Lost
+		case Pending:
+			n = led.Queued
+		case Charges:
+			n = led.Charges
+		case Notifications:
+			if c.Receiver != "" {
+				n = b.res.Alerts.ByReceiver[c.Receiver]
+			} else {
+				n = b.res.Alerts.Notifications
+			}
+		}
+		v := verdict(c.Op.holds(n, c.N))
+		if b.h.Interrupted != "" {
+			v = reports.Skipped
+		}
+		b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: v})
+	}
+}
+
+// expectationName is an expectation's name without evaluating it.
+func expectationName(e Expectation) string {
+	if c, ok := e.(Count); ok {
+		return c.name()
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+func (b *blackJudge) external() *reports.External {
+	x := b.x
+	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
+		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: len(x.Reads), DLQReadErrors: len(x.ReadErrors)}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && len(out.Lost) < reports.MaxListedViolations {
+			out.Lost = append(out.Lost, id)
+		}
+		if j.leftDLQ && len(x.DLQShrinks) == 0 && len(out.Trimmed) < reports.MaxListedViolations {
+			out.Trimmed = append(out.Trimmed, id)
+		}
+	}
+	return out
+}

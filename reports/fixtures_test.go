@@ -180,7 +180,8 @@ func largeResult() *reports.Result {
 		DLQ:    reports.DLQ{Total: 10_000, ByStatus: map[string]int{"failed": 10_000}, BySeverity: map[string]int{"high": 100, "medium": 9_900}, Truncated: true},
 		Alerts: reports.Alerts{Notifications: deliveries, Pages: deliveries / 5, ByReceiver: map[string]int64{"on-call": deliveries / 5, "team": deliveries * 4 / 5},
 			PagesByFingerprint: map[string]int64{}},
-		Series: reports.Series{IntervalMs: 1000, DLQBySeverity: map[string][]int64{}, Breakers: map[string][]string{}},
+		Series: reports.Series{IntervalMs: 30_000, AtMs: []int64{0, 30_000, 60_000}, Queued: []int64{0, 40, 12}, InFlight: []int64{0, 2, 0},
+			Scheduled: []int64{0, 0, 0}, Fallback: []int64{0, 0, 0}, DLQBySeverity: map[string][]int64{"high": {0, 2, 2}}, Breakers: map[string][]string{}},
 		Config: map[string]any{"apiVersion": "faultline/v1", "duration": "2h46m40s"},
 	}
 	for i := range 40 {
@@ -266,12 +267,21 @@ func blackBoxRun() *reports.Result {
 			{Name: "attempts-within-policy", Verdict: reports.NotObservable, Note: "the system's retry policy is its own; the calls of every job are in the call log"},
 		},
 		Ledger: reports.Ledger{Created: 200, Succeeded: 186, DeadLettered: 2, Lost: 12, Attempts: 215, Charges: 186,
-			ByTask: []reports.TaskTotals{{Task: "charge", Created: 200, Succeeded: 186, DeadLettered: 2}}},
-		DLQ:    reports.DLQ{Total: 2, ByStatus: map[string]int{"failed": 2}, BySeverity: map[string]int{"high": 2}},
-		Alerts: reports.Alerts{ByReceiver: map[string]int64{}, PagesByFingerprint: map[string]int64{}},
-		Faults: []reports.Fault{{Name: "crash-a-copy", Target: "worker/w1", Model: "crash", Hits: 1, FirstHitMs: 20_000, LastHitMs: 20_000, Windows: [][2]int64{{20_000, 20_001}}}},
-		Series: reports.Series{IntervalMs: 1000, DLQBySeverity: map[string][]int64{}, Breakers: map[string][]string{}},
+			ByTask:         []reports.TaskTotals{{Task: "charge", Created: 200, Succeeded: 186, DeadLettered: 2}},
+			DeadLetteredBy: []reports.DeadLetterCount{{Task: "charge", Severity: "high", Class: "permanent", Count: 2}}},
+		Fates: []reports.JobFate{},
+		DLQ: reports.DLQ{Total: 2, ByStatus: map[string]int{"failed": 2}, BySeverity: map[string]int{"high": 2},
+			Entries: []reports.DLQEntry{{JobID: "charge-3", Task: "charge", Status: "failed", Class: "permanent", Severity: "high", Attempts: 1, Reason: "permanent", Error: "card declined"},
+				{JobID: "charge-5", Task: "charge", Status: "failed", Class: "permanent", Severity: "high", Attempts: 1, Reason: "permanent", Error: "card declined"}}},
+		Alerts:    reports.Alerts{ByReceiver: map[string]int64{}, PagesByFingerprint: map[string]int64{}, Deliveries: []reports.Delivery{}},
+		Breakers:  []reports.Transition{},
+		Confusion: []reports.Confusion{},
+		Steps:     []reports.Step{},
+		Faults:    []reports.Fault{{Name: "crash-a-copy", Target: "worker/w1", Model: "crash", Hits: 1, FirstHitMs: 20_000, LastHitMs: 20_000, Windows: [][2]int64{{20_000, 20_001}}}},
+		Series: reports.Series{IntervalMs: 30_000, AtMs: []int64{0, 30_000, 60_000}, Queued: []int64{0, 40, 12}, InFlight: []int64{0, 2, 0},
+			Scheduled: []int64{0, 0, 0}, Fallback: []int64{0, 0, 0}, DLQBySeverity: map[string][]int64{"high": {0, 2, 2}}, Breakers: map[string][]string{}},
 		Live: &reports.Live{TimeScale: 1, StartedAt: "2026-12-01T10:00:00Z", Workers: 2, Processes: map[string]int{"started": 2, "killed": 1, "restarted": 1},
+			Latencies: []reports.Latency{},
 			External: &reports.External{
 				Command: "./bin/charge-worker --redis redis://:" + blackBoxRedisPw + "@127.0.0.1:6390/0 --api-key=" + blackBoxAPIKey,
 				Copies:  2, Inject: "seed preset: LPUSH charge:default", DLQ: "redis lists charge:dead_letter",
@@ -297,7 +307,7 @@ func blackBoxRun() *reports.Result {
 // trimmed: its only non-passes are not observable, and it passes.
 func blackBoxPassing() *reports.Result {
 	r := blackBoxRun()
-	r.Verdict, r.Violations = reports.Passed, nil
+	r.Verdict, r.Violations = reports.Passed, []reports.Violation{}
 	r.Ledger.Succeeded, r.Ledger.Lost = 198, 0
 	r.Ledger.ByTask[0].Succeeded = 198
 	r.Expectations[1].Actual, r.Expectations[1].Verdict = "0", reports.Passed

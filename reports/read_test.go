@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -131,19 +132,22 @@ var _ = Describe("Read", func() {
 	It("refuses a verdict the report's version does not have", func() {
 		bad := strings.Replace(stored, `"verdict": "failed",`, `"verdict": "flaky",`, 1)
 		re := readError(bad)
-		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict of a version-2 report (passed, failed, errored or interrupted)`))
+		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict of a version-3 report (passed, failed, errored or interrupted)`))
 		Expect(re.Line).To(Equal(8))
 
 		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": ""`, 1)
-		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "" is not a verdict of a version-3 report (passed, failed, errored, skipped or not-observable)`))
 
 		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": "interrupted"`, 1)
-		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "interrupted" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "interrupted" is not a verdict of a version-3 report (passed, failed, errored, skipped or not-observable)`))
+
+		bad = strings.Replace(stored, `"verdict": "failed",`, `"verdict": "not-observable",`, 1)
+		Expect(readError(bad).Msg).To(Equal(`verdict: "not-observable" is not a verdict of a version-3 report (passed, failed, errored or interrupted)`), "never a run's verdict")
 
 		i := strings.Index(stored, `"invariants": [`)
 		j := i + strings.Index(stored[i:], `"verdict": "passed"`)
 		bad = stored[:j] + `"verdict": "maybe"` + stored[j+len(`"verdict": "passed"`):]
-		Expect(readError(bad).Msg).To(Equal(`invariants[0].verdict: "maybe" is not a verdict of a version-2 report (passed, failed, errored or skipped)`))
+		Expect(readError(bad).Msg).To(Equal(`invariants[0].verdict: "maybe" is not a verdict of a version-3 report (passed, failed, errored, skipped or not-observable)`))
 
 		v1, err := os.ReadFile("testdata/v1/payment-challenge.failing.json")
 		Expect(err).NotTo(HaveOccurred())
@@ -184,7 +188,8 @@ var _ = Describe("Read", func() {
 			Expect(r.Invariants).To(BeNil(), "version 1 does not record them")
 			// What version 1 meant: every invariant checked, the violated one failed.
 			invs := r.InvariantResults()
-			Expect(invs).To(HaveLen(len(reports.Invariants())))
+			simulated := slices.DeleteFunc(reports.Invariants(), func(inv reports.Invariant) bool { return inv.BlackBox })
+			Expect(invs).To(HaveLen(len(simulated)), "a version-1 report never judged a black-box invariant")
 			for _, inv := range invs {
 				want := reports.Passed
 				if len(r.Violations) > 0 && inv.Name == r.Violations[0].Invariant {
@@ -193,6 +198,41 @@ var _ = Describe("Read", func() {
 				Expect(inv.Verdict).To(Equal(want), inv.Name)
 			}
 		}
+	})
+
+	It("reads a version-3 report's not-observable invariants and expectations, and its black-box system", func() {
+		var b bytes.Buffer
+		Expect(reports.WriteJSON(&b, blackBoxRun())).To(Succeed())
+		back, err := reports.Read(&b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(back.Invariants).To(ContainElement(HaveField("Verdict", reports.NotObservable)))
+		Expect(back.Expectations).To(ContainElement(HaveField("Verdict", reports.NotObservable)))
+		Expect(back.Live.External).To(HaveField("Lost", HaveLen(12)))
+		Expect(back.Live.External.Command).To(ContainSubstring("[REDACTED]"), "written through the redactor")
+		Expect(back.Live.External.Command).NotTo(ContainSubstring(blackBoxAPIKey))
+	})
+
+	It("refuses not-observable in a version-1 or version-2 report: those versions have no such verdict", func() {
+		var b bytes.Buffer
+		Expect(reports.WriteJSON(&b, blackBoxRun())).To(Succeed())
+		v3 := b.String()
+		Expect(v3).To(ContainSubstring(current))
+		i := strings.Index(v3, `"not-observable"`)
+		line, col := position(v3, i)
+		for _, v := range []int{2, 1} {
+			old := strings.Replace(v3, current, fmt.Sprintf(`"reportVersion": %d,`, v), 1)
+			want := "passed, failed, errored or skipped"
+			if v == 1 {
+				want = "passed, failed or errored"
+			}
+			re := readError(old)
+			Expect(re.Msg).To(Equal(fmt.Sprintf(`expectations[2].verdict: "not-observable" is not a verdict of a version-%d report (%s)`, v, want)))
+			Expect([]int{re.Line, re.Col}).To(Equal([]int{line, col}))
+		}
+		// Its invariants alone are refused too.
+		noExp := strings.Replace(v3, `"verdict": "not-observable"`, `"verdict": "skipped"`, 1)
+		re := readError(strings.Replace(noExp, current, `"reportVersion": 2,`, 1))
+		Expect(re.Msg).To(HavePrefix(`invariants[5].verdict: "not-observable" is not a verdict of a version-2 report`))
 	})
 
 	It("ignores keys it does not know: a newer faultline may add fields without a new reportVersion", func() {

@@ -218,7 +218,7 @@ var _ = Describe("The JSON Schema", func() {
 		s := schemaDoc()
 		defs := s["$defs"].(map[string]any)
 		Expect(defs).To(HaveKey("Verdict"))
-		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored", "interrupted", "skipped")))
+		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored", "interrupted", "skipped", "not-observable")))
 		all := map[string]any{"Result": s}
 		for name, d := range defs {
 			all[name] = d
@@ -248,7 +248,9 @@ var _ = Describe("The JSON Schema", func() {
 		drilled.Breakers = append(drilled.Breakers, reports.Transition{AtMs: 1000, Breaker: "smtp", From: "closed", To: "open", Reason: "failures", Worker: "w1"})
 		drilled.Live = &reports.Live{TimeScale: 20, StartedAt: "2026-12-01T10:00:00Z", Workers: 2, Processes: map[string]int{"started": 2},
 			Latencies: []reports.Latency{{What: "dependency smtp", Calls: 10, P50Ms: 0.4, P95Ms: 2, P99Ms: 3, MaxMs: 5}}, Aborted: "abortIf.dlqDepth 5 crossed"}
-		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned, drilled} {
+		alreadyRunning := blackBoxPassing() // a system found running: no command
+		alreadyRunning.Live.External.Command, alreadyRunning.Live.External.Running, alreadyRunning.Live.External.Copies = "", true, 0
+		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned, drilled, blackBoxRun(), blackBoxPassing(), alreadyRunning} {
 			data, err := r.JSON()
 			Expect(err).NotTo(HaveOccurred())
 			var v any
@@ -279,7 +281,7 @@ var _ = Describe("The JSON Schema", func() {
 		Expect(val.validate(s, v, "report", "Result")).To(ConsistOf(
 			`report: required key "seed" missing`,
 			`report: key "extra" is not in the schema`,
-			`report.verdict: flaky is not one of [passed failed errored interrupted skipped]`,
+			`report.verdict: flaky is not one of [passed failed errored interrupted skipped not-observable]`,
 			`report.ledger.lost: want an integer, got none`,
 			`report.faults[0].windows[0]: 1 items, want at least 2`,
 		))

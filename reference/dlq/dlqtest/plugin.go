@@ -128,7 +128,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			for i, id := range want {
 				Expect(s.Add(ctx, PluginEntry(id, i))).To(Succeed(), "add %s", id)
 			}
-			expectIDs(ctx, s, want, "after adding %v", want)
+			ExpectListed(ctx, s, want, "after adding %v", want)
 		})
 
 		It("keeps one entry per job when the same job is added again", func() {
@@ -136,7 +136,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			again := PluginEntry("job-1", 2)
 			again.Reason = "died again"
 			Expect(s.Add(ctx, again)).To(Succeed(), "add job-1 a second time")
-			expectIDs(ctx, s, []string{"job-1"}, "after adding job-1 twice")
+			ExpectListed(ctx, s, []string{"job-1"}, "after adding job-1 twice")
 		})
 
 		It("keeps an entry's job and failure as added", func() {
@@ -159,7 +159,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			e := PluginEntry("", 1)
 			err := s.Add(ctx, e)
 			Expect(errors.Is(err, job.ErrInvalid)).To(BeTrue(), "adding a job with no ID answered %v, want an error matching job.ErrInvalid", err)
-			expectIDs(ctx, s, nil, "after the refused add")
+			ExpectListed(ctx, s, nil, "after the refused add")
 		})
 
 		It("requeues by ID: returns the job and removes only its entry", func() {
@@ -170,7 +170,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			Expect(err).NotTo(HaveOccurred(), "requeue job-2")
 			Expect(j.ID).To(Equal("job-2"), "the job requeue of job-2 returned")
 			Expect(j.Task).To(Equal("email"), "job-2's task as requeued")
-			expectIDs(ctx, s, []string{"job-1", "job-3"}, "after requeue of job-2")
+			ExpectListed(ctx, s, []string{"job-1", "job-3"}, "after requeue of job-2")
 		})
 
 		It("answers ErrNotFound for a requeue of a job it does not hold, changing nothing", func() {
@@ -181,7 +181,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			Expect(err).NotTo(HaveOccurred(), "the first requeue of job-1")
 			_, err = s.Requeue(ctx, "job-1")
 			Expect(errors.Is(err, dlq.ErrNotFound)).To(BeTrue(), "a second requeue of job-1 answered %v, want dlq.ErrNotFound (it was requeued already)", err)
-			expectIDs(ctx, s, nil, "after requeueing job-1")
+			ExpectListed(ctx, s, nil, "after requeueing job-1")
 		})
 
 		It("deletes by ID", func() {
@@ -191,7 +191,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			}
 			d := s.(dlq.Deleter)
 			Expect(d.Delete(ctx, "job-1")).To(Succeed(), "delete job-1")
-			expectIDs(ctx, s, []string{"job-2"}, "after delete of job-1")
+			ExpectListed(ctx, s, []string{"job-2"}, "after delete of job-1")
 			err := d.Delete(ctx, "job-1")
 			Expect(errors.Is(err, dlq.ErrNotFound)).To(BeTrue(), "a second delete of job-1 answered %v, want dlq.ErrNotFound", err)
 		})
@@ -208,7 +208,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			js, err := s.(dlq.RequeueMatcher).RequeueMatching(ctx, dlq.Filter{Tasks: []string{"email"}}, 2)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(jobIDs(js)).To(Equal([]string{"job-1", "job-2"}), "jobs requeued by task email, limit 2, oldest first")
-			expectIDs(ctx, s, []string{"job-3", "job-4"}, "after requeueing job-1 and job-2 by filter")
+			ExpectListed(ctx, s, []string{"job-3", "job-4"}, "after requeueing job-1 and job-2 by filter")
 		})
 
 		It("quarantines an entry: listed as quarantined", func() {
@@ -230,7 +230,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			}
 			err := s.Add(ctx, PluginEntry("job-4", 4))
 			Expect(errors.Is(err, dlq.ErrFull)).To(BeTrue(), "adding job-4 to a full store of capacity 3 answered %v, want dlq.ErrFull", err)
-			expectIDs(ctx, s, []string{"job-1", "job-2", "job-3"}, "after the refused add of job-4")
+			ExpectListed(ctx, s, []string{"job-1", "job-2", "job-3"}, "after the refused add of job-4")
 		})
 
 		It("leaves an entry fully there or not there when a call fails part way through", func() {
@@ -285,7 +285,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 				want[i] = "job-" + strconv.Itoa(i)
 				Expect(s.Add(ctx, PluginEntry(want[i], i))).To(Succeed(), "add %s", want[i])
 			}
-			expectIDs(ctx, s, want, "after adding %d entries", SlowEntries)
+			ExpectListed(ctx, s, want, "after adding %d entries", SlowEntries)
 			for i := 0; i < SlowEntries; i += 2 {
 				_, err := s.Requeue(ctx, want[i])
 				Expect(err).NotTo(HaveOccurred(), "requeue %s", want[i])
@@ -294,7 +294,7 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 			for i := 1; i < SlowEntries; i += 2 {
 				rest = append(rest, want[i])
 			}
-			expectIDs(ctx, s, rest, "after requeueing the even-numbered half")
+			ExpectListed(ctx, s, rest, "after requeueing the even-numbered half")
 		})
 
 		It("loses and doubles nothing when a requeue loop runs while entries are added", Label("slow"), func() {
@@ -337,14 +337,15 @@ func ExerciseDeadLetters(newStore func(capacity int) dlq.DeadLetters) {
 					want = append(want, id)
 				}
 			}
-			expectIDs(ctx, s, want, "after %d adds racing %d requeues", n, len(requeued))
+			ExpectListed(ctx, s, want, "after %d adds racing %d requeues", n, len(requeued))
 		})
 	})
 }
 
-// expectIDs checks that s lists exactly want, once each, and counts as
-// many, naming the jobs lost, doubled or unexpected.
-func expectIDs(ctx context.Context, s dlq.DeadLetters, want []string, context string, args ...any) {
+// ExpectListed checks that s lists exactly want, once each, and counts as
+// many, naming the jobs lost ("job job-7 was added but is not listed"),
+// doubled or unexpected; context (a format, with args) says when.
+func ExpectListed(ctx context.Context, s dlq.DeadLetters, want []string, context string, args ...any) {
 	GinkgoHelper()
 	what := fmt.Sprintf(context, args...)
 	es, err := s.List(ctx)

@@ -122,11 +122,11 @@ type handler struct {
 func (h *handler) charge(ctx context.Context, t *asynq.Task) error {
 	var j job
 	if err := json.Unmarshal(t.Payload(), &j); err != nil {
-		return fmt.Errorf("bad job document: %v: %w", err, asynq.SkipRetry)
+		return fmt.Errorf("bad job document: %w: %w", err, asynq.SkipRetry)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.payURL, bytes.NewReader(t.Payload()))
 	if err != nil {
-		return fmt.Errorf("build charge request: %v: %w", err, asynq.SkipRetry)
+		return fmt.Errorf("build charge request: %w: %w", err, asynq.SkipRetry)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Faultline-Job", j.ID)

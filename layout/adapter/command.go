@@ -78,7 +78,32 @@ func newCommandSpec(c layout.Command, env Env) (commandSpec, error) {
 	for _, k := range names {
 		environ = append(environ, k+"="+env.expand(c.Env[k]))
 	}
+	if !strings.ContainsRune(path, '/') {
+		path = lookPath(path, environ)
+	}
 	return commandSpec{path: path, args: expandAll(c.Args, env), dir: dir, env: environ, stderr: env.Stderr}, nil
+}
+
+// lookPath finds a bare name on the PATH of the command's own environment
+// (the last PATH= in environ), which may differ from faultline's; a name
+// it does not find is left for exec to look up (and report).
+func lookPath(name string, environ []string) string {
+	var path string
+	for _, kv := range environ {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = p
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		f := filepath.Join(d, name)
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			return f
+		}
+	}
+	return name
 }
 
 func (s commandSpec) String() string {

@@ -114,7 +114,7 @@ var _ = Describe("faultline report check", func() {
 
 	It("refuses a file that is not a drill's history", func() {
 		f := filepath.Join(GinkgoT().TempDir(), "h.json")
-		Expect(os.WriteFile(f, []byte(`{"reportVersion": 2}`), 0o600)).To(Succeed())
+		Expect(os.WriteFile(f, []byte(`{"reportVersion": 3}`), 0o600)).To(Succeed())
 		_, stderr, code := run("report", "check", f)
 		Expect(code).To(Equal(cli.ExitInvalid))
 		Expect(stderr).To(ContainSubstring("not a drill history"))

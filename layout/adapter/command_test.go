@@ -74,7 +74,7 @@ echo "stdin closed" >&2`)
 			got := lines()
 			Expect(got).To(HaveLen(3), "two jobs with the same payload stay two jobs")
 			Expect(got[0]).To(MatchJSON(`{"id": "charge-1", "task": "charge", "payload": {"amount": 100}, "idempotency_key": "idem-charge-1"}`))
-			Expect(stderr.String()).To(Equal("started in " + dir + " for d4\nstdin closed\n"), "started once, stopped by closing stdin")
+			Expect(stderr.String()).To(Equal("started in "+dir+" for d4\nstdin closed\n"), "started once, stopped by closing stdin")
 		})
 
 		It("fails a job the command answers with anything but ok, and goes on", func() {

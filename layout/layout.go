@@ -430,8 +430,11 @@ func Render(template string, j Job) (map[string]any, error) {
 		switch x := v.(type) {
 		case string:
 			if x == "{payload}" {
+				// UseNumber: a payload's large integers pass through exact.
+				pd := json.NewDecoder(strings.NewReader(j.Payload))
+				pd.UseNumber()
 				var p any
-				if json.Valid([]byte(j.Payload)) && json.Unmarshal([]byte(j.Payload), &p) == nil {
+				if json.Valid([]byte(j.Payload)) && pd.Decode(&p) == nil {
 					return p
 				}
 				return j.Payload

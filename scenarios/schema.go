@@ -313,7 +313,7 @@ var keyDocs = map[string]keyDoc{
 	"System.external":  {doc: "Makes the system under test a black box, drilled from outside (`faultline drill`); the keys that configure the reference worker (rulesFile, retry, dlq, breakers, autoRetry, monitor) are then refused, and so are operator steps, store and dlq-store faults and tasks without a dependency. The simulator runs the reference in its place."},
 
 	"External.command":    {doc: "Starts one copy of the system; `{worker}` is the copy's name (w1..wN)."},
-	"External.copies":     {doc: "How many copies a drill starts (default workers.count); not with running.", min: bound(1), max: bound(sim.DefaultMaxWorkers), zeroOr: true},
+	"External.copies":     {doc: "How many copies a drill starts (default workers.count); not with running.", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
 	"External.running":    {doc: "The system is already running: the drill starts nothing, and worker faults cannot be drilled."},
 	"External.inject":     {doc: "How a job is put into the system's queue.", required: true},
 	"External.dlq":        {doc: "Where the system keeps its dead letters and how to read them.", required: true},

@@ -590,6 +590,16 @@ func schemaHosts() map[string]schemaHost {
 		"Step":       {base: [][2]string{{"at", "10s"}, {"action", "requeue"}}, wrap: in("steps: [", "]")},
 		"Filter":     {wrap: in("steps: [{at: 10s, action: delete, filter: ", "}]")},
 		"Expect":     {base: [][2]string{{"count", "created"}, {"atLeast", "0"}}, wrap: in("expect: [", "]")},
+		"External": {base: [][2]string{{"command", "{path: sh}"}, {"inject", "{preset: seed}"}, {"dlq", "{preset: seed}"}},
+			wrap: in("system: {external: ", "}")},
+		"Command":         {base: [][2]string{{"path", "sh"}}, wrap: in("system: {external: {inject: {preset: seed}, dlq: {preset: seed}, command: ", "}}")},
+		"Inject":          {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: ", "}}")},
+		"InjectRedisList": {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisList: ", "}}}")},
+		"RedisStream":     {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisStream: ", "}}}")},
+		"InjectHTTP":      {base: [][2]string{{"url", `"http://127.0.0.1:8080/jobs"`}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {http: ", "}}}")},
+		"ExternalDLQ":     {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: ", "}}")},
+		"RedisKeys":       {base: [][2]string{{"keys", "[dead]"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, redisList: ", "}}}")},
+		"HTTPRead":        {base: [][2]string{{"url", `"http://127.0.0.1:8080/dlq"`}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, http: ", "}}}")},
 	}
 }
 

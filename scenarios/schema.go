@@ -327,7 +327,7 @@ var keyDocs = map[string]keyDoc{
 	"Command.env":  {doc: "Environment variables added to those faultline gives (FAULTLINE_REDIS_URL, FAULTLINE_NAMESPACE, FAULTLINE_WORKER, FAULTLINE_DEPENDENCY_NAME, …)."},
 	"Command.dir":  {doc: "The working directory, relative to this file's folder (default that folder)."},
 
-	"Inject.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (LPUSH onto list <prefix>default).", enum: layout.Presets},
+	"Inject.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (LPUSH onto list `<prefix>default`).", enum: layout.Presets},
 	"Inject.prefix":      {doc: "Put before a preset's keys, e.g. \"{namespace}:\"."},
 	"Inject.redisList":   {doc: "Pushes the job's document onto a Redis list."},
 	"Inject.redisStream": {doc: "Adds the job's document to a Redis stream (XADD)."},
@@ -345,7 +345,7 @@ var keyDocs = map[string]keyDoc{
 	"InjectHTTP.url":    {doc: "The endpoint: an http:// or https:// URL, or one starting with a placeholder.", pattern: urlPattern, required: true},
 	"InjectHTTP.header": {doc: "Extra request headers."},
 
-	"ExternalDLQ.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (lists <prefix>dead_letter and <prefix>dlq:low|medium|high).", enum: layout.Presets},
+	"ExternalDLQ.preset":      {doc: "A layout faultline knows: faultline (the reference's Redis store) or seed (lists `<prefix>dead_letter` and `<prefix>dlq:low`, `medium`, `high`).", enum: layout.Presets},
 	"ExternalDLQ.prefix":      {doc: "Put before a preset's keys, e.g. \"{namespace}:\"."},
 	"ExternalDLQ.redisList":   {doc: "Reads Redis lists of JSON entries."},
 	"ExternalDLQ.redisZSet":   {doc: "Reads Redis sorted sets of JSON entries."},

@@ -175,7 +175,7 @@ func judgeExternal(sc Scenario, h *History) *reports.Result {
 		b.severities()
 		add(InvDLQSeverity, "")
 	} else {
-		invs = append(invs, reports.InvariantResult{Name: InvDLQSeverity, Verdict: reports.NotObservable, Note: "the DLQ's layout names no severity field (dlq.fields.severity)"})
+		invs = append(invs, reports.InvariantResult{Name: InvDLQSeverity, Verdict: reports.NotObservable, Note: "no entry of the DLQ carries a severity (at the layout's dlq.fields.severity): where none is written, none can be judged"})
 	}
 	for _, n := range notObservable {
 		invs = append(invs, reports.InvariantResult{Name: n.name, Verdict: reports.NotObservable, Note: n.why})
@@ -420,7 +420,7 @@ func (b *blackJudge) pages(within time.Duration) {
 	for _, in := range incs {
 		var pages []int64
 		for _, d := range b.h.Deliveries {
-			if d.Accepted && d.AtMs >= in.first && d.AtMs <= in.last+within.Milliseconds() {
+			if d.Accepted && isPage(d) && d.AtMs >= in.first && d.AtMs <= in.last+within.Milliseconds() {
 				pages = append(pages, d.AtMs)
 			}
 		}
@@ -435,13 +435,28 @@ func (b *blackJudge) pages(within time.Duration) {
 	}
 }
 
+// severityKnown says some entry of the DLQ carries a severity: only
+// those are judged (the seed's dead_letter list has no severity field,
+// its dlq:<severity> lists have one).
+// isPage says a delivery may be a page: its severity is high or
+// critical, or unknown (a plain Slack {"text": ...} says none).
+func isPage(d HDelivery) bool {
+	for _, a := range d.Alerts {
+		switch strings.ToLower(a.Severity) {
+		case "", "high", "critical":
+			return true
+		}
+	}
+	return len(d.Alerts) == 0
+}
+
 func (b *blackJudge) severityKnown() bool {
 	for _, e := range b.x.Entries {
 		if e.Severity != "" {
 			return true
 		}
 	}
-	return b.x.DLQ != "" && strings.Contains(b.x.DLQ, "severity")
+	return false
 }
 
 // severities: a job dead-lettered after a critical answer has an entry
@@ -456,10 +471,7 @@ func (b *blackJudge) severities() {
 		if last.Class != "critical" {
 			continue
 		}
-		if s := strings.ToLower(j.severity); s != "high" && s != "critical" {
-			if s == "" {
-				s = "none"
-			}
+		if s := strings.ToLower(j.severity); s != "" && s != "high" && s != "critical" {
 			b.fail(InvDLQSeverity, id, b.h.EndedMs, "job %s was dead-lettered after %s but its entry's severity is %s: a critical failure's entry says high, so the DLQ's triage shows it first", id, answer(last), s)
 		}
 	}
@@ -557,6 +569,9 @@ func (b *blackJudge) alerts() {
 		}
 		a.Notifications++
 		a.ByReceiver[d.Receiver]++
+		if isPage(d) {
+			a.Pages++
+		}
 		if len(a.Deliveries) < 100 {
 			sum := ""
 			if len(d.Alerts) > 0 {
@@ -571,7 +586,7 @@ func (b *blackJudge) alerts() {
 }
 
 // blackMetrics are the counts a black-box drill observes.
-var blackMetrics = map[Metric]bool{Created: true, Succeeded: true, DeadLettered: true, Lost: true, Charges: true, Notifications: true, Pending: true}
+var blackMetrics = map[Metric]bool{Created: true, Succeeded: true, DeadLettered: true, Lost: true, Charges: true, Notifications: true, Pending: true, Pages: true}
 
 // expectations evaluates the scenario's expectations that can be judged
 // from outside; the others are not observable.
@@ -580,8 +595,8 @@ func (b *blackJudge) expectations() {
 	for _, e := range b.sc.Expect {
 		c, ok := e.(Count)
 		name := expectationName(e)
-		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Task != "" && c.Metric != DeadLettered && c.Metric != Succeeded && c.Metric != Created) {
-			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: name, Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered, lost, pending, charges and notifications, by task at most)", Verdict: reports.NotObservable})
+		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Metric == Pages && c.Receiver != "") || (c.Task != "" && c.Metric != DeadLettered && c.Metric != Succeeded && c.Metric != Created) {
+			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: name, Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered, lost, pending, charges, notifications and pages (a notification of high or unknown severity), by task at most)", Verdict: reports.NotObservable})
 			continue
 		}
 		var n int64
@@ -602,6 +617,8 @@ func (b *blackJudge) expectations() {
 			n = led.Queued
 		case Charges:
 			n = led.Charges
+		case Pages:
+			n = b.res.Alerts.Pages
 		case Notifications:
 			if c.Receiver != "" {
 				n = b.res.Alerts.ByReceiver[c.Receiver]

@@ -77,8 +77,15 @@ type Config struct {
 	// the wall-clock timeout of a call to one.
 	Gateways    map[string]string `json:"gateways"`
 	CallTimeout time.Duration     `json:"callTimeout"`
-	// Feed is the drill's URL for the worker's reports.
+	// Feed is the drill's URL for the worker's reports; "" in a
+	// standalone worker (Standalone), which reports nothing.
 	Feed string `json:"feed"`
+	// Receivers are the alert receivers' URLs by name: a standalone
+	// worker alerts through its own reference alerter to them (a
+	// receiver the scenario names but the drill does not have gets the
+	// first one's URL). Empty in a drill of the reference worker, whose
+	// alerter is the drill's.
+	Receivers map[string]string `json:"receivers,omitempty"`
 	// Concurrency is the jobs this process runs at once (default 1).
 	Concurrency int `json:"concurrency"`
 	// Broken turns off part of the reference, for the drill's own specs
@@ -239,7 +246,7 @@ func (f *feed) loop() {
 
 // post sends a batch as JSON lines, trying three times.
 func (f *feed) post(batch []Report) {
-	if len(batch) == 0 {
+	if len(batch) == 0 || f.url == "" {
 		return
 	}
 	var buf bytes.Buffer
@@ -333,7 +340,13 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		})
 	}
 	fw := &forwarder{last: map[string]alert.Failure{}}
-	core, err := worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: sys.Policy, Alerter: fw, Guards: sys.Guards})
+	var alerter worker.Alerter = fw
+	if len(cfg.Receivers) > 0 {
+		if alerter, err = standaloneAlerter(&sc, cfg, clk); err != nil {
+			return err
+		}
+	}
+	core, err := worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: sys.Policy, Alerter: alerter, Guards: sys.Guards})
 	if err != nil {
 		return err
 	}
@@ -390,7 +403,11 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 				return context.Cause(ctx)
 			}
 		}
-		c := clients[j.Dependency]
+		dep := j.Dependency
+		if dep == "" { // a job enqueued from outside: its task's dependency
+			dep = svc[j.Task].Dependency
+		}
+		c := clients[dep]
 		if c == nil {
 			return nil
 		}

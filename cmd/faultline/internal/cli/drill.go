@@ -327,21 +327,36 @@ func progressLine(w io.Writer, name string, p drill.Progress) {
 }
 
 func newWorkerCommand() *cobra.Command {
-	var config string
+	var config, scenario string
 	c := &cobra.Command{
-		Use:   "worker --config FILE",
+		Use:   "worker (--config FILE | --scenario FILE)",
 		Short: "Run one worker process of a drill (faultline drill starts these)",
 		Long: `Run the reference worker (reference/worker.Runner) on a real Redis with a scenario's
 system configuration: what faultline drill starts N of, one per worker slot. FILE is the
 configuration the drill writes: the scenario (loaded again here; a scenario that changed
 since the drill loaded it is refused), the Redis URL of the drill's proxy, the fault
-gateways' URLs, the drill's feed, the time scale. SIGTERM shuts it down gracefully.`,
-		Args: cobra.NoArgs,
+gateways' URLs, the drill's feed, the time scale. SIGTERM shuts it down gracefully.
+
+With --scenario instead, it is the reference worker run as a team's own system: the
+command of a black-box drill (system.external) through the faultline layout. It reads what
+the drill gives every copy (FAULTLINE_DRILL_FILE, or FAULTLINE_REDIS_URL and
+FAULTLINE_NAMESPACE), reports nothing to the drill, and alerts through its own reference
+alerter to the drill's receivers: the drill judges it from outside, like any other system.`,
+		Example: `  faultline worker --scenario examples/reference/drill.yaml   # as system.external.command`,
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if config == "" {
-				return usage(c, errors.New("worker needs --config FILE (faultline drill writes it)"))
+			var cfg *workerproc.Config
+			var err error
+			switch {
+			case config != "" && scenario != "":
+				return usage(c, errors.New("worker takes --config FILE (a drill of the reference worker) or --scenario FILE (the reference worker as a black-box system), not both"))
+			case config != "":
+				cfg, err = workerproc.ReadConfig(config)
+			case scenario != "":
+				cfg, err = workerproc.StandaloneConfig(scenario, os.Getenv)
+			default:
+				return usage(c, errors.New("worker needs --config FILE (faultline drill writes it) or --scenario FILE (the reference worker as a black-box system)"))
 			}
-			cfg, err := workerproc.ReadConfig(config)
 			if err != nil {
 				return &InvalidInputError{Err: err}
 			}
@@ -359,6 +374,7 @@ gateways' URLs, the drill's feed, the time scale. SIGTERM shuts it down graceful
 		},
 	}
 	c.Flags().StringVar(&config, "config", "", "the worker's configuration file, written by faultline drill")
+	c.Flags().StringVar(&scenario, "scenario", "", "run as a black-box drill's system: the scenario file (or builtin:NAME) whose system the worker runs")
 	return c
 }
 

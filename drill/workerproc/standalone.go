@@ -1,0 +1,124 @@
+package workerproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/drill/gateway"
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/alert/sink"
+	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/sim"
+)
+
+// The environment a black-box drill gives the commands it starts (see
+// drill.EnvDrillFile and its neighbours; repeated here, as the drill
+// imports this package).
+const (
+	envDrillFile = "FAULTLINE_DRILL_FILE"
+	envRedisURL  = "FAULTLINE_REDIS_URL"
+	envNamespace = "FAULTLINE_NAMESPACE"
+	envWorker    = "FAULTLINE_WORKER"
+	envTimeScale = "FAULTLINE_TIME_SCALE"
+)
+
+// drillFile is the JSON file a black-box drill writes for each copy of
+// the system it starts (drill.DrillFile).
+type drillFile struct {
+	Namespace    string            `json:"namespace"`
+	RedisURL     string            `json:"redisURL"`
+	Worker       string            `json:"worker"`
+	TimeScale    float64           `json:"timeScale"`
+	Dependencies map[string]string `json:"dependencies"`
+	Receivers    map[string]struct {
+		URL string `json:"url"`
+	} `json:"receivers"`
+}
+
+// ErrStandalone is matched by the errors of StandaloneConfig.
+var ErrStandalone = errors.New("standalone worker")
+
+// StandaloneConfig is the configuration of the reference worker run as a
+// team's own system would be in a black-box drill: the scenario at source,
+// and what the drill gives every copy it starts — its drill file
+// (FAULTLINE_DRILL_FILE), or else the FAULTLINE_* variables. The worker
+// reports nothing to the drill (no feed): the drill judges it from
+// outside, through the faultline layout, like any other system; it alerts
+// through its own reference alerter to the drill's receivers.
+func StandaloneConfig(source string, getenv func(string) string) (*Config, error) {
+	var df drillFile
+	if path := getenv(envDrillFile); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStandalone, err)
+		}
+		if err := json.Unmarshal(b, &df); err != nil {
+			return nil, fmt.Errorf("%w: drill file %s: %w", ErrStandalone, path, err)
+		}
+	} else {
+		df.RedisURL, df.Namespace, df.Worker = getenv(envRedisURL), getenv(envNamespace), getenv(envWorker)
+		if s := getenv(envTimeScale); s != "" {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s=%q: not a number", ErrStandalone, envTimeScale, s)
+			}
+			df.TimeScale = f
+		}
+	}
+	switch {
+	case df.RedisURL == "" || df.Namespace == "":
+		return nil, fmt.Errorf("%w: no Redis URL or namespace: run it from a black-box drill (which sets %s), or set %s and %s", ErrStandalone, envDrillFile, envRedisURL, envNamespace)
+	case df.TimeScale == 0:
+		df.TimeScale = 1
+	}
+	if df.Worker == "" {
+		df.Worker = "w1"
+	}
+	cfg := &Config{Name: df.Worker, Source: source, RedisURL: df.RedisURL, Namespace: df.Namespace, Scale: df.TimeScale,
+		Origin: time.Now(), Gateways: map[string]string{}, CallTimeout: 30 * time.Second, Receivers: map[string]string{}}
+	for name, u := range df.Dependencies {
+		cfg.Gateways[name] = strings.TrimSuffix(u, gateway.CallPath)
+	}
+	for name, r := range df.Receivers {
+		cfg.Receivers[name] = r.URL
+	}
+	l, err := LoadScenario(source)
+	if err != nil {
+		return nil, fmt.Errorf("load scenario %s: %w", source, err)
+	}
+	cfg.Seed = l.Scenario.Seed
+	return cfg, nil
+}
+
+// standaloneAlerter is a standalone worker's own reference alerter, its
+// receivers Slack webhooks to the drill's receivers.
+func standaloneAlerter(sc *sim.Scenario, cfg *Config, clk clock.Clock) (*alert.Alerter, error) {
+	names := make([]string, 0, len(cfg.Receivers))
+	for n := range cfg.Receivers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var ferr error
+	acfg := sc.AlertConfig(func(name string) alert.Sink {
+		u, ok := cfg.Receivers[name]
+		if !ok {
+			u = cfg.Receivers[names[0]]
+		}
+		s, err := sink.NewSlack(sink.SlackConfig{URL: u})
+		if err != nil {
+			ferr = err
+			return nil
+		}
+		return s
+	})
+	if ferr != nil {
+		return nil, fmt.Errorf("alert sink: %w", ferr)
+	}
+	return alert.New(acfg, clk, sim.NewStream(cfg.Seed, "alert/"+cfg.Name))
+}

@@ -106,6 +106,16 @@ var _ = Describe("A black-box system (system.external)", func() {
 		Expect(err).NotTo(HaveOccurred(), "the effective document loads\n%s", out)
 	})
 
+	It("loads the fuzz corpus's black box (a stream to inject into, a sorted set of dead letters), which the simulator runs", func() {
+		l, err := scenarios.LoadFS(fstest.MapFS{"s.yaml": {Data: fuzzInput("testdata/fuzz/FuzzLoad/external-stream-zset")}}, "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		e := l.Scenario.System.External
+		Expect(e.Inject.RedisStream).To(Equal(&layout.RedisStreamInject{Key: "{namespace}:jobs"}))
+		Expect(e.DLQ.RedisZSet).To(Equal(&layout.RedisKeys{Keys: []string{"{namespace}:dead"}}))
+		Expect(e.DLQ.Fields).To(Equal(layout.Fields{ID: "job.id", Severity: "sev", Inactive: []string{"gone"}}))
+		Expect(runs(l)).To(Succeed())
+	})
+
 	It("writes what Parse reads back", func() {
 		l, err := scenarios.Load("testdata/valid/external.yaml")
 		Expect(err).NotTo(HaveOccurred())

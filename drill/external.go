@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
+	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/sim"
 )
@@ -623,13 +624,35 @@ func (d *drill) readDLQ(ctx context.Context) {
 }
 
 // settled reports whether every injected job succeeded (its dependency
-// answered a call for it with success) or sits in the DLQ.
+// answered a call for it with success) or sits in the DLQ, and no
+// critical failure still waits for its page within its deadline.
 func (d *drill) settled() bool {
 	e := d.ext
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
 			if c.Outcome == gateway.OutcomeOK || c.Outcome == gateway.OutcomeReplayed {
 				e.jobsDone[c.Job] = true
+			}
+		}
+	}
+	if !e.x.NoAlerts && d.sc.Invariants.PageWithin > 0 {
+		// A critical answer not yet followed by a notification, whose
+		// page deadline has not passed: the page may still come (a
+		// group wait, a batch).
+		var lastNote time.Duration = -1
+		for _, r := range d.rcvs {
+			for _, n := range r.Received() {
+				if sev := strings.ToLower(n.Severity); n.Accepted && (sev == "" || sev == "high" || sev == "critical") {
+					lastNote = max(lastNote, time.Duration(n.AtMs)*time.Millisecond)
+				}
+			}
+		}
+		now := d.clk.Elapsed()
+		for _, g := range d.gws {
+			for _, c := range g.Calls() {
+				if c.Class == classify.Critical && c.Outcome == gateway.OutcomeError && c.At > lastNote && now < c.At+d.sc.Invariants.PageWithin {
+					return false
+				}
 			}
 		}
 	}

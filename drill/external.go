@@ -635,24 +635,39 @@ func (d *drill) settled() bool {
 			}
 		}
 	}
-	if !e.x.NoAlerts && d.sc.Invariants.PageWithin > 0 {
-		// A critical answer not yet followed by a notification, whose
-		// page deadline has not passed: the page may still come (a
-		// group wait, a batch).
-		var lastNote time.Duration = -1
+	if within := d.sc.Invariants.PageWithin; !e.x.NoAlerts && within > 0 {
+		// An incident of critical answers (as the oracle groups them: one
+		// per dependency, none more than the page deadline after the one
+		// before) not yet followed by a page, whose deadline has not
+		// passed: the page may still come (a group wait, a batch).
+		var pages []time.Duration
 		for _, r := range d.rcvs {
 			for _, n := range r.Received() {
 				if sev := strings.ToLower(n.Severity); n.Accepted && (sev == "" || sev == "high" || sev == "critical") {
-					lastNote = max(lastNote, time.Duration(n.AtMs)*time.Millisecond)
+					pages = append(pages, time.Duration(n.AtMs)*time.Millisecond)
 				}
 			}
 		}
 		now := d.clk.Elapsed()
 		for _, g := range d.gws {
+			first, last := time.Duration(-1), time.Duration(-1)
+			open := func() bool {
+				return first >= 0 && now < first+within && !slices.ContainsFunc(pages, func(p time.Duration) bool { return p >= first })
+			}
 			for _, c := range g.Calls() {
-				if c.Class == classify.Critical && c.Outcome == gateway.OutcomeError && c.At > lastNote && now < c.At+d.sc.Invariants.PageWithin {
-					return false
+				if c.Class != classify.Critical || c.Outcome != gateway.OutcomeError {
+					continue
 				}
+				if first < 0 || c.At-last > within {
+					if open() {
+						return false
+					}
+					first = c.At
+				}
+				last = c.At
+			}
+			if open() {
+				return false
 			}
 		}
 	}

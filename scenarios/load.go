@@ -96,6 +96,12 @@ type Loaded struct {
 	// Hash is "sha256:<hex>" of Marshal(Document): two files with the same
 	// effective document have the same hash.
 	Hash string
+
+	// index places the effective document's values (WithExternal reports
+	// its problems at them); files and lim are how it was loaded.
+	index map[string]place
+	files files
+	lim   Limits
 }
 
 // Load reads a scenario file from the operating system's file system,
@@ -478,7 +484,7 @@ func load(fsys files, name string, lim Limits) (*Loaded, error) {
 		return nil, fmt.Errorf("load %s: %w", name, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Loaded{Path: name, Document: eff.doc, Scenario: sc, Hash: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &Loaded{Path: name, Document: eff.doc, Scenario: sc, Hash: "sha256:" + hex.EncodeToString(sum[:]), index: eff.index, files: fsys, lim: l.lim}, nil
 }
 
 func (l *loader) err() error {

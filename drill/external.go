@@ -2,9 +2,12 @@ package drill
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,9 +17,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/faultline/faultline/drill/gateway"
 	"github.com/faultline/faultline/drill/receiver"
 	"github.com/faultline/faultline/drill/supervisor"
+	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
@@ -76,6 +82,7 @@ type extState struct {
 	read     bool
 	x0       sim.HExternal
 	settled  int64
+	quiet    bool // the drain ended settled and quiet
 	jobsDone map[string]bool
 }
 
@@ -105,20 +112,6 @@ func unresolved(s string) string {
 		}
 	}
 	return ""
-}
-
-// envName turns a dependency's or receiver's name into the tail of an
-// environment variable's name.
-func envName(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(s) {
-		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
 
 // startExternal is start for a black-box drill: the gateways and
@@ -208,14 +201,32 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	d.workerLogs = append(d.workerLogs, alog)
 	aenv := adapter.Env{Redis: d.rdb, Namespace: d.ns, EventStream: DefaultEventStream, Dir: scenarioDir(d.l.Path), Environ: e.environ(""),
 		Expand: func(s string) string { return e.expand(s, "") }, Stderr: alog, Clock: d.clk}
-	e.keys = adapter.Keys(x.Inject, x.DLQ, aenv)
-	for _, k := range e.keys {
+	// The layout's keys must be empty (nothing the drill judges is
+	// anything it did not put there). Only those under the drill's
+	// namespace are ever deleted, and only once every one was checked.
+	keys := adapter.Keys(x.Inject, x.DLQ, aenv)
+	for _, k := range keys {
+		if d.opts.AllowRemote && !strings.HasPrefix(k, d.ns) {
+			return &RefusedError{Scenario: sc.Name, Part: "system.external", Reason: fmt.Sprintf("key %q is outside the drill's namespace %q: on a Redis off loopback a drill only touches its namespace (start the layout's keys with {namespace})", k, d.ns)}
+		}
 		n, err := d.rdb.Exists(ctx, k).Result()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if n > 0 {
-			return fmt.Errorf("%w: key %q already holds data: a black-box drill starts from an empty queue and DLQ, so that nothing it judges is anything it did not put there (put {namespace} in the layout's keys, or empty it)", ErrSteadyState, k)
+			return fmt.Errorf("%w: key %q already holds data: a black-box drill starts from an empty queue and DLQ, so that nothing it judges is anything it did not put there (start the layout's keys with {namespace}, or empty it)", ErrSteadyState, k)
+		}
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, d.ns) {
+			e.keys = append(e.keys, k)
+		} else {
+			d.h.Notes = append(d.h.Notes, fmt.Sprintf("key %s is outside the drill's namespace: left as the drill found it empty, with what the system put there (the drill deletes only its namespace's keys)", k))
+		}
+	}
+	for _, u := range e.urls() {
+		if err := checkHTTPURL(u, d.opts.AllowRemote); err != nil {
+			return &RefusedError{Scenario: sc.Name, Part: "system.external", Reason: err.Error()}
 		}
 	}
 	if e.inj, err = adapter.NewInjector(x.Inject, aenv); err != nil {
@@ -336,10 +347,10 @@ func (e *extState) environ(worker string) []string {
 		env = append(env, EnvWorker+"="+worker)
 	}
 	for _, name := range sortedKeys(e.deps) {
-		env = append(env, EnvDependencyAt+envName(name)+"="+e.deps[name])
+		env = append(env, EnvDependencyAt+workerproc.EnvName(name)+"="+e.deps[name])
 	}
 	for i, name := range sortedKeys(e.rcvs) {
-		env = append(env, EnvReceiverAt+envName(name)+"="+e.rcvs[name])
+		env = append(env, EnvReceiverAt+workerproc.EnvName(name)+"="+e.rcvs[name])
 		if i == 0 || name == DefaultReceiver {
 			env = append(env, EnvSlackURL+"="+e.rcvs[name])
 		}
@@ -492,13 +503,29 @@ loop:
 		drain = sim.DefaultDrain
 	}
 	deadline := time.Now().Add(d.clk.ToWall(drain))
+	// Once settled, the drill still watches a quiet spell — no new call,
+	// no call in flight, no change to the DLQ — so that what a system
+	// does late (a redelivery after a visibility timeout, a second entry,
+	// an undeclared requeue) is seen, not cut off.
+	quiet := max(3*readEvery, time.Second)
+	var quietSince time.Time
+	lastSeen := d.activity()
 	for ctx.Err() == nil && d.h.Interrupted == "" {
 		d.readDLQ(ctx)
-		if d.settled() {
-			e.settled = d.clk.Elapsed().Milliseconds()
-			break
+		now := d.activity()
+		switch {
+		case !d.settled():
+			quietSince, e.settled = time.Time{}, -1
+		case quietSince.IsZero() || now != lastSeen:
+			quietSince = time.Now()
+			if e.settled < 0 {
+				e.settled = d.clk.Elapsed().Milliseconds()
+			}
+		case time.Since(quietSince) >= quiet:
+			e.quiet = true
 		}
-		if time.Now().After(deadline) {
+		lastSeen = now
+		if e.quiet || time.Now().After(deadline) {
 			break
 		}
 		if !sleepUntil(ctx, time.Now().Add(readEvery)) {
@@ -508,8 +535,15 @@ loop:
 	if ctx.Err() != nil && d.h.Interrupted == "" {
 		d.h.Interrupted = "interrupted (" + context.Cause(ctx).Error() + ") while the jobs drained"
 	}
-	// The last look: the DLQ, and the queue when the adapter can read it,
-	// then the copies stop (SIGCONT, SIGTERM, then SIGKILL).
+	// The last look, the copies frozen (SIGSTOP) so that nothing moves
+	// between the reads: the DLQ, and the queue when the adapter can
+	// read it; then the copies stop (SIGCONT, SIGTERM, then SIGKILL).
+	if d.sup != nil {
+		d.sup.Freeze()
+	}
+	if !e.quiet {
+		e.settled = -1
+	}
 	d.readDLQ(context.Background())
 	d.mu.Lock()
 	d.h.FrozenMs = d.clk.Elapsed().Milliseconds()
@@ -554,7 +588,12 @@ func (d *drill) injectAll(ctx context.Context) {
 		cancel()
 		d.mu.Lock()
 		if err != nil {
+			// A timeout may have put the job in all the same: unknown,
+			// judged only if the system called for it or dead-lettered it.
 			hj.Outcome = "failed"
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				hj.Outcome = "unknown"
+			}
 			d.ext.x0.InjectErrors = append(d.ext.x0.InjectErrors, sim.HReadError{AtMs: hj.AtMs, JobID: hj.ID, Error: err.Error()})
 			d.log.Warn("inject", "job", a.Job.ID, "err", err)
 		}
@@ -565,12 +604,14 @@ func (d *drill) injectAll(ctx context.Context) {
 }
 
 // itemKey is how a DLQ read knows an entry from one read to the next: by
-// its job's ID, or, for a corrupt one, by where it is and why.
+// its job's ID, or, for a corrupt one, by its bytes (its position moves
+// with every push).
 func itemKey(en layout.Entry) string {
 	if en.Corrupt == "" && en.JobID != "" {
 		return "job:" + en.JobID
 	}
-	return "corrupt:" + en.Source + ":" + en.Corrupt
+	h := sha256.Sum256(en.Raw)
+	return "corrupt:" + hex.EncodeToString(h[:8])
 }
 
 // readDLQ reads the DLQ once and records what changed.
@@ -623,6 +664,18 @@ func (d *drill) readDLQ(ctx context.Context) {
 	e.read = true
 }
 
+// activity is a fingerprint of what the system did: its calls, and the
+// DLQ's reads that saw a change.
+func (d *drill) activity() [2]int {
+	n := 0
+	for _, g := range d.gws {
+		n += len(g.Calls())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return [2]int{n, len(d.ext.x0.Reads)}
+}
+
 // settled reports whether every injected job succeeded (its dependency
 // answered a call for it with success) or sits in the DLQ, and no
 // critical failure still waits for its page within its deadline.
@@ -630,8 +683,11 @@ func (d *drill) settled() bool {
 	e := d.ext
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
-			if c.Outcome == gateway.OutcomeOK || c.Outcome == gateway.OutcomeReplayed {
+			switch c.Outcome {
+			case gateway.OutcomeOK, gateway.OutcomeReplayed:
 				e.jobsDone[c.Job] = true
+			case "":
+				return false // a call in flight
 			}
 		}
 	}
@@ -726,9 +782,76 @@ func (d *drill) closeExternal() {
 	if e.rd != nil {
 		_ = e.rd.Close()
 	}
-	if d.rdb != nil && d.claimed && !d.opts.Keep && len(e.keys) > 0 {
+	if d.rdb != nil && d.claimed && !d.opts.Keep {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = d.rdb.Unlink(ctx, e.keys...).Err()
-		cancel()
+		defer cancel()
+		if len(e.keys) > 0 {
+			_ = d.rdb.Unlink(ctx, e.keys...).Err()
+		}
+		// The system's own keys under the namespace (processing lists,
+		// retry sets): the namespace is the drill's.
+		_ = unlinkMatching(ctx, d.rdb, globEscape(d.ns)+":*")
+		if d.opts.Namespace == "" {
+			// A namespace the drill made up is in no one else's key: a
+			// system that puts it inside its own keys (asynq's
+			// asynq:{QUEUE}:...) is cleaned too.
+			_ = unlinkMatching(ctx, d.rdb, "*"+globEscape(d.ns)+"*")
+		}
 	}
+}
+
+// unlinkMatching removes the keys matching a SCAN pattern, in batches.
+func unlinkMatching(ctx context.Context, rdb *redis.Client, pattern string) error {
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+				return err
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// globEscape escapes the glob characters of a SCAN pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// urls are the adapters' HTTP URLs, expanded.
+func (e *extState) urls() []string {
+	var out []string
+	if h := e.x.Inject.HTTP; h != nil {
+		out = append(out, e.expand(h.URL, ""))
+	}
+	if h := e.x.DLQ.HTTP; h != nil {
+		out = append(out, e.expand(h.URL, ""))
+	}
+	return out
+}
+
+// checkHTTPURL refuses an adapter's URL off loopback unless allowRemote:
+// a drill sends its jobs to, and reads, only what it is told it may.
+func checkHTTPURL(raw string, allowRemote bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("adapter URL %q: not an http:// URL", raw)
+	}
+	if !isLoopback(u.Hostname()) && !allowRemote {
+		return fmt.Errorf("adapter URL %s: %s is not on loopback: a drill injects jobs into and reads only a system on loopback unless --allow-remote", u.Redacted(), u.Hostname())
+	}
+	return nil
 }

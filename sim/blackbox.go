@@ -51,6 +51,8 @@ type blackJob struct {
 	leftDLQ  bool
 	queued   bool
 	severity string
+	// dupSeen says a duplicate entry was already reported.
+	dupSeen bool
 }
 
 // blackJudge judges a black-box history.
@@ -79,6 +81,9 @@ func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any)
 // the deliveries, the DLQ's reads, the queue at the end), each named, and
 // those that cannot listed as not observable.
 func judgeExternal(sc Scenario, h *History) *reports.Result {
+	// The judge reads the history in time order, whatever order a hand-
+	// edited file gives.
+	h = sortedHistory(h)
 	x := h.External
 	res := &reports.Result{ReportVersion: reports.ReportVersion, Scenario: sc.Name, Description: sc.Description, Seed: h.Seed,
 		DurationMs: sc.Duration.Milliseconds(), EndedAtMs: h.EndedMs, Expectations: []reports.Expectation{}, Violations: []reports.Violation{},
@@ -151,7 +156,7 @@ func judgeExternal(sc Scenario, h *History) *reports.Result {
 	add(InvConservation, "judged at the end, after the drain: in between, the system's own queues are not observable")
 	add(InvNotBoth, "")
 	add(InvOneDLQEntry, "")
-	add(InvDLQNeverShrinks, shrinkNote(x.DLQShrinks))
+	add(InvDLQNeverShrinks, shrinkNote(b.shrinks()))
 	b.charges()
 	add(InvNoDoubleCharge, "")
 	b.finalRetries()
@@ -220,6 +225,15 @@ func judgeExternal(sc Scenario, h *History) *reports.Result {
 
 func fmtMs(ms int64) string { return "+" + (time.Duration(ms) * time.Millisecond).String() }
 
+// shrinks are the declared ways out of the DLQ: the scenario's (judged
+// again with `report check --scenario`, its own), else the history's.
+func (b *blackJudge) shrinks() []string {
+	if x := b.sc.System.External; x != nil {
+		return x.DLQShrinks
+	}
+	return b.x.DLQShrinks
+}
+
 func shrinkNote(declared []string) string {
 	if len(declared) == 0 {
 		return "no mechanism declared (system.external.dlqShrinks): every entry that leaves the DLQ is a violation"
@@ -231,37 +245,71 @@ func shrinkNote(declared []string) string {
 // entry leaving by no declared mechanism.
 func (b *blackJudge) reads() {
 	cur := map[string]int{}
-	allowed := len(b.x.DLQShrinks) > 0
-	for _, r := range b.x.Reads {
+	allowed := len(b.shrinks()) > 0
+	reads := b.x.Reads
+	addedAt := func(k int, id string) bool {
+		if k >= len(reads) {
+			return false
+		}
+		return slices.ContainsFunc(reads[k].Added, func(it HDLQItem) bool { return it.JobID == id })
+	}
+	for k, r := range reads {
 		for _, it := range r.Added {
-			if it.JobID == "" {
-				continue
+			j := b.jobs[it.JobID]
+			if j == nil {
+				continue // not a job of the drill's
 			}
 			cur[it.JobID]++
+			if !j.everDLQ {
+				j.everDLQ, j.firstDLQ = true, r.AtMs
+			}
+		}
+		for _, it := range r.Removed {
 			j := b.jobs[it.JobID]
 			if j == nil {
 				continue
 			}
-			if !j.everDLQ {
-				j.everDLQ, j.firstDLQ = true, r.AtMs
-			}
-			if cur[it.JobID] == 2 {
-				b.fail(InvOneDLQEntry, it.JobID, r.AtMs, "job %s has two entries in the DLQ at %s (the second at %s): one failed job, one entry — a retry that dead-letters again must replace its entry, not add one", it.JobID, fmtMs(r.AtMs), it.Source)
-			}
-		}
-		for _, it := range r.Removed {
-			if it.JobID == "" {
-				continue
-			}
 			cur[it.JobID]--
-			if j := b.jobs[it.JobID]; j != nil {
-				j.leftDLQ = true
+			if addedAt(k+1, it.JobID) {
+				continue // moved (from one list to another) between two reads
 			}
+			j.leftDLQ = true
 			if !allowed {
 				b.fail(InvDLQNeverShrinks, it.JobID, r.AtMs, "job %s's entry left the DLQ by %s (it was at %s): the DLQ shrank and the scenario declares no way it may (dlqShrinks) — a trim (LTRIM), a cap or an expiry drops dead letters silently", it.JobID, fmtMs(r.AtMs), it.Source)
 			}
 		}
+		// Two entries for one job, seen by two reads in a row (not a
+		// move caught half-way) or at the end.
+		for _, it := range r.Added {
+			j := b.jobs[it.JobID]
+			if j == nil || j.dupSeen || cur[it.JobID] < 2 {
+				continue
+			}
+			if k+1 < len(reads) && slices.ContainsFunc(reads[k+1].Removed, func(x HDLQItem) bool { return x.JobID == it.JobID }) {
+				continue
+			}
+			j.dupSeen = true
+			b.fail(InvOneDLQEntry, it.JobID, r.AtMs, "job %s has two entries in the DLQ at %s (the second at %s): one failed job, one entry — a retry that dead-letters again must replace its entry, not add one", it.JobID, fmtMs(r.AtMs), it.Source)
+		}
 	}
+}
+
+// sortedHistory returns h with its calls, deliveries and reads in time
+// order (stable: the order of one instant is kept).
+func sortedHistory(h *History) *History {
+	c := *h
+	byAt := func(a, b int64) int { return cmp.Compare(a, b) }
+	c.Calls = slices.Clone(h.Calls)
+	slices.SortStableFunc(c.Calls, func(a, b HCall) int { return byAt(a.AtMs, b.AtMs) })
+	c.Deliveries = slices.Clone(h.Deliveries)
+	slices.SortStableFunc(c.Deliveries, func(a, b HDelivery) int { return byAt(a.AtMs, b.AtMs) })
+	c.Processes = slices.Clone(h.Processes)
+	slices.SortStableFunc(c.Processes, func(a, b HProcess) int { return byAt(a.AtMs, b.AtMs) })
+	x := *h.External
+	x.Reads = slices.Clone(h.External.Reads)
+	slices.SortStableFunc(x.Reads, func(a, b HDLQRead) int { return byAt(a.AtMs, b.AtMs) })
+	c.External = &x
+	return &c
 }
 
 // conservation: every job succeeded, sits in the DLQ, or is named as
@@ -274,6 +322,11 @@ func (b *blackJudge) conservation() {
 		case j.okAt >= 0 && j.inDLQ > 0:
 			b.fail(InvNotBoth, id, end, "job %s succeeded at %s and is also in the DLQ: an operator would run it again (a second charge)", id, fmtMs(j.okAt))
 		case j.okAt >= 0 || j.inDLQ > 0:
+			if j.inDLQ > 1 && !j.dupSeen {
+				b.fail(InvOneDLQEntry, id, end, "job %s has %d entries in the DLQ at the end: one failed job, one entry", id, j.inDLQ)
+			}
+		case j.h.Outcome == "unknown" && len(j.calls) == 0 && !j.everDLQ:
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s's injection timed out and the system never showed it (no call, no DLQ entry): not judged", id))
 		case j.queued:
 			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s is still queued in the system at the end, %s after the scenario (not lost; the drain was too short for it)", id, time.Duration(b.x.DrainMs)*time.Millisecond))
 		default:
@@ -303,6 +356,9 @@ func (b *blackJudge) lostStory(j *blackJob) string {
 		s.WriteString("; not in the queue at the end")
 	} else {
 		s.WriteString("; the queue itself is not observable through this inject adapter")
+	}
+	if b.x.SettledMs < 0 {
+		fmt.Fprintf(&s, " (the jobs had not settled when the drain of %s ended: it may be in flight inside the system — a longer system.external.drain tells)", time.Duration(b.x.DrainMs)*time.Millisecond)
 	}
 	return s.String()
 }
@@ -344,7 +400,7 @@ func (b *blackJudge) charges() {
 // unless the job left the DLQ by a declared requeue first; a job in the
 // DLQ is not run.
 func (b *blackJudge) finalRetries() {
-	requeues := slices.Contains(b.x.DLQShrinks, ShrinkOperator) || slices.Contains(b.x.DLQShrinks, ShrinkAutoRetry)
+	requeues := slices.Contains(b.shrinks(), ShrinkOperator) || slices.Contains(b.shrinks(), ShrinkAutoRetry)
 	for _, id := range b.order {
 		j := b.jobs[id]
 		var final *HCall
@@ -357,6 +413,10 @@ func (b *blackJudge) finalRetries() {
 			if final == nil && c.Outcome == "error" && (c.Class == "permanent" || c.Class == "critical") {
 				final = c
 			}
+		}
+		if final != nil && len(after) > 0 && b.crashBetween(final.AtMs, after[0]) {
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its final answer at %s, with a copy of the system killed or gone in between: a redelivery, not judged a retry", id, fmtMs(after[0]), fmtMs(final.AtMs)))
+			after = after[:0]
 		}
 		if final != nil && len(after) > 0 && !(requeues && j.leftDLQ) {
 			why := "a declined card is declined again: retrying it only annoys the customer's bank"
@@ -377,6 +437,14 @@ func (b *blackJudge) finalRetries() {
 			}
 		}
 	}
+}
+
+// crashBetween says a copy of the system was killed or exited in
+// (from, to].
+func (b *blackJudge) crashBetween(from, to int64) bool {
+	return slices.ContainsFunc(b.h.Processes, func(p HProcess) bool {
+		return (p.Kind == "killed" || p.Kind == "exited") && p.AtMs > from && p.AtMs <= to
+	})
 }
 
 func joinMs(ms []int64, n int) string {
@@ -651,7 +719,7 @@ func (b *blackJudge) external() *reports.External {
 		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && len(out.Lost) < reports.MaxListedViolations {
 			out.Lost = append(out.Lost, id)
 		}
-		if j.leftDLQ && len(x.DLQShrinks) == 0 && len(out.Trimmed) < reports.MaxListedViolations {
+		if j.leftDLQ && len(b.shrinks()) == 0 && len(out.Trimmed) < reports.MaxListedViolations {
 			out.Trimmed = append(out.Trimmed, id)
 		}
 	}

@@ -93,7 +93,39 @@ func StandaloneConfig(source string, getenv func(string) string) (*Config, error
 		return nil, fmt.Errorf("load scenario %s: %w", source, err)
 	}
 	cfg.Seed = l.Scenario.Seed
+	if getenv(envDrillFile) == "" {
+		// The variables every started command gets, by dependency and
+		// receiver name.
+		for _, t := range l.Scenario.Workload.Tasks {
+			if u := getenv("FAULTLINE_DEPENDENCY_" + EnvName(t.Dependency)); t.Dependency != "" && u != "" {
+				cfg.Gateways[t.Dependency] = strings.TrimSuffix(u, gateway.CallPath)
+			}
+		}
+		if u := getenv("FAULTLINE_SLACK_URL"); u != "" {
+			cfg.Receivers["slack"] = u
+		}
+	}
+	for _, t := range l.Scenario.Workload.Tasks {
+		if _, ok := cfg.Gateways[t.Dependency]; t.Dependency != "" && !ok {
+			return nil, fmt.Errorf("%w: no URL for dependency %s of task %s: run it from a black-box drill, which gives %s", ErrStandalone, t.Dependency, t.Name, envDrillFile)
+		}
+	}
 	return cfg, nil
+}
+
+// EnvName is a dependency's or receiver's name as the tail of an
+// environment variable's name: upper-cased, non-alphanumerics as _
+// (FAULTLINE_DEPENDENCY_PAYMENT_GATEWAY).
+func EnvName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToUpper(s) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }
 
 // standaloneAlerter is a standalone worker's own reference alerter, its

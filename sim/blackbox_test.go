@@ -1,0 +1,182 @@
+package sim_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+// The black-box oracle, on histories made by hand: what a drill of a
+// team's own system would have observed.
+var _ = Describe("The black-box oracle (sim.Judge of an external drill's history)", func() {
+	scenario := func() sim.Scenario {
+		return sim.Scenario{
+			Name: "black-box", Seed: 1, Duration: 10 * time.Second,
+			Workload:     sim.Workload{Tasks: []sim.Task{{Name: "charge", Dependency: "payments"}}},
+			Workers:      sim.Workers{Count: 1},
+			Dependencies: []sim.Dependency{{Name: "payments", Payment: true}},
+			System: sim.System{External: &sim.External{
+				Command: &layout.Command{Path: "/bin/true"},
+				Inject:  layout.Inject{Preset: layout.PresetSeed},
+				DLQ:     layout.DLQ{Preset: layout.PresetSeed},
+			}},
+			Invariants: sim.Invariants{PageWithin: time.Minute},
+		}
+	}
+	item := func(id string) sim.HDLQItem { return sim.HDLQItem{JobID: id, Source: "dead_letter[0]"} }
+	entry := func(id, sev string) layout.Entry {
+		return layout.Entry{Source: "dead_letter[0]", JobID: id, Severity: sev, Raw: []byte(`{}`)}
+	}
+	call := func(at int64, id, outcome string, status int, class string) sim.HCall {
+		return sim.HCall{AtMs: at, Dependency: "payments", JobID: id, Status: status, Outcome: outcome, Class: class, TookEffect: outcome == "ok"}
+	}
+	// history: j-ok succeeds; j-declined is declined and dead-lettered;
+	// j-auth gets a 401, is dead-lettered with severity high and paged.
+	history := func() *sim.History {
+		return &sim.History{
+			Version: sim.HistoryVersion, Scenario: "black-box", Seed: 1, TimeScale: 1, DurationMs: 10_000, EndedMs: 10_000,
+			Workers: []string{"w1"},
+			Jobs: []sim.HJob{{AtMs: 0, ID: "j-ok", Task: "charge", Outcome: "ok"}, {AtMs: 100, ID: "j-declined", Task: "charge", Outcome: "ok"},
+				{AtMs: 200, ID: "j-auth", Task: "charge", Outcome: "ok"}},
+			Calls: []sim.HCall{call(10, "j-ok", "ok", 200, ""), call(110, "j-declined", "error", 402, "permanent"),
+				call(210, "j-auth", "error", 401, "critical")},
+			Deliveries: []sim.HDelivery{{AtMs: 2_000, Receiver: "slack", Attempt: 1, Accepted: true, Alerts: []sim.HAlert{{Summary: "401 from payments"}}}},
+			External: &sim.HExternal{Copies: 1, Alerts: true, DrainMs: 1_000, SettledMs: 10_500,
+				Reads:   []sim.HDLQRead{{AtMs: 0}, {AtMs: 500, Added: []sim.HDLQItem{item("j-declined"), item("j-auth")}, Total: 2}},
+				Entries: []layout.Entry{entry("j-declined", "low"), entry("j-auth", "high")}},
+		}
+	}
+	judge := func(sc sim.Scenario, h *sim.History) *reports.Result {
+		res, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	verdicts := func(r *reports.Result) map[string]reports.Verdict {
+		m := map[string]reports.Verdict{}
+		for _, inv := range r.Invariants {
+			m[inv.Name] = inv.Verdict
+		}
+		return m
+	}
+	messages := func(r *reports.Result, inv string) []string {
+		var out []string
+		for _, v := range r.Violations {
+			if v.Invariant == inv {
+				out = append(out, v.Message)
+			}
+		}
+		return out
+	}
+
+	It("passes a system that handled every job, and lists what it cannot see as not observable, never passed", func() {
+		r := judge(scenario(), history())
+		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)
+		v := verdicts(r)
+		for _, name := range []string{sim.InvConservation, sim.InvNotBoth, sim.InvOneDLQEntry, sim.InvDLQNeverShrinks, sim.InvNoDoubleCharge,
+			sim.InvNoRetryOfFinal, sim.InvNoRerunAfterDead, sim.InvCriticalPaged, sim.InvOnePage, sim.InvDLQSeverity} {
+			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
+		}
+		for _, name := range []string{sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvAttempts, sim.InvBreakerLegal} {
+			Expect(v).To(HaveKeyWithValue(name, reports.NotObservable), name)
+		}
+		Expect(r.Ledger.Created).To(BeEquivalentTo(3))
+		Expect(r.Ledger.Succeeded).To(BeEquivalentTo(1))
+		Expect(r.Ledger.DeadLettered).To(BeEquivalentTo(2))
+		Expect(r.Alerts.Pages).To(BeEquivalentTo(1))
+	})
+
+	It("names a dead letter trimmed from the DLQ: the DLQ shrank, and the job is lost", func() {
+		h := history()
+		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1})
+		h.External.Entries = h.External.Entries[1:]
+		r := judge(scenario(), h)
+		Expect(r.Verdict).To(Equal(reports.Failed))
+		Expect(messages(r, sim.InvDLQNeverShrinks)).To(ConsistOf(ContainSubstring("job j-declined's entry left the DLQ by +900ms")))
+		Expect(messages(r, sim.InvConservation)).To(ConsistOf(And(ContainSubstring("job j-declined was lost"), ContainSubstring("then left it"))))
+		Expect(r.Live.External.Trimmed).To(ConsistOf("j-declined"))
+		Expect(r.Live.External.Lost).To(ConsistOf("j-declined"))
+	})
+
+	It("allows a shrink the scenario declares, and an entry moved between lists across two reads", func() {
+		h := history()
+		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1},
+			sim.HDLQRead{AtMs: 1000, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 2})
+		Expect(judge(scenario(), h).Verdict).To(Equal(reports.Passed))
+
+		h = history()
+		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1})
+		sc := scenario()
+		sc.System.External.DLQShrinks = []string{sim.ShrinkEviction}
+		r := judge(sc, h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvDLQNeverShrinks, reports.Passed))
+	})
+
+	It("fails two entries for one job that stay, not one caught half-way through a move", func() {
+		h := history()
+		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3},
+			sim.HDLQRead{AtMs: 1000, Removed: []sim.HDLQItem{item("j-declined")}, Total: 2})
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvOneDLQEntry, reports.Passed))
+
+		h = history()
+		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3})
+		h.External.Entries = append(h.External.Entries, entry("j-declined", "low"))
+		Expect(messages(judge(scenario(), h), sim.InvOneDLQEntry)).To(ConsistOf(ContainSubstring("job j-declined has two entries in the DLQ")))
+	})
+
+	It("fails a declined card called again, unless a copy of the system died in between (a redelivery)", func() {
+		h := history()
+		h.Calls = append(h.Calls, call(300, "j-declined", "error", 402, "permanent"))
+		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(ConsistOf(And(ContainSubstring("job j-declined was answered 402 (permanent)"),
+			ContainSubstring("called again 1 time(s)"))))
+
+		h.Processes = []sim.HProcess{{AtMs: 200, Worker: "w1", Kind: "killed"}}
+		r := judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvNoRetryOfFinal, reports.Passed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
+	})
+
+	It("fails a charge taken twice for one key, naming the key", func() {
+		h := history()
+		h.Calls = append(h.Calls, sim.HCall{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
+		Expect(messages(judge(scenario(), h), sim.InvNoDoubleCharge)).To(ConsistOf(ContainSubstring("key k-ok charged 2 times")))
+	})
+
+	It("fails a critical failure never paged — or says it is not observable when the system was given no receiver", func() {
+		h := history()
+		h.Deliveries = nil
+		Expect(messages(judge(scenario(), h), sim.InvCriticalPaged)).To(ConsistOf(ContainSubstring("was never paged")))
+
+		h.External.Alerts = false
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvCriticalPaged, reports.NotObservable))
+	})
+
+	It("fails a critical failure's entry of low severity, and judges none where no entry carries one", func() {
+		h := history()
+		h.External.Entries[1].Severity = "low"
+		Expect(messages(judge(scenario(), h), sim.InvDLQSeverity)).To(ConsistOf(ContainSubstring("job j-auth was dead-lettered after 401 (critical)")))
+
+		h.External.Entries[0].Severity, h.External.Entries[1].Severity = "", ""
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvDLQSeverity, reports.NotObservable))
+	})
+
+	It("does not call lost a job whose injection timed out and that the system never showed", func() {
+		h := history()
+		h.Jobs = append(h.Jobs, sim.HJob{AtMs: 300, ID: "j-unknown", Task: "charge", Outcome: "unknown"})
+		r := judge(scenario(), h)
+		Expect(r.Verdict).To(Equal(reports.Passed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("job j-unknown's injection timed out")))
+	})
+
+	It("judges a hand-edited history in time order, whatever order its lists are in", func() {
+		h := history()
+		h.Calls = append(h.Calls, call(300, "j-declined", "error", 402, "permanent"))
+		h.Calls[0], h.Calls[3] = h.Calls[3], h.Calls[0]
+		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(HaveLen(1))
+	})
+})

@@ -40,6 +40,7 @@ type drillFlags struct {
 	keep        bool
 	progress    string
 	metrics     string
+	external    string
 	limits      limitFlags
 }
 
@@ -70,7 +71,8 @@ was interrupted); 2 invalid input, or a drill refused; 3 an internal error; 4 Re
 could not be reached.`,
 		Example: `  faultline drill payment-challenge --redis-url redis://127.0.0.1:6379/0 --time-scale 10
   faultline drill worker-crash --redis-url 127.0.0.1:6379 --workers 4 --report json,html
-  faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run`,
+  faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run
+  faultline drill worker-crash --external my-system.yaml --redis-url 127.0.0.1:6379`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(c, errors.New("drill needs scenario files or built-in names (faultline list)"))
@@ -95,6 +97,7 @@ could not be reached.`,
 	fl.BoolVar(&f.keep, "keep", false, "leave the namespace's keys (and the workers' logs) behind")
 	fl.StringVar(&f.progress, "progress", "auto", "a progress line on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "serve the drill's Prometheus metrics at http://ADDR/metrics (loopback unless --allow-remote), e.g. 127.0.0.1:9464")
+	fl.StringVar(&f.external, "external", "", "drill your own system as a black box: `FILE` gives its system.external (a Fragment, or a bare mapping of its keys; relative commands from FILE's folder), replacing each scenario's")
 	f.limits.register(fl)
 	return c
 }
@@ -141,6 +144,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	targets, err := resolve(args, false, lim)
 	if err != nil {
 		return err
+	}
+	if f.external != "" {
+		if err := withExternal(targets, f.external); err != nil {
+			return err
+		}
 	}
 	var seed *uint64
 	if c.Flags().Changed("seed") {
@@ -278,6 +286,26 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	return nil
 }
 
+// withExternal gives every target the black-box system of the file at
+// path (scenarios.WithExternal), or says, for each scenario, which of its
+// parts a black-box drill cannot run and why.
+func withExternal(targets []target, path string) error {
+	var problems []string
+	for i, t := range targets {
+		l, err := scenarios.WithExternal(t.loaded, path)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s with --external %s:\n%v", t.arg, path, err))
+			continue
+		}
+		targets[i].loaded = l
+	}
+	if len(problems) > 0 {
+		return &InvalidInputError{Err: errors.New(strings.Join(problems, "\n")),
+			Hint: "A black-box drill runs your system from outside: see system.external in docs/scenario-format.md for the file, and for what it refuses (the reference's configuration, steps, store faults, tasks without a dependency)."}
+	}
+	return nil
+}
+
 // redisRefusedUs says Redis answered, refusing the URL's credentials or
 // database.
 func redisRefusedUs(err error) bool {
@@ -298,6 +326,9 @@ func drillCommand(arg string, seed uint64, f drillFlags, addr string) string {
 	}
 	if f.workers > 0 {
 		cmd += fmt.Sprintf(" --workers %d", f.workers)
+	}
+	if f.external != "" {
+		cmd += " --external " + shellQuote(f.external)
 	}
 	return cmd + " (wall clock: a drill is not reproducible to the byte)"
 }

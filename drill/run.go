@@ -96,6 +96,10 @@ type Options struct {
 	// Source is where the scenario was loaded from (a path or
 	// "builtin:NAME"): the workers load it again.
 	Source string
+	// ExternalFile is the file `--external` gave the scenario's
+	// system.external from, recorded in the history so that `faultline
+	// report check` judges with it again.
+	ExternalFile string
 	// Metrics, if set, hears the drill as it runs (jobs by disposition,
 	// DLQ depth by severity, pages, breaker states, fault activity).
 	Metrics *metrics.Set

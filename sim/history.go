@@ -95,6 +95,9 @@ type History struct {
 // HExternal is what a black-box drill observed of a system it did not
 // write.
 type HExternal struct {
+	// File is the file the drill was given system.external from
+	// (`--external`), "" when the scenario holds it.
+	File string `json:"file,omitempty"`
 	// Command is the command line of one copy ("" when Running); Copies
 	// how many ran.
 	Command string `json:"command,omitempty"`

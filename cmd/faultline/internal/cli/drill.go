@@ -204,7 +204,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns = drill.NewNamespace(t.loaded.Scenario.Name)
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file}
+			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: f.external}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
@@ -411,7 +411,7 @@ alerter to the drill's receivers: the drill judges it from outside, like any oth
 
 // newCheckCommand is `report check HISTORY`.
 func newCheckCommand() *cobra.Command {
-	var scenario string
+	var scenario, external string
 	c := &cobra.Command{
 		Use:   "check HISTORY.json",
 		Short: "Judge a saved drill's history again (with this faultline's invariants)",
@@ -449,6 +449,14 @@ is not a history, or its scenario cannot be loaded.`,
 			if err != nil {
 				return &InvalidInputError{Err: fmt.Errorf("--scenario %s: %w", src, err)}
 			}
+			if ext := external; ext != "" || (h.External != nil && h.External.File != "" && scenario == "") {
+				if ext == "" {
+					ext = h.External.File // as the drill was given it
+				}
+				if l, err = scenarios.WithExternal(l, ext); err != nil {
+					return &InvalidInputError{Err: fmt.Errorf("--external %s: %w", ext, err)}
+				}
+			}
 			if h.SourceSHA256 != "" && l.Hash != h.SourceSHA256 {
 				fmt.Fprintf(c.ErrOrStderr(), "note: scenario %s changed since the drill (%s, drill ran %s): its expectations are today's\n", masked(src), l.Hash, h.SourceSHA256)
 			}
@@ -473,5 +481,6 @@ is not a history, or its scenario cannot be loaded.`,
 		},
 	}
 	c.Flags().StringVar(&scenario, "scenario", "", "the scenario file to judge with (default: the one the history names)")
+	c.Flags().StringVar(&external, "external", "", "the system.external FILE to judge with (default: the one the drill was given with --external, if any)")
 	return c
 }

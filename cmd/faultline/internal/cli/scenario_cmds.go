@@ -15,6 +15,7 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var lf limitFlags
+	var external string
 	c := &cobra.Command{
 		Use:   "validate (FILE | DIR)...",
 		Short: "Check scenario files; every problem is reported with file:line:col",
@@ -32,14 +33,15 @@ key. Exit codes: 0 every file is valid; 2 a file is invalid.`,
 			if err != nil {
 				return usage(c, err)
 			}
-			return validate(c.OutOrStdout(), c.ErrOrStderr(), args, lim)
+			return validate(c.OutOrStdout(), c.ErrOrStderr(), args, lim, external)
 		},
 	}
 	lf.register(c.Flags())
+	c.Flags().StringVar(&external, "external", "", "check each scenario with the system.external of `FILE`, as faultline drill --external runs it")
 	return c
 }
 
-func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits) error {
+func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, external string) error {
 	var files []string
 	for _, a := range args {
 		if st, err := os.Stat(a); err == nil && st.IsDir() {
@@ -59,6 +61,11 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits) err
 	bad := 0
 	for _, f := range files {
 		l, err := lim.Load(f)
+		if err == nil && external != "" {
+			if l, err = scenarios.WithExternal(l, external); err != nil {
+				err = fmt.Errorf("%s with --external %s:\n%w", f, external, err)
+			}
+		}
 		if err != nil {
 			printErr(stderr, err)
 			bad++

@@ -179,4 +179,21 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		h.Calls[0], h.Calls[3] = h.Calls[3], h.Calls[0]
 		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(HaveLen(1))
 	})
+
+	It("evaluates the expectations it can count from outside and lists the others as not observable", func() {
+		sc := scenario()
+		sc.Expect = []sim.Expectation{
+			sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0},
+			sim.Count{Metric: sim.DeadLettered, Task: "charge", Op: sim.Exactly, N: 2},
+			sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2},
+			sim.Count{Metric: sim.Retried, Op: sim.Exactly, N: 0},
+		}
+		r := judge(sc, history())
+		Expect(r.Expectations).To(HaveLen(4))
+		Expect(r.Expectations[0].Verdict).To(Equal(reports.Passed))
+		Expect(r.Expectations[1].Verdict).To(Equal(reports.Passed), r.Expectations[1].Actual)
+		Expect(r.Expectations[2]).To(And(HaveField("Verdict", reports.Failed), HaveField("Actual", "1")))
+		Expect(r.Expectations[3]).To(And(HaveField("Verdict", reports.NotObservable), HaveField("Actual", ContainSubstring("not observable from outside"))))
+		Expect(r.Verdict).To(Equal(reports.Failed))
+	})
 })

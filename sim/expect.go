@@ -278,6 +278,14 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 			n = led.DeadLettered
 			break
 		}
+		if o.w == nil { // a black-box drill's: by task, from the result
+			for _, t := range led.ByTask {
+				if t.Task == c.Task {
+					n = t.DeadLettered
+				}
+			}
+			break
+		}
 		n = o.w.led.inDLQ(c.Task, c.Severity, c.Class)
 	case DeadLetters:
 		for _, d := range led.DeadLetteredBy {

@@ -83,6 +83,9 @@ type extState struct {
 	x0       sim.HExternal
 	settled  int64
 	quiet    bool // the drain ended settled and quiet
+	// owns says every key check passed: the layout's keys under the
+	// namespace, and the namespace's, are the drill's to delete.
+	owns bool
 	jobsDone map[string]bool
 }
 
@@ -132,6 +135,13 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	}()
 	if err := d.claim(ctx); err != nil {
 		return err
+	}
+	// Keys starting with the namespace are the drill's only if there were
+	// none at its start: a namespace given with --namespace may be in use.
+	if k, err := firstMatching(ctx, d.rdb, globEscape(d.ns)+":*"); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	} else if k != "" {
+		return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a black-box drill starts from an empty namespace, so that nothing it judges or deletes is anything it did not put there", ErrSteadyState, d.ns, k)
 	}
 	startup := x.Startup
 	if startup == 0 {
@@ -229,6 +239,9 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 			return &RefusedError{Scenario: sc.Name, Part: "system.external", Reason: err.Error()}
 		}
 	}
+	// Every check passed: from here on, what is under the namespace is
+	// the drill's to delete.
+	e.owns = true
 	if e.inj, err = adapter.NewInjector(x.Inject, aenv); err != nil {
 		return fmt.Errorf("system.external.inject: %w", err)
 	}
@@ -782,7 +795,7 @@ func (d *drill) closeExternal() {
 	if e.rd != nil {
 		_ = e.rd.Close()
 	}
-	if d.rdb != nil && d.claimed && !d.opts.Keep {
+	if d.rdb != nil && d.claimed && e.owns && !d.opts.Keep {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if len(e.keys) > 0 {
@@ -796,6 +809,23 @@ func (d *drill) closeExternal() {
 			// system that puts it inside its own keys (asynq's
 			// asynq:{QUEUE}:...) is cleaned too.
 			_ = unlinkMatching(ctx, d.rdb, "*"+globEscape(d.ns)+"*")
+		}
+	}
+}
+
+// firstMatching returns a key matching a SCAN pattern, "" when none does.
+func firstMatching(ctx context.Context, rdb *redis.Client, pattern string) (string, error) {
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil || len(keys) > 0 {
+			if len(keys) > 0 {
+				return keys[0], err
+			}
+			return "", err
+		}
+		if cursor = next; cursor == 0 {
+			return "", nil
 		}
 	}
 }

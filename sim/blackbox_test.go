@@ -196,4 +196,29 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		Expect(r.Expectations[3]).To(And(HaveField("Verdict", reports.NotObservable), HaveField("Actual", ContainSubstring("not observable from outside"))))
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
+
+	It("fails a job still in the system's queue after the drain (a worker that never reads it), and judges nothing of an interrupted drill", func() {
+		h := history()
+		h.Jobs = append(h.Jobs, sim.HJob{AtMs: 300, ID: "j-queued", Task: "charge", Outcome: "ok"})
+		h.External.Queued, h.External.QueueObservable = []string{"j-queued"}, true
+		Expect(messages(judge(scenario(), h), sim.InvConservation)).To(ConsistOf(ContainSubstring("job j-queued is still in the system's queue")))
+
+		h.External.Queued = nil // now it is lost: but the drill was interrupted
+		h.Interrupted = "interrupted (context canceled)"
+		r := judge(scenario(), h)
+		Expect(r.Verdict).To(Equal(reports.Interrupted))
+		Expect(r.Violations).To(BeEmpty())
+		Expect(r.Live.External.Lost).To(BeEmpty())
+		Expect(r.Invariants).To(HaveEach(HaveField("Verdict", BeElementOf(reports.Skipped, reports.NotObservable))))
+	})
+
+	It("fails a fault that requires hits and never hit, as an expectation the report shows", func() {
+		h := history()
+		h.Faults = []reports.Fault{{Name: "declines", Target: "dependency/payments", Model: "card-declined", Hits: 0}}
+		sc := scenario()
+		sc.Faults = nil
+		r := judge(sc, h)
+		Expect(r.Verdict).To(Equal(reports.Passed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("fault declines (card-declined on dependency/payments) never hit")))
+	})
 })

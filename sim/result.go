@@ -92,16 +92,7 @@ func (w *world) result() *reports.Result {
 	for _, e := range w.sc.Expect {
 		res.Expectations = append(res.Expectations, e.Evaluate(obs))
 	}
-	for _, f := range res.Faults {
-		switch {
-		case f.RequireHits:
-			res.Expectations = append(res.Expectations, reports.Expectation{Name: "fault " + f.Name + " hits at least once (requireHits)",
-				Expected: "≥ 1 hit", Actual: fmt.Sprintf("%d %s", f.Hits, plural(f.Hits, "hit", "hits")), Verdict: verdict(f.Hits > 0)})
-		case f.Hits == 0 && stopped == "":
-			res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s (%s on %s) never hit: no call reached its target while it was on, so the run did not test it (requireHits: true makes this a failure)",
-				f.Name, f.Model, f.Target))
-		}
-	}
+	faultChecks(res, stopped)
 	if stopped != "" {
 		// Judged on part of a run, an expectation would mean nothing.
 		for i := range res.Expectations {
@@ -258,4 +249,21 @@ func (w *world) fates() []reports.JobFate {
 	}
 	slices.SortFunc(out, func(a, b reports.JobFate) int { return strings.Compare(a.JobID, b.JobID) })
 	return out
+}
+
+// faultChecks adds to res what its faults' hits say: an expectation for
+// each fault that requires hits, a warning for any other that never hit
+// (none when the run stopped early: its later faults had no chance). The
+// simulator and the black-box oracle both call it.
+func faultChecks(res *reports.Result, stopped string) {
+	for _, f := range res.Faults {
+		switch {
+		case f.RequireHits:
+			res.Expectations = append(res.Expectations, reports.Expectation{Name: "fault " + f.Name + " hits at least once (requireHits)",
+				Expected: "≥ 1 hit", Actual: fmt.Sprintf("%d %s", f.Hits, plural(f.Hits, "hit", "hits")), Verdict: verdict(f.Hits > 0)})
+		case f.Hits == 0 && stopped == "":
+			res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s (%s on %s) never hit: no call reached its target while it was on, so the run did not test it (requireHits: true makes this a failure)",
+				f.Name, f.Model, f.Target))
+		}
+	}
 }

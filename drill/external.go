@@ -68,24 +68,24 @@ type DrillReceiver struct {
 
 // extState is what a black-box drill adds to a drill.
 type extState struct {
-	x        *sim.External
-	inj      adapter.Injector
-	rd       adapter.Reader
-	keys     []string
-	vars     map[string]string
-	deps     map[string]string // call URLs by dependency
-	rcvs     map[string]string // receiver URLs by name
-	readMu   sync.Mutex
-	cur      map[string]int // active entries by item key at the last read
-	items    map[string]sim.HDLQItem
-	entries  []layout.Entry
-	read     bool
-	x0       sim.HExternal
-	settled  int64
-	quiet    bool // the drain ended settled and quiet
+	x       *sim.External
+	inj     adapter.Injector
+	rd      adapter.Reader
+	keys    []string
+	vars    map[string]string
+	deps    map[string]string // call URLs by dependency
+	rcvs    map[string]string // receiver URLs by name
+	readMu  sync.Mutex
+	cur     map[string]int // active entries by item key at the last read
+	items   map[string]sim.HDLQItem
+	entries []layout.Entry
+	read    bool
+	x0      sim.HExternal
+	settled int64
+	quiet   bool // the drain ended settled and quiet
 	// owns says every key check passed: the layout's keys under the
 	// namespace, and the namespace's, are the drill's to delete.
-	owns bool
+	owns     bool
 	jobsDone map[string]bool
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,8 +46,9 @@ const (
 	EnvReceiverAt   = "FAULTLINE_RECEIVER_"   // + the receiver's name, likewise
 )
 
-// DefaultReceiver is the receiver a black-box drill starts when its
-// scenario names none: a Slack-compatible incoming webhook.
+// DefaultReceiver is the receiver a black-box drill always starts, beside
+// the scenario's: a Slack-compatible incoming webhook whose URL is
+// FAULTLINE_SLACK_URL.
 const DefaultReceiver = "slack"
 
 // DrillFile is the JSON file a black-box drill writes for each copy of the
@@ -163,14 +165,15 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 		e.deps[name] = base + gateway.CallPath
 		e.vars["dependency:"+name] = base + gateway.CallPath
 	}
+	// A receiver per receiver of the scenario's alerts (after defaults:
+	// on-call and team), and "slack", the one a system's
+	// FAULTLINE_SLACK_URL names.
 	var names []string
-	if d.l.Document != nil && d.l.Document.System.Alerts != nil {
-		for _, r := range sc.System.Alerts.Receivers {
-			names = append(names, r.Name)
-		}
+	for _, r := range sc.System.Alerts.Receivers {
+		names = append(names, r.Name)
 	}
-	if len(names) == 0 {
-		names = []string{DefaultReceiver}
+	if !slices.Contains(names, DefaultReceiver) {
+		names = append(names, DefaultReceiver)
 	}
 	if !x.NoAlerts {
 		// Every receiver of a black-box drill is a Slack-compatible
@@ -231,7 +234,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 		if strings.HasPrefix(k, d.ns) {
 			e.keys = append(e.keys, k)
 		} else {
-			d.h.Notes = append(d.h.Notes, fmt.Sprintf("key %s is outside the drill's namespace: left as the drill found it empty, with what the system put there (the drill deletes only its namespace's keys)", k))
+			d.h.Notes = append(d.h.Notes, fmt.Sprintf("key %s is outside the drill's namespace: the drill leaves it as the system left it (it deletes only its namespace's keys); empty it before the next drill", k))
 		}
 	}
 	for _, u := range e.urls() {
@@ -290,7 +293,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if d.sup != nil {
 		for _, ev := range d.sup.Events() {
 			if ev.Kind == supervisor.Exited || ev.Kind == supervisor.StartFailed {
-				return fmt.Errorf("%w: copy %s of the system exited before the drill started (%s): its log is %s", ErrSteadyState, ev.Worker, exitText(ev), filepath.Join(d.dir, ev.Worker+".log"))
+				return fmt.Errorf("%w: copy %s of the system exited before the drill started (%s); the end of its log:\n%s", ErrSteadyState, ev.Worker, exitText(ev), logTail(filepath.Join(d.dir, ev.Worker+".log"), 2048))
 			}
 		}
 	}
@@ -304,6 +307,24 @@ func scenarioDir(path string) string {
 		return "."
 	}
 	return filepath.Dir(path)
+}
+
+// logTail is the last n bytes of the log at path, indented.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "    (no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(st.Size()-n, 0)
+	}
+	b, _ := io.ReadAll(f)
+	text := strings.TrimRight(string(b), "\n")
+	if text == "" {
+		return "    (empty)"
+	}
+	return "    " + strings.ReplaceAll(text, "\n", "\n    ")
 }
 
 func exitText(ev supervisor.Event) string {
@@ -362,9 +383,9 @@ func (e *extState) environ(worker string) []string {
 	for _, name := range sortedKeys(e.deps) {
 		env = append(env, EnvDependencyAt+workerproc.EnvName(name)+"="+e.deps[name])
 	}
-	for i, name := range sortedKeys(e.rcvs) {
+	for _, name := range sortedKeys(e.rcvs) {
 		env = append(env, EnvReceiverAt+workerproc.EnvName(name)+"="+e.rcvs[name])
-		if i == 0 || name == DefaultReceiver {
+		if name == DefaultReceiver {
 			env = append(env, EnvSlackURL+"="+e.rcvs[name])
 		}
 	}
@@ -671,6 +692,7 @@ func (d *drill) readDLQ(ctx context.Context) {
 		e.items[k] = it
 	}
 	e.cur, e.entries = now, entries
+	e.x0.ReadCount++
 	if len(r.Added) > 0 || len(r.Removed) > 0 || !e.read {
 		e.x0.Reads = append(e.x0.Reads, r)
 	}
@@ -782,6 +804,23 @@ func (d *drill) finishExternal(h *sim.History) {
 	}
 	if x.Running {
 		h.Notes = append(h.Notes, "the system was already running: the drill started no copy, so no worker fault (crash, stall) was drilled")
+	}
+	if d.sup != nil {
+		// Exits the drill did not cause: a copy that keeps crashing on
+		// its own is a finding, not a detail of the process counts.
+		byWorker := map[string][]string{}
+		for _, ev := range d.sup.Events() {
+			if ev.Kind == supervisor.Exited && ev.Unexpected {
+				byWorker[ev.Worker] = append(byWorker[ev.Worker], exitText(ev))
+			}
+		}
+		for _, w := range sortedKeys(byWorker) {
+			exits := byWorker[w]
+			h.Notes = append(h.Notes, fmt.Sprintf("copy %s of the system exited %d time(s) on its own (the last: %s) and was restarted: see its log", w, len(exits), exits[len(exits)-1]))
+		}
+	}
+	if d.opts.Keep {
+		h.Notes = append(h.Notes, "the copies' logs and adapters.log (the adapters' stderr) are kept in "+d.dir)
 	}
 }
 

@@ -191,7 +191,7 @@ func Reference() []byte {
 	w("Every started command also has `FAULTLINE_REDIS_URL`, `FAULTLINE_NAMESPACE`, `FAULTLINE_WORKER`,\n")
 	w("`FAULTLINE_TIME_SCALE`, `FAULTLINE_DEPENDENCY_<NAME>` and `FAULTLINE_RECEIVER_<NAME>` (names upper-cased,\n")
 	w("other characters `_`), `FAULTLINE_SLACK_URL` (the first Slack receiver) and `FAULTLINE_DRILL_FILE` (a JSON file of\n")
-	w("all of them) in its environment. With no `system.alerts` receivers, the drill has one Slack receiver, `slack`.\n")
+	w("all of them) in its environment. The drill's receivers are the `system.alerts` receivers (by default `on-call` and `team`) and always `slack` (FAULTLINE_SLACK_URL), each a Slack-compatible incoming webhook.\n")
 	w("A worker calls a dependency with a POST to its URL carrying the header `X-Faultline-Job: <the job's id>`\n")
 	w("and, when the job has one, `Idempotency-Key: <key>`; the gateway's log of those calls is how the drill sees\n")
 	w("a job succeed.\n\n")

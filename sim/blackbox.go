@@ -691,7 +691,7 @@ func expectationName(e Expectation) string {
 func (b *blackJudge) external() *reports.External {
 	x := b.x
 	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
-		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: len(x.Reads), DLQReadErrors: len(x.ReadErrors)}
+		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors)}
 	if b.h.Interrupted != "" {
 		return out // nothing is lost of a drill stopped half-way
 	}

@@ -221,4 +221,13 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		Expect(r.Verdict).To(Equal(reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("fault declines (card-declined on dependency/payments) never hit")))
 	})
+
+	It("refuses, before any drill, a placeholder that names no dependency or receiver of the drill", func() {
+		sc := scenario()
+		sc.System.External.Command.Env = map[string]string{"PAY": "{dependency:paymnts}", "PAGE": "{receiver:pager}", "OK": "{dependency:payments} {receiver:slack}"}
+		err := sc.WithDefaults().Validate()
+		Expect(err).To(MatchError(And(ContainSubstring(`{dependency:paymnts} names no dependency of this drill (dependencies: payments); did you mean "payments"?`),
+			ContainSubstring("{receiver:pager} names no receiver of this drill"))))
+		Expect(err.Error()).NotTo(ContainSubstring("{receiver:slack}"))
+	})
 })

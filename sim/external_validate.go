@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -125,6 +127,61 @@ func (v *validator) external() {
 		if t.Dependency == "" {
 			v.bad(fmt.Sprintf("Workload.Tasks[%d].Dependency", i), ExternalNeedsDependency)
 		}
+	}
+	v.placeholders(f, e)
+}
+
+// externalPlaceholder is a placeholder that names a part of the drill.
+var externalPlaceholder = regexp.MustCompile(`\{(dependency|receiver):([^{}]*)\}`)
+
+// placeholders checks that every {dependency:NAME} and {receiver:NAME}
+// of the block names a dependency (of a task, or declared) or a receiver
+// (the alerts' receivers, or the default "slack") the drill will have.
+func (v *validator) placeholders(f string, e *External) {
+	deps := map[string]bool{}
+	for _, d := range v.sc.Dependencies {
+		deps[d.Name] = true
+	}
+	for _, t := range v.sc.Workload.Tasks {
+		deps[t.Dependency] = true
+	}
+	rcvs := map[string]bool{"slack": true}
+	for _, r := range v.sc.System.Alerts.Receivers {
+		rcvs[r.Name] = true
+	}
+	check := func(field, s string) {
+		for _, m := range externalPlaceholder.FindAllStringSubmatch(s, -1) {
+			known, what := deps, "dependency of this drill (dependencies"
+			if m[1] == "receiver" {
+				known, what = rcvs, "receiver of this drill (receivers"
+			}
+			if !known[m[2]] {
+				names := slices.Sorted(maps.Keys(known))
+				v.bad(field, "%s names no %s: %s)%s", m[0], what, strings.Join(names, ", "), suggest(m[2], names))
+			}
+		}
+	}
+	cmd := func(field string, c *layout.Command) {
+		if c == nil {
+			return
+		}
+		check(field+".Path", c.Path)
+		check(field+".Dir", c.Dir)
+		for i, a := range c.Args {
+			check(fmt.Sprintf("%s.Args[%d]", field, i), a)
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+			check(field+".Env", k+"="+c.Env[k])
+		}
+	}
+	cmd(f+".Command", e.Command)
+	cmd(f+".Inject.Command", e.Inject.Command)
+	cmd(f+".DLQ.Command", e.DLQ.Command)
+	if e.Inject.HTTP != nil {
+		check(f+".Inject.HTTP.URL", e.Inject.HTTP.URL)
+	}
+	if e.DLQ.HTTP != nil {
+		check(f+".DLQ.HTTP.URL", e.DLQ.HTTP.URL)
 	}
 }
 

@@ -119,6 +119,9 @@ type HExternal struct {
 	// next only what changed. An entry is known by its job ID ("" for a
 	// corrupt one, then by Corrupt and its source).
 	Reads []HDLQRead `json:"reads"`
+	// ReadCount is how many times the DLQ was read (Reads holds only the
+	// reads that saw a change, and the first).
+	ReadCount int `json:"readCount,omitempty"`
 	// ReadErrors are the reads that failed, with why.
 	ReadErrors []HReadError `json:"readErrors,omitempty"`
 	// Entries are the DLQ's entries at the end, as read (corrupt ones

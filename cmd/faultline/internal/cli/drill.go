@@ -204,7 +204,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns = drill.NewNamespace(t.loaded.Scenario.Name)
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: f.external}
+			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external)}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
@@ -268,7 +268,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		}
 		fmt.Fprintf(stdout, "  history: %s (faultline report check re-judges it)\n", masked(base+".history.json"))
 		if f.keep {
-			fmt.Fprintf(stdout, "  kept: namespace %s on %s (its keys are under %s)\n", masked(ns), rt.addr, masked(redisstore.Prefix(ns)))
+			if h != nil && h.External != nil {
+				fmt.Fprintf(stdout, "  kept: namespace %s on %s (the layout's keys start with %s:; the copies' logs are where the report's warnings say)\n", masked(ns), rt.addr, masked(ns))
+			} else {
+				fmt.Fprintf(stdout, "  kept: namespace %s on %s (its keys are under %s)\n", masked(ns), rt.addr, masked(redisstore.Prefix(ns)))
+			}
 		}
 		if res.Failed() || res.Verdict == reports.Interrupted {
 			failed = true
@@ -483,4 +487,16 @@ is not a history, or its scenario cannot be loaded.`,
 	c.Flags().StringVar(&scenario, "scenario", "", "the scenario file to judge with (default: the one the history names)")
 	c.Flags().StringVar(&external, "external", "", "the system.external FILE to judge with (default: the one the drill was given with --external, if any)")
 	return c
+}
+
+// absPath is p made absolute ("" stays ""), so that a history names a file
+// that loads from any folder.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

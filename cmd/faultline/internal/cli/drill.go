@@ -244,7 +244,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		}
 		scenarios.Annotate(res, t.loaded, t.file)
 		res.Warnings = append([]string{sim.LiveNote(f.scale)}, res.Warnings...)
-		res.Reproduce = drillCommand(t.arg, res.Seed, f, rt.addr)
+		res.Reproduce = drillCommand(t.arg, res.Seed, f, rt.printable())
 		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}

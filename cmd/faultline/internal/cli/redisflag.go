@@ -37,6 +37,15 @@ type redisTarget struct {
 	addr string
 }
 
+// printable is the target as a command line may show it: its address and,
+// when not 0, its database — never a password.
+func (rt redisTarget) printable() string {
+	if o, err := redis.ParseURL(rt.url); err == nil && o.DB != 0 {
+		return fmt.Sprintf("redis://%s/%d", rt.addr, o.DB)
+	}
+	return rt.addr
+}
+
 // redisURLForm says what --redis-url takes (in words the redactor leaves
 // alone).
 const redisURLForm = "expected redis://HOST:PORT/DB, or a bare HOST:PORT; a password goes in the redis:// URL, before the host"

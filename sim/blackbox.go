@@ -363,7 +363,7 @@ func (b *blackJudge) lostStory(j *blackJob) string {
 	} else {
 		s.WriteString("; the queue itself is not observable through this inject adapter")
 	}
-	if b.x.SettledMs < 0 {
+	if b.x.SettledMs < 0 && !j.leftDLQ {
 		fmt.Fprintf(&s, " (the jobs had not settled when the drain of %s ended: it may be in flight inside the system — a longer system.external.drain tells)", time.Duration(b.x.DrainMs)*time.Millisecond)
 	}
 	return s.String()

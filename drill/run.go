@@ -96,6 +96,10 @@ type Options struct {
 	// Source is where the scenario was loaded from (a path or
 	// "builtin:NAME"): the workers load it again.
 	Source string
+	// Listen fixes where parts listen, by part ("dependency:NAME",
+	// "receiver:NAME"): a system already running is configured with
+	// their URLs before the drill (ParseListen checks them).
+	Listen map[string]string
 	// ExternalFile is the file `--external` gave the scenario's
 	// system.external from, recorded in the history so that `faultline
 	// report check` judges with it again.
@@ -247,6 +251,9 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 		return nil, fmt.Errorf("--time-scale %v: takes a number from 1 to 1000", opts.Scale)
 	}
 	if err := CheckScale(&sc, opts.Scale); err != nil {
+		return nil, err
+	}
+	if err := checkListenParts(&sc, opts.Listen); err != nil {
 		return nil, err
 	}
 	if err := CheckRedisURL(opts.RedisURL, opts.AllowRemote, opts.Namespace); err != nil {
@@ -521,7 +528,8 @@ func (d *drill) startGateways(now func() time.Duration) (map[string]string, erro
 		}
 	}
 	for _, dep := range deps {
-		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
+		g, err := gateway.New(gateway.Config{Name: dep.Name, Faults: d.locked, Now: now, Scale: d.opts.Scale, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys,
+			Listen: d.opts.Listen["dependency:"+dep.Name]})
 		if err == nil {
 			err = g.Start()
 		}
@@ -547,7 +555,7 @@ func receiverKind(name string) receiver.Kind {
 func (d *drill) startReceivers(now func() time.Duration, names []string, kind func(string) receiver.Kind) (map[string]string, error) {
 	urls := map[string]string{}
 	for _, name := range names {
-		rc, err := receiver.New(receiver.Config{Name: name, Kind: kind(name), Faults: d.locked, Now: now, Scale: d.opts.Scale})
+		rc, err := receiver.New(receiver.Config{Name: name, Kind: kind(name), Faults: d.locked, Now: now, Scale: d.opts.Scale, Listen: d.opts.Listen["receiver:"+name]})
 		if err == nil {
 			err = rc.Start()
 		}
@@ -608,4 +616,63 @@ func redisURLVia(raw, addr string) string {
 	}
 	u.Host = addr
 	return u.String()
+}
+
+// ParseListen reads --listen values, PART=HOST:PORT with PART
+// dependency:NAME or receiver:NAME; the host must be on loopback unless
+// allowRemote.
+func ParseListen(values []string, allowRemote bool) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		part, addr, ok := strings.Cut(v, "=")
+		kind, name, kindOK := strings.Cut(part, ":")
+		if !ok || !kindOK || name == "" || (kind != "dependency" && kind != "receiver") {
+			return nil, fmt.Errorf("--listen %q: takes PART=HOST:PORT, PART being dependency:NAME or receiver:NAME (e.g. dependency:payments=127.0.0.1:18080)", v)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("--listen %s: %q is not HOST:PORT", part, addr)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("--listen %s: port %q: takes 1 to 65535", part, port)
+		}
+		if !isLoopback(host) && !allowRemote {
+			return nil, fmt.Errorf("--listen %s: %s is not on loopback: a drill's parts listen on loopback unless --allow-remote", part, host)
+		}
+		if _, dup := out[part]; dup {
+			return nil, fmt.Errorf("--listen %s: given twice", part)
+		}
+		out[part] = addr
+	}
+	return out, nil
+}
+
+// checkListenParts refuses a --listen part the drill does not have.
+func checkListenParts(sc *sim.Scenario, listen map[string]string) error {
+	have := map[string]bool{}
+	for _, d := range sc.Dependencies {
+		have["dependency:"+d.Name] = true
+	}
+	for _, t := range sc.Workload.Tasks {
+		if t.Dependency != "" {
+			have["dependency:"+t.Dependency] = true
+		}
+	}
+	for _, r := range sc.System.Alerts.Receivers {
+		have["receiver:"+r.Name] = true
+	}
+	if sc.System.External != nil {
+		have["receiver:"+DefaultReceiver] = true
+	}
+	for part := range listen {
+		if !have[part] {
+			names := make([]string, 0, len(have))
+			for h := range have {
+				names = append(names, h)
+			}
+			slices.Sort(names)
+			return fmt.Errorf("--listen %s: scenario %s has no such part (it has %s)", part, sc.Name, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

@@ -41,6 +41,7 @@ type drillFlags struct {
 	progress    string
 	metrics     string
 	external    string
+	listen      []string
 	limits      limitFlags
 }
 
@@ -97,6 +98,7 @@ could not be reached.`,
 	fl.BoolVar(&f.keep, "keep", false, "leave the namespace's keys (and the workers' logs) behind")
 	fl.StringVar(&f.progress, "progress", "auto", "a progress line on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "serve the drill's Prometheus metrics at http://ADDR/metrics (loopback unless --allow-remote), e.g. 127.0.0.1:9464")
+	fl.StringArrayVar(&f.listen, "listen", nil, "fix where a part listens, `PART=HOST:PORT` with PART dependency:NAME or receiver:NAME (repeatable; loopback unless --allow-remote): a system already running (running: true) is configured with these URLs before the drill")
 	fl.StringVar(&f.external, "external", "", "drill your own system as a black box: `FILE` gives its system.external (a Fragment, or a bare mapping of its keys; relative commands from FILE's folder), replacing each scenario's")
 	f.limits.register(fl)
 	return c
@@ -154,6 +156,10 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	if c.Flags().Changed("seed") {
 		seed = &f.seed
 	}
+	listen, err := drill.ParseListen(f.listen, f.allowRemote)
+	if err != nil {
+		return usage(c, err)
+	}
 	// Every part with no live form is refused before anything starts.
 	for _, t := range targets {
 		sc := t.loaded.Scenario.WithDefaults()
@@ -204,7 +210,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns = drill.NewNamespace(t.loaded.Scenario.Name)
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external)}
+			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}

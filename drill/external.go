@@ -843,7 +843,7 @@ func (d *drill) closeExternal() {
 		// The system's own keys under the namespace (processing lists,
 		// retry sets): the namespace is the drill's.
 		_ = unlinkMatching(ctx, d.rdb, globEscape(d.ns)+":*")
-		if d.opts.Namespace == "" {
+		if d.opts.Namespace == "" || d.opts.NamespaceMadeUp {
 			// A namespace the drill made up is in no one else's key: a
 			// system that puts it inside its own keys (asynq's
 			// asynq:{QUEUE}:...) is cleaned too.

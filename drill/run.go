@@ -66,6 +66,10 @@ type Options struct {
 	RedisURL    string
 	Namespace   string
 	AllowRemote bool
+	// NamespaceMadeUp says the caller made Namespace up (NewNamespace)
+	// rather than the user giving it: a black-box drill then also removes
+	// every key that holds it anywhere (asynq's asynq:{QUEUE}:...).
+	NamespaceMadeUp bool
 	// Workers is the number of worker processes (0 = the scenario's
 	// workers.count); Concurrency the jobs each runs at once (default 1:
 	// a worker process is a scenario worker slot, w1..wN).

@@ -205,11 +205,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	used := map[string]int{}
 	for _, t := range targets {
 		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
-		ns := f.namespace
+		ns, madeUp := f.namespace, false
 		if ns == "" {
-			ns = drill.NewNamespace(t.loaded.Scenario.Name)
+			ns, madeUp = drill.NewNamespace(t.loaded.Scenario.Name), true
 		}
-		opts := drill.Options{RedisURL: rt.url, Namespace: ns, AllowRemote: f.allowRemote, Workers: f.workers,
+		opts := drill.Options{RedisURL: rt.url, Namespace: ns, NamespaceMadeUp: madeUp, AllowRemote: f.allowRemote, Workers: f.workers,
 			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }

@@ -1,0 +1,23 @@
+// Package seed operates on a dead letter queue written in the tutorial's
+// layout (layout.PresetSeed) without the tutorial's races: it lists the
+// entries in bounded pages, requeues one entry (or every entry a filter
+// selects) the way the tutorial's code would, and migrates the whole DLQ
+// into faultline's own layout (reference/store/redisstore), losing nothing.
+//
+// The layout: a "dead_letter" list of JSON entries {job, error, retries,
+// failed_at, status} and "dlq:low|medium|high" lists of {job, error, type,
+// severity, retries, timestamp}, every entry LPUSHed (the newest at the
+// head); the work list "default" the tutorial's reprocess LPUSHes the job
+// back onto. The keys, the fields and the reading of one entry are the
+// layout package's (layout.DLQ{Preset: "seed"}.Resolved(), layout.ParseEntry);
+// nothing here reads an entry differently.
+//
+// An entry is named by its Position counted from the tail of its list (0 is
+// the oldest): LPUSH adds at the head, so a push never moves the entries
+// already there, and a listing's cursor and a Ref stay valid while the
+// system keeps dead-lettering. The tutorial's LTRIM of a full dlq:* list
+// drops the oldest entries and so shifts every position: a Ref taken before
+// it is refused (Changed), never applied to another entry, because a move
+// checks the entry's bytes as well as its position, in the one script that
+// makes it.
+package seed

@@ -1,0 +1,301 @@
+package seed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/layout"
+)
+
+// Reprocessing is the status the tutorial's reprocess gives an entry whose
+// job it sent back.
+const Reprocessing = "reprocessing"
+
+// DefaultBatch is how many entries a RequeueAll moves per round trip.
+const DefaultBatch = 100
+
+// ErrRef is matched by the error of a Requeue given a Ref that names no
+// list of the layout.
+var ErrRef = errors.New("invalid seed DLQ ref")
+
+// Ref names one entry: its list (prefix included), its position from the
+// tail, and its bytes when it was listed. A move applies only to the entry
+// that is at that position with those bytes.
+type Ref struct {
+	Key      string `json:"key"`
+	Position int64  `json:"position"`
+	Bytes    []byte `json:"bytes"`
+}
+
+// Outcome is what a requeue of one entry did.
+type Outcome uint8
+
+// The outcomes. Only Requeued changed anything.
+const (
+	// Requeued: the job is on the work list and the entry says
+	// "reprocessing".
+	Requeued Outcome = iota + 1
+	// AlreadyReprocessing: the entry was marked "reprocessing" already (by
+	// an earlier requeue, ours or the tutorial's).
+	AlreadyReprocessing
+	// Changed: the entry at that position is not the one listed (marked
+	// deleted, replaced, or the list was trimmed since).
+	Changed
+	// NotFound: the list has no entry at that position any more.
+	NotFound
+	// NotRequeueable: the entry holds no job the tutorial's code could send
+	// (not JSON, no "job" object).
+	NotRequeueable
+)
+
+var outcomeNames = [...]string{"", "requeued", "already-reprocessing", "changed-since-listed", "not-found", "not-requeueable"}
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	if o >= Requeued && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+// RequeueOptions say where a requeue sends jobs and how a bulk one runs.
+type RequeueOptions struct {
+	// To is the work list, before prefix (default "default", the
+	// tutorial's).
+	To string
+	// Batch bounds the entries one round trip of RequeueAll moves
+	// (default DefaultBatch).
+	Batch int
+	// DryRun makes RequeueAll count what it would move, moving nothing.
+	DryRun bool
+}
+
+func (o RequeueOptions) target(prefix string) string {
+	if o.To != "" {
+		return prefix + o.To
+	}
+	return layout.Inject{Preset: layout.PresetSeed, Prefix: prefix}.Resolved().RedisList.Key
+}
+
+// requeueScript moves one entry's job back, as the tutorial's
+// reprocess_single does, in one step.
+var requeueScript = redis.NewScript(`
+-- seedRequeue: KEYS[1] the DLQ list, KEYS[2] the work list.
+-- ARGV[1] the entry's position from the tail (0: the oldest), ARGV[2] its
+-- bytes as listed, ARGV[3] those bytes with status "reprocessing", ARGV[4]
+-- its job's JSON.
+-- Guarantees: the job is LPUSHed onto the work list and the entry is LSET
+-- to "reprocessing" together, or neither happens; only when the element at
+-- that position still has the listed bytes (a compare-and-set on content
+-- and position). Returns 'requeued', 'already' (the element is the marked
+-- bytes), 'changed' (other bytes) or 'notfound' (no element there).
+local idx = -(tonumber(ARGV[1]) + 1)
+local cur = redis.call('LINDEX', KEYS[1], idx)
+if not cur then return 'notfound' end
+if cur == ARGV[3] then return 'already' end
+if cur ~= ARGV[2] then return 'changed' end
+redis.call('LPUSH', KEYS[2], ARGV[4])
+redis.call('LSET', KEYS[1], idx, ARGV[3])
+return 'requeued'
+`)
+
+// move is one entry's requeue arguments.
+type move struct {
+	marked, job []byte
+}
+
+// prepare reads what the script needs from the listed bytes: the entry
+// marked "reprocessing" as the tutorial writes it, and its job as the
+// tutorial sends it (json.dumps(entry['job']): the job's bytes as they are
+// in the entry, which for an entry Python wrote are exactly those).
+func prepare(b []byte) (move, bool) {
+	t, err := scanTop(b)
+	if err != nil || t.job[0] < 0 || b[t.job[0]] != '{' {
+		return move{}, false
+	}
+	return move{marked: withStatus(b, t, Reprocessing), job: slices.Clone(b[t.job[0]:t.job[1]])}, true
+}
+
+func checkRef(prefix string, ref Ref) error {
+	if !slices.Contains(Keys(prefix), ref.Key) {
+		return fmt.Errorf("%w: %q is not a list of the seed DLQ", ErrRef, ref.Key)
+	}
+	if ref.Position < 0 {
+		return fmt.Errorf("%w: position %d", ErrRef, ref.Position)
+	}
+	return nil
+}
+
+func outcomeOf(r any) (Outcome, error) {
+	switch r {
+	case "requeued":
+		return Requeued, nil
+	case "already":
+		return AlreadyReprocessing, nil
+	case "changed":
+		return Changed, nil
+	case "notfound":
+		return NotFound, nil
+	}
+	return 0, fmt.Errorf("unexpected script reply %v", r)
+}
+
+// Requeue sends the job of the entry ref names back to the work list, the
+// way the tutorial's code would read it, and marks the entry
+// "reprocessing" as the tutorial does, in one script that first checks the
+// entry is still at ref's position with ref's bytes.
+func Requeue(ctx context.Context, rdb redis.Cmdable, prefix string, ref Ref, opts RequeueOptions) (Outcome, error) {
+	if err := checkRef(prefix, ref); err != nil {
+		return 0, fmt.Errorf("requeue: %w", err)
+	}
+	m, ok := prepare(ref.Bytes)
+	if !ok {
+		return NotRequeueable, nil
+	}
+	r, err := requeueScript.Run(ctx, rdb, []string{ref.Key, opts.target(prefix)}, ref.Position, ref.Bytes, m.marked, m.job).Result()
+	if err != nil {
+		return 0, fmt.Errorf("requeue %s[tail %d]: %w", ref.Key, ref.Position, err)
+	}
+	o, err := outcomeOf(r)
+	if err != nil {
+		return 0, fmt.Errorf("requeue %s[tail %d]: %w", ref.Key, ref.Position, err)
+	}
+	return o, nil
+}
+
+// BulkResult is what a RequeueAll did (or, on a dry run, would do).
+type BulkResult struct {
+	DryRun bool `json:"dryRun,omitempty"`
+	// Matched entries were in the lists when the run began and f selected
+	// them when it read them; Requeued of them were requeued; the others
+	// are counted by outcome.
+	Matched             int `json:"matched"`
+	Requeued            int `json:"requeued"`
+	AlreadyReprocessing int `json:"alreadyReprocessing"`
+	Changed             int `json:"changed"`
+	NotFound            int `json:"notFound"`
+	NotRequeueable      int `json:"notRequeueable"`
+	// Batches is the number of round trips that moved entries.
+	Batches int `json:"batches"`
+}
+
+func (b *BulkResult) count(o Outcome) {
+	switch o {
+	case Requeued:
+		b.Requeued++
+	case AlreadyReprocessing:
+		b.AlreadyReprocessing++
+	case Changed:
+		b.Changed++
+	case NotFound:
+		b.NotFound++
+	case NotRequeueable:
+		b.NotRequeueable++
+	}
+}
+
+// RequeueAll requeues every entry f selects, as Requeue does one. Its
+// cut-off is the lists' lengths when it begins: entries pushed while it
+// runs are newer and left alone. It reads in chunks of at most ChunkSize
+// and moves at most opts.Batch entries per round trip, each entry with its
+// own script, so Redis is never blocked for long and a run stopped half
+// way leaves every entry either requeued and marked or untouched.
+func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter, opts RequeueOptions) (BulkResult, error) {
+	res := BulkResult{DryRun: opts.DryRun}
+	keys, err := f.keys(prefix)
+	if err != nil {
+		return res, fmt.Errorf("requeue all: %w", err)
+	}
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	lens := make([]*redis.IntCmd, len(keys))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			lens[i] = p.LLen(ctx, k)
+		}
+		return nil
+	}); err != nil {
+		return res, fmt.Errorf("requeue all: %w", err)
+	}
+	if !opts.DryRun {
+		if err := requeueScript.Load(ctx, rdb).Err(); err != nil {
+			return res, fmt.Errorf("requeue all: load script: %w", err)
+		}
+	}
+	target := opts.target(prefix)
+	fl := fields()
+	for i, key := range keys {
+		pos := lens[i].Val() - 1 // the cut-off
+		for pos >= 0 {
+			ch, err := readDown(ctx, rdb, key, pos, min(ChunkSize, batch))
+			if err != nil {
+				return res, fmt.Errorf("requeue all: %w", err)
+			}
+			if len(ch.raws) == 0 {
+				if ch.length > 0 && pos >= ch.length {
+					pos = ch.length - 1
+					continue
+				}
+				break
+			}
+			top := ch.oldest + int64(len(ch.raws)) - 1
+			var refs []Ref
+			var moves []move
+			for j, raw := range ch.raws {
+				e := parse(key, ch.length-1-(top-int64(j)), top-int64(j), raw, fl)
+				if !f.Match(&e) {
+					continue
+				}
+				res.Matched++
+				m, ok := prepare(e.Bytes)
+				switch {
+				case !ok:
+					res.NotRequeueable++
+					continue
+				case bytes.Equal(m.marked, e.Bytes):
+					res.AlreadyReprocessing++
+					continue
+				}
+				refs, moves = append(refs, e.Ref()), append(moves, m)
+			}
+			pos = ch.oldest - 1
+			if opts.DryRun || len(refs) == 0 {
+				if opts.DryRun {
+					res.Requeued += len(refs)
+				}
+				continue
+			}
+			cmds := make([]*redis.Cmd, len(refs))
+			if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for j, r := range refs {
+					cmds[j] = requeueScript.EvalSha(ctx, p, []string{r.Key, target}, r.Position, r.Bytes, moves[j].marked, moves[j].job)
+				}
+				return nil
+			}); err != nil && !errors.Is(err, redis.Nil) {
+				// some scripts may have run: count those that answered
+				for _, c := range cmds {
+					if o, err := outcomeOf(c.Val()); err == nil {
+						res.count(o)
+					}
+				}
+				return res, fmt.Errorf("requeue all: %s: %w", key, err)
+			}
+			res.Batches++
+			for _, c := range cmds {
+				o, err := outcomeOf(c.Val())
+				if err != nil {
+					return res, fmt.Errorf("requeue all: %s: %w", key, err)
+				}
+				res.count(o)
+			}
+		}
+	}
+	return res, nil
+}

@@ -105,7 +105,7 @@ Exit codes:
 		return usage(c, err)
 	}
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
-	root.AddCommand(newRunCommand(), newDrillCommand(), newWorkerCommand(), newValidateCommand(), newListCommand(), newReportCommand(), newRulesCommand(), newDemoCommand())
+	root.AddCommand(newRunCommand(), newDrillCommand(), newWorkerCommand(), newValidateCommand(), newListCommand(), newReportCommand(), newRulesCommand(), newDemoCommand(), newDLQCommand())
 	return root
 }
 

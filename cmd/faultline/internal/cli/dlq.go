@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
+)
+
+// dlqRedisEnv names the environment variable that gives faultline dlq its
+// Redis when --redis-url is not passed.
+const dlqRedisEnv = "FAULTLINE_REDIS_URL"
+
+// dlqDefaultRedisURL is the Redis of faultline dlq when neither --redis-url
+// nor FAULTLINE_REDIS_URL says otherwise.
+const dlqDefaultRedisURL = "redis://127.0.0.1:6379/0"
+
+// dlqOutputs are the values --output takes.
+var dlqOutputs = []string{"table", "json", "jsonl"}
+
+// dlqGlobal holds the flags every faultline dlq subcommand shares.
+type dlqGlobal struct {
+	redisURL  string
+	namespace string
+	by        string
+}
+
+func newDLQCommand() *cobra.Command {
+	g := &dlqGlobal{}
+	c := &cobra.Command{
+		Use:   "dlq",
+		Short: "Read and reprocess the dead letter queue faultline's Redis store holds",
+		Long: `dlq shows and reprocesses the DLQ of one namespace of faultline's Redis store
+(reference/store/redisstore): the entries a worker, a drill or the demo dead-lettered.
+
+Reads (stats, list, show) take --output table|json|jsonl. Moves (requeue, delete,
+restore, quarantine, purge) are each one guarded step per entry: a requeue that
+meets an entry already requeued says so instead of requeueing it twice. Bulk moves
+take their cut-off time when the count is shown, so an entry that dies again while
+they run is not picked up twice. Moves that change what workers see ask for
+confirmation on a terminal, take --yes in scripts, and --dry-run shows what they
+would do.
+
+The namespace defaults to "` + store.DefaultNamespace + `", the reference store's default; ` + "`faultline demo\n--backend redis`" + ` writes into the namespace "demo" (--namespace demo).
+
+Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error,
+4 Redis could not be reached.`,
+		Example: `  faultline dlq stats --redis-url redis://127.0.0.1:6379/0 --namespace demo
+  faultline dlq list --severity high --since 2h --output jsonl
+  faultline dlq show ord-42
+  faultline dlq requeue --all --task charge --dry-run
+  faultline dlq requeue ord-42 ord-43 --yes`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			err := fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				err = fmt.Errorf("unknown command %q for %q; did you mean %q?", args[0], c.CommandPath(), s[0])
+			}
+			return usage(c, err)
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	pf := c.PersistentFlags()
+	pf.StringVar(&g.redisURL, "redis-url", "", "the Redis holding the DLQ: a redis:// URL or host:port (default $"+dlqRedisEnv+", else "+dlqDefaultRedisURL+")")
+	pf.StringVar(&g.namespace, "namespace", store.DefaultNamespace, "the store's namespace (faultline demo --backend redis uses \"demo\")")
+	pf.StringVar(&g.by, "by", "", "who acts, for the entries' status history (default: the OS user)")
+	c.AddCommand(newDLQStatsCommand(g), newDLQListCommand(g), newDLQShowCommand(g), newDLQRequeueCommand(g),
+		newDLQDeleteCommand(g), newDLQRestoreCommand(g), newDLQQuarantineCommand(g), newDLQPurgeCommand(g))
+	return c
+}
+
+// dlqConn is an open DLQ: the store, where it is, and what closes it.
+type dlqConn struct {
+	store     *redisstore.Store
+	target    redisTarget
+	namespace string
+	close     func()
+}
+
+// open connects to the DLQ the flags name. A bad flag is invalid input; a
+// Redis that cannot be reached is an *UnavailableError naming its address.
+func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
+	raw := g.redisURL
+	if !c.Flags().Changed("redis-url") {
+		if env := strings.TrimSpace(os.Getenv(dlqRedisEnv)); env != "" {
+			raw = env
+		} else {
+			raw = dlqDefaultRedisURL
+		}
+	}
+	t, err := parseRedisURL(raw)
+	if err != nil {
+		return nil, usage(c, err)
+	}
+	cfg := store.Config{Namespace: g.namespace, BatchSize: batch}
+	if err := cfg.Validate(); err != nil {
+		var ce *store.ConfigError
+		if errors.As(err, &ce) && ce.Field == "BatchSize" {
+			return nil, usage(c, fmt.Errorf("--batch: %s, got %d", ce.Reason, batch))
+		}
+		if errors.As(err, &ce) && ce.Field == "Namespace" {
+			return nil, usage(c, fmt.Errorf("--namespace %q: %s", masked(g.namespace), ce.Reason))
+		}
+		return nil, usage(c, err)
+	}
+	client := t.client()
+	ctx := c.Context()
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		var ue *UnavailableError
+		switch {
+		case errors.As(err, &ue):
+			return nil, ue
+		case redisRefusedUs(err):
+			return nil, usage(c, fmt.Errorf("--redis-url: Redis at %s refused: %w", t.printable(), err))
+		case connectionLost(err):
+			return nil, &UnavailableError{Service: "Redis", Addr: t.addr, Op: "connect", Err: err}
+		}
+		return nil, fmt.Errorf("connect to Redis at %s: %w", t.printable(), err)
+	}
+	s, err := redisstore.New(client, cfg)
+	if err != nil {
+		_ = client.Close()
+		return nil, usage(c, err)
+	}
+	return &dlqConn{store: s, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}, nil
+}
+
+// actor is who acts: --by, else the OS user.
+func (g *dlqGlobal) actor() string {
+	if g.by != "" {
+		return g.by
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// dlqOutput checks an --output value.
+func dlqOutput(c *cobra.Command, v string) error {
+	for _, o := range dlqOutputs {
+		if v == o {
+			return nil
+		}
+	}
+	return usage(c, fmt.Errorf("--output: unknown value %q (allowed: %s)", masked(v), strings.Join(dlqOutputs, ", ")))
+}
+
+func addOutputFlag(c *cobra.Command, p *string) {
+	c.Flags().StringVarP(p, "output", "o", "table", "output format: "+strings.Join(dlqOutputs, ", "))
+}
+
+// filterFlags are the flags that select entries, shared by list and the bulk
+// moves.
+type filterFlags struct {
+	severities, tasks, classes, errorTypes, statuses []string
+	since, until                                     string
+}
+
+func (ff *filterFlags) add(c *cobra.Command) {
+	f := c.Flags()
+	f.StringSliceVar(&ff.severities, "severity", nil, "only these severities: low, medium, high (repeat or comma-separate)")
+	f.StringSliceVar(&ff.tasks, "task", nil, "only these tasks")
+	f.StringSliceVar(&ff.classes, "class", nil, "only these classes: transient, rate-limited, indeterminate, permanent, critical, canceled")
+	f.StringSliceVar(&ff.errorTypes, "error-type", nil, "only these error types of the last failure, e.g. *failure.HTTPError")
+	f.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: failed, requeued, deleted, quarantined")
+	f.StringVar(&ff.since, "since", "", "only entries whose last failure is at or after this: RFC 3339 or a duration ago (2h, 30m, 7d)")
+	f.StringVar(&ff.until, "until", "", "only entries whose last failure is before this: RFC 3339 or a duration ago")
+}
+
+// set reports whether any filter flag was given.
+func (ff *filterFlags) set() bool {
+	return len(ff.severities)+len(ff.tasks)+len(ff.classes)+len(ff.errorTypes)+len(ff.statuses) > 0 ||
+		ff.since != "" || ff.until != ""
+}
+
+// filter reads the flags into a dlq.Filter; a bad value is invalid input
+// naming its flag.
+func (ff *filterFlags) filter(c *cobra.Command, now time.Time) (dlq.Filter, error) {
+	var f dlq.Filter
+	for _, s := range ff.severities {
+		v, err := classify.ParseSeverity(strings.TrimSpace(s))
+		if err != nil {
+			return f, usage(c, fmt.Errorf("--severity: %w", err))
+		}
+		f.Severities = append(f.Severities, v)
+	}
+	for _, s := range ff.classes {
+		v, err := classify.ParseClass(strings.TrimSpace(s))
+		if err != nil {
+			return f, usage(c, fmt.Errorf("--class: %w", err))
+		}
+		f.Classes = append(f.Classes, v)
+	}
+	for _, s := range ff.statuses {
+		v, err := dlq.ParseStatus(strings.TrimSpace(s))
+		if err != nil {
+			return f, usage(c, fmt.Errorf("--status: %w", err))
+		}
+		f.Statuses = append(f.Statuses, v)
+	}
+	for _, s := range ff.tasks {
+		f.Tasks = append(f.Tasks, strings.TrimSpace(s))
+	}
+	for _, s := range ff.errorTypes {
+		f.ErrorTypes = append(f.ErrorTypes, strings.TrimSpace(s))
+	}
+	var err error
+	if f.Since, err = parseWhen(ff.since, now); err != nil {
+		return f, usage(c, fmt.Errorf("--since: %w", err))
+	}
+	if f.Until, err = parseWhen(ff.until, now); err != nil {
+		return f, usage(c, fmt.Errorf("--until: %w", err))
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, usage(c, fmt.Errorf("--since (%s) must be before --until (%s)", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339)))
+	}
+	return f, nil
+}
+
+// parseWhen reads a time: RFC 3339, or a duration ago ("2h", "45m", "7d").
+// "" is the zero time.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := parseAgo(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("expected an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (2h, 30m, 7d), got %q", masked(s))
+	}
+	return now.Add(-d), nil
+}
+
+// parseAgo reads a positive duration, with "d" for days allowed.
+func parseAgo(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("not a duration: %q", s)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("not a positive duration: %q", s)
+	}
+	return d, nil
+}
+
+// confirmation is how a destructive move gets its go-ahead.
+type confirmation struct {
+	yes, dryRun bool
+}
+
+func (cf *confirmation) add(c *cobra.Command, what string) {
+	c.Flags().BoolVarP(&cf.yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	c.Flags().BoolVar(&cf.dryRun, "dry-run", false, "show what would "+what+" and how many; change nothing")
+}
+
+// ask asks the operator, on a terminal, to confirm question (which states
+// the exact count); without a terminal it refuses unless --yes was passed.
+// It returns false when the operator said no.
+func (cf *confirmation) ask(c *cobra.Command, question string) (bool, error) {
+	if cf.yes {
+		return true, nil
+	}
+	in, ok := c.InOrStdin().(*os.File)
+	if !ok || !isTerminal(in) {
+		return false, usage(c, fmt.Errorf("%s: stdin is not a terminal, so nothing was asked and nothing changed; pass --yes to go ahead (or --dry-run to see what would change)", question))
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "%s [y/N] ", question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	fmt.Fprintln(c.ErrOrStderr(), "nothing changed")
+	return false, nil
+}
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usage(c, fmt.Errorf("%s takes no arguments, got %q", c.CommandPath(), args[0]))
+	}
+	return nil
+}
+
+// notFound is the error of an unknown ID: invalid input, exit 2.
+func (d *dlqConn) notFound(c *cobra.Command, id string) error {
+	return usage(c, fmt.Errorf("no DLQ entry with ID %q in namespace %q at %s", masked(id), d.namespace, d.target.printable()))
+}
+
+// withConn opens the DLQ, runs f and closes it.
+func (g *dlqGlobal) withConn(c *cobra.Command, batch int, f func(ctx context.Context, d *dlqConn) error) error {
+	d, err := g.open(c, batch)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return f(c.Context(), d)
+}

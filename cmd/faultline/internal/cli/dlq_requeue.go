@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
+)
+
+// requeueSummary is what a requeue did, as --output json prints it.
+type requeueSummary struct {
+	DryRun bool `json:"dry_run"`
+	// Stated is the count the operator was shown (and confirmed).
+	Stated int `json:"stated"`
+	// Would is, on a dry run, how many would be requeued.
+	Would int `json:"would_move,omitempty"`
+	// Moved were requeued by this run; Skipped were not, by reason.
+	Moved   int            `json:"moved"`
+	Skipped int            `json:"skipped"`
+	Reasons map[string]int `json:"skipped_by_reason,omitempty"`
+	// Cutoff is the time the count was taken: entries whose last failure
+	// is at or after it are left alone (bulk requeue only).
+	Cutoff  time.Time `json:"cutoff,omitzero"`
+	Batches int       `json:"batches,omitempty"`
+}
+
+func newDLQRequeueCommand(g *dlqGlobal) *cobra.Command {
+	var (
+		all, reset bool
+		to, output string
+		batch      int
+		shown      int
+		ff         filterFlags
+		cf         confirmation
+	)
+	c := &cobra.Command{
+		Use:   "requeue (ID... | --all [FILTERS])",
+		Short: "Send DLQ entries back to a queue: by ID, or every failed entry a filter matches",
+		Long: `requeue sends entries' jobs back to their source queue (or --to QUEUE), each in one
+guarded step: an entry already requeued, deleted, gone or whose job is queued again
+is skipped and counted, never requeued twice.
+
+With --all it takes every failed entry the filters match (--status quarantined
+takes quarantined ones too), in bounded batches of --batch entries per Redis script.
+The cut-off time is taken when the count is shown: an entry whose last failure is
+at or after it (a job that died again meanwhile) is left for the next run, so the
+count confirmed is the count moved unless entries changed under the run.
+
+The job keeps its attempt count (one more attempt before the DLQ again) unless
+--reset-attempts gives it the full retry budget.`,
+		Example: `  faultline dlq requeue ord-42 ord-43 --yes
+  faultline dlq requeue --all --severity medium --dry-run
+  faultline dlq requeue --all --task charge --since 2h --reset-attempts --yes`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usage(c, fmt.Errorf("--output: unknown value %q (allowed: table, json)", masked(output)))
+			}
+			switch {
+			case all && len(args) > 0:
+				return usage(c, errors.New("give entry IDs or --all with filters, not both"))
+			case !all && len(args) == 0:
+				return usage(c, errors.New("requeue needs entry IDs, or --all (with filters) to requeue every failed entry they match"))
+			case !all && ff.set():
+				return usage(c, errors.New("filters (--severity, --task, ...) go with --all; with IDs, the IDs say what to requeue"))
+			}
+			now := time.Now()
+			f, err := ff.filter(c, now)
+			if err != nil {
+				return err
+			}
+			opts := dlq.RequeueOptions{Queue: to, Budget: dlq.OneMoreAttempt, By: g.actor()}
+			if reset {
+				opts.Budget = dlq.ResetAttempts
+			}
+			d, err := g.open(c, batch)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			if all {
+				return requeueAll(c, d, f, opts, cf, output, shown)
+			}
+			return requeueIDs(c, d, args, opts, cf, output)
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "requeue every failed entry the filters match")
+	c.Flags().BoolVar(&reset, "reset-attempts", false, "give each job a full retry budget (its attempt count set to 0)")
+	c.Flags().StringVar(&to, "to", "", "send the jobs to this queue instead of their source queue")
+	c.Flags().IntVar(&batch, "batch", store.DefaultBatchSize, "entries per Redis script of a bulk requeue (1..10000)")
+	c.Flags().IntVar(&shown, "show", 20, "with --dry-run --all, how many of the matching entries to list")
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format of the summary: table, json")
+	ff.add(c)
+	cf.add(c, "be requeued")
+	return c
+}
+
+// requeueIDs requeues the entries named, one guarded step each.
+func requeueIDs(c *cobra.Command, d *dlqConn, ids []string, opts dlq.RequeueOptions, cf confirmation, output string) error {
+	ctx, w := c.Context(), c.OutOrStdout()
+	sum := requeueSummary{DryRun: cf.dryRun, Stated: len(ids), Reasons: map[string]int{}}
+	if cf.dryRun {
+		for _, id := range ids {
+			e, err := d.store.Get(ctx, id)
+			reason := ""
+			switch {
+			case errors.Is(err, dlq.ErrNotFound):
+				reason = dlq.OutcomeNotFound.String()
+			case err != nil:
+				return err
+			case e.Corrupt || e.Status == dlq.Deleted:
+				reason = dlq.OutcomeNotRequeueable.String()
+			case e.Status == dlq.Requeued:
+				reason = dlq.OutcomeAlreadyRequeued.String()
+			}
+			if reason != "" {
+				sum.Skipped++
+				sum.Reasons[reason]++
+				if output == "table" {
+					fmt.Fprintf(w, "would skip %s: %s\n", masked(id), reason)
+				}
+				continue
+			}
+			sum.Would++
+			if output == "table" {
+				fmt.Fprintf(w, "would requeue %s (%s, %s) to %s\n", masked(id), e.Status, masked(e.Job.Task), requeueTarget(opts, &e))
+			}
+		}
+		return printSummary(w, &sum, output)
+	}
+	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s in namespace %q at %s?", len(ids), plural(len(ids), "entry", "entries"), d.namespace, d.target.printable()))
+	if err != nil || !ok {
+		return err
+	}
+	for _, id := range ids {
+		out, err := d.store.Requeue(ctx, id, opts, time.Now())
+		if err != nil {
+			return fmt.Errorf("requeue %s (after %d moved): %w", masked(id), sum.Moved, err)
+		}
+		if out == dlq.OutcomeRequeued {
+			sum.Moved++
+		} else {
+			sum.Skipped++
+			sum.Reasons[out.String()]++
+		}
+		if output == "table" {
+			fmt.Fprintf(w, "%s: %s\n", masked(id), out)
+		}
+	}
+	return printSummary(w, &sum, output)
+}
+
+// requeueAll requeues every failed entry f matches whose last failure is
+// before the cut-off taken when the count is shown.
+func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOptions, cf confirmation, output string, shown int) error {
+	ctx, w := c.Context(), c.OutOrStdout()
+	// The cut-off: taken now, with the count; the run carries it in the
+	// filter (Until, exclusive), so an entry that dies again after it is
+	// not requeued by this run.
+	cutoff := time.Now()
+	if f.Until.IsZero() || cutoff.Before(f.Until) {
+		f.Until = cutoff
+	}
+	count, err := d.store.RequeueMatching(ctx, f, opts, time.Now(), true)
+	if err != nil {
+		return err
+	}
+	sum := requeueSummary{DryRun: cf.dryRun, Stated: count.Matched, Cutoff: f.Until, Reasons: map[string]int{}}
+	if cf.dryRun {
+		sum.Batches, sum.Would = count.Batches, count.Matched
+		if output == "table" {
+			if err := listMatching(ctx, w, d, f, shown, count.Matched); err != nil {
+				return err
+			}
+		}
+		return printSummary(w, &sum, output)
+	}
+	if count.Matched == 0 {
+		return printSummary(w, &sum, output)
+	}
+	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s (failed before %s) in namespace %q at %s?", count.Matched,
+		plural(count.Matched, "entry", "entries"), f.Until.UTC().Format(time.RFC3339), d.namespace, d.target.printable()))
+	if err != nil || !ok {
+		return err
+	}
+	res, err := d.store.RequeueMatching(ctx, f, opts, time.Now(), false)
+	if err != nil {
+		return fmt.Errorf("requeue --all (after %d moved): %w", res.Requeued, err)
+	}
+	sum.Moved, sum.Batches = res.Requeued, res.Batches
+	sum.Skipped = max(sum.Stated-res.Requeued, 0)
+	if res.Skipped > 0 {
+		sum.Reasons["busy-or-changed"] = res.Skipped
+	}
+	if gone := sum.Stated - res.Matched; gone > 0 {
+		sum.Reasons["no-longer-matching"] = gone
+	}
+	return printSummary(w, &sum, output)
+}
+
+// listMatching prints up to n of the failed entries f matches (the ones a
+// requeue --all would take), newest first.
+func listMatching(ctx context.Context, w io.Writer, d *dlqConn, f dlq.Filter, n, matched int) error {
+	if n <= 0 || matched == 0 {
+		return nil
+	}
+	if len(f.Statuses) == 0 {
+		f.Statuses = []dlq.Status{dlq.Failed}
+	} else {
+		var take []dlq.Status
+		for _, st := range f.Statuses {
+			if st == dlq.Failed || st == dlq.Quarantined {
+				take = append(take, st)
+			}
+		}
+		f.Statuses = take
+	}
+	page, err := d.store.List(ctx, f, "", n)
+	if err != nil {
+		return err
+	}
+	rows := make([]entryRow, len(page.Entries))
+	for i := range page.Entries {
+		rows[i] = rowOf(&page.Entries[i])
+	}
+	printRows(w, rows, termWidth())
+	if matched > len(rows) {
+		fmt.Fprintf(w, "… and %d more\n", matched-len(rows))
+	}
+	return nil
+}
+
+func requeueTarget(opts dlq.RequeueOptions, e *dlq.Entry) string {
+	if opts.Queue != "" {
+		return opts.Queue
+	}
+	if e.SourceQueue != "" {
+		return e.SourceQueue
+	}
+	return e.Job.QueueName()
+}
+
+func printSummary(w io.Writer, s *requeueSummary, output string) error {
+	if output == "json" {
+		return writeJSON(w, s, true)
+	}
+	if s.DryRun {
+		fmt.Fprintf(w, "dry run: %d %s would be requeued", s.Would, plural(s.Would, "entry", "entries"))
+		if s.Skipped > 0 {
+			fmt.Fprintf(w, ", %d skipped (%s)", s.Skipped, reasons(s.Reasons))
+		}
+		if !s.Cutoff.IsZero() {
+			fmt.Fprintf(w, " (last failure before %s)", s.Cutoff.UTC().Format(time.RFC3339Nano))
+		}
+		fmt.Fprintln(w, "; nothing changed")
+		return nil
+	}
+	fmt.Fprintf(w, "stated %d, moved %d, skipped %d", s.Stated, s.Moved, s.Skipped)
+	if len(s.Reasons) > 0 {
+		fmt.Fprintf(w, " (%s)", reasons(s.Reasons))
+	}
+	if !s.Cutoff.IsZero() {
+		fmt.Fprintf(w, "; cut-off %s", s.Cutoff.UTC().Format(time.RFC3339Nano))
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
+func reasons(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedStrings(keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func keys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -82,7 +82,9 @@ type Filter struct {
 	Text string
 }
 
-func (f Filter) conditions() bool { return len(f.Severities) > 0 || len(f.Statuses) > 0 || f.Text != "" }
+func (f Filter) conditions() bool {
+	return len(f.Severities) > 0 || len(f.Statuses) > 0 || f.Text != ""
+}
 
 // Match reports whether f selects e.
 func (f Filter) Match(e *Entry) bool {

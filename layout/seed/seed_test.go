@@ -1,0 +1,327 @@
+package seed_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/layout/adapter"
+	"github.com/faultline/faultline/layout/seed"
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
+)
+
+const prefix = "app:"
+
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// pushOne LPUSHes an entry onto dead_letter as the tutorial's send_to_dlq
+// would.
+func pushOne(ctx context.Context, c redis.Cmdable, task string) {
+	GinkgoHelper()
+	Expect(c.LPush(ctx, prefix+"dead_letter",
+		fmt.Sprintf(`{"job": {"task": %q}, "error": "late", "retries": 3, "failed_at": "2026-12-01T11:00:00.000001", "status": "failed"}`, task)).Err()).To(Succeed())
+}
+
+func find(es []seed.Entry, pred func(e seed.Entry) bool) seed.Entry {
+	GinkgoHelper()
+	for _, e := range es {
+		if pred(e) {
+			return e
+		}
+	}
+	Fail("no such entry")
+	return seed.Entry{}
+}
+
+func byTask(task string) func(seed.Entry) bool {
+	return func(e seed.Entry) bool {
+		return e.Invalid == "" && strings.Contains(string(e.Bytes), `"task": "`+task+`"`)
+	}
+}
+
+var _ = Describe("a DLQ in the tutorial's layout", func() {
+	for _, lane := range lanes {
+		Context(lane.name, func() {
+			var (
+				ctx context.Context
+				c   *redis.Client
+			)
+			BeforeEach(func() {
+				ctx = context.Background()
+				c = lane.connect()
+				writeFixture(c, prefix)
+			})
+
+			It("lists every entry in pages, corrupt ones kept, as the layout's reader reads them", func() {
+				all := listAll(ctx, c, prefix, seed.Filter{}, 2)
+				Expect(all).To(HaveLen(9))
+				r, err := adapter.NewReader(layout.DLQ{Preset: layout.PresetSeed, Prefix: prefix}, adapter.Env{Redis: c})
+				Expect(err).NotTo(HaveOccurred())
+				want, err := r.Read(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(all).To(HaveLen(len(want)))
+				for i, e := range all {
+					Expect(e.Parsed.Source).To(Equal(want[i].Source))
+					Expect(e.Parsed.Raw).To(Equal(want[i].Raw))
+				}
+				corrupt := find(all, func(e seed.Entry) bool { return e.Invalid != "" })
+				Expect(string(corrupt.Bytes)).To(Equal(`{"job": {"task": "payment", "amo`))
+				Expect(find(all, func(e seed.Entry) bool { return e.Key == prefix+"dlq:high" }).Parsed.Severity).To(Equal("HIGH"))
+				// positions count from the tail: the oldest of dead_letter is 0
+				Expect(all[5].Key).To(Equal(prefix + "dead_letter"))
+				Expect(all[5].Position).To(BeZero())
+				Expect(all[0].Position).To(BeEquivalentTo(5))
+			})
+
+			It("keeps its cursor through pushes at the head: nothing repeated, nothing skipped", func() {
+				p1, err := seed.List(ctx, c, prefix, seed.Filter{}, "", 3)
+				Expect(err).NotTo(HaveOccurred())
+				pushOne(ctx, c, "late-1")
+				pushOne(ctx, c, "late-2")
+				var rest []seed.Entry
+				for cur := p1.Next; cur != ""; {
+					p, err := seed.List(ctx, c, prefix, seed.Filter{}, cur, 3)
+					Expect(err).NotTo(HaveOccurred())
+					rest, cur = append(rest, p.Entries...), p.Next
+				}
+				got := append(p1.Entries, rest...)
+				Expect(got).To(HaveLen(9))
+				seen := map[string]bool{}
+				for _, e := range got {
+					k := fmt.Sprintf("%s/%d", e.Key, e.Position)
+					Expect(seen).NotTo(HaveKey(k))
+					seen[k] = true
+					Expect(string(e.Bytes)).NotTo(ContainSubstring("late-"))
+				}
+			})
+
+			It("filters by severity, status and text", func() {
+				Expect(listAll(ctx, c, prefix, seed.Filter{Severities: []string{"high"}}, 10)).To(HaveLen(1))
+				Expect(listAll(ctx, c, prefix, seed.Filter{Text: "smtp"}, 10)).To(HaveLen(2))
+				Expect(listAll(ctx, c, prefix, seed.Filter{Lists: []string{"dead_letter"}, Statuses: []string{"failed"}}, 10)).To(HaveLen(5))
+				_, err := seed.List(ctx, c, prefix, seed.Filter{}, "nonsense", 10)
+				Expect(err).To(MatchError(seed.ErrCursor))
+			})
+
+			It("requeues the entry listed, even after a push at the head, as the tutorial's code would read it", func() {
+				all := listAll(ctx, c, prefix, seed.Filter{}, 50)
+				pay := find(all, byTask("payment"))
+				pushOne(ctx, c, "late") // shifts every index from the head
+				o, err := seed.Requeue(ctx, c, prefix, pay.Ref(), seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(o).To(Equal(seed.Requeued))
+				Expect(c.LRange(ctx, prefix+"default", 0, -1).Val()).To(Equal([]string{`{"task": "payment", "amount": 100}`}))
+				marked := strings.Replace(string(pay.Bytes), `"status": "failed"`, `"status": "reprocessing"`, 1)
+				Expect(c.LIndex(ctx, prefix+"dead_letter", -(pay.Position + 1)).Val()).To(Equal(marked))
+
+				By("a second requeue of the same ref does nothing")
+				o, err = seed.Requeue(ctx, c, prefix, pay.Ref(), seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(o).To(Equal(seed.AlreadyReprocessing))
+				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(1))
+
+				By("an entry changed since listed (the tutorial's delete) is refused")
+				email := find(all, byTask("email"))
+				idx := -(email.Position + 1)
+				Expect(c.LSet(ctx, prefix+"dead_letter", idx, strings.Replace(string(email.Bytes), `"failed"`, `"deleted"`, 1)).Err()).To(Succeed())
+				o, err = seed.Requeue(ctx, c, prefix, email.Ref(), seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(o).To(Equal(seed.Changed))
+
+				By("a position past the list, and a corrupt entry")
+				gone := pay.Ref()
+				gone.Position = 1000
+				Expect(seed.Requeue(ctx, c, prefix, gone, seed.RequeueOptions{})).To(Equal(seed.NotFound))
+				corrupt := find(all, func(e seed.Entry) bool { return e.Invalid != "" })
+				Expect(seed.Requeue(ctx, c, prefix, corrupt.Ref(), seed.RequeueOptions{})).To(Equal(seed.NotRequeueable))
+				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(1))
+
+				By("one of two byte-identical entries: only that one is marked")
+				twins := []seed.Entry{}
+				for _, e := range all {
+					if strings.Contains(string(e.Bytes), `"task": "report"}, "error": "timeout"`) {
+						twins = append(twins, e)
+					}
+				}
+				Expect(twins).To(HaveLen(2))
+				Expect(seed.Requeue(ctx, c, prefix, twins[1].Ref(), seed.RequeueOptions{To: "retry"})).To(Equal(seed.Requeued))
+				Expect(c.LIndex(ctx, prefix+"dead_letter", -(twins[0].Position + 1)).Val()).To(Equal(string(twins[0].Bytes)))
+				Expect(c.LLen(ctx, prefix+"retry").Val()).To(BeEquivalentTo(1))
+
+				_, err = seed.Requeue(ctx, c, prefix, seed.Ref{Key: "elsewhere"}, seed.RequeueOptions{})
+				Expect(err).To(MatchError(seed.ErrRef))
+			})
+
+			It("requeues all a filter selects once, in batches, leaving what is pushed during the run", func() {
+				f := seed.Filter{Statuses: []string{"failed"}}
+				dry, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{DryRun: true})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(dry.Requeued).To(Equal(8)) // the corrupt one has no status to match
+				Expect(c.Exists(ctx, prefix+"default").Val()).To(BeZero())
+
+				res, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{Batch: 3})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(res.Requeued).To(Equal(8))
+				Expect(res.Batches).To(BeNumerically(">=", 3))
+				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(8))
+
+				pushOne(ctx, c, "late")
+				again, err := seed.RequeueAll(ctx, c, prefix, seed.Filter{}, seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again.Requeued).To(Equal(1)) // only the new one
+				Expect(again.AlreadyReprocessing).To(Equal(8))
+				Expect(again.NotRequeueable).To(Equal(1))
+				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(9))
+			})
+
+			Describe("migrate", func() {
+				var st *redisstore.Store
+				BeforeEach(func() {
+					var err error
+					st, err = redisstore.New(c, store.Config{Namespace: "mig"})
+					Expect(err).NotTo(HaveOccurred())
+				})
+				lens := func() []int64 {
+					var out []int64
+					for _, k := range seed.Keys(prefix) {
+						out = append(out, c.LLen(ctx, k).Val())
+					}
+					return out
+				}
+
+				It("copies every entry once, corrupt ones with their bytes, and a rerun copies nothing new", func() {
+					before := lens()
+					res, err := seed.Migrate(ctx, c, prefix, st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res.Seen).To(Equal(9))
+					Expect(res.Migrated).To(Equal(9))
+					Expect(res.Corrupt).To(Equal(1))
+					Expect(res.Created).To(Equal(8)) // and the corrupt one kept as corrupt
+					Expect(lens()).To(Equal(before))
+
+					stats, err := st.Stats(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(stats.Total).To(Equal(9))
+					Expect(stats.Corrupt).To(Equal(1))
+					ids := c.HGetAll(ctx, prefix+seed.MarkerKey).Val()
+					Expect(ids).To(HaveLen(9))
+					var corrupt, charge dlq.Entry
+					for _, id := range ids {
+						e, err := st.Get(ctx, id)
+						Expect(err).NotTo(HaveOccurred())
+						if e.Corrupt {
+							corrupt = e
+						}
+						if e.Job.Task == "charge" {
+							charge = e
+						}
+					}
+					Expect(string(corrupt.Raw)).To(Equal(`{"job": {"task": "payment", "amo`))
+					Expect(charge.Job.ID).To(Equal("job-7"))
+					Expect(charge.History).To(HaveLen(1))
+					Expect(charge.History[0].Error).To(Equal("card declined"))
+					Expect(charge.Job.Attempts).To(Equal(1))
+					var payload map[string]any
+					Expect(json.Unmarshal(charge.Job.Payload, &payload)).To(Succeed())
+					Expect(payload).To(HaveKeyWithValue("amount", BeEquivalentTo(70)))
+
+					again, err := seed.Migrate(ctx, c, prefix, st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(again.Migrated).To(BeZero())
+					Expect(again.Already).To(Equal(9))
+
+					By("a run stopped between its writes and its marker writes nothing twice")
+					Expect(c.Del(ctx, prefix+seed.MarkerKey).Err()).To(Succeed())
+					third, err := seed.Migrate(ctx, c, prefix, st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(third.Migrated).To(BeZero())
+					Expect(c.HLen(ctx, prefix+seed.MarkerKey).Val()).To(BeEquivalentTo(9))
+					stats, err = st.Stats(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(stats.Total).To(Equal(9))
+				})
+
+				It("loses no entry pushed while it runs", func() {
+					pusher := &pushing{Store: st, push: func() { pushOne(ctx, c, "during") }}
+					_, err := seed.Migrate(ctx, c, prefix, pusher, now)
+					Expect(err).NotTo(HaveOccurred())
+					_, err = seed.Migrate(ctx, c, prefix, st, now) // takes what the first left
+					Expect(err).NotTo(HaveOccurred())
+					stats, err := st.Stats(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(stats.Total).To(Equal(9 + pusher.pushed))
+					Expect(pusher.pushed).To(BeNumerically(">", 1))
+				})
+
+				It("marks as deleted what the seed marked reprocessing", func() {
+					all := listAll(ctx, c, prefix, seed.Filter{}, 50)
+					Expect(seed.Requeue(ctx, c, prefix, find(all, byTask("payment")).Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
+					res, err := seed.Migrate(ctx, c, prefix, st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res.Deleted).To(Equal(1))
+				})
+			})
+
+			It("reads a 100,000-entry list in LRANGE-bounded pages", func() {
+				n := 100_000
+				if strings.Contains(lane.name, "miniredis") {
+					n = 20_000 // miniredis is slow to fill; the bounds are the same
+				}
+				for i := 0; i < n; i += 1000 {
+					vals := make([]any, 1000)
+					for j := range vals {
+						vals[j] = fmt.Sprintf(`{"job": {"task": "t%d"}, "error": "e", "retries": 3, "status": "failed"}`, i+j)
+					}
+					Expect(c.LPush(ctx, prefix+"dlq:low", vals...).Err()).To(Succeed())
+				}
+				h := &counter{}
+				c.AddHook(h)
+				cur := ""
+				for range 3 {
+					p, err := seed.List(ctx, c, prefix, seed.Filter{Lists: []string{"dlq:low"}}, cur, 100)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(p.Entries).To(HaveLen(100))
+					cur = p.Next
+				}
+				Expect(h.lranges()).To(Equal([]int64{100, 100, 100}))
+
+				By("a filter that selects nothing reads at most MaxScan elements per call")
+				h.cmds = nil
+				p, err := seed.List(ctx, c, prefix, seed.Filter{Text: "no such error"}, "", 100)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(p.Entries).To(BeEmpty())
+				Expect(p.Next).NotTo(BeEmpty())
+				Expect(p.Scanned).To(Equal(seed.MaxScan))
+				for _, r := range h.lranges() {
+					Expect(r).To(BeNumerically(">", 0))
+					Expect(r).To(BeNumerically("<=", seed.ChunkSize))
+				}
+			})
+		})
+	}
+})
+
+// pushing is a Target that LPUSHes a new seed entry on each of its first
+// adds, while the migration runs.
+type pushing struct {
+	*redisstore.Store
+	push   func()
+	pushed int
+}
+
+func (p *pushing) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
+	if p.pushed < 3 {
+		p.push()
+		p.pushed++
+	}
+	return p.Store.Add(ctx, e, now)
+}

@@ -280,18 +280,18 @@ func (cf *confirmation) add(c *cobra.Command, what string) {
 	c.Flags().BoolVar(&cf.dryRun, "dry-run", false, "show what would "+what+" and how many; change nothing")
 }
 
-// ask asks the operator, on a terminal, to confirm question (which states
+// ask asks the operator, on a terminal, to confirm action (which states
 // the exact count); without a terminal it refuses unless --yes was passed.
 // It returns false when the operator said no.
-func (cf *confirmation) ask(c *cobra.Command, question string) (bool, error) {
+func (cf *confirmation) ask(c *cobra.Command, action string) (bool, error) {
 	if cf.yes {
 		return true, nil
 	}
 	in, ok := c.InOrStdin().(*os.File)
 	if !ok || !isTerminal(in) {
-		return false, usage(c, fmt.Errorf("%s: stdin is not a terminal, so nothing was asked and nothing changed; pass --yes to go ahead (or --dry-run to see what would change)", question))
+		return false, usage(c, fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal, so nothing was asked and nothing changed; pass --yes to go ahead (or --dry-run to see what would change)", action))
 	}
-	fmt.Fprintf(c.ErrOrStderr(), "%s [y/N] ", question)
+	fmt.Fprintf(c.ErrOrStderr(), "%s? [y/N] ", action)
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("read the answer: %w", err)

@@ -70,7 +70,7 @@ requeued by requeue --all, and come back with restore until purge removes them.`
 				fmt.Fprintf(w, "dry run: %d of %d would be deleted; nothing changed\n", n, len(args))
 				return nil
 			}
-			ok, err := cf.ask(c, fmt.Sprintf("delete %d %s in namespace %q at %s?", len(args), plural(len(args), "entry", "entries"), d.namespace, d.target.printable()))
+			ok, err := cf.ask(c, fmt.Sprintf("delete %d %s in namespace %q at %s", len(args), plural(len(args), "entry", "entries"), d.namespace, d.target.printable()))
 			if err != nil || !ok {
 				return err
 			}
@@ -141,7 +141,7 @@ func newDLQQuarantineCommand(g *dlqGlobal) *cobra.Command {
 		Short: "Mark a failed entry as poison: requeue --all leaves it alone",
 		Long: `quarantine marks a failed entry as poison: requeue --all and the off-peak auto-retry
 leave it alone; only an explicit requeue (by ID, or --all --status quarantined) sends
-it back. The reason goes into its status history (with --by, as "by NAME").`,
+it back. The reason goes into its status history, as "by NAME: REASON".`,
 		Example: `  faultline dlq quarantine ord-42 --reason "crashes the parser"`,
 		Args:    oneID,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -156,7 +156,7 @@ it back. The reason goes into its status history (with --by, as "by NAME").`,
 			id := args[0]
 			// dlq.Store.Quarantine takes no "by": who acted goes into the
 			// reason.
-			text := reason + " (by " + g.actor() + ")"
+			text := "by " + g.actor() + ": " + reason
 			if err := d.store.Quarantine(c.Context(), id, text, time.Now()); err != nil {
 				return d.moveError(c, id, err)
 			}
@@ -227,7 +227,7 @@ it asks first, stating the count, unless --yes; --dry-run only counts.`,
 				fmt.Fprintln(w, "nothing to purge")
 				return nil
 			}
-			ok, err := cf.ask(c, fmt.Sprintf("remove %s for good from namespace %q at %s?", what, d.namespace, d.target.printable()))
+			ok, err := cf.ask(c, fmt.Sprintf("remove %s for good from namespace %q at %s", what, d.namespace, d.target.printable()))
 			if err != nil || !ok {
 				return err
 			}

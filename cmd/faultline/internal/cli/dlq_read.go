@@ -336,40 +336,61 @@ func printRows(w io.Writer, rows []entryRow, width int) {
 			widths[i] = max(widths[i], utf8.RuneCountInString(s))
 		}
 	}
-	// Columns that may be cut, with the least width each keeps.
-	minWidth := map[int]int{0: 8, 5: 6, 6: 6, 8: 10}
-	total := func() int {
-		t := 2 * (len(widths) - 1)
-		for _, n := range widths {
-			t += n
+	fitColumns(widths, width)
+	var b strings.Builder
+	for _, row := range cells {
+		b.Reset()
+		for i, s := range row {
+			if widths[i] == 0 {
+				continue // dropped: no room
+			}
+			s = cut(s, widths[i])
+			b.WriteString(s)
+			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(s)+2))
 		}
-		return t
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// The list table's columns, by index, as fitColumns treats them.
+var (
+	// shrinkable columns may be cut down to this many runes.
+	shrinkable = map[int]int{0: 8, 4: 6, 5: 6, 6: 6, 8: 10}
+	// dropOrder is the order columns are left out in when cutting is not
+	// enough: the least needed first.
+	dropOrder = []int{6, 7, 4, 5, 3}
+)
+
+// fitColumns narrows widths (two spaces between columns) to fit width:
+// first it cuts the widest shrinkable column, then it drops columns
+// (width 0) in dropOrder.
+func fitColumns(widths []int, width int) {
+	total := func() int {
+		t := 0
+		for _, n := range widths {
+			if n > 0 {
+				t += n + 2
+			}
+		}
+		return t - 2
 	}
 	for total() > width {
 		widest := -1
-		for i := range widths {
-			if m, ok := minWidth[i]; ok && widths[i] > m && (widest < 0 || widths[i] > widths[widest]) {
+		for i, m := range shrinkable {
+			if widths[i] > m && (widest < 0 || widths[i] > widths[widest] || widths[i] == widths[widest] && i > widest) {
 				widest = i
 			}
 		}
 		if widest < 0 {
 			break
 		}
-		widths[widest] = max(minWidth[widest], widths[widest]-(total()-width))
+		widths[widest] = max(shrinkable[widest], widths[widest]-(total()-width))
 	}
-	var b strings.Builder
-	for _, row := range cells {
-		b.Reset()
-		for i, s := range row {
-			s = cut(s, widths[i])
-			if i == len(row)-1 {
-				b.WriteString(s)
-				break
-			}
-			b.WriteString(s)
-			b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(s)+2))
+	for _, i := range dropOrder {
+		if total() <= width {
+			return
 		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+		widths[i] = 0
 	}
 }
 

@@ -70,6 +70,9 @@ The job keeps its attempt count (one more attempt before the DLQ again) unless
 			case !all && ff.set():
 				return usage(c, errors.New("filters (--severity, --task, ...) go with --all; with IDs, the IDs say what to requeue"))
 			}
+			if batch < 1 || batch > 10_000 {
+				return usage(c, fmt.Errorf("--batch must be between 1 and 10000, got %d", batch))
+			}
 			now := time.Now()
 			f, err := ff.filter(c, now)
 			if err != nil {
@@ -134,7 +137,7 @@ func requeueIDs(c *cobra.Command, d *dlqConn, ids []string, opts dlq.RequeueOpti
 		}
 		return printSummary(w, &sum, output)
 	}
-	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s in namespace %q at %s?", len(ids), plural(len(ids), "entry", "entries"), d.namespace, d.target.printable()))
+	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s in namespace %q at %s", len(ids), plural(len(ids), "entry", "entries"), d.namespace, d.target.printable()))
 	if err != nil || !ok {
 		return err
 	}
@@ -153,7 +156,13 @@ func requeueIDs(c *cobra.Command, d *dlqConn, ids []string, opts dlq.RequeueOpti
 			fmt.Fprintf(w, "%s: %s\n", masked(id), out)
 		}
 	}
-	return printSummary(w, &sum, output)
+	if err := printSummary(w, &sum, output); err != nil {
+		return err
+	}
+	if n := sum.Reasons[dlq.OutcomeNotFound.String()]; n > 0 {
+		return usage(c, fmt.Errorf("%d of the %d IDs %s not in the DLQ of namespace %q", n, len(ids), plural(n, "is", "are"), d.namespace))
+	}
+	return nil
 }
 
 // requeueAll requeues every failed entry f matches whose last failure is
@@ -184,7 +193,7 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOpti
 	if count.Matched == 0 {
 		return printSummary(w, &sum, output)
 	}
-	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s (failed before %s) in namespace %q at %s?", count.Matched,
+	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s (failed before %s) in namespace %q at %s", count.Matched,
 		plural(count.Matched, "entry", "entries"), f.Until.UTC().Format(time.RFC3339), d.namespace, d.target.printable()))
 	if err != nil || !ok {
 		return err

@@ -53,7 +53,7 @@ func scanTop(raw []byte) (topLevel, error) {
 		return t, err
 	}
 	t.closing = int(dec.InputOffset()) - 1
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimSpace(raw[t.closing+1:])) > 0 {
 		return t, errors.New("text after the object")
 	}
 	return t, nil

@@ -86,6 +86,32 @@ func (f Filter) conditions() bool {
 	return len(f.Severities) > 0 || len(f.Statuses) > 0 || f.Text != ""
 }
 
+// mayMatch is a cheap test on an element's bytes before it is parsed: false
+// only when f cannot select it (its Text, plain ASCII that JSON writes as
+// it is, is nowhere in the bytes).
+func (f Filter) mayMatch(raw string) bool {
+	if f.Text == "" {
+		return true
+	}
+	for _, r := range f.Text {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == '/' || r == '<' || r == '>' || r == '&' {
+			return true
+		}
+	}
+	return containsFold(raw, f.Text)
+}
+
+// containsFold reports whether s holds sub, ASCII case-insensitively.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // Match reports whether f selects e.
 func (f Filter) Match(e *Entry) bool {
 	if e.Invalid != "" {
@@ -297,6 +323,9 @@ func List(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter, cur s
 		for i, raw := range ch.raws {
 			pos := top - int64(i)
 			page.Scanned++
+			if !f.mayMatch(raw) {
+				continue
+			}
 			e := parse(keys[c.k], ch.length-1-pos, pos, raw, fl)
 			if f.Match(&e) {
 				page.Entries = append(page.Entries, e)

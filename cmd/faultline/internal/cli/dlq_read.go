@@ -191,8 +191,11 @@ func counts(m map[string]int, order []string) string {
 
 func ago(t time.Time) string {
 	d := time.Since(t)
-	if d < 0 {
+	switch {
+	case d < 0:
 		return "0s"
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 	}
 	return d.Round(time.Second).String()
 }

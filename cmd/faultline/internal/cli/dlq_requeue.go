@@ -14,6 +14,9 @@ import (
 	"github.com/faultline/faultline/reference/store"
 )
 
+// cutoffLayout prints a cut-off to the store's resolution, the millisecond.
+const cutoffLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // requeueSummary is what a requeue did, as --output json prints it.
 type requeueSummary struct {
 	DryRun bool `json:"dry_run"`
@@ -172,7 +175,7 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOpti
 	// The cut-off: taken now, with the count; the run carries it in the
 	// filter (Until, exclusive), so an entry that dies again after it is
 	// not requeued by this run.
-	cutoff := time.Now()
+	cutoff := time.Now().Truncate(time.Millisecond)
 	if f.Until.IsZero() || cutoff.Before(f.Until) {
 		f.Until = cutoff
 	}
@@ -194,7 +197,7 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOpti
 		return printSummary(w, &sum, output)
 	}
 	ok, err := cf.ask(c, fmt.Sprintf("requeue %d %s (failed before %s) in namespace %q at %s", count.Matched,
-		plural(count.Matched, "entry", "entries"), f.Until.UTC().Format(time.RFC3339), d.namespace, d.target.printable()))
+		plural(count.Matched, "entry", "entries"), f.Until.UTC().Format(cutoffLayout), d.namespace, d.target.printable()))
 	if err != nil || !ok {
 		return err
 	}
@@ -265,7 +268,7 @@ func printSummary(w io.Writer, s *requeueSummary, output string) error {
 			fmt.Fprintf(w, ", %d skipped (%s)", s.Skipped, reasons(s.Reasons))
 		}
 		if !s.Cutoff.IsZero() {
-			fmt.Fprintf(w, " (last failure before %s)", s.Cutoff.UTC().Format(time.RFC3339Nano))
+			fmt.Fprintf(w, " (last failure before %s)", s.Cutoff.UTC().Format(cutoffLayout))
 		}
 		fmt.Fprintln(w, "; nothing changed")
 		return nil
@@ -275,7 +278,7 @@ func printSummary(w io.Writer, s *requeueSummary, output string) error {
 		fmt.Fprintf(w, " (%s)", reasons(s.Reasons))
 	}
 	if !s.Cutoff.IsZero() {
-		fmt.Fprintf(w, "; cut-off %s", s.Cutoff.UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(w, "; cut-off %s", s.Cutoff.UTC().Format(cutoffLayout))
 	}
 	fmt.Fprintln(w)
 	return nil

@@ -101,7 +101,7 @@ var _ = Describe("a requeue, beside the tutorial's own code", func() {
 				for i := range n {
 					Expect(queued[fmt.Sprintf(`{"task": "old-%d"}`, i)]).To(Equal(1), "old-%d", i)
 				}
-				Expect(results[0].Requeued+results[1].Requeued).To(Equal(len(queued)))
+				Expect(results[0].Requeued + results[1].Requeued).To(Equal(len(queued)))
 				for _, r := range results {
 					Expect(r.Changed + r.NotFound).To(BeZero())
 				}

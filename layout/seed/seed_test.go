@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/store/redisstore"
 )
 
@@ -260,6 +261,16 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 					Expect(err).NotTo(HaveOccurred())
 					Expect(stats.Total).To(Equal(9 + pusher.pushed))
 					Expect(pusher.pushed).To(BeNumerically(">", 1))
+				})
+
+				It("into a store that cannot keep corrupt entries, migrates the rest and names what it left", func() {
+					mem, err := memstore.New(store.Config{Namespace: "mig"})
+					Expect(err).NotTo(HaveOccurred())
+					res, err := seed.Migrate(ctx, c, prefix, mem, now)
+					Expect(err).To(MatchError(seed.ErrNotMigrated))
+					Expect(res.Migrated).To(Equal(8))
+					Expect(res.Left).To(ConsistOf(HaveField("Reason", ContainSubstring("cannot keep a corrupt entry"))))
+					Expect(c.HLen(ctx, prefix+seed.MarkerKey).Val()).To(BeEquivalentTo(8))
 				})
 
 				It("marks as deleted what the seed marked reprocessing", func() {

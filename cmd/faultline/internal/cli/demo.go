@@ -96,7 +96,14 @@ medium-severity DLQ entries. The same seed prints the same report, byte for byte
 			if backend == "redis" {
 				name = "redis at " + target.addr
 			}
-			return demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open})
+			if err := demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open}); err != nil {
+				return err
+			}
+			if backend == "redis" {
+				// The DLQ stays in Redis: the command that shows it.
+				fmt.Fprintf(c.OutOrStdout(), "\nits DLQ is in Redis: faultline dlq list --redis-url %s --namespace demo\n", target.printable())
+			}
+			return nil
 		},
 	}
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed for every random stream")

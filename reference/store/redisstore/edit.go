@@ -1,0 +1,38 @@
+package redisstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
+)
+
+var _ dlq.PayloadEditor = (*Store)(nil)
+
+// EditPayload replaces the payload of entry id's job and records the edit in
+// its status history (dlq.PayloadEditor). It is an optimistic
+// read-modify-write like Delete's: the dlqSet script writes the edited entry
+// only if its revision is still the one read (so an entry requeued, deleted
+// or dead-lettered again in between is read again and checked again), and
+// keeps its status, its index entries and its place in listings.
+func (s *Store) EditPayload(ctx context.Context, id string, payload []byte, by string, now time.Time) (dlq.Entry, error) {
+	var out dlq.Entry
+	err := s.change(ctx, "edit", id, func(e *dlq.Entry) error {
+		if err := dlq.Editable(e); err != nil {
+			return err
+		}
+		j := e.Job
+		j.Payload = payload
+		if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
+			return err
+		}
+		dlq.ApplyEdit(e, payload, by, now)
+		out = *e
+		return nil
+	})
+	if err != nil {
+		return dlq.Entry{}, err
+	}
+	return out, nil
+}

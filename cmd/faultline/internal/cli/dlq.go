@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/reference/classify"
@@ -36,6 +37,10 @@ type dlqGlobal struct {
 	redisURL  string
 	namespace string
 	by        string
+	// layout is --layout: "faultline", or "seed" for the tutorial's lists
+	// (dlq_seed.go); prefix is the seed layout's key prefix.
+	layout string
+	prefix string
 }
 
 func newDLQCommand() *cobra.Command {
@@ -62,7 +67,9 @@ Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error
   faultline dlq list --severity high --since 2h --output jsonl
   faultline dlq show ord-42
   faultline dlq requeue --all --task charge --dry-run
-  faultline dlq requeue ord-42 ord-43 --yes`,
+  faultline dlq requeue ord-42 ord-43 --yes
+  faultline dlq list --layout seed
+  faultline dlq migrate --from-layout seed --namespace default`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -79,14 +86,17 @@ Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error
 	pf.StringVar(&g.redisURL, "redis-url", "", "the Redis holding the DLQ: a redis:// URL or host:port (default $"+dlqRedisEnv+", else "+dlqDefaultRedisURL+")")
 	pf.StringVar(&g.namespace, "namespace", store.DefaultNamespace, "the store's namespace (faultline demo --backend redis uses \"demo\")")
 	pf.StringVar(&g.by, "by", "", "who acts, for the entries' status history (default: the OS user)")
+	addLayoutFlags(pf, g)
 	c.AddCommand(newDLQStatsCommand(g), newDLQListCommand(g), newDLQShowCommand(g), newDLQRequeueCommand(g),
-		newDLQDeleteCommand(g), newDLQRestoreCommand(g), newDLQQuarantineCommand(g), newDLQPurgeCommand(g))
+		newDLQDeleteCommand(g), newDLQRestoreCommand(g), newDLQQuarantineCommand(g), newDLQPurgeCommand(g),
+		newDLQMigrateCommand(g))
 	return c
 }
 
 // dlqConn is an open DLQ: the store, where it is, and what closes it.
 type dlqConn struct {
 	store     *redisstore.Store
+	rdb       *redis.Client
 	target    redisTarget
 	namespace string
 	close     func()
@@ -95,17 +105,8 @@ type dlqConn struct {
 // open connects to the DLQ the flags name. A bad flag is invalid input; a
 // Redis that cannot be reached is an *UnavailableError naming its address.
 func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
-	raw := g.redisURL
-	if !c.Flags().Changed("redis-url") {
-		if env := strings.TrimSpace(os.Getenv(dlqRedisEnv)); env != "" {
-			raw = env
-		} else {
-			raw = dlqDefaultRedisURL
-		}
-	}
-	t, err := parseRedisURL(raw)
-	if err != nil {
-		return nil, usage(c, err)
+	if err := g.faultlineLayout(c); err != nil {
+		return nil, err
 	}
 	cfg := store.Config{Namespace: g.namespace, BatchSize: batch}
 	if err := cfg.Validate(); err != nil {
@@ -118,27 +119,49 @@ func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 		}
 		return nil, usage(c, err)
 	}
-	client := t.client()
-	ctx := c.Context()
-	if err := client.Ping(ctx).Err(); err != nil {
-		_ = client.Close()
-		var ue *UnavailableError
-		switch {
-		case errors.As(err, &ue):
-			return nil, ue
-		case redisRefusedUs(err):
-			return nil, usage(c, fmt.Errorf("--redis-url: Redis at %s refused: %w", t.printable(), err))
-		case connectionLost(err):
-			return nil, &UnavailableError{Service: "Redis", Addr: t.addr, Op: "connect", Err: err}
-		}
-		return nil, fmt.Errorf("connect to Redis at %s: %w", t.printable(), err)
+	t, client, err := g.connect(c)
+	if err != nil {
+		return nil, err
 	}
 	s, err := redisstore.New(client, cfg)
 	if err != nil {
 		_ = client.Close()
 		return nil, usage(c, err)
 	}
-	return &dlqConn{store: s, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}, nil
+	return &dlqConn{store: s, rdb: client, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}, nil
+}
+
+// connect parses --redis-url (else $FAULTLINE_REDIS_URL, else the default)
+// and pings that Redis. A bad URL is invalid input; a Redis that cannot be
+// reached is an *UnavailableError naming its address.
+func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error) {
+	raw := g.redisURL
+	if !c.Flags().Changed("redis-url") {
+		if env := strings.TrimSpace(os.Getenv(dlqRedisEnv)); env != "" {
+			raw = env
+		} else {
+			raw = dlqDefaultRedisURL
+		}
+	}
+	t, err := parseRedisURL(raw)
+	if err != nil {
+		return t, nil, usage(c, err)
+	}
+	client := t.client()
+	if err := client.Ping(c.Context()).Err(); err != nil {
+		_ = client.Close()
+		var ue *UnavailableError
+		switch {
+		case errors.As(err, &ue):
+			return t, nil, ue
+		case redisRefusedUs(err):
+			return t, nil, usage(c, fmt.Errorf("--redis-url: Redis at %s refused: %w", t.printable(), err))
+		case connectionLost(err):
+			return t, nil, &UnavailableError{Service: "Redis", Addr: t.addr, Op: "connect", Err: err}
+		}
+		return t, nil, fmt.Errorf("connect to Redis at %s: %w", t.printable(), err)
+	}
+	return t, client, nil
 }
 
 // actor is who acts: --by, else the OS user.
@@ -174,6 +197,8 @@ func addOutputFlag(c *cobra.Command, p *string) {
 type filterFlags struct {
 	severities, tasks, classes, errorTypes, statuses []string
 	since, until                                     string
+	// text is --error-text (the seed layout's only, for now).
+	text string
 }
 
 func (ff *filterFlags) add(c *cobra.Command) {
@@ -185,18 +210,22 @@ func (ff *filterFlags) add(c *cobra.Command) {
 	f.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: failed, requeued, deleted, quarantined")
 	f.StringVar(&ff.since, "since", "", "only entries whose last failure is at or after this: RFC 3339 or a duration ago (2h, 30m, 7d)")
 	f.StringVar(&ff.until, "until", "", "only entries whose last failure is before this: RFC 3339 or a duration ago")
+	f.StringVar(&ff.text, "error-text", "", "only entries whose error or error type contains this text, case-insensitively (--layout seed only, for now)")
 }
 
 // set reports whether any filter flag was given.
 func (ff *filterFlags) set() bool {
 	return len(ff.severities)+len(ff.tasks)+len(ff.classes)+len(ff.errorTypes)+len(ff.statuses) > 0 ||
-		ff.since != "" || ff.until != ""
+		ff.since != "" || ff.until != "" || ff.text != ""
 }
 
 // filter reads the flags into a dlq.Filter; a bad value is invalid input
 // naming its flag.
 func (ff *filterFlags) filter(c *cobra.Command, now time.Time) (dlq.Filter, error) {
 	var f dlq.Filter
+	if ff.text != "" {
+		return f, usage(c, errors.New("--error-text: faultline's layout has no error-text search yet (--layout seed has)"))
+	}
 	for _, s := range ff.severities {
 		v, err := classify.ParseSeverity(strings.TrimSpace(s))
 		if err != nil {

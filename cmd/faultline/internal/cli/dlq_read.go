@@ -241,6 +241,9 @@ cells with "…"; error texts are masked.`,
 			if err := dlqOutput(c, output); err != nil {
 				return err
 			}
+			if g.isSeed() {
+				return g.seedList(c, &ff, output, cursor, limit)
+			}
 			if limit < 1 || limit > 10_000 {
 				return usage(c, fmt.Errorf("--limit must be between 1 and 10000, got %d", limit))
 			}
@@ -571,6 +574,9 @@ shown as corrupt, with the decode error and its bytes.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := dlqOutput(c, output); err != nil {
 				return err
+			}
+			if g.isSeed() {
+				return g.seedShow(c, args[0], output, reveal)
 			}
 			d, err := g.open(c, 0)
 			if err != nil {

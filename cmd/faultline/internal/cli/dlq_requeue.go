@@ -73,6 +73,9 @@ The job keeps its attempt count (one more attempt before the DLQ again) unless
 			case !all && ff.set():
 				return usage(c, errors.New("filters (--severity, --task, ...) go with --all; with IDs, the IDs say what to requeue"))
 			}
+			if g.isSeed() {
+				return g.seedRequeue(c, args, seedRequeueFlags{all: all, reset: reset, to: to, output: output, batch: batch, shown: shown, ff: &ff, cf: cf})
+			}
 			if batch < 1 || batch > 10_000 {
 				return usage(c, fmt.Errorf("--batch must be between 1 and 10000, got %d", batch))
 			}

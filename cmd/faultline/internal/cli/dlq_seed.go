@@ -588,7 +588,10 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 	if err != nil {
 		return err
 	}
-	sum := requeueSummary{DryRun: fl.cf.dryRun, Stated: count.Requeued, Reasons: map[string]int{}}
+	// Stated is every entry the filter matched; those the count already
+	// knows will not move (reprocessing, corrupt) are skipped with their
+	// reason.
+	sum := requeueSummary{DryRun: fl.cf.dryRun, Stated: count.Matched, Reasons: map[string]int{}}
 	if fl.cf.dryRun {
 		sum.Would = count.Requeued
 		addSeedReasons(&sum, count)
@@ -612,7 +615,8 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 		addSeedReasons(&sum, count)
 		return printSummary(w, &sum, fl.output)
 	}
-	ok, err := fl.cf.ask(c, fmt.Sprintf("requeue %d %s of %s onto %s", count.Requeued, plural(count.Requeued, "entry", "entries"), s.where(), s.workList(opts)))
+	ok, err := fl.cf.ask(c, fmt.Sprintf("requeue %d %s (of %d matching) of %s onto %s", count.Requeued, plural(count.Requeued, "entry", "entries"),
+		count.Matched, s.where(), s.workList(opts)))
 	if err != nil || !ok {
 		return err
 	}
@@ -626,8 +630,8 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 	if err := printSummary(w, &sum, fl.output); err != nil {
 		return err
 	}
-	if fl.output == "table" && res.Requeued > sum.Stated {
-		fmt.Fprintf(w, "note: %d more than stated were requeued: entries dead-lettered while the prompt was open (each once)\n", res.Requeued-sum.Stated)
+	if fl.output == "table" && res.Matched > sum.Stated {
+		fmt.Fprintf(w, "note: %d more than stated matched: entries dead-lettered while the prompt was open (each requeued once)\n", res.Matched-sum.Stated)
 	}
 	return nil
 }

@@ -90,6 +90,9 @@ Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error
 	c.AddCommand(newDLQStatsCommand(g), newDLQListCommand(g), newDLQShowCommand(g), newDLQRequeueCommand(g),
 		newDLQDeleteCommand(g), newDLQRestoreCommand(g), newDLQQuarantineCommand(g), newDLQPurgeCommand(g),
 		newDLQMigrateCommand(g))
+	c.AddCommand(newDLQExportCommand(g))
+	c.AddCommand(newDLQImportCommand(g))
+	c.AddCommand(newDLQEditCommand(g))
 	return c
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -93,8 +94,8 @@ back in a queue and a deleted one must be restored first: both are refused.`,
 					return err
 				}
 			}
-			if bytes.Equal(next, e.Job.Payload) {
-				fmt.Fprintf(w, "%s: the payload is unchanged; nothing written\n", masked(id))
+			if sameJSON(next, e.Job.Payload) {
+				fmt.Fprintf(w, "%s: the payload is unchanged (as JSON); nothing written\n", masked(id))
 				return nil
 			}
 			if dryRun {
@@ -124,6 +125,26 @@ back in a queue and a deleted one must be restored first: both are refused.`,
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the new payload; change nothing")
 	c.Flags().BoolVar(&reveal, "reveal", false, "print the payload unmasked (secrets included)")
 	return c
+}
+
+// sameJSON reports whether a and b are the same bytes, or the same JSON
+// value written differently (spacing, key order).
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	decode := func(p []byte) (any, bool) {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(p))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil || dec.More() {
+			return nil, false
+		}
+		return v, true
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
 }
 
 // readPayloadFile reads a --payload-file and checks that it is one JSON

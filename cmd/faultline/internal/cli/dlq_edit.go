@@ -288,7 +288,7 @@ func jsonKind(v any) string {
 
 // editInEditor opens payload (indented when it is JSON) in the operator's
 // editor on a private temporary file and returns what was saved, checked to
-// be JSON (compact when it was indented only for editing).
+// be JSON, compacted (it was indented only for editing).
 func editInEditor(c *cobra.Command, id string, payload []byte) ([]byte, error) {
 	editor := os.Getenv("VISUAL")
 	if editor == "" {
@@ -332,5 +332,10 @@ func editInEditor(c *cobra.Command, id string, payload []byte) ([]byte, error) {
 	if err := checkJSON(b); err != nil {
 		return nil, usage(c, fmt.Errorf("edit %s: the edited payload is %w; nothing changed", masked(id), err))
 	}
-	return b, nil
+	// The payload was indented for editing only: it is stored compact.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil {
+		return nil, usage(c, fmt.Errorf("edit %s: the edited payload is not valid JSON: %w; nothing changed", masked(id), err))
+	}
+	return compact.Bytes(), nil
 }

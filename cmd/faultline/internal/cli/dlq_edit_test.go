@@ -2,8 +2,13 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"time"
+	"unsafe"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,6 +18,32 @@ import (
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 )
+
+// stdinTerminal makes the process's stdin a terminal (the slave side of a
+// new pseudo-terminal) until the spec ends, so that edit opens $EDITOR.
+func stdinTerminal() {
+	GinkgoHelper()
+	if runtime.GOOS != "linux" {
+		Skip("the $EDITOR spec opens a pseudo-terminal the Linux way (/dev/ptmx)")
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(ptmx.Close)
+	var unlock int32
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock)))
+	Expect(errno).To(BeZero(), "unlock the pseudo-terminal")
+	var n uint32
+	_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n)))
+	Expect(errno).To(BeZero(), "number of the pseudo-terminal")
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	Expect(err).NotTo(HaveOccurred())
+	old := os.Stdin
+	os.Stdin = tty
+	DeferCleanup(func() {
+		os.Stdin = old
+		_ = tty.Close()
+	})
+}
 
 func dlqEditLane(name string, start func() string) {
 	Describe("faultline dlq edit on "+name, func() {
@@ -90,6 +121,29 @@ func dlqEditLane(name string, start func() string) {
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("ord-3: the payload is unchanged (as JSON); nothing written"))
 			Expect(get("ord-3").Changes).To(HaveLen(3))
+		})
+
+		It("opens $EDITOR on a terminal, stores what was saved, and refuses it when it is not JSON", func() {
+			stdinTerminal()
+			GinkgoT().Setenv("VISUAL", "")
+			GinkgoT().Setenv("EDITOR", "sed -i s/200/275/")
+			out, errOut, code := dlqRun(url, "edit", "ord-2", "--by", "carol")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("by carol"))
+			e := get("ord-2")
+			Expect(string(e.Job.Payload)).To(Equal(`{"amount":275}`), "saved, and stored compact")
+			Expect(e.Changes[len(e.Changes)-1].By).To(Equal("carol"))
+
+			GinkgoT().Setenv("EDITOR", "sed -i s/275/oops/")
+			_, errOut, code = dlqRun(url, "edit", "ord-2")
+			Expect(code).To(Equal(cli.ExitInvalid))
+			Expect(errOut).To(ContainSubstring("edit ord-2: the edited payload is not valid JSON"))
+			Expect(string(get("ord-2").Job.Payload)).To(Equal(`{"amount":275}`))
+
+			GinkgoT().Setenv("EDITOR", "true")
+			out, errOut, code = dlqRun(url, "edit", "ord-2")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("unchanged"))
 		})
 
 		It("refuses an unknown ID, an entry that cannot be edited, and bad input, with exit 2, changing nothing", func() {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -389,13 +392,20 @@ Imported entries are written as stored bytes, outside the DLQ's capacity bound.`
 			return g.withConn(c, 0, func(ctx context.Context, d *dlqConn) error {
 				sum := importSummary{DryRun: dryRun, Stated: stated}
 				w := c.OutOrStdout()
+				chunk := make([]importItem, 0, importChunk)
 				err := eachLine(f, func(n int, b []byte) error {
 					it, err := parseImportLine(n, b)
 					if err != nil {
 						return usage(c, fmt.Errorf("import: the file changed while it was read: %w", &lineError{Line: n, Err: err}))
 					}
-					return importOne(ctx, d, &it, &sum, dryRun)
+					if chunk = append(chunk, it); len(chunk) == importChunk {
+						err, chunk = importItems(ctx, d, chunk, &sum, dryRun), chunk[:0]
+					}
+					return err
 				})
+				if err == nil {
+					err = importItems(ctx, d, chunk, &sum, dryRun)
+				}
 				if err != nil {
 					return fmt.Errorf("%w (after %d imported)", err, sum.Imported)
 				}
@@ -419,42 +429,87 @@ Imported entries are written as stored bytes, outside the DLQ's capacity bound.`
 	return c
 }
 
-// importOne writes one checked entry unless its ID is in the DLQ, counting
-// what happened in sum.
-func importOne(ctx context.Context, d *dlqConn, it *importItem, sum *importSummary, dryRun bool) error {
+// importChunk is how many entries import holds in memory at a time, and
+// importWorkers how many of them it checks and writes at once.
+const (
+	importChunk   = 512
+	importWorkers = 8
+)
+
+// importOutcome is what import did with one entry.
+type importOutcome uint8
+
+const (
+	imported importOutcome = iota + 1
+	alreadyPresent
+	duplicate
+)
+
+// importItems imports a chunk of checked entries, importWorkers at a time,
+// and counts what happened in sum in the file's order. On an error it
+// counts the entries that were written all the same, and returns the error
+// of the first entry that failed.
+func importItems(ctx context.Context, d *dlqConn, items []importItem, sum *importSummary, dryRun bool) error {
+	outs := make([]importOutcome, len(items))
+	errs := make([]error, len(items))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(importWorkers, len(items)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(items); i = int(next.Add(1) - 1) {
+				outs[i], errs[i] = importOne(ctx, d, &items[i], dryRun)
+			}
+		})
+	}
+	wg.Wait()
+	var first error
+	for i, o := range outs {
+		switch {
+		case errs[i] != nil:
+			first = cmp.Or(first, errs[i])
+		case o == imported:
+			sum.Imported++
+			if items[i].corrupt {
+				sum.Corrupt++
+			}
+		case o == alreadyPresent:
+			sum.Present++
+		case o == duplicate:
+			sum.Duplicates++
+			if len(sum.DupIDs) < maxReported {
+				sum.DupIDs = append(sum.DupIDs, masked(items[i].id))
+			}
+		}
+	}
+	return first
+}
+
+// importOne writes one checked entry unless its ID is in the DLQ: then it
+// is already present (the same contents) or a duplicate (other contents).
+func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (importOutcome, error) {
 	cur, err := d.store.Get(ctx, it.id)
 	switch {
 	case err == nil:
-		same := bytes.Equal(cur.Raw, it.bytes)
+		same := cur.Corrupt == it.corrupt && bytes.Equal(cur.Raw, it.bytes)
 		if !cur.Corrupt && !it.corrupt {
-			if b, err := dlq.Encode(cur); err == nil {
-				same = bytes.Equal(b, it.bytes)
-			}
-		} else if cur.Corrupt != it.corrupt {
-			same = false
+			b, err := dlq.Encode(cur)
+			same = err == nil && bytes.Equal(b, it.bytes)
 		}
 		if same {
-			sum.Present++
-			return nil
+			return alreadyPresent, nil
 		}
-		sum.Duplicates++
-		if len(sum.DupIDs) < maxReported {
-			sum.DupIDs = append(sum.DupIDs, masked(it.id))
-		}
-		return nil
+		return duplicate, nil
 	case !errors.Is(err, dlq.ErrNotFound):
-		return fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
+		return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
 	}
 	if !dryRun {
 		if err := d.store.WriteRaw(ctx, it.id, it.bytes); err != nil {
-			return fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
+			return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
 		}
 	}
-	sum.Imported++
-	if it.corrupt {
-		sum.Corrupt++
-	}
-	return nil
+	return imported, nil
 }
 
 func printImport(w io.Writer, s *importSummary, d *dlqConn) {

@@ -90,6 +90,9 @@ data itself. Keep the file as you would keep the DLQ.`,
 				if _, err := os.Lstat(output); err == nil {
 					return usage(c, fmt.Errorf("--output %s: the file exists; export does not overwrite (remove it or choose another name)", output))
 				}
+				if st, err := os.Stat(filepath.Dir(output)); err != nil || !st.IsDir() {
+					return usage(c, fmt.Errorf("--output %s: no such directory %s", output, filepath.Dir(output)))
+				}
 			}
 			return g.withConn(c, 0, func(ctx context.Context, d *dlqConn) error {
 				n, corrupt, err := exportTo(ctx, d, f, output, c.OutOrStdout())

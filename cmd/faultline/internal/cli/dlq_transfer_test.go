@@ -201,6 +201,7 @@ func dlqTransferLane(name string, start func() string) {
 				{[]string{"export", "--output", "json"}, "--output names the file to write"},
 				{[]string{"export", "--output", file}, "the file exists; export does not overwrite"},
 				{[]string{"export", "--severity", "loud"}, "--severity"},
+				{[]string{"export", "-o", filepath.Join(file, "sub", "x.jsonl")}, "no such directory"},
 				{[]string{"import"}, "import takes one file"},
 				{[]string{"import", filepath.Join(GinkgoT().TempDir(), "missing.jsonl")}, "no such file"},
 			} {

@@ -25,9 +25,11 @@ import (
 // timed from its start to its exit (after its last line is printed).
 //
 //	go test ./cmd/faultline/internal/cli/ -run '^$' -bench 'BenchmarkDLQ/(list|stats)' -benchtime 10x
-//	go test ./cmd/faultline/internal/cli/ -run '^$' -bench 'BenchmarkDLQ/requeue' -benchtime 1x
+//	go test ./cmd/faultline/internal/cli/ -run '^$' -bench 'BenchmarkDLQ/(dry|requeue)' -benchtime 1x
 //
-// (requeue-all reseeds 100,000 entries before each run, untimed: run it once.)
+// (requeue-all reseeds 100,000 entries before each run, untimed: run it
+// once. dry-run-count is the count requeue --all shows before it moves
+// anything, a walk of its own.)
 //
 // The targets: list (first filtered page) and stats under 100 ms;
 // requeue --all of 100,000 under 10 s with no script over 50 ms (the
@@ -181,6 +183,21 @@ func BenchmarkDLQ(b *testing.B) {
 			total += took
 			if !strings.Contains(out, fmt.Sprint(benchDLQN)) {
 				b.Fatalf("stats of %d entries, got:\n%s", benchDLQN, out)
+			}
+		}
+		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")
+	})
+
+	// The count a requeue --all shows before it moves anything (and takes
+	// its cut-off): one read-only walk of the matching entries.
+	b.Run("dry-run-count", func(b *testing.B) {
+		args := append([]string{"dlq", "requeue", "--all", "--dry-run", "--show", "0"}, conn...)
+		var total time.Duration
+		for b.Loop() {
+			took, out := benchDLQRun(b, bin, args...)
+			total += took
+			if want := fmt.Sprintf("dry run: %d entries would be requeued", benchDLQN); !strings.Contains(out, want) {
+				b.Fatalf("want %q, got:\n%s", want, out)
 			}
 		}
 		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")

@@ -267,32 +267,10 @@ cells with "…"; error texts are masked.`,
 			for i := range page.Entries {
 				rows[i] = rowOf(&page.Entries[i])
 			}
-			w := c.OutOrStdout()
-			switch output {
-			case "json":
-				if rows == nil {
-					rows = []entryRow{}
-				}
-				return writeJSON(w, listView{Entries: rows, NextCursor: page.Next}, true)
-			case "jsonl":
-				for _, r := range rows {
-					if err := writeJSON(w, r, false); err != nil {
-						return err
-					}
-				}
-				if page.Next != "" {
-					fmt.Fprintf(c.ErrOrStderr(), "next page: --cursor %s\n", page.Next)
-				}
-				return nil
+			if rows == nil {
+				rows = []entryRow{}
 			}
-			printRows(w, rows, termWidth())
-			if len(rows) == 0 {
-				fmt.Fprintln(w, "no entries match")
-			}
-			if page.Next != "" {
-				fmt.Fprintf(w, "next page: --cursor %s\n", page.Next)
-			}
-			return nil
+			return writePage(c, output, rows, listView{Entries: rows, NextCursor: page.Next}, page.Next, printRows)
 		},
 	}
 	addOutputFlag(c, &output)
@@ -311,6 +289,35 @@ func validCursor(s string) bool {
 }
 
 // termWidth is the width a table fits: $COLUMNS, else 120.
+// writePage writes one page of a list in the --output format: json as
+// doc, jsonl a row a line (the next cursor on stderr), a table by print
+// (the next cursor after it). The layouts' lists share it.
+func writePage[R any](c *cobra.Command, output string, rows []R, doc any, next string, print func(io.Writer, []R, int)) error {
+	w := c.OutOrStdout()
+	switch output {
+	case "json":
+		return writeJSON(w, doc, true)
+	case "jsonl":
+		for _, r := range rows {
+			if err := writeJSON(w, r, false); err != nil {
+				return err
+			}
+		}
+		if next != "" {
+			fmt.Fprintf(c.ErrOrStderr(), "next page: --cursor %s\n", next)
+		}
+		return nil
+	}
+	print(w, rows, termWidth())
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no entries match")
+	}
+	if next != "" {
+		fmt.Fprintf(w, "next page: --cursor %s\n", next)
+	}
+	return nil
+}
+
 func termWidth() int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
 		return n

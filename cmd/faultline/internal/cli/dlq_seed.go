@@ -201,29 +201,7 @@ func (g *dlqGlobal) seedList(c *cobra.Command, ff *filterFlags, output, cursor s
 	for i := range page.Entries {
 		rows[i] = seedRowOf(s.prefix, &page.Entries[i])
 	}
-	w := c.OutOrStdout()
-	switch output {
-	case "json":
-		return writeJSON(w, seedListView{Entries: rows, NextCursor: page.Next, Scanned: page.Scanned}, true)
-	case "jsonl":
-		for _, r := range rows {
-			if err := writeJSON(w, r, false); err != nil {
-				return err
-			}
-		}
-		if page.Next != "" {
-			fmt.Fprintf(c.ErrOrStderr(), "next page: --cursor %s\n", page.Next)
-		}
-		return nil
-	}
-	printSeedRows(w, rows, termWidth())
-	if len(rows) == 0 {
-		fmt.Fprintln(w, "no entries match")
-	}
-	if page.Next != "" {
-		fmt.Fprintf(w, "next page: --cursor %s\n", page.Next)
-	}
-	return nil
+	return writePage(c, output, rows, seedListView{Entries: rows, NextCursor: page.Next, Scanned: page.Scanned}, page.Next, printSeedRows)
 }
 
 // printSeedRows prints rows as a table no wider than width: ERROR, then

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/faultline/faultline/reference/job"
 )
 
 // PayloadEditor is an optional extension of Store: a store that can change
@@ -57,10 +59,21 @@ func Editable(e *Entry) error {
 	return nil
 }
 
-// ApplyEdit sets e's payload and appends the change recording it (see
-// PayloadEditor): the step both stores share once they hold the entry.
-func ApplyEdit(e *Entry, payload []byte, by string, now time.Time) {
+// ApplyEdit is the edit both stores make once they hold the entry (see
+// PayloadEditor): it refuses an entry that is not Editable and a payload
+// job.Validate refuses (over maxPayload), then sets e's payload and
+// appends the change recording it.
+func ApplyEdit(e *Entry, payload []byte, by string, now time.Time, maxPayload int) error {
+	if err := Editable(e); err != nil {
+		return err
+	}
+	j := e.Job
+	j.Payload = payload
+	if err := job.Validate(&j, maxPayload); err != nil {
+		return err
+	}
 	reason := EditReason(e.Job.Payload, payload)
 	e.Job.Payload = append([]byte(nil), payload...)
 	e.Changes = append(e.Changes[:len(e.Changes):len(e.Changes)], StatusChange{At: now, From: e.Status, To: e.Status, By: by, Reason: reason})
+	return nil
 }

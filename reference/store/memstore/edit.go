@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/dlq"
-	"github.com/faultline/faultline/reference/job"
 )
 
 var _ dlq.PayloadEditor = (*Store)(nil)
@@ -15,15 +14,9 @@ var _ dlq.PayloadEditor = (*Store)(nil)
 func (s *Store) EditPayload(ctx context.Context, id string, payload []byte, by string, now time.Time) (dlq.Entry, error) {
 	var out dlq.Entry
 	err := s.setStatus(ctx, "dlq edit", id, now, func(e *dlq.Entry) error {
-		if err := dlq.Editable(e); err != nil {
+		if err := dlq.ApplyEdit(e, payload, by, now, s.cfg.MaxPayload); err != nil {
 			return err
 		}
-		j := e.Job
-		j.Payload = payload
-		if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
-			return err
-		}
-		dlq.ApplyEdit(e, payload, by, now)
 		out = *e
 		return nil
 	})

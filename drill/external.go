@@ -24,11 +24,9 @@ import (
 	"github.com/faultline/faultline/drill/receiver"
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
-	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/reference/classify"
-	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -128,8 +126,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	e := &extState{x: x, vars: map[string]string{}, deps: map[string]string{}, rcvs: map[string]string{}, cur: map[string]int{},
 		items: map[string]sim.HDLQItem{}, settled: -1, jobsDone: map[string]bool{}}
 	d.ext = e
-	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
-		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+	d.h = d.newHistory()
 	defer func() {
 		if err != nil {
 			d.stopEverything()
@@ -149,13 +146,9 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if startup == 0 {
 		startup = sim.DefaultStartup
 	}
-	d.origin = time.Now().Add(startup + 200*time.Millisecond)
-	d.h.StartedAt = d.origin.UTC()
-	d.clk, _ = clock.NewScaled(sc.Start, d.origin, d.opts.Scale, nil)
-	if d.inj, err = faults.NewInjector(d.seed, sc.Faults); err != nil {
+	if err := d.startClock(startup + 200*time.Millisecond); err != nil {
 		return err
 	}
-	d.locked = gateway.NewLocked(d.inj)
 	now := d.clk.Elapsed
 	bases, err := d.startGateways(now)
 	if err != nil {
@@ -190,16 +183,8 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	e.vars["timeScale"] = strconv.FormatFloat(d.opts.Scale, 'g', -1, 64)
 
 	// The work directory: the copies' drill files and logs.
-	if d.opts.Dir == "" {
-		if d.dir, err = os.MkdirTemp("", "faultline-drill-"); err != nil {
-			return err
-		}
-		d.tmpDir = true
-	} else {
-		d.dir = d.opts.Dir
-		if err := os.MkdirAll(d.dir, 0o700); err != nil {
-			return err
-		}
+	if err := d.makeWorkDir(); err != nil {
+		return err
 	}
 	// The adapters.
 	for _, s := range e.configStrings() {

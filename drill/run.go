@@ -324,8 +324,7 @@ func CheckScale(sc *sim.Scenario, scale float64) error {
 
 func (d *drill) start(ctx context.Context) (err error) {
 	sc := &d.sc
-	d.h = sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
-		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+	d.h = d.newHistory()
 	defer func() {
 		if err != nil {
 			d.stopEverything()
@@ -352,13 +351,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 
 	// The scenario's clock starts a little ahead, when the workers are up.
 	lead := 800*time.Millisecond + 100*time.Millisecond*time.Duration(sc.Workers.Count)
-	d.origin = time.Now().Add(lead)
-	d.h.StartedAt = d.origin.UTC()
-	d.clk, _ = clock.NewScaled(sc.Start, d.origin, d.opts.Scale, nil)
-	if d.inj, err = faults.NewInjector(d.seed, sc.Faults); err != nil {
+	if err := d.startClock(lead); err != nil {
 		return err
 	}
-	d.locked = gateway.NewLocked(d.inj)
 	now := d.clk.Elapsed
 
 	gwURLs, err := d.startGateways(now)
@@ -412,16 +407,8 @@ func (d *drill) start(ctx context.Context) (err error) {
 	go func() { _ = d.feedSrv.Serve(d.feedLn) }()
 
 	// The workers.
-	if d.opts.Dir == "" {
-		if d.dir, err = os.MkdirTemp("", "faultline-drill-"); err != nil {
-			return err
-		}
-		d.tmpDir = true
-	} else {
-		d.dir = d.opts.Dir
-		if err := os.MkdirAll(d.dir, 0o700); err != nil {
-			return err
-		}
+	if err := d.makeWorkDir(); err != nil {
+		return err
 	}
 	qURL := redisURLVia(d.opts.RedisURL, d.qProxy.Addr())
 	dURL := redisURLVia(d.opts.RedisURL, d.dProxy.Addr())
@@ -517,6 +504,42 @@ func (d *drill) claim(ctx context.Context) error {
 		return fmt.Errorf("%w: namespace %q was claimed by another drill as this one started", ErrSteadyState, d.ns)
 	}
 	d.claimed = true
+	return nil
+}
+
+// newHistory is a drill's history before it observed anything.
+func (d *drill) newHistory() sim.History {
+	sc := &d.sc
+	return sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
+		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+}
+
+// makeWorkDir makes the drill's work directory (the processes' files and
+// logs): Options.Dir, or a temporary one removed at the end.
+func (d *drill) makeWorkDir() error {
+	if d.opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "faultline-drill-")
+		if err != nil {
+			return err
+		}
+		d.dir, d.tmpDir = dir, true
+		return nil
+	}
+	d.dir = d.opts.Dir
+	return os.MkdirAll(d.dir, 0o700)
+}
+
+// startClock starts the scenario's scaled clock lead from now, and the
+// fault injector the gateways and receivers share.
+func (d *drill) startClock(lead time.Duration) error {
+	d.origin = time.Now().Add(lead)
+	d.h.StartedAt = d.origin.UTC()
+	d.clk, _ = clock.NewScaled(d.sc.Start, d.origin, d.opts.Scale, nil)
+	in, err := faults.NewInjector(d.seed, d.sc.Faults)
+	if err != nil {
+		return err
+	}
+	d.inj, d.locked = in, gateway.NewLocked(in)
 	return nil
 }
 

@@ -327,9 +327,6 @@ func raceLane(name string, n int, start func() string) {
 				sum, runErr = raceRun(url, "op", 50)
 			}()
 			<-runDone
-			// Let the worker take a few more of the requeued jobs after the
-			// run, then stop it.
-			time.Sleep(50 * time.Millisecond)
 			stop.Store(true)
 			<-workerDone
 			Expect(runErr).NotTo(HaveOccurred())
@@ -377,22 +374,17 @@ func raceLane(name string, n int, start func() string) {
 			go func() { exited <- cmd.Wait() }()
 			// Kill it once a quarter of the jobs are back on the queue.
 			var before int
-			deadline := time.Now().Add(30 * time.Second)
-		poll:
-			for {
+			Eventually(func(g Gomega) int {
 				select {
 				case err := <-exited:
-					Fail(fmt.Sprintf("the CLI ended before it was killed (%v): %s%s", err, out.String(), errOut.String()))
+					StopTrying(fmt.Sprintf("the CLI ended before it was killed (%v): %s%s", err, out.String(), errOut.String())).Now()
 				default:
 				}
 				c, err := s.Counts(ctx)
-				Expect(err).NotTo(HaveOccurred())
-				if before = c.Queued; before >= n/4 {
-					break poll
-				}
-				Expect(time.Now().Before(deadline)).To(BeTrue(), "%d of %d requeued after 30s", before, n)
-				time.Sleep(2 * time.Millisecond)
-			}
+				g.Expect(err).NotTo(HaveOccurred())
+				before = c.Queued
+				return before
+			}).WithTimeout(30*time.Second).WithPolling(2*time.Millisecond).Should(BeNumerically(">=", n/4), "jobs requeued before the kill")
 			Expect(cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
 			err := <-exited
 			var ee *exec.ExitError

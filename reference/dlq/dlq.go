@@ -192,6 +192,10 @@ type Filter struct {
 	// Since and Until bound LastFailedAt (Since inclusive, Until exclusive);
 	// zero means unbounded.
 	Since, Until time.Time
+	// ErrorText, when set, must occur in the error text of the entry's last
+	// failure, compared case-insensitively (Unicode simple folding); it
+	// never matches a corrupt entry.
+	ErrorText string
 }
 
 // Page is one page of a listing, newest first; Next is the cursor of the
@@ -213,6 +217,10 @@ type Stats struct {
 	// OldestID its job; zero when there is none.
 	Oldest   time.Time
 	OldestID string
+	// Newest is the latest LastFailedAt among entries still Failed, and
+	// NewestID its job; zero when there is none.
+	Newest   time.Time
+	NewestID string
 	// Evicted and Rejected count overflows since the store was opened
 	// (Rejected counts refusals, so one job refused twice counts twice).
 	Evicted, Rejected int
@@ -281,9 +289,16 @@ func (o RequeueOutcome) String() string {
 type BulkResult struct {
 	DryRun bool
 	// Matched entries were Failed (or Quarantined) and matched the filter
-	// when the run began; Requeued of them were requeued; Skipped were
-	// Busy or changed under the run.
+	// when the run began; Requeued of them were requeued (for DeleteMatching:
+	// deleted); Skipped were not, for the reasons counted below.
 	Matched, Requeued, Skipped int
+	// The reasons of Skipped, which they sum to: Changed entries changed
+	// under the run (failed again, edited, moved by another operator or
+	// run: their revision is not the one read); Gone ones were removed
+	// (purged) before their batch; Busy ones have a job of their ID queued
+	// or in flight; Invalid ones could not be moved as they are (a payload
+	// over the store's limit).
+	Changed, Gone, Busy, Invalid int
 	// Batches is the number of bounded steps the run took.
 	Batches int
 }

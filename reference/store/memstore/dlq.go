@@ -64,6 +64,7 @@ func (s *Store) indexMeta(d *dent) {
 	}
 	if d.status == dlq.Failed {
 		s.heaps[failedHeap].push(d)
+		s.heaps[newestHeap].push(d)
 	}
 }
 
@@ -88,6 +89,7 @@ func (s *Store) unindexMeta(d *dent) {
 	s.byStatus[d.status]--
 	s.heaps[countedHeap].remove(d)
 	s.heaps[failedHeap].remove(d)
+	s.heaps[newestHeap].remove(d)
 }
 
 // The time index (order) is kept sorted by (LastFailedAt, ID) as long as
@@ -195,21 +197,29 @@ func (s *Store) sorted() []*dent {
 	return s.order
 }
 
-// matches reports whether d passes every field of f. A corrupt entry
-// passes only a filter that asks about nothing but time.
+// matches reports whether d passes every field of f, whose ErrorText is
+// folded (foldText). A corrupt entry passes only a filter that asks about
+// nothing but time.
 func matches(d *dent, f *dlq.Filter) bool {
 	if d.corrupt {
-		if len(f.Severities)+len(f.Tasks)+len(f.Classes)+len(f.ErrorTypes)+len(f.Statuses) > 0 {
+		if len(f.Severities)+len(f.Tasks)+len(f.Classes)+len(f.ErrorTypes)+len(f.Statuses) > 0 || f.ErrorText != "" {
 			return false
 		}
 	} else if len(f.Severities) > 0 && !slices.Contains(f.Severities, d.sev) ||
 		len(f.Tasks) > 0 && !slices.Contains(f.Tasks, d.task) ||
 		len(f.Classes) > 0 && !slices.Contains(f.Classes, d.class) ||
 		len(f.ErrorTypes) > 0 && !slices.Contains(f.ErrorTypes, d.errType) ||
-		len(f.Statuses) > 0 && !slices.Contains(f.Statuses, d.status) {
+		len(f.Statuses) > 0 && !slices.Contains(f.Statuses, d.status) ||
+		f.ErrorText != "" && !containsFold(d.errText, f.ErrorText) {
 		return false
 	}
 	return (f.Since.IsZero() || !d.at.Before(f.Since)) && (f.Until.IsZero() || d.at.Before(f.Until))
+}
+
+// folded returns f with its ErrorText folded, as matches takes it.
+func folded(f dlq.Filter) dlq.Filter {
+	f.ErrorText = foldText(f.ErrorText)
+	return f
 }
 
 // newChange returns one status change.
@@ -493,6 +503,7 @@ func (s *Store) List(ctx context.Context, f dlq.Filter, cursor string, limit int
 	if limit < 1 {
 		return dlq.Page{}, fmt.Errorf("dlq list: limit %d: must be at least 1", limit)
 	}
+	f = folded(f)
 	var after *dent
 	if cursor != "" {
 		k, err := parseCursor(cursor)
@@ -567,6 +578,9 @@ func (s *Store) Stats(ctx context.Context) (dlq.Stats, error) {
 	}
 	if d := s.heaps[failedHeap].min(); d != nil {
 		st.Oldest, st.OldestID = d.at, d.id
+	}
+	if d := s.heaps[newestHeap].min(); d != nil {
+		st.Newest, st.NewestID = d.at, d.id
 	}
 	return st, nil
 }
@@ -648,22 +662,94 @@ func (s *Store) Requeue(ctx context.Context, id string, opts dlq.RequeueOptions,
 	return o, nil
 }
 
-// picks reports whether RequeueMatching picks d: see dlqtest for the rule.
-func picks(d *dent, f *dlq.Filter, opts *dlq.RequeueOptions, now time.Time) bool {
+// picks reports whether RequeueMatching (and DeleteMatching) picks d, with
+// f folded: see dlqtest for the rule. auto says the run is the auto-retry's.
+func picks(d *dent, f *dlq.Filter, auto bool, now time.Time) bool {
 	if d.gone || d.corrupt || !d.at.Before(now) || !matches(d, f) {
 		return false
 	}
 	if len(f.Statuses) == 0 {
 		return d.status == dlq.Failed
 	}
-	return d.status == dlq.Failed || d.status == dlq.Quarantined && !opts.Auto
+	return d.status == dlq.Failed || d.status == dlq.Quarantined && !auto
+}
+
+// pickAll returns the dents pick selects, oldest first, under the lock
+// once: a bulk run's matches, each dent standing for the revision read (a
+// write replaces an entry's dent).
+func (s *Store) pickAll(pick func(d *dent) bool) []*dent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*dent
+	for _, d := range s.sorted() {
+		if pick(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// unchanged reports whether d, read by a bulk run, is still its entry, and
+// counts the skip when it is not (Gone when the entry was removed, Changed
+// when it was written since). The caller holds the lock.
+func (s *Store) unchanged(d *dent, res *dlq.BulkResult) bool {
+	switch cur := s.entries[d.id]; {
+	case cur == nil:
+		res.Gone++
+	case cur != d:
+		res.Changed++
+	default:
+		return true
+	}
+	res.Skipped++
+	return false
+}
+
+// bulk runs a bulk move over picked, in steps of at most Config.BatchSize
+// entries, each step under the lock once; between steps other callers run.
+// move moves one unchanged entry and reports whether it did (else it
+// counted the skip); the moves are counted in res.Requeued.
+func (s *Store) bulk(ctx context.Context, op string, picked []*dent, res *dlq.BulkResult, move func(d *dent) (bool, error)) error {
+	for len(picked) > 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: after %d of %d: %w", op, res.Requeued, res.Matched, err)
+		}
+		batch := picked[:min(len(picked), s.cfg.BatchSize)]
+		picked = picked[len(batch):]
+		if err := s.bulkStep(batch, res, move); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// bulkStep is one step of bulk.
+func (s *Store) bulkStep(batch []*dent, res *dlq.BulkResult, move func(d *dent) (bool, error)) error {
+	s.mu.Lock()
+	defer s.unlock()
+	res.Batches++
+	for _, d := range batch {
+		if !s.unchanged(d, res) {
+			continue
+		}
+		ok, err := move(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.id, err)
+		}
+		if ok {
+			res.Requeued++
+		}
+	}
+	return nil
 }
 
 // RequeueMatching requeues the entries matching f that failed before now,
 // oldest first, in steps of at most Config.BatchSize entries, each step
 // under the lock once; between steps other callers run. The entries are
 // picked when the run begins; one that changed since (requeued by another
-// run, failed again, deleted) or whose job is busy is skipped.
+// run, failed again, edited, deleted: Changed), was purged (Gone), whose
+// job is busy (Busy) or that cannot be requeued as it is (a payload over
+// Config.MaxPayload: Invalid) is skipped.
 func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.RequeueOptions, now time.Time, dryRun bool) (dlq.BulkResult, error) {
 	res := dlq.BulkResult{DryRun: dryRun}
 	if err := ctx.Err(); err != nil {
@@ -672,48 +758,27 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 	if err := checkOptions(opts); err != nil {
 		return res, fmt.Errorf("requeue matching: %w", err)
 	}
-	s.mu.Lock()
-	var ids []string
-	for _, d := range s.sorted() {
-		if picks(d, &f, &opts, now) {
-			ids = append(ids, d.id)
-		}
-	}
-	s.mu.Unlock()
-	res.Matched = len(ids)
+	f = folded(f)
+	picked := s.pickAll(func(d *dent) bool { return picks(d, &f, opts.Auto, now) })
+	res.Matched = len(picked)
 	if dryRun {
 		return res, nil
 	}
-	for len(ids) > 0 {
-		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("requeue matching: after %d of %d: %w", res.Requeued, res.Matched, err)
-		}
-		batch := ids[:min(len(ids), s.cfg.BatchSize)]
-		ids = ids[len(batch):]
-		if err := s.requeueBatch(batch, &f, &opts, now, &res); err != nil {
-			return res, fmt.Errorf("requeue matching: %w", err)
-		}
-	}
-	return res, nil
-}
-
-// requeueBatch is one step of RequeueMatching.
-func (s *Store) requeueBatch(ids []string, f *dlq.Filter, opts *dlq.RequeueOptions, now time.Time, res *dlq.BulkResult) error {
-	s.mu.Lock()
-	defer s.unlock()
-	res.Batches++
-	for _, id := range ids {
-		d := s.entries[id]
-		if d == nil || !picks(d, f, opts, now) || s.outcome(d, opts.Auto) != dlq.OutcomeRequeued {
+	err := s.bulk(ctx, "requeue matching", picked, &res, func(d *dent) (bool, error) {
+		if s.jobs[d.id] != nil {
+			res.Busy++
 			res.Skipped++
-			continue
+			return false, nil
 		}
-		if err := s.requeue(d, *opts, now); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
+		err := s.requeue(d, opts, now)
+		if errors.Is(err, job.ErrInvalid) {
+			res.Invalid++
+			res.Skipped++
+			return false, nil
 		}
-		res.Requeued++
-	}
-	return nil
+		return err == nil, err
+	})
+	return res, err
 }
 
 // setStatus makes one status change of an entry: change checks the

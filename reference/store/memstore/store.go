@@ -43,7 +43,7 @@ type Store struct {
 
 	// The DLQ side, see dlq.go.
 	entries map[string]*dent
-	heaps   [2]dentHeap
+	heaps   [dentHeaps]dentHeap
 	// order is every entry sorted by (LastFailedAt, ID), with gone dents
 	// left in place until the next rebuild; dirty means it must be
 	// rebuilt before use.
@@ -101,6 +101,7 @@ func New(cfg store.Config) (*Store, error) {
 	}
 	s.heaps[countedHeap].slot = countedHeap
 	s.heaps[failedHeap].slot = failedHeap
+	s.heaps[newestHeap].slot, s.heaps[newestHeap].desc = newestHeap, true
 	return s, nil
 }
 

@@ -289,11 +289,13 @@ type dent struct {
 	class   classify.Class
 	task    string
 	errType string
+	// errText is the last failure's error text, for the error-text filter.
+	errText string
 	// attempts is the job's, for the event of its eviction or purge.
 	attempts int
-	// hidx holds the dent's positions in the two dent heaps, -1 when not
-	// in one.
-	hidx [2]int
+	// hidx holds the dent's positions in the dent heaps, -1 when not in
+	// one.
+	hidx [dentHeaps]int
 	// gone is set when the dent left the store (replaced or removed); the
 	// sorted index may still hold it, and skips it.
 	gone bool
@@ -301,7 +303,7 @@ type dent struct {
 
 // newDent builds the stored form of an entry decoded from raw.
 func newDent(id string, raw []byte, e dlq.Entry) *dent {
-	d := &dent{id: id, raw: raw, hidx: [2]int{-1, -1}}
+	d := &dent{id: id, raw: raw, hidx: [dentHeaps]int{-1, -1, -1}}
 	if e.Corrupt {
 		d.corrupt = true
 		return d
@@ -312,6 +314,9 @@ func newDent(id string, raw []byte, e dlq.Entry) *dent {
 	d.class = e.Verdict.Class
 	d.task = e.Job.Task
 	d.errType = e.ErrorType()
+	if n := len(e.History); n > 0 {
+		d.errText = e.History[n-1].Error
+	}
 	d.attempts = e.Job.Attempts
 	return d
 }
@@ -335,20 +340,29 @@ func compareDents(a, b *dent) int {
 }
 
 // The dent heaps: the entries counted toward capacity (eviction takes the
-// oldest) and the Failed entries (Stats.Oldest).
+// oldest), the Failed entries (Stats.Oldest) and the Failed entries again,
+// newest on top (Stats.Newest).
 const (
 	countedHeap = iota
 	failedHeap
+	newestHeap
+	dentHeaps
 )
 
-// dentHeap is a min-heap of dents by (at, id); slot says which of the
-// dent's hidx it maintains.
+// dentHeap is a min-heap of dents by (at, id), or a max-heap when desc;
+// slot says which of the dent's hidx it maintains.
 type dentHeap struct {
 	items []*dent
 	slot  int
+	desc  bool
 }
 
-func (h *dentHeap) less(i, j int) bool { return h.items[i].before(h.items[j]) }
+func (h *dentHeap) less(i, j int) bool {
+	if h.desc {
+		return h.items[j].before(h.items[i])
+	}
+	return h.items[i].before(h.items[j])
+}
 
 func (h *dentHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]
@@ -411,7 +425,7 @@ func (h *dentHeap) remove(d *dent) {
 	}
 }
 
-// min returns the oldest dent, or nil.
+// min returns the dent on top (the oldest; the newest when desc), or nil.
 func (h *dentHeap) min() *dent {
 	if len(h.items) == 0 {
 		return nil

@@ -8,14 +8,12 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
@@ -225,81 +223,24 @@ func (ff *filterFlags) set() bool {
 // filter reads the flags into a dlq.Filter; a bad value is invalid input
 // naming its flag.
 func (ff *filterFlags) filter(c *cobra.Command, now time.Time) (dlq.Filter, error) {
-	var f dlq.Filter
 	if ff.text != "" {
-		return f, usage(c, errors.New("--error-text: faultline's layout has no error-text search yet (--layout seed has)"))
+		return dlq.Filter{}, usage(c, errors.New("--error-text: faultline's layout has no error-text search yet (--layout seed has)"))
 	}
-	for _, s := range ff.severities {
-		v, err := classify.ParseSeverity(strings.TrimSpace(s))
-		if err != nil {
-			return f, usage(c, fmt.Errorf("--severity: %w", err))
-		}
-		f.Severities = append(f.Severities, v)
+	spec := ff.spec()
+	f, err := spec.Parse(now)
+	if fe := (*dlq.FieldError)(nil); errors.As(err, &fe) {
+		return f, usage(c, fmt.Errorf("--%s: %w", fe.Field, fe.Err))
 	}
-	for _, s := range ff.classes {
-		v, err := classify.ParseClass(strings.TrimSpace(s))
-		if err != nil {
-			return f, usage(c, fmt.Errorf("--class: %w", err))
-		}
-		f.Classes = append(f.Classes, v)
-	}
-	for _, s := range ff.statuses {
-		v, err := dlq.ParseStatus(strings.TrimSpace(s))
-		if err != nil {
-			return f, usage(c, fmt.Errorf("--status: %w", err))
-		}
-		f.Statuses = append(f.Statuses, v)
-	}
-	for _, s := range ff.tasks {
-		f.Tasks = append(f.Tasks, strings.TrimSpace(s))
-	}
-	for _, s := range ff.errorTypes {
-		f.ErrorTypes = append(f.ErrorTypes, strings.TrimSpace(s))
-	}
-	var err error
-	if f.Since, err = parseWhen(ff.since, now); err != nil {
-		return f, usage(c, fmt.Errorf("--since: %w", err))
-	}
-	if f.Until, err = parseWhen(ff.until, now); err != nil {
-		return f, usage(c, fmt.Errorf("--until: %w", err))
-	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return f, usage(c, fmt.Errorf("--since (%s) must be before --until (%s)", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339)))
-	}
-	return f, nil
+	return f, err
 }
 
-// parseWhen reads a time: RFC 3339, or a duration ago ("2h", "45m", "7d").
-// "" is the zero time.
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return time.Time{}, nil
+// spec is the flags as the filter an operator typed (dlq.FilterSpec: the
+// web UI's query parameters are the same fields).
+func (ff *filterFlags) spec() dlq.FilterSpec {
+	return dlq.FilterSpec{
+		Severities: ff.severities, Tasks: ff.tasks, Classes: ff.classes, ErrorTypes: ff.errorTypes,
+		Statuses: ff.statuses, Since: ff.since, Until: ff.until, ErrorText: ff.text,
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	d, err := parseAgo(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("expected an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (2h, 30m, 7d), got %q", masked(s))
-	}
-	return now.Add(-d), nil
-}
-
-// parseAgo reads a positive duration, with "d" for days allowed.
-func parseAgo(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseFloat(days, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("not a duration: %q", s)
-		}
-		return time.Duration(n * float64(24*time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("not a positive duration: %q", s)
-	}
-	return d, nil
 }
 
 // confirmation is how a destructive move gets its go-ahead.

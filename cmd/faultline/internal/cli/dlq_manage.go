@@ -187,7 +187,7 @@ it asks first, stating the count, unless --yes; --dry-run only counts.`,
 			if olderThan == "" {
 				return usage(c, errors.New("purge needs --older-than DURATION (e.g. 30d, 36h)"))
 			}
-			age, err := parseAgo(olderThan)
+			age, err := dlq.ParseAgo(olderThan)
 			if err != nil {
 				return usage(c, fmt.Errorf("--older-than: expected a duration like 30d, 36h or 90m, got %q", masked(olderThan)))
 			}

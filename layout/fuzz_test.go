@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzParseEntry holds ParseEntry to its promise on any bytes: no panic,
-// Raw is always JSON, and an entry without an ID is corrupt.
+// Raw is always JSON, an entry without an ID is corrupt or NoID, and
+// corrupt once RequireID is applied.
 func FuzzParseEntry(f *testing.F) {
 	for _, s := range []string{
 		`{"job": {"id": "a"}, "error": "e", "retries": 2, "status": "deleted"}`,
@@ -26,8 +27,14 @@ func FuzzParseEntry(f *testing.F) {
 		if !json.Valid(e.Raw) {
 			t.Fatalf("Raw %q is not JSON", e.Raw)
 		}
-		if e.JobID == "" && e.Corrupt == "" {
-			t.Fatalf("an entry without an ID is not marked corrupt: %+v", e)
+		if e.JobID == "" && e.Corrupt == "" && e.NoID == "" {
+			t.Fatalf("an entry without an ID is marked neither corrupt nor NoID: %+v", e)
+		}
+		if e.NoID != "" && (e.JobID != "" || e.Corrupt != "") {
+			t.Fatalf("NoID with a job ID or corrupt: %+v", e)
+		}
+		if r := e.RequireID(); r.JobID == "" && r.Corrupt == "" {
+			t.Fatalf("RequireID left an entry without an ID uncorrupt: %+v", r)
 		}
 		if e.Source != "src" {
 			t.Fatalf("source %q", e.Source)

@@ -502,12 +502,31 @@ type Entry struct {
 	// Inactive says its status is one of Fields.Inactive: it no longer
 	// holds its job.
 	Inactive bool `json:"inactive,omitempty"`
-	// Corrupt says why the entry could not be read (not JSON, no ID): a
-	// corrupt entry is kept and shown, never dropped.
+	// NoID says why an entry that was read has no job ID ("no job ID at
+	// job.id"): it is a valid entry (the tutorial's jobs often carry no
+	// ID), named by where it is and its bytes instead of by a job. ""
+	// when JobID is set or the entry is Corrupt. A reader that names jobs
+	// by their ID (a drill's) treats it as corrupt: see RequireID.
+	NoID string `json:"noID,omitempty"`
+	// Corrupt says why the entry could not be read (not JSON, not a JSON
+	// object): a corrupt entry is kept and shown, never dropped.
 	Corrupt string `json:"corrupt,omitempty"`
 }
 
-// ParseEntry reads raw, found at source, with fields f.
+// RequireID returns e as a reader that knows entries only by their job's
+// ID sees it: an entry without one (NoID) is corrupt, with NoID's reason,
+// as the black-box drill's oracle counts it (an entry whose job it cannot
+// name). Other entries are returned unchanged.
+func (e Entry) RequireID() Entry {
+	if e.NoID != "" && e.Corrupt == "" {
+		e.Corrupt, e.NoID = e.NoID, ""
+	}
+	return e
+}
+
+// ParseEntry reads raw, found at source, with fields f. Bytes that are not
+// one JSON object are Corrupt; an object without a job ID at f.ID is a
+// valid entry with NoID set (call RequireID to count it as corrupt).
 func ParseEntry(source string, raw []byte, f Fields) Entry {
 	e := Entry{Source: source}
 	if json.Valid(raw) {
@@ -525,6 +544,10 @@ func ParseEntry(source string, raw []byte, f Fields) Entry {
 		e.Corrupt = "not JSON: " + err.Error()
 		return e
 	}
+	if _, ok := doc.(map[string]any); !ok {
+		e.Corrupt = "not a JSON object"
+		return e
+	}
 	get := func(p string) (string, bool) {
 		if p == "" {
 			return "", false
@@ -533,7 +556,7 @@ func ParseEntry(source string, raw []byte, f Fields) Entry {
 	}
 	id, ok := get(f.ID)
 	if !ok || id == "" {
-		e.Corrupt = "no job ID at " + f.ID
+		e.NoID = "no job ID at " + f.ID
 	}
 	e.JobID = id
 	e.Severity, _ = get(f.Severity)

@@ -123,12 +123,44 @@ var _ = Describe("ParseEntry", func() {
 		Expect(s).To(Equal("\x00garbage{"))
 	})
 
-	It("marks an entry without the job's ID corrupt and still reads the rest", func() {
+	It("reads an entry without the job's ID as a valid entry with no ID, and the rest of it", func() {
 		e := layout.ParseEntry("x", []byte(`{"job": {"id": ""}, "error": "boom", "retries": "many"}`), seedFields)
-		Expect(e.Corrupt).To(ContainSubstring("no job ID at job.id"))
+		Expect(e.Corrupt).To(BeEmpty())
+		Expect(e.NoID).To(Equal("no job ID at job.id"))
+		Expect(e.JobID).To(BeEmpty())
 		Expect(e.Error).To(Equal("boom"))
 		Expect(e.HasRetries).To(BeFalse(), "a retries value that is no integer is not read")
 	})
+
+	It("reads the tutorial's entries, whose jobs carry no ID, as valid entries", func() {
+		raw := []byte(`{"job": {"task": "payment", "amount": 100}, "error": "Gateway timeout", "retries": 3, ` +
+			`"failed_at": "2026-12-01T10:00:00.000001", "status": "failed"}`)
+		e := layout.ParseEntry("dead_letter[0]", raw, seedFields)
+		Expect(e).To(MatchFields(layout.Entry{Source: "dead_letter[0]", NoID: "no job ID at job.id", Error: "Gateway timeout",
+			Status: "failed", Retries: 3, HasRetries: true}))
+	})
+
+	It("counts an entry without an ID as corrupt for a reader that names jobs by ID (RequireID), as the drill's oracle does", func() {
+		e := layout.ParseEntry("dlq:low[0]", []byte(`{"error": "no job"}`), seedFields).RequireID()
+		Expect(e).To(MatchFields(layout.Entry{Source: "dlq:low[0]", Error: "no job", Corrupt: "no job ID at job.id"}))
+		named := layout.ParseEntry("s", []byte(`{"job": {"id": "j"}}`), seedFields)
+		Expect(named.RequireID()).To(Equal(named))
+		bad := layout.ParseEntry("s", []byte(`{`), seedFields)
+		Expect(bad.RequireID()).To(Equal(bad))
+	})
+
+	DescribeTable("marks JSON that is not an object corrupt",
+		func(raw string) {
+			e := layout.ParseEntry("s", []byte(raw), seedFields)
+			Expect(e.Corrupt).To(Equal("not a JSON object"))
+			Expect(e.NoID).To(BeEmpty())
+			Expect([]byte(e.Raw)).To(MatchJSON(raw))
+		},
+		Entry("an array", `[1, 2]`),
+		Entry("a string", `"x"`),
+		Entry("null", `null`),
+		Entry("a number", `42`),
+	)
 
 	It("reads numeric IDs in their JSON form", func() {
 		e := layout.ParseEntry("x", []byte(`{"job": {"id": 12345678901234567890}}`), seedFields)

@@ -374,7 +374,7 @@ func (c *commandReader) Read(ctx context.Context) ([]layout.Entry, error) {
 	var entries []layout.Entry
 	for i, line := range bytes.Split(out.Bytes(), []byte("\n")) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
-			entries = append(entries, layout.ParseEntry(fmt.Sprintf("line %d", i+1), line, c.fields))
+			entries = append(entries, layout.ParseEntry(fmt.Sprintf("line %d", i+1), line, c.fields).RequireID())
 		}
 	}
 	return entries, nil

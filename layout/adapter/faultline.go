@@ -107,7 +107,7 @@ func (f *faultlineReader) Read(ctx context.Context) ([]layout.Entry, error) {
 func (f *faultlineReader) entry(e dlq.Entry) layout.Entry {
 	src := "dlq " + e.ID()
 	if e.Corrupt {
-		le := layout.ParseEntry(src, e.Raw, f.fields)
+		le := layout.ParseEntry(src, e.Raw, f.fields).RequireID()
 		if le.Corrupt == "" {
 			le.Corrupt = e.DecodeError
 		}
@@ -121,7 +121,7 @@ func (f *faultlineReader) entry(e dlq.Entry) layout.Entry {
 		b, _ := json.Marshal(err.Error())
 		return layout.Entry{Source: src, Raw: b, JobID: e.ID(), Corrupt: "encode: " + err.Error()}
 	}
-	return layout.ParseEntry(src, raw, f.fields)
+	return layout.ParseEntry(src, raw, f.fields).RequireID()
 }
 
 func (f *faultlineReader) Close() error { return nil }

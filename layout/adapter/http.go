@@ -121,7 +121,7 @@ func (h *httpReader) Read(ctx context.Context) ([]layout.Entry, error) {
 	raws := splitEntries(body)
 	out := make([]layout.Entry, len(raws))
 	for i, raw := range raws {
-		out[i] = layout.ParseEntry(fmt.Sprintf("GET[%d]", i), raw, h.fields)
+		out[i] = layout.ParseEntry(fmt.Sprintf("GET[%d]", i), raw, h.fields).RequireID()
 	}
 	return out, nil
 }

@@ -230,7 +230,7 @@ func (r *redisReader) Read(ctx context.Context) ([]layout.Entry, error) {
 				if r.kind == kindZSet {
 					src = fmt.Sprintf("%s rank %d", k, pos)
 				}
-				out = append(out, layout.ParseEntry(src, []byte(raw), r.fields))
+				out = append(out, layout.ParseEntry(src, []byte(raw), r.fields).RequireID())
 			}
 		case *redis.XMessageSliceCmd:
 			for _, m := range c.Val() {
@@ -246,7 +246,7 @@ func (r *redisReader) Read(ctx context.Context) ([]layout.Entry, error) {
 func (r *redisReader) streamEntry(key string, m redis.XMessage) layout.Entry {
 	src := key + " " + m.ID
 	if v, ok := m.Values[r.field].(string); ok {
-		return layout.ParseEntry(src, []byte(v), r.fields)
+		return layout.ParseEntry(src, []byte(v), r.fields).RequireID()
 	}
 	raw, err := json.Marshal(m.Values)
 	if err != nil {

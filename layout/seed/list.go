@@ -44,8 +44,10 @@ type Entry struct {
 	// Parsed is the entry as layout.ParseEntry reads it with the seed's
 	// fields (Source "KEY[INDEX]", INDEX from the head when read). Its
 	// Severity, when the entry gives none, is the list's ("HIGH" for
-	// dlq:high). Its Corrupt is set for every entry without a job.id —
-	// which is every entry the tutorial writes; see Invalid.
+	// dlq:high). An entry whose job has no job.id — most of those the
+	// tutorial writes — is valid, with Parsed.NoID set and Parsed.Corrupt
+	// empty: its Ref names it. Invalid says whether the tutorial's code
+	// could reprocess it.
 	Parsed layout.Entry `json:"parsed"`
 	// Invalid says why the tutorial's code could not reprocess the entry
 	// (not JSON, not an object, no "job" object); "" when it could. An

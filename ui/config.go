@@ -1,0 +1,195 @@
+package ui
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/dlq"
+)
+
+// DefaultListen is where `faultline ui` listens when not told: loopback
+// only.
+const DefaultListen = "127.0.0.1:8080"
+
+// DefaultPageSize is how many entries a list page shows.
+const DefaultPageSize = 50
+
+// MaxPageSize bounds a list page (the API's limit parameter).
+const MaxPageSize = 1000
+
+// Config says what the UI serves and who may use it.
+type Config struct {
+	// Store is the DLQ the UI reads and changes (required). The optional
+	// interfaces of dlq (BulkDeleter, Auditor, RevisionEditor) are found
+	// by type assertion; an action whose interface is missing is shown
+	// as unavailable.
+	Store dlq.Store
+	// Namespace and Target name the DLQ on every page (Target never with
+	// a password).
+	Namespace, Target string
+	// Listen is the address the handler is served on. It decides the
+	// security defaults: off loopback, Tokens are required, and TLS (or
+	// InsecureHTTP).
+	Listen string
+	// Hosts are extra names the Host header may carry (a proxy's name);
+	// the listen host, localhost, 127.0.0.1 and [::1] are always allowed.
+	// Any other Host is refused (DNS rebinding).
+	Hosts []string
+	// Tokens maps a name to its token. With tokens, every request needs
+	// one (pages: HTTP basic auth, user NAME, password TOKEN; the API:
+	// "Authorization: Bearer TOKEN"), and the name is the audit's "who".
+	// Without tokens (loopback only) pages need none, "who" is User, and
+	// the API is refused.
+	Tokens map[string]string
+	// TLS says the handler is served over TLS. Off loopback, TLS or
+	// InsecureHTTP (a proxy terminates TLS) is required.
+	TLS, InsecureHTTP bool
+	// User is "who" without tokens: the OS user.
+	User string
+	// Log receives one JSON line per action (the server's stdout);
+	// nil discards them.
+	Log io.Writer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// PageSize is the list's page size (default DefaultPageSize).
+	PageSize int
+}
+
+// ConfigError is a Config field that is missing or not allowed.
+type ConfigError struct {
+	// Field is the Config field (or the command's flag, for the command).
+	Field string
+	// Reason says what is wrong and how to fix it.
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
+
+// ErrNotLoopback is matched by the ConfigError of a listen address off
+// loopback without the tokens or the TLS it requires.
+var ErrNotLoopback = errors.New("listen address is not loopback")
+
+// offLoopbackError is a ConfigError that matches ErrNotLoopback.
+type offLoopbackError struct{ ConfigError }
+
+func (e *offLoopbackError) Unwrap() error { return ErrNotLoopback }
+
+// WithDefaults returns c with its defaults filled in.
+func (c Config) WithDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.User == "" {
+		c.User = "unknown"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+// Validate checks c (after WithDefaults) and names the bad field.
+func (c Config) Validate() error {
+	if c.Store == nil {
+		return &ConfigError{Field: "Store", Reason: "required: the DLQ to serve"}
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		return &ConfigError{Field: "Listen", Reason: fmt.Sprintf("expected host:port, got %q", c.Listen)}
+	}
+	for name, tok := range c.Tokens {
+		if name == "" || strings.ContainsAny(name, ":\n") {
+			return &ConfigError{Field: "Tokens", Reason: fmt.Sprintf("a token's name must be non-empty without ':' (got %q)", name)}
+		}
+		if len(tok) < MinTokenLen {
+			return &ConfigError{Field: "Tokens", Reason: fmt.Sprintf("the token of %q is shorter than %d characters", name, MinTokenLen)}
+		}
+	}
+	if IsLoopback(host) {
+		return nil
+	}
+	if len(c.Tokens) == 0 {
+		return &offLoopbackError{ConfigError{Field: "Tokens", Reason: fmt.Sprintf("listening on %s (not loopback) requires named tokens (--tokens FILE, lines name:token); or listen on 127.0.0.1", c.Listen)}}
+	}
+	if !c.TLS && !c.InsecureHTTP {
+		return &offLoopbackError{ConfigError{Field: "TLS", Reason: fmt.Sprintf("listening on %s (not loopback) requires TLS (--tls-cert and --tls-key), or --insecure-http when a proxy in front terminates TLS", c.Listen)}}
+	}
+	return nil
+}
+
+// MinTokenLen is the shortest token accepted.
+const MinTokenLen = 16
+
+// IsLoopback reports whether host (no port) is a loopback name or address:
+// localhost, 127.0.0.0/8, ::1. "" (every interface) is not.
+func IsLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ReadTokens reads a tokens file: one "name:token" a line; blank lines and
+// lines starting with '#' are skipped. A malformed line is an error naming
+// its line number (never its token).
+func ReadTokens(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tokens: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, tok, ok := strings.Cut(line, ":")
+		name, tok = strings.TrimSpace(name), strings.TrimSpace(tok)
+		switch {
+		case !ok || name == "" || tok == "":
+			return nil, fmt.Errorf("%s:%d: expected name:token", path, n)
+		case len(tok) < MinTokenLen:
+			return nil, fmt.Errorf("%s:%d: the token of %q is shorter than %d characters", path, n, name, MinTokenLen)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s:%d: the name %q is given twice", path, n, name)
+		}
+		out[name] = tok
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read tokens %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no tokens (lines name:token)", path)
+	}
+	return out, nil
+}
+
+// tokenName returns the name of tok, comparing every token in constant
+// time, or "" when no token matches.
+func tokenName(tokens map[string]string, tok string) string {
+	found := ""
+	for name, t := range tokens {
+		if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
+			found = name
+		}
+	}
+	return found
+}

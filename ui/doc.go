@@ -1,0 +1,25 @@
+// Package ui is faultline's web UI and JSON API for a dead letter queue:
+// the `faultline dlq` CLI's reads and moves in a browser and over HTTP,
+// with the same store operations, the same filters (dlq.FilterSpec: the
+// query parameters are the CLI's flag names) and the same cut-off rules.
+//
+// New returns an http.Handler, so a team can mount it in its own service;
+// `faultline ui` serves it. It is secure by default: it refuses a listen
+// address off loopback without named tokens and TLS (Config.Validate), and
+// foreign Host headers (DNS rebinding); every change is a POST carrying a
+// CSRF token (an HMAC of a per-browser cookie under a per-process secret);
+// the API (/api/v1/) takes bearer tokens instead; pages render payloads
+// and error texts as text under a Content-Security-Policy that allows
+// only the binary's own script and style, by nonce. Every action is
+// written to the store's audit stream (dlq.Auditor) and as one JSON line
+// to Config.Log.
+//
+// Pages: / (dashboard), /entries (the list: filters, cursor, selection,
+// bulk moves of the filtered set after a confirmation stating the exact
+// count), /entries/{id} (payload, history, requeue, edit, delete,
+// restore, quarantine), /audit. API: GET /api/v1/stats, GET
+// /api/v1/entries[?filters&cursor&limit], GET /api/v1/entries/{id},
+// POST /api/v1/entries/{id}/{requeue,delete,restore,quarantine,edit},
+// POST /api/v1/{requeue,delete} (bulk: dry_run answers the count and the
+// cut-off the run then carries), GET /api/v1/audit.
+package ui

@@ -1,0 +1,391 @@
+package ui
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/faultline/faultline/reference/dlq"
+)
+
+//go:embed assets/*.html assets/*.css assets/*.js
+var assets embed.FS
+
+// The cookie that binds a browser's CSRF token, and the form field that
+// carries the token.
+const (
+	csrfCookie = "faultline_csrf"
+	csrfField  = "csrf"
+)
+
+// server is the handler New returns.
+type server struct {
+	cfg    Config
+	secret []byte
+	hosts  map[string]bool
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	logMu  sync.Mutex
+}
+
+// New returns the UI and API handler for cfg: mount it at "/" of a server
+// (its paths are absolute). It refuses a Config whose security does not
+// hold (a *ConfigError naming the field).
+func New(cfg Config) (http.Handler, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, secret: make([]byte, 32), hosts: map[string]bool{}, mux: http.NewServeMux()}
+	if _, err := rand.Read(s.secret); err != nil {
+		return nil, fmt.Errorf("ui: make the CSRF secret: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	for _, h := range append([]string{host, "localhost", "127.0.0.1", "::1"}, cfg.Hosts...) {
+		h = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"))
+		if h != "" && h != "0.0.0.0" && h != "::" {
+			s.hosts[h] = true
+		}
+	}
+	var err error
+	if s.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	names, err := fs.Glob(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: list templates: %w", err)
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		if n == "assets/layout.html" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("ui: parse %s: %w", n, err)
+		}
+		out[strings.TrimSuffix(strings.TrimPrefix(n, "assets/"), ".html")] = t
+	}
+	return out, nil
+}
+
+func (s *server) routes() {
+	m := s.mux
+	static := http.FileServerFS(mustSub(assets, "assets"))
+	m.Handle("GET /static/", http.StripPrefix("/static/", staticOnly(static)))
+	m.HandleFunc("GET /{$}", s.page(s.pgDashboard))
+	m.HandleFunc("GET /entries", s.page(s.pgList))
+	m.HandleFunc("GET /entries/{id}", s.page(s.pgEntry))
+	m.HandleFunc("POST /entries/{id}/requeue", s.post(s.pgRequeue))
+	m.HandleFunc("POST /entries/{id}/edit", s.post(s.pgEdit))
+	m.HandleFunc("POST /entries/{id}/delete", s.post(s.pgMove("delete")))
+	m.HandleFunc("POST /entries/{id}/restore", s.post(s.pgMove("restore")))
+	m.HandleFunc("POST /entries/{id}/quarantine", s.post(s.pgMove("quarantine")))
+	m.HandleFunc("GET /bulk", s.page(s.pgBulkConfirm))
+	m.HandleFunc("POST /bulk", s.post(s.pgBulk))
+	m.HandleFunc("GET /audit", s.page(s.pgAudit))
+
+	m.HandleFunc("GET /api/v1/stats", s.api(s.apiStats))
+	m.HandleFunc("GET /api/v1/entries", s.api(s.apiList))
+	m.HandleFunc("GET /api/v1/entries/{id}", s.api(s.apiGet))
+	m.HandleFunc("POST /api/v1/entries/{id}/requeue", s.api(s.apiRequeueOne))
+	m.HandleFunc("POST /api/v1/entries/{id}/delete", s.api(s.apiMove("delete")))
+	m.HandleFunc("POST /api/v1/entries/{id}/restore", s.api(s.apiMove("restore")))
+	m.HandleFunc("POST /api/v1/entries/{id}/quarantine", s.api(s.apiMove("quarantine")))
+	m.HandleFunc("POST /api/v1/entries/{id}/edit", s.api(s.apiEdit))
+	m.HandleFunc("POST /api/v1/requeue", s.api(s.apiBulk("requeue")))
+	m.HandleFunc("POST /api/v1/delete", s.api(s.apiBulk("delete")))
+	m.HandleFunc("GET /api/v1/audit", s.api(s.apiAudit))
+	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request, _ string) {
+		apiError(w, http.StatusNotFound, "no such API route: "+r.Method+" "+r.URL.Path, "")
+	}))
+	m.HandleFunc("/", s.page(func(w http.ResponseWriter, r *http.Request, v *view) {
+		s.fail(w, r, v, http.StatusNotFound, "Not found", "There is no page at "+r.URL.Path+".")
+	}))
+}
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
+}
+
+// staticOnly serves the CSS and JS assets, never the templates.
+func staticOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, ".css") && !strings.HasSuffix(r.URL.Path, ".js") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP checks the Host header (DNS rebinding), sets the security
+// headers and routes.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	if !s.hostAllowed(r.Host) {
+		http.Error(w, fmt.Sprintf("refused: the Host header %q is not a name this server answers to (allowed: %s); add it with --host if a proxy uses it", r.Host, strings.Join(s.allowedHosts(), ", ")), http.StatusMisdirectedRequest)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return s.hosts[host]
+}
+
+func (s *server) allowedHosts() []string {
+	out := make([]string, 0, len(s.hosts))
+	for h := range s.hosts {
+		out = append(out, h)
+	}
+	sortStrings(out)
+	return out
+}
+
+// who authenticates r: with tokens, basic auth (pages) or a bearer token;
+// without, the OS user. ok is false when a token is required and none
+// matched.
+func (s *server) who(r *http.Request, bearerOnly bool) (string, bool) {
+	if len(s.cfg.Tokens) == 0 {
+		return s.cfg.User, !bearerOnly
+	}
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if name := tokenName(s.cfg.Tokens, strings.TrimSpace(tok)); name != "" {
+			return name, true
+		}
+		return "", false
+	}
+	if bearerOnly {
+		return "", false
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return "", false
+	}
+	name := tokenName(s.cfg.Tokens, pass)
+	if name == "" || subtle.ConstantTimeCompare([]byte(name), []byte(user)) != 1 {
+		return "", false
+	}
+	return name, true
+}
+
+// csrfToken returns the browser's CSRF token, setting its cookie when the
+// browser has none: the token is an HMAC of the cookie under the process's
+// secret, so a page from another site can neither read nor forge it.
+func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(csrfCookie)
+	val := ""
+	if err == nil && len(c.Value) >= 22 {
+		val = c.Value
+	} else {
+		b := make([]byte, 18)
+		_, _ = rand.Read(b)
+		val = base64.RawURLEncoding.EncodeToString(b)
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: val, Path: "/", HttpOnly: true,
+			Secure: s.cfg.TLS, SameSite: http.SameSiteStrictMode})
+	}
+	return s.sign(val)
+}
+
+func (s *server) sign(v string) string {
+	m := hmac.New(sha256.New, s.secret)
+	m.Write([]byte("csrf\x00" + v))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// csrfOK checks a POST's token against its cookie.
+func (s *server) csrfOK(r *http.Request) bool {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	got := r.PostFormValue(csrfField)
+	return got != "" && hmac.Equal([]byte(got), []byte(s.sign(c.Value)))
+}
+
+// nonce returns a fresh CSP nonce.
+func nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// setCSP sets the page's Content-Security-Policy: scripts and styles only
+// from the binary's assets carrying this response's nonce; nothing inline.
+func setCSP(w http.ResponseWriter, n string) {
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+n+"'; style-src 'nonce-"+n+
+		"'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+}
+
+// view is what every page template gets.
+type view struct {
+	Title     string
+	Nonce     string
+	CSRF      string
+	Who       string
+	Namespace string
+	Target    string
+	Auditing  bool
+	Data      any
+}
+
+// page wraps a GET page handler: authentication, CSRF cookie, CSP.
+func (s *server) page(h func(http.ResponseWriter, *http.Request, *view)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.who(r, false)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="faultline ui", charset="UTF-8"`)
+			http.Error(w, "unauthorized: sign in with a token's name and the token (basic auth), or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
+		}
+		v := &view{Nonce: nonce(), Who: who, Namespace: s.cfg.Namespace, Target: s.cfg.Target}
+		_, v.Auditing = s.cfg.Store.(dlq.Auditor)
+		v.CSRF = s.csrfToken(w, r)
+		setCSP(w, v.Nonce)
+		h(w, r, v)
+	}
+}
+
+// post wraps a state-changing form handler: a page whose POST must carry
+// the CSRF token.
+func (s *server) post(h func(http.ResponseWriter, *http.Request, *view)) http.HandlerFunc {
+	return s.page(func(w http.ResponseWriter, r *http.Request, v *view) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			s.fail(w, r, v, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
+			return
+		}
+		if !s.csrfOK(r) {
+			s.fail(w, r, v, http.StatusForbidden, "Refused: missing or wrong CSRF token",
+				"Every change is a form of this UI carrying its token. Reload the page you came from and try again; nothing changed.")
+			return
+		}
+		h(w, r, v)
+	})
+}
+
+// maxForm bounds a form or API body: a payload edit is the largest.
+const maxForm = 16 << 20
+
+// render writes page name with v.
+func (s *server) render(w http.ResponseWriter, status int, name string, v *view) {
+	t := s.pages[name]
+	var b strings.Builder
+	if err := t.Execute(&b, v); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// problem is the error page's data.
+type problem struct {
+	Status  int
+	Heading string
+	Text    string
+	Field   string
+	Back    string
+}
+
+// fail renders the error page.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, status int, heading, text string) {
+	v.Title = heading
+	v.Data = problem{Status: status, Heading: heading, Text: text, Back: r.Referer()}
+	s.render(w, status, "error", v)
+}
+
+// storeFail renders a store error: Redis down is a 503 saying so; an
+// unknown entry a 404; anything else a 500 with the error's (masked) text.
+func (s *server) storeFail(w http.ResponseWriter, r *http.Request, v *view, doing string, err error) {
+	status, heading, text := classifyErr(doing, err)
+	s.fail(w, r, v, status, heading, text)
+}
+
+func classifyErr(doing string, err error) (int, string, string) {
+	switch {
+	case errors.Is(err, dlq.ErrNotFound):
+		return http.StatusNotFound, "Not found", "No DLQ entry with that ID (" + doing + ")."
+	case unreachable(err):
+		return http.StatusServiceUnavailable, "The DLQ's Redis could not be reached",
+			"faultline ui could not reach the store while trying to " + doing + ": " + maskText(err.Error()) +
+				". Nothing was changed by this request; check that Redis is up, then reload."
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "Timed out", "The store did not answer in time (" + doing + "); reload to try again."
+	}
+	return http.StatusInternalServerError, "Store error", "Could not " + doing + ": " + maskText(err.Error())
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// apiErr is the API's error body.
+type apiErr struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func apiError(w http.ResponseWriter, status int, msg, field string) {
+	writeJSON(w, status, apiErr{Error: msg, Field: field})
+}
+
+// api wraps an API handler: a bearer token is required (the API takes no
+// CSRF token, and no cookie authenticates it).
+func (s *server) api(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		if len(s.cfg.Tokens) == 0 {
+			apiError(w, http.StatusUnauthorized, "the API needs bearer tokens: start faultline ui with --tokens FILE (lines name:token)", "")
+			return
+		}
+		who, ok := s.who(r, true)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="faultline ui"`)
+			apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)", "")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		h(w, r, who)
+	}
+}

@@ -106,6 +106,13 @@ func (c Config) Validate() error {
 	if c.Store == nil {
 		return &ConfigError{Field: "Store", Reason: "required: the DLQ to serve"}
 	}
+	return c.ValidateSecurity()
+}
+
+// ValidateSecurity checks the listen address, tokens and TLS of c (after
+// WithDefaults): what Validate checks but the store, so a command can
+// refuse an unsafe configuration before it connects to anything.
+func (c Config) ValidateSecurity() error {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		return &ConfigError{Field: "Listen", Reason: fmt.Sprintf("expected host:port, got %q", c.Listen)}

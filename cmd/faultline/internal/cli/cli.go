@@ -106,6 +106,7 @@ Exit codes:
 	}
 	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	root.AddCommand(newRunCommand(), newDrillCommand(), newWorkerCommand(), newValidateCommand(), newListCommand(), newReportCommand(), newRulesCommand(), newDemoCommand(), newDLQCommand())
+	root.AddCommand(newUICommand())
 	return root
 }
 

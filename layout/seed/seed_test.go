@@ -282,6 +282,75 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 				})
 			})
 
+			Describe("Get", func() {
+				It("reads one entry by its position and digest in one LINDEX, no LRANGE", func() {
+					all := listAll(ctx, c, prefix, seed.Filter{}, 50)
+					pay := find(all, byTask("payment"))
+					h := &counter{}
+					c.AddHook(h)
+					e, where, err := seed.Get(ctx, c, prefix, "dead_letter", pay.Position, seed.Digest(pay.Bytes)[:12])
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.At))
+					Expect(e.Bytes).To(Equal(pay.Bytes))
+					Expect(e.Position).To(Equal(pay.Position))
+					Expect(e.Parsed.Source).To(Equal(pay.Parsed.Source))
+					Expect(e.Parsed.NoID).To(Equal("no job ID at job.id"), "the tutorial's job has no ID")
+					Expect(e.Parsed.Corrupt).To(BeEmpty(), "and is no less valid for it")
+					Expect(h.lranges()).To(BeEmpty())
+
+					e, where, err = seed.Get(ctx, c, prefix, "dead_letter", pay.Position, "")
+					Expect(err).NotTo(HaveOccurred())
+					Expect([]any{where, string(e.Bytes)}).To(Equal([]any{seed.At, string(pay.Bytes)}))
+				})
+
+				It("follows an entry a trim moved down, says when the one there changed, and when there is none", func() {
+					vals := make([]any, 10)
+					for i := range vals {
+						vals[i] = fmt.Sprintf(`{"job": {"task": "t%d"}, "error": "e", "type": "ValueError", "severity": "LOW", "retries": 1, "timestamp": "x"}`, i)
+					}
+					Expect(c.Del(ctx, prefix+"dlq:low").Err()).To(Succeed())
+					Expect(c.LPush(ctx, prefix+"dlq:low", vals...).Err()).To(Succeed())
+					listed := find(listAll(ctx, c, prefix, seed.Filter{Lists: []string{"dlq:low"}}, 50), byTask("t5"))
+					Expect(listed.Position).To(BeEquivalentTo(5))
+					d := seed.Digest(listed.Bytes)[:12]
+
+					By("three pushes onto the full list, trimmed as the tutorial does: every entry moves down by three")
+					for i := range 3 {
+						Expect(c.LPush(ctx, prefix+"dlq:low", fmt.Sprintf(`{"job": {"task": "new%d"}}`, i)).Err()).To(Succeed())
+						Expect(c.LTrim(ctx, prefix+"dlq:low", 0, 9).Err()).To(Succeed())
+					}
+					h := &counter{}
+					c.AddHook(h)
+					e, where, err := seed.Get(ctx, c, prefix, "dlq:low", 5, d)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.Moved))
+					Expect(e.Position).To(BeEquivalentTo(2))
+					Expect(e.Bytes).To(Equal(listed.Bytes))
+					Expect(h.lranges()).To(HaveLen(1))
+					Expect(h.lranges()[0]).To(BeNumerically("<=", seed.MoveScan))
+
+					By("an entry replaced in place")
+					Expect(c.LSet(ctx, prefix+"dlq:low", -3, `{"job": {"task": "other"}}`).Err()).To(Succeed())
+					e, where, err = seed.Get(ctx, c, prefix, "dlq:low", 2, d)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.ChangedAt))
+					Expect(string(e.Bytes)).To(Equal(`{"job": {"task": "other"}}`))
+
+					By("a position past the list")
+					_, where, err = seed.Get(ctx, c, prefix, "dlq:low", 99, d)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.Gone))
+					_, where, err = seed.Get(ctx, c, prefix, "dlq:low", 99, "")
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.Gone), "no digest: nothing to look for below")
+
+					_, _, err = seed.Get(ctx, c, prefix, "dlq:nope", 0, "")
+					Expect(err).To(MatchError(seed.ErrRef))
+					_, _, err = seed.Get(ctx, c, prefix, "dlq:low", 0, "xyz")
+					Expect(err).To(MatchError(seed.ErrDigest))
+				})
+			})
+
 			It("reads a 100,000-entry list in LRANGE-bounded pages", func() {
 				n := 100_000
 				if strings.Contains(lane.name, "miniredis") {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -135,10 +134,7 @@ type seedRow struct {
 	Invalid string `json:"invalid,omitempty"`
 }
 
-func seedDigest(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])[:seedRefDigest]
-}
+func seedDigest(b []byte) string { return seed.Digest(b)[:seedRefDigest] }
 
 // seedRefOf is e's ref, its list named without the prefix.
 func seedRefOf(prefix string, e *seed.Entry) string {
@@ -303,18 +299,14 @@ func parseSeedRef(c *cobra.Command, s string, needDigest bool) (seedRef, error) 
 	return r, nil
 }
 
-// get reads the entry at r's position now; false when there is none.
-func (s *seedConn) get(ctx context.Context, r seedRef) (seed.Entry, bool, error) {
-	// A listing of r's list alone whose cursor is r's position: its first
-	// entry is the one there, when there is one.
-	p, err := seed.List(ctx, s.rdb, s.prefix, seed.Filter{Lists: []string{r.list}}, "0:"+strconv.FormatInt(r.pos, 10), 1)
+// get reads the entry r names, by its position and digest (seed.Get: one
+// LINDEX, and a bounded look below the position when a trim moved it).
+func (s *seedConn) get(ctx context.Context, r seedRef) (seed.Entry, seed.Where, error) {
+	e, where, err := seed.Get(ctx, s.rdb, s.prefix, r.list, r.pos, r.digest)
 	if err != nil {
-		return seed.Entry{}, false, fmt.Errorf("read %s: %w", r, err)
+		return seed.Entry{}, 0, fmt.Errorf("read %s: %w", r, err)
 	}
-	if len(p.Entries) == 0 || p.Entries[0].Position != r.pos {
-		return seed.Entry{}, false, nil
-	}
-	return p.Entries[0], true, nil
+	return e, where, nil
 }
 
 // wasMarked reports whether cur is the entry whose digest is digest,
@@ -361,6 +353,9 @@ type seedEntryView struct {
 	// Changed says the entry at the position is not the one the ref's
 	// digest names.
 	Changed bool `json:"changed_since_listed,omitempty"`
+	// MovedFrom is the ref asked for when the entry was found below its
+	// position (the list was trimmed since it was listed).
+	MovedFrom string `json:"moved_from,omitempty"`
 }
 
 func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) error {
@@ -373,11 +368,11 @@ func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) 
 		return err
 	}
 	defer func() { _ = s.rdb.Close() }()
-	e, ok, err := s.get(c.Context(), r)
+	e, where, err := s.get(c.Context(), r)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if where == seed.Gone {
 		return usage(c, fmt.Errorf("no entry at %s in %s", r, s.where()))
 	}
 	mask := masked
@@ -385,7 +380,10 @@ func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) 
 		mask = func(s string) string { return s }
 	}
 	v := seedEntryView{seedRow: seedRowOf(s.prefix, &e), Masked: !reveal}
-	v.Changed = r.digest != "" && r.digest != seedDigest(e.Bytes)
+	v.Changed = where == seed.ChangedAt
+	if where == seed.Moved {
+		v.MovedFrom = r.String()
+	}
 	if e.Invalid != "" {
 		if utf8.Valid(e.Bytes) {
 			v.Raw = mask(string(e.Bytes))
@@ -403,6 +401,9 @@ func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) 
 	if v.Changed {
 		fmt.Fprintf(c.ErrOrStderr(), "note: the entry at %s@%d is not the one %s names (changed since listed); showing the one there now, %s\n",
 			r.list, r.pos, r, v.Ref)
+	}
+	if v.MovedFrom != "" {
+		fmt.Fprintf(c.ErrOrStderr(), "note: the entry %s names has moved to %s (the list was trimmed since it was listed)\n", r, v.Ref)
 	}
 	if output != "table" {
 		return writeJSON(w, v, output == "json")
@@ -504,15 +505,15 @@ func (s *seedConn) requeueRefs(c *cobra.Command, refs []seedRef, opts seed.Reque
 		}
 	}
 	for _, r := range refs {
-		e, found, err := s.get(ctx, r)
+		e, where, err := s.get(ctx, r)
 		if err != nil {
 			return fmt.Errorf("requeue %s (after %d moved): %w", r, sum.Moved, err)
 		}
 		var o seed.Outcome
 		switch {
-		case !found:
+		case where == seed.Gone:
 			o = seed.NotFound
-		case seedDigest(e.Bytes) != r.digest:
+		case where == seed.ChangedAt:
 			o = seed.Changed
 			if wasMarked(e.Bytes, r.digest) {
 				o = seed.AlreadyReprocessing

@@ -18,7 +18,7 @@ var reportFormatNames = []string{"json", "junit", "md", "html"}
 func newReportCommand() *cobra.Command {
 	report := &cobra.Command{
 		Use:   "report",
-		Short: "Re-render a stored run's report, or compare two runs",
+		Short: "Re-render a stored run's report, compare two runs, or merge a sharded run's shards",
 	}
 	var to, out string
 	render := &cobra.Command{
@@ -53,7 +53,7 @@ says what is wrong and where).`,
 	}
 	render.Flags().StringVar(&to, "to", "", "the format: html, md, junit, json or text")
 	render.Flags().StringVarP(&out, "out", "o", "", "write to this file instead of stdout")
-	report.AddCommand(render, newCheckCommand())
+	report.AddCommand(render, newCheckCommand(), newMergeCommand())
 	report.AddCommand(&cobra.Command{
 		Use:   "diff OLD.json NEW.json",
 		Short: "Tell what changed between two runs of the same scenario; exit 1 on a regression",

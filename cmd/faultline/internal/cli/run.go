@@ -38,6 +38,7 @@ type runFlags struct {
 	noShrink  bool
 	progress  string
 	shrunkOut string
+	shard     string
 	limits    limitFlags
 }
 
@@ -62,11 +63,18 @@ was interrupted); 2 invalid input (a scenario file or a flag, an unwritable
 reached.
 
 Everything printed and every report has its secrets masked (tokens, webhook URLs,
-passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.`,
+passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.
+
+--shard I/N (1 ≤ I ≤ N) runs the I-th of N shares of the (scenario, seed) pairs
+— pair p (scenarios first, then seeds) goes to shard p mod N + 1 — and writes to
+--report-dir a summary.json naming the shard and what identifies the run, junit.xml
+and the failing runs' reports; faultline report merge puts the N directories
+together. With --shard, --seeds may hold N × 1,000,000 seeds (the cap is per shard).`,
 		Example: `  faultline run --all
   faultline run payment-challenge --seed 7
   faultline run drills/ --seeds 1..1000 --parallel 2
-  faultline run my-scenario.yaml --report json --report-dir out/`,
+  faultline run my-scenario.yaml --report json --report-dir out/
+  faultline run --all --seeds 1..100000 --shard 2/8 --report-dir shard-2/`,
 		Args: func(c *cobra.Command, args []string) error {
 			if f.all && len(args) > 0 {
 				return usage(c, errors.New("give scenarios or --all, not both"))
@@ -90,6 +98,7 @@ passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each effective scenario (includes merged, defaults filled in) without running it")
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
+	fl.StringVar(&f.shard, "shard", "", "run the I-th of N shares of the (scenario, seed) pairs, 1-based (e.g. 2/8), for report merge")
 	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
 	f.limits.register(fl)
 	return c
@@ -102,8 +111,9 @@ type target struct {
 	loaded *scenarios.Loaded
 }
 
-// seedRange parses "A..B" (inclusive) or "N".
-func seedRange(s string) (uint64, uint64, error) {
+// seedRange parses "A..B" (inclusive) or "N", of at most maxSeeds·shards
+// seeds: the cap is on one call's, or one shard's, share.
+func seedRange(s string, shards int) (uint64, uint64, error) {
 	a, b, ok := strings.Cut(s, "..")
 	if !ok {
 		b = a
@@ -113,8 +123,11 @@ func seedRange(s string) (uint64, uint64, error) {
 	if err1 != nil || err2 != nil || hi < lo {
 		return 0, 0, fmt.Errorf("--seeds: expected a range like 1..1000, got %q", s)
 	}
-	if hi-lo >= 1_000_000 {
-		return 0, 0, fmt.Errorf("--seeds: at most 1,000,000 seeds at once, got %q", s)
+	if limit := maxSeeds * uint64(shards); hi-lo >= limit {
+		if shards > 1 {
+			return 0, 0, fmt.Errorf("--seeds: at most 1,000,000 seeds a shard (%d in all with %d shards), got %q", limit, shards, s)
+		}
+		return 0, 0, fmt.Errorf("--seeds: at most 1,000,000 seeds at once (or 1,000,000 a shard with --shard I/N), got %q", s)
 	}
 	return lo, hi, nil
 }
@@ -227,6 +240,7 @@ const (
 type job struct {
 	t     *target
 	seed  uint64
+	index uint64 // the pair's place in the whole run (see pairPlan)
 	res   *reports.Result
 	err   error
 	state jobState
@@ -274,10 +288,21 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	if seedSet && f.seeds != "" {
 		return usage(c, errors.New("give --seed or --seeds, not both"))
 	}
+	shard, sharded := reports.Shard{Index: 1, Count: 1}, f.shard != ""
+	if sharded {
+		if shard, err = parseShard(f.shard); err != nil {
+			return usage(c, err)
+		}
+		if !f.dryRun {
+			if err := checkOutputDir("--report-dir", f.reportDir); err != nil {
+				return err
+			}
+		}
+	}
 	var lo, hi uint64
 	sweep := f.seeds != ""
 	if sweep {
-		if lo, hi, err = seedRange(f.seeds); err != nil {
+		if lo, hi, err = seedRange(f.seeds, shard.Count); err != nil {
 			return usage(c, err)
 		}
 	}
@@ -293,30 +318,44 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		return dryRun(out, targets)
 	}
 
-	var jobs []*job
-	for i := range targets {
-		t := &targets[i]
-		switch {
-		case sweep:
-			for s := lo; ; s++ {
-				jobs = append(jobs, &job{t: t, seed: s})
-				if s == hi {
-					break
-				}
-			}
-		case seedSet:
-			jobs = append(jobs, &job{t: t, seed: f.seed})
-		default:
-			jobs = append(jobs, &job{t: t, seed: t.loaded.Scenario.Seed})
-		}
+	plan := pairPlan{targets: targets, perTarget: 1, seedOf: func(t *target, _ uint64) uint64 { return t.loaded.Scenario.Seed }}
+	seedSpec := "scenario seeds"
+	switch {
+	case sweep:
+		plan.perTarget = hi - lo + 1
+		plan.seedOf = func(_ *target, k uint64) uint64 { return lo + k }
+		seedSpec = fmt.Sprintf("seeds %d..%d", lo, hi)
+	case seedSet:
+		plan.seedOf = func(*target, uint64) uint64 { return f.seed }
+		seedSpec = fmt.Sprintf("seed %d", f.seed)
 	}
+	jobs := plan.jobs(shard)
 
 	bar := newBar(errw, f.progress, len(jobs))
 	p := &printer{w: out, sweep: sweep, color: colorFor(out)}
 	// Each run is printed and written as it finishes, in order, then let
 	// go of: memory stays flat in the number of runs.
-	sink, err := newRunSink(f.reportDir, formats, sweep)
+	var shardOut *shardSink
+	sinkFormats := formats
+	if sharded {
+		// A shard always writes what report merge reads: summary.json and
+		// the failing runs' reports (shardSink), and junit.xml.
+		sinkFormats = []string{"junit"}
+		for _, format := range formats {
+			if format == "md" {
+				sinkFormats = append(sinkFormats, format)
+			}
+		}
+		shardOut, err = newShardSink(f.reportDir, shardHeader(shard, plan, seedSpec), uint64(len(jobs)), slices.Contains(formats, "html"))
+		if err != nil {
+			return err
+		}
+	}
+	sink, err := newRunSink(f.reportDir, sinkFormats, sweep && !sharded)
 	if err != nil {
+		if shardOut != nil {
+			_ = shardOut.close()
+		}
 		return err
 	}
 	execute(ctx, jobs, f.parallel, func(done []*job) {
@@ -326,6 +365,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		for _, j := range done {
 			p.add(j)
 			sink.add(j)
+			if shardOut != nil {
+				shardOut.add(j)
+			}
 			j.release()
 			if afterRelease != nil {
 				afterRelease()
@@ -363,6 +405,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		shrinkFailures(ctx, out, jobs, shrunk)
 	}
 	wrote, err := sink.close()
+	if shardOut != nil {
+		err = errors.Join(err, shardOut.close())
+	}
 	if err != nil {
 		return err
 	}
@@ -371,6 +416,10 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	}
 	if err := sink.closeStep(); err != nil {
 		fmt.Fprintln(errw, "faultline:", masked(err.Error()))
+	}
+	if sharded {
+		fmt.Fprintf(out, "shard %s: %d of the %d runs of %s × %s (faultline report merge puts the shards together)\n",
+			shard, len(jobs), plan.total(), plural2(len(targets), "scenario", "scenarios"), seedSpec)
 	}
 	fmt.Fprintf(out, "%d %s, %d %s: %d passed, %d failed", len(targets), plural(len(targets), "scenario", "scenarios"),
 		ran, plural(ran, "run", "runs"), ran-failed-errored-stopped, failed)

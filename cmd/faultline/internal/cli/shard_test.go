@@ -90,7 +90,7 @@ var _ = Describe("a sweep sharded with run --shard and put together with report 
 			Expect(*h.Shard).To(Equal(reports.Shard{Index: i, Count: 3}))
 			Expect(h.TotalRuns).To(BeEquivalentTo(8))
 			for _, r := range rows {
-				Expect(int(r.Index % 3)).To(Equal(i-1), "pair %d goes to shard %d", r.Index, r.Index%3+1)
+				Expect(int(r.Index%3)).To(Equal(i-1), "pair %d goes to shard %d", r.Index, r.Index%3+1)
 			}
 			sizes[i] = len(rows)
 		}

@@ -10,9 +10,10 @@ import (
 // simple case folding. Both reference stores fold the same way (memstore
 // and redisstore each keep a copy of this file; keep them identical): each
 // rune is mapped to one representative of its simple-folding orbit (the
-// lowest rune of the orbit, lowercased when it is an ASCII letter), so two
-// texts are equal under simple folding exactly when their folds are equal,
-// and a substring test on folds is a case-insensitive substring test.
+// lower case of the orbit's lowest rune, or that rune when its lower case
+// is not in the orbit), so two texts are equal under simple folding
+// exactly when their folds are equal, and a substring test on folds is a
+// case-insensitive substring test.
 // Invalid UTF-8 folds to U+FFFD, byte by byte, as JSON encoding stores it:
 // the fold of an entry's text is the same before and after a round trip.
 // Full folding (ß against "ss") is not applied: simple folding maps one
@@ -32,8 +33,15 @@ func foldRune(r rune) rune {
 	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 		low = min(low, f)
 	}
-	if 'A' <= low && low <= 'Z' {
-		low += 'a' - 'A'
+	// The lowest rune's lower case, when it is in the orbit (it is for
+	// every cased letter), reads better than the lowest rune itself and is
+	// as canonical.
+	if l := unicode.ToLower(low); l != low {
+		for f := unicode.SimpleFold(low); f != low; f = unicode.SimpleFold(f) {
+			if f == l {
+				return l
+			}
+		}
 	}
 	return low
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,12 +50,40 @@ func (s *Store) load(ctx context.Context, id string) (stored, bool, error) {
 
 // metaArgs are the fields of an entry the scripts keep beside its opaque
 // JSON, for counters, capacity and filters: status, severity, class, task,
-// attempts, last error type.
+// attempts, last error type, folded last error text (metaErrText).
 func metaArgs(e *dlq.Entry) []any {
 	if e.Corrupt {
-		return []any{"corrupt", "", "", "", 0, ""}
+		return []any{"corrupt", "", "", "", 0, "", ""}
 	}
-	return []any{e.Status.String(), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts, e.ErrorType()}
+	return []any{e.Status.String(), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts, e.ErrorType(),
+		metaErrText(e)}
+}
+
+// ErrTextCap bounds the copy of an entry's last error text its meta keeps
+// for the error-text filter, in bytes of folded text.
+const ErrTextCap = 256
+
+// metaErrText is the copy of e's last error text the meta keeps ("etx"),
+// so that the scan script matches dlq.Filter.ErrorText without decoding
+// entries: the text folded by foldText (the script folds nothing), behind
+// '=' when it is whole, or its first bytes (at most ErrTextCap, cut at a
+// rune) behind '~' when it is longer. A cut copy matches the script
+// coarsely when the needle is not in its bytes, and Go decides on the
+// decoded entry; so does a meta without a copy (written by an older
+// faultline).
+func metaErrText(e *dlq.Entry) string {
+	t := ""
+	if n := len(e.History); n > 0 {
+		t = foldText(e.History[n-1].Error)
+	}
+	if len(t) <= ErrTextCap {
+		return "=" + t
+	}
+	cut := ErrTextCap
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return "~" + t[:cut]
 }
 
 // fenceArg is what a dlqPut is fenced on: a lease ("lease"; "hold" to park
@@ -232,9 +261,12 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 	e = normalize(e, now)
 	from := disposition.None
 	if f != nil {
-		from = disposition.InFlight
-		if f.kind == "held" {
+		switch f.kind {
+		case "held":
 			from = disposition.Held
+		case "absent":
+		default:
+			from = disposition.InFlight
 		}
 	}
 	var prev *stored // nil: expect no entry
@@ -258,6 +290,8 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 		switch code := asString(res[0]); code {
 		case "gone", "lost":
 			return dlq.AddResult{}, leaseErr(op, queue.Lease{JobID: f.id}, code)
+		case "present":
+			return dlq.AddResult{}, errPresent
 		case "conflict":
 			cur, ok, err := s.load(ctx, id)
 			if err != nil {
@@ -454,10 +488,10 @@ type walk struct {
 
 // filterArgs are dlqScan's filter ARGV: whether the filter sets any
 // condition, then its severities, classes, tasks, error types and statuses,
-// each as a count and names.
+// each as a count and names, then its error text, folded.
 func filterArgs(f *dlq.Filter) []any {
 	cond := len(f.Severities)+len(f.Classes)+len(f.Tasks)+len(f.ErrorTypes)+len(f.Statuses) > 0 ||
-		!f.Since.IsZero() || !f.Until.IsZero()
+		!f.Since.IsZero() || !f.Until.IsZero() || f.ErrorText != ""
 	args := []any{"0"}
 	if cond {
 		args[0] = "1"
@@ -473,7 +507,7 @@ func filterArgs(f *dlq.Filter) []any {
 	set(f.Tasks)
 	set(f.ErrorTypes)
 	set(names(f.Statuses))
-	return args
+	return append(args, foldText(f.ErrorText))
 }
 
 func names[T fmt.Stringer](xs []T) []string {
@@ -556,6 +590,7 @@ func (s *Store) List(ctx context.Context, f dlq.Filter, cursor string, limit int
 			return dlq.Page{}, fmt.Errorf("list: %w", err)
 		}
 	}
+	f.ErrorText = foldText(f.ErrorText)
 	index := "bytime"
 	if len(f.Statuses) == 1 {
 		index = "st:" + f.Statuses[0].String()
@@ -674,10 +709,16 @@ func parseStats(r any) (dlq.Stats, int) {
 	// Bytes stored without an index (by another writer, after the heal)
 	// count as corrupt until a heal places them.
 	st.Corrupt += max(st.Total-indexed, 0)
-	if len(v) == 6 {
+	if len(v) >= 6 {
 		st.OldestID = asString(v[4])
 		if e := dlq.Decode(st.OldestID, []byte(asString(v[5]))); !e.Corrupt {
 			st.Oldest = e.LastFailedAt
+		}
+	}
+	if len(v) >= 8 {
+		st.NewestID = asString(v[6])
+		if e := dlq.Decode(st.NewestID, []byte(asString(v[7]))); !e.Corrupt {
+			st.Newest = e.LastFailedAt
 		}
 	}
 	return st, indexed

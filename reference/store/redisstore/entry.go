@@ -43,12 +43,13 @@ func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
 	return m
 }
 
-// match reports whether f selects e. A corrupt entry has no fields to match:
-// only a filter without conditions selects it.
+// match reports whether f, its ErrorText folded (foldText), selects e. A
+// corrupt entry has no fields to match: only a filter without conditions
+// selects it.
 func match(f dlq.Filter, e *dlq.Entry) bool {
 	if e.Corrupt {
 		return len(f.Severities) == 0 && len(f.Tasks) == 0 && len(f.Classes) == 0 && len(f.ErrorTypes) == 0 &&
-			len(f.Statuses) == 0 && f.Since.IsZero() && f.Until.IsZero()
+			len(f.Statuses) == 0 && f.Since.IsZero() && f.Until.IsZero() && f.ErrorText == ""
 	}
 	return (len(f.Severities) == 0 || slices.Contains(f.Severities, e.Severity())) &&
 		(len(f.Tasks) == 0 || slices.Contains(f.Tasks, e.Job.Task)) &&
@@ -56,5 +57,14 @@ func match(f dlq.Filter, e *dlq.Entry) bool {
 		(len(f.ErrorTypes) == 0 || slices.Contains(f.ErrorTypes, e.ErrorType())) &&
 		(len(f.Statuses) == 0 || slices.Contains(f.Statuses, e.Status)) &&
 		(f.Since.IsZero() || !e.LastFailedAt.Before(f.Since)) &&
-		(f.Until.IsZero() || e.LastFailedAt.Before(f.Until))
+		(f.Until.IsZero() || e.LastFailedAt.Before(f.Until)) &&
+		(f.ErrorText == "" || containsFold(lastError(e), f.ErrorText))
+}
+
+// lastError is the error text of e's last failure, or "".
+func lastError(e *dlq.Entry) string {
+	if n := len(e.History); n > 0 {
+		return e.History[n-1].Error
+	}
+	return ""
 }

@@ -150,18 +150,72 @@ func (s *Store) Requeue(ctx context.Context, id string, opts dlq.RequeueOptions,
 // the scan saw. An entry that fails again during
 // the run changes revision (and its last failure passes the cut-off), so it
 // is skipped, not requeued twice; two runs at once requeue each entry once,
-// the other run counting it Skipped. An interrupted run leaves every entry
-// either requeued (and on its queue) or untouched.
+// the other run counting it Skipped (Changed). An entry purged before the
+// move is Gone, one whose job is queued or in flight Busy, one whose job
+// cannot be queued as it is (a payload over MaxPayload) Invalid. An
+// interrupted run leaves every entry either requeued (and on its queue) or
+// untouched.
 func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.RequeueOptions, now time.Time, dryRun bool) (dlq.BulkResult, error) {
-	res := dlq.BulkResult{DryRun: dryRun}
 	if err := checkOptions(opts); err != nil {
+		return dlq.BulkResult{DryRun: dryRun}, fmt.Errorf("requeue matching: %w", err)
+	}
+	res, err := s.bulkWalk(ctx, f, opts.Auto, now, dryRun, func(e *dlq.Entry, rev string) ([]any, *job.Job) {
+		next, j := requeued(*e, opts, now)
+		if job.Validate(&j, s.cfg.MaxPayload) != nil {
+			return nil, nil
+		}
+		item, err := setItem(&next, rev, &j)
+		if err != nil {
+			return nil, nil
+		}
+		return item, &j
+	})
+	if err != nil {
 		return res, fmt.Errorf("requeue matching: %w", err)
 	}
+	return res, nil
+}
+
+// DeleteMatching soft-deletes every entry RequeueMatching would pick with
+// f and now (dlq.BulkDeleter), by the same walk, steps and revision guards:
+// each step's matches are moved to Deleted by one dlqSet script, as Delete
+// moves one (Restore undoes it). An entry that fails again, is edited or is
+// moved by another run meanwhile is skipped (Changed), one purged is Gone;
+// two runs at once delete each entry once.
+func (s *Store) DeleteMatching(ctx context.Context, f dlq.Filter, by string, now time.Time, dryRun bool) (dlq.BulkResult, error) {
+	res, err := s.bulkWalk(ctx, f, false, now, dryRun, func(e *dlq.Entry, rev string) ([]any, *job.Job) {
+		next := *e
+		next.Changes = append(slices.Clip(next.Changes), dlq.StatusChange{At: now, From: e.Status, To: dlq.Deleted, By: by})
+		next.Status = dlq.Deleted
+		item, err := setItem(&next, rev, nil)
+		if err != nil {
+			return nil, nil
+		}
+		return item, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("delete matching: %w", err)
+	}
+	return res, nil
+}
+
+// bulkMove returns the dlqSet item that moves entry e read at revision rev,
+// and for a requeue the job it queues; a nil item skips e as Invalid.
+type bulkMove func(e *dlq.Entry, rev string) (item []any, j *job.Job)
+
+// bulkWalk is the walk of RequeueMatching and DeleteMatching: it picks the
+// Failed entries matching f whose last failure is before now, and the
+// Quarantined ones when f names that status (unless auto), oldest first, a
+// step of at most BatchSize at a time, and moves each step's picks with
+// one dlqSet script, counting what happened in the result (Requeued counts
+// the moves).
+func (s *Store) bulkWalk(ctx context.Context, f dlq.Filter, auto bool, now time.Time, dryRun bool, move bulkMove) (dlq.BulkResult, error) {
+	res := dlq.BulkResult{DryRun: dryRun}
 	statuses := []dlq.Status{dlq.Failed}
 	if len(f.Statuses) > 0 {
 		statuses = nil
 		for _, st := range []dlq.Status{dlq.Failed, dlq.Quarantined} {
-			if slices.Contains(f.Statuses, st) && !(st == dlq.Quarantined && opts.Auto) {
+			if slices.Contains(f.Statuses, st) && !(st == dlq.Quarantined && auto) {
 				statuses = append(statuses, st)
 			}
 		}
@@ -182,12 +236,13 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 	}
 	pick := f
 	pick.Statuses = statuses
+	pick.ErrorText = foldText(f.ErrorText)
 	seen := map[string]bool{}
 	var after *position
 	for {
 		w, err := s.scan(ctx, index, false, lo, hi, after, s.cfg.BatchSize, s.cfg.BatchSize, &pick)
 		if err != nil {
-			return res, fmt.Errorf("requeue matching: %w", err)
+			return res, err
 		}
 		if w.last == nil {
 			return res, nil
@@ -195,7 +250,7 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 		res.Batches++
 		after = w.last
 		var items []any
-		var jobs []job.Job
+		var jobs []*job.Job
 		for _, sn := range w.matched {
 			e := &sn.entry
 			if !sn.present || e.Corrupt || seen[e.Job.ID] || !match(pick, e) || !e.LastFailedAt.Before(now) {
@@ -206,10 +261,10 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 			if dryRun {
 				continue
 			}
-			next, j := requeued(*e, opts, now)
-			item, err := setItem(&next, sn.rev, &j)
-			if err != nil || job.Validate(&j, s.cfg.MaxPayload) != nil {
+			item, j := move(e, sn.rev)
+			if item == nil {
 				res.Skipped++
+				res.Invalid++
 				continue
 			}
 			items = append(items, item...)
@@ -218,15 +273,24 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 		if len(items) > 0 {
 			r, err := s.runAt(ctx, now, dlqSetScript, items...)
 			if err != nil {
-				return res, fmt.Errorf("requeue matching: %w", err)
+				return res, err
 			}
 			for k, x := range asSlice(r) {
-				if asString(asSlice(x)[0]) != "ok" {
-					res.Skipped++
+				switch asString(asSlice(x)[0]) {
+				case "ok":
+					res.Requeued++
+					if jobs[k] != nil {
+						s.emit(requeueEvent(jobs[k], now))
+					}
 					continue
+				case "notfound":
+					res.Gone++
+				case "busy":
+					res.Busy++
+				default: // changed
+					res.Changed++
 				}
-				res.Requeued++
-				s.emit(requeueEvent(&jobs[k], now))
+				res.Skipped++
 			}
 		}
 		if w.done {

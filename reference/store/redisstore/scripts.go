@@ -12,7 +12,10 @@ import "github.com/redis/go-redis/v9"
 //     caller's clock. No script calls TIME; no key has a TTL.
 //   - Entry JSON is opaque: scripts store and return its bytes; the fields a
 //     script needs (status, severity, class, task, attempts, last error type,
-//     time) arrive as separate ARGV and live in the entry's meta hash.
+//     the folded last error text, time) arrive as separate ARGV and live in
+//     the entry's meta hash. The error text is folded by Go (metaErrText):
+//     no script folds case (Lua's string.lower is ASCII-only and follows the
+//     server's C locale), it only finds bytes.
 //   - A move checks its preconditions before its first write and returns a
 //     distinct result when they do not hold; then it writes nothing. A batch
 //     script checks each item before writing that item (items are independent
@@ -109,10 +112,12 @@ local function readMeta(id)
   return {rev = v[1], st = v[2], sev = v[3] or '', cls = v[4] or '', task = v[5] or '', att = v[6] or '0', et = v[7] or ''}
 end
 
--- metaAt reads the meta fields of an item from ARGV[i..i+5]: status,
--- severity, class, task, attempts, error type.
+-- metaAt reads the meta fields of an item from ARGV[i..i+6]: status,
+-- severity, class, task, attempts, error type, folded error text ('=' then
+-- the whole text, or '~' then its first bytes when it was cut short).
 local function metaAt(i)
-  return {st = ARGV[i], sev = ARGV[i + 1], cls = ARGV[i + 2], task = ARGV[i + 3], att = ARGV[i + 4], et = ARGV[i + 5]}
+  return {st = ARGV[i], sev = ARGV[i + 1], cls = ARGV[i + 2], task = ARGV[i + 3], att = ARGV[i + 4], et = ARGV[i + 5],
+    etx = ARGV[i + 6]}
 end
 
 -- index writes an entry's meta (revision rev) and indexes it at score,
@@ -122,7 +127,8 @@ local function index(id, old, m, rev, score)
     redis.call('ZREM', statusKey(old.st), id)
     count(old, -1)
   end
-  redis.call('HSET', metaKey(id), 'rev', rev, 'st', m.st, 'sev', m.sev, 'cls', m.cls, 'task', m.task, 'att', m.att, 'et', m.et)
+  redis.call('HSET', metaKey(id), 'rev', rev, 'st', m.st, 'sev', m.sev, 'cls', m.cls, 'task', m.task, 'att', m.att, 'et', m.et,
+    'etx', m.etx)
   redis.call('ZADD', BYTIME, score, id)
   redis.call('ZADD', statusKey(m.st), score, id)
   count(m, 1)
@@ -393,15 +399,20 @@ var dlqPutScript = script(`
 -- job id to fence on ('' for none), ARGV[5] its lease token, ARGV[6] the
 -- fence's kind: 'lease' (the job is in flight under the token), 'hold' (the
 -- same, and a refused entry parks the job in the held set), 'held' (the job
--- is held: a flush of its entry), ARGV[7] the held set's capacity, ARGV[8]
--- now (ms), ARGV[9] the entry JSON a parked job keeps; then items of 10 ARGV
+-- is held: a flush of its entry), 'absent' (no job: an import, written
+-- only when its job has no entry and no job hash), ARGV[7] the held set's capacity, ARGV[8]
+-- now (ms), ARGV[9] the entry JSON a parked job keeps; then items of 11 ARGV
 -- each: id, expected revision ('0': no entry yet), entry JSON, status,
--- severity, class, task, attempts, last error type, last failure (ms).
+-- severity, class, task, attempts, last error type, folded last error text,
+-- last failure (ms).
 -- Writes dead-lettered entries, each guarded like a compare-and-set:
 --   * with a fence, the job must be in flight under the token ('lease',
 --     'hold') or held ('held'), else {{'gone'}} or {{'lost'}} and nothing is
 --     written; on success the job leaves the processing (or held) set and its
 --     hash is deleted in the same step;
+--   * with the 'absent' fence, the job must have no entry (bytes or meta)
+--     and no job hash (queued, in flight, scheduled, in the fallback queue
+--     or held), else {'present'} for that item, nothing written;
 --   * the entry's revision must be the expected one, else {'conflict'} for
 --     that item (the caller merges with the current entry and retries);
 --   * when the item adds one to the entries counting toward capacity and the
@@ -466,6 +477,9 @@ local function put(i)
   local id, expect = ARGV[i], ARGV[i + 1]
   local m = metaAt(i + 3)
   local old = readMeta(id)
+  if fenceKind == 'absent' and (old or redis.call('HEXISTS', ENTRIES, id) == 1 or redis.call('EXISTS', jobKey(id)) == 1) then
+    return {'present'}
+  end
   if (expect == '0' and old) or (expect ~= '0' and (not old or old.rev ~= expect)) then
     return {'conflict'}
   end
@@ -525,7 +539,7 @@ local function put(i)
     event(id, m.task, 'none', 'dead-lettered', 'dead-lettered', m.att)
   end
   redis.call('HSET', ENTRIES, id, ARGV[i + 2])
-  index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 9])
+  index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 10])
   return {'ok', old and 0 or 1, evicted}
 end
 
@@ -538,7 +552,7 @@ elseif fenceID ~= '' then
   if why then return {{why}} end
 end
 local out = {}
-for i = 10, NARG, 10 do out[#out + 1] = put(i) end
+for i = 10, NARG, 11 do out[#out + 1] = put(i) end
 flush()
 return out
 `)
@@ -669,8 +683,8 @@ return out
 
 var dlqIndexScript = script(`
 -- dlqIndex: KEYS[1] prefix. ARGV[1] 'write', 'adopt' or 'mark', then items of
--- 9 ARGV each: id, entry bytes, status, severity, class, task, attempts, last
--- error type, last failure (ms).
+-- 10 ARGV each: id, entry bytes, status, severity, class, task, attempts, last
+-- error type, folded last error text, last failure (ms).
 -- Indexes bytes that did not come through Add or DeadLetter, with the fields
 -- the caller decoded from them ('corrupt' for bytes that do not decode, at
 -- the zero time):
@@ -686,7 +700,7 @@ var dlqIndexScript = script(`
 -- indexed.
 `, `
 local mode, n = ARGV[1], 0
-for i = 2, NARG, 9 do
+for i = 2, NARG, 10 do
   local id = ARGV[i]
   local m = metaAt(i + 2)
   local old = readMeta(id)
@@ -697,7 +711,7 @@ for i = 2, NARG, 9 do
   end
   if ok then
     if mode == 'write' then redis.call('HSET', ENTRIES, id, ARGV[i + 1]) end
-    local score = ARGV[i + 8]
+    local score = ARGV[i + 9]
     if mode == 'mark' then score = redis.call('ZSCORE', BYTIME, id) or score end
     index(id, old, m, old and (tonumber(old.rev) + 1) or 1, score)
     n = n + 1
@@ -727,10 +741,14 @@ var dlqScanScript = script(`
 -- index members to examine at most, ARGV[8] how many matches to return at
 -- most, ARGV[9] '1' when the filter sets any condition, then five sets, each
 -- as a count followed by its names: severities, classes, tasks, error types,
--- statuses (an empty set allows any).
+-- statuses (an empty set allows any); then the folded error text to find in
+-- the meta's folded copy ('' for none).
 -- Walks the index strictly after the anchor in (score, id) order (reversed
 -- for 'desc') within the score range, matching each member's meta against the
--- sets (a corrupt entry matches only a filter without conditions), and stops
+-- sets (a corrupt entry matches only a filter without conditions) and the
+-- text (found bytewise, no case folding here: both sides come folded; a copy
+-- cut short, or none in a meta written before copies were kept, matches
+-- coarsely, and the caller decides on the decoded entry), and stops
 -- after ARGV[7] members or ARGV[8] matches. Finding the anchor costs O(log n)
 -- whether or not it is still in the index, so a walk whose entries move away
 -- under it neither skips nor repeats any. Returns {examined, last examined
@@ -754,11 +772,18 @@ cls, i = readSet(i)
 task, i = readSet(i)
 et, i = readSet(i)
 st, i = readSet(i)
+local needle = ARGV[i]
+-- text reports whether a meta's folded copy x may hold the needle: it does,
+-- or x was cut short ('~'), or there is none (the caller decides).
+local function text(x)
+  if needle == '' or not x then return true end
+  return string.find(x, needle, 2, true) ~= nil or string.sub(x, 1, 1) == '~'
+end
 local function matches(m)
   if not m[1] then return false end
   if m[2] == 'corrupt' then return not anyCond end
   return (not st or st[m[2]]) and (not sev or sev[m[3]]) and (not cls or cls[m[4]]) and
-    (not task or task[m[5]]) and (not et or et[m[6]]) or false
+    (not task or task[m[5]]) and (not et or et[m[6]]) and text(m[7]) or false
 end
 local function at(r)
   if desc then return redis.call('ZREVRANGE', Z, r, r)[1] end
@@ -793,7 +818,7 @@ for k = 1, #r, 2 do
   if desc and lo ~= '-inf' and sc < tonumber(lo) then break end
   if (not desc) and hi ~= '+inf' and sc > tonumber(hi) then break end
   examined, lastScore, lastID = examined + 1, r[k + 1], id
-  local m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et')
+  local m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et', 'etx')
   if matches(m) then
     local b = redis.call('HGET', ENTRIES, id)
     found[#found + 1] = {id, r[k + 1], b or '', b and 1 or 0, m[1], m[2]}
@@ -812,8 +837,9 @@ var dlqStatsScript = script(`
 -- Returns {counters (HGETALL of P:dlq:stats: st:<status>, sev:<severity>,
 -- cls:<class>, task:<task>, evicted, rejected), entries stored, held jobs,
 -- the oldest held job's parking time (ms; '' when none is held), oldest failed
--- entry's id, its bytes} read at one instant; the last two are absent when no
--- entry is failed. O(counters), not O(entries).
+-- entry's id, its bytes, newest failed entry's id, its bytes} read at one
+-- instant; the last four are absent when no entry is failed. O(counters), not
+-- O(entries).
 `, `
 local out = {redis.call('HGETALL', STATS), redis.call('HLEN', ENTRIES), redis.call('ZCARD', HELD), ''}
 local h = redis.call('ZRANGE', HELD, 0, 0)
@@ -822,6 +848,9 @@ local o = redis.call('ZRANGE', statusKey('failed'), 0, 0)
 if o[1] then
   out[5] = o[1]
   out[6] = redis.call('HGET', ENTRIES, o[1]) or ''
+  local n = redis.call('ZREVRANGE', statusKey('failed'), 0, 0)
+  out[7] = n[1]
+  out[8] = redis.call('HGET', ENTRIES, n[1]) or ''
 end
 return out
 `)

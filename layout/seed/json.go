@@ -11,8 +11,12 @@ import (
 // Python's json.loads keeps), and where the object's closing brace is.
 type topLevel struct {
 	job, status [2]int // [start, end); start < 0: absent
-	closing     int    // offset of the closing '}'
-	fields      int
+	// statusMember is where the "status" member begins: just after the
+	// value (or the '{') before it, so [statusMember, status[1]) is its
+	// separator, key and value.
+	statusMember int
+	closing      int // offset of the closing '}'
+	fields       int
 }
 
 // errNotObject says an entry is not one JSON object.
@@ -30,6 +34,7 @@ func scanTop(raw []byte) (topLevel, error) {
 		return t, errNotObject
 	}
 	for dec.More() {
+		member := int(dec.InputOffset())
 		k, err := dec.Token()
 		if err != nil {
 			return t, err
@@ -45,7 +50,7 @@ func scanTop(raw []byte) (topLevel, error) {
 		case "job":
 			t.job = span
 		case "status":
-			t.status = span
+			t.status, t.statusMember = span, member
 		}
 		t.fields++
 	}
@@ -79,4 +84,17 @@ func withStatus(raw []byte, t topLevel, status string) []byte {
 	out = append(out, `"status": `...)
 	out = append(out, v...)
 	return append(out, raw[t.closing:]...)
+}
+
+// withoutStatus returns raw without its top-level "status" member (raw
+// itself when it has none, or is not an object): what an entry was before
+// the tutorial marked it, whether the mark replaced a status or added one.
+// The result is for identifying an entry, not always JSON.
+func withoutStatus(raw []byte) []byte {
+	t, err := scanTop(raw)
+	if err != nil || t.status[0] < 0 {
+		return raw
+	}
+	out := append([]byte(nil), raw[:t.statusMember]...)
+	return append(out, raw[t.status[1]:]...)
 }

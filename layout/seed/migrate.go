@@ -19,9 +19,25 @@ import (
 	"github.com/faultline/faultline/reference/job"
 )
 
-// MarkerKey is the migration marker's hash, after the prefix: identity →
-// faultline job ID of every entry migrated.
-const MarkerKey = "faultline:migrated"
+// MarkerBase is the start of a migration marker's key, after the prefix:
+// see MarkerKey.
+const MarkerBase = "faultline:migrated:"
+
+// MarkerKey is the hash recording a migration of the seed DLQ at prefix
+// into faultline namespace ns: identity → the faultline ID of every entry
+// migrated (followed by markInactive once the faultline entry was
+// soft-deleted because the seed marked the entry). One per namespace, so
+// that migrating the same lists into two namespaces migrates every entry
+// into each.
+func MarkerKey(prefix, ns string) string { return prefix + MarkerBase + ns }
+
+// markInactive ends a marker value whose faultline entry was soft-deleted
+// because the seed marked its entry reprocessing or deleted (a job ID has
+// no control characters).
+const markInactive = "\tinactive"
+
+// MarkerID returns the faultline ID a marker value names.
+func MarkerID(v string) string { return strings.TrimSuffix(v, markInactive) }
 
 // By is who the migration says made the changes it makes.
 const By = "seed-migration"
@@ -74,18 +90,21 @@ type MigrateResult struct {
 }
 
 // Identity is what names a seed entry across runs: its list, the SHA-256
-// of its bytes and its occurrence among the list's elements with the same
-// bytes, counted from the tail (1 is the oldest), so that two
-// byte-identical entries stay two.
+// of its bytes without their status (so that the tutorial's marking it
+// "reprocessing" or "deleted" in place leaves it the same entry) and its
+// occurrence among the list's elements with the same such bytes, counted
+// from the tail (1 is the oldest), so that two byte-identical entries stay
+// two.
 func Identity(key string, b []byte, occurrence int) string {
 	return key + "#" + digest(key, b) + "#" + strconv.Itoa(occurrence)
 }
 
+// digest is the hash of an entry's bytes without their status, in key.
 func digest(key string, b []byte) string {
 	h := sha256.New()
 	h.Write([]byte(key))
 	h.Write([]byte{0})
-	h.Write(b)
+	h.Write(withoutStatus(b))
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -102,10 +121,12 @@ func readUp(ctx context.Context, rdb redis.Cmdable, key string, from int64, n in
 	return raws, nil
 }
 
-// Migrate copies every entry of the seed DLQ lists into st, oldest first,
-// and records each in the marker hash (prefix + MarkerKey); the seed lists
-// are left as they were. A rerun skips what the marker holds, and an
-// entry written whose marker was not (a run stopped between the two) is
+// Migrate copies every entry of the seed DLQ lists into st, the DLQ of
+// faultline namespace ns, oldest first, and records each in that
+// namespace's marker hash (MarkerKey(prefix, ns)); the seed lists are left
+// as they were. A rerun skips what the marker holds, but soft-deletes the
+// faultline entry of one the seed has marked reprocessing or deleted since;
+// an entry written whose marker was not (a run stopped between the two) is
 // found by its ID and not written twice, so an interrupted migration is
 // rerun safely. Entries pushed while it runs are migrated when pushed
 // before the walk reaches the head of their list, else left for the next
@@ -114,9 +135,9 @@ func readUp(ctx context.Context, rdb redis.Cmdable, key string, from int64, n in
 // ID made from its identity ("seed-HASH-N"). Invalid entries are kept as
 // corrupt entries with their bytes when st is a RawWriter, else left and
 // reported (the error matches ErrNotMigrated).
-func Migrate(ctx context.Context, rdb redis.Cmdable, prefix string, st Target, now time.Time) (MigrateResult, error) {
+func Migrate(ctx context.Context, rdb redis.Cmdable, prefix, ns string, st Target, now time.Time) (MigrateResult, error) {
 	var res MigrateResult
-	marker := prefix + MarkerKey
+	marker := MarkerKey(prefix, ns)
 	fl := fields()
 	for _, key := range Keys(prefix) {
 		seen := map[string]int{} // digest → occurrences so far
@@ -141,17 +162,34 @@ func Migrate(ctx context.Context, rdb redis.Cmdable, prefix string, st Target, n
 			mark := map[string]any{}
 			for i, raw := range raws {
 				res.Seen++
-				if done[i] != nil {
+				p := pos + int64(i)
+				if v, ok := done[i].(string); ok {
 					res.Already++
+					if strings.HasSuffix(v, markInactive) {
+						continue
+					}
+					e := parse(key, -1, p, raw, fl)
+					if e.Invalid != "" {
+						continue
+					}
+					del, err := softDelete(ctx, st, MarkerID(v), e.Status(), now, &res)
+					if err != nil {
+						return res, fmt.Errorf("migrate %s (%s[tail %d]): %w", ids[i], key, p, err)
+					}
+					if del {
+						mark[ids[i]] = v + markInactive
+					}
 					continue
 				}
-				p := pos + int64(i)
 				e := parse(key, -1, p, raw, fl)
-				id, err := migrateOne(ctx, st, &e, ids[i], now, &res)
+				id, inactive, err := migrateOne(ctx, st, &e, ids[i], now, &res)
 				if err != nil {
 					return res, fmt.Errorf("migrate %s (%s[tail %d]): %w", ids[i], key, p, err)
 				}
-				if id != "" {
+				switch {
+				case id != "" && inactive:
+					mark[ids[i]] = id + markInactive
+				case id != "":
 					mark[ids[i]] = id
 				}
 			}
@@ -171,31 +209,32 @@ func Migrate(ctx context.Context, rdb redis.Cmdable, prefix string, st Target, n
 }
 
 // migrateOne writes one entry and returns its faultline ID, or "" when it
-// was left (recorded in res.Left).
-func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now time.Time, res *MigrateResult) (string, error) {
-	left := func(reason string) (string, error) {
+// was left (recorded in res.Left), and whether the seed marks it inactive
+// (its faultline entry soft-deleted).
+func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now time.Time, res *MigrateResult) (string, bool, error) {
+	left := func(reason string) (string, bool, error) {
 		res.Left = append(res.Left, Left{Identity: identity, Key: e.Key, Position: e.Position, Reason: reason})
-		return "", nil
+		return "", false, nil
 	}
 	occ := identity[strings.LastIndexByte(identity, '#')+1:]
 	gen := "seed-" + digest(e.Key, e.Bytes)[:20] + "-" + occ
 	if e.Invalid != "" {
 		id := "seed-corrupt-" + strings.TrimPrefix(gen, "seed-")
 		if _, err := st.Get(ctx, id); err == nil {
-			return id, nil // written by a run stopped before its marker
+			return id, false, nil // written by a run stopped before its marker
 		} else if !errors.Is(err, dlq.ErrNotFound) {
-			return "", err
+			return "", false, err
 		}
 		w, ok := st.(RawWriter)
 		if !ok {
 			return left("invalid (" + e.Invalid + ") and the target cannot keep a corrupt entry")
 		}
 		if err := w.WriteRaw(ctx, id, e.Bytes); err != nil {
-			return "", err
+			return "", false, err
 		}
 		res.Migrated++
 		res.Corrupt++
-		return id, nil
+		return id, false, nil
 	}
 	fe, err := entryOf(e, gen)
 	if err != nil {
@@ -209,7 +248,7 @@ func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now t
 	case err == nil || errors.Is(err, dlq.ErrNotFound):
 		r, err := st.Add(ctx, fe, now)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		res.Migrated++
 		if r.Created {
@@ -219,21 +258,34 @@ func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now t
 		}
 		res.Evicted = append(res.Evicted, r.Evicted...)
 	default:
-		return "", err
+		return "", false, err
 	}
-	if s := e.Status(); s == Reprocessing || s == "deleted" {
-		cur, err := st.Get(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		if cur.Status == dlq.Failed {
-			if err := st.Delete(ctx, id, By+" (seed status "+s+")", now); err != nil {
-				return "", err
-			}
-			res.Deleted++
-		}
+	inactive, err := softDelete(ctx, st, id, e.Status(), now, res)
+	if err != nil {
+		return "", false, err
 	}
-	return id, nil
+	return id, inactive, nil
+}
+
+// softDelete soft-deletes the faultline entry id when the seed's status
+// of its entry says its job is no longer waiting (reprocessing, deleted)
+// and the entry is still failed there; it reports whether the seed's
+// status is such.
+func softDelete(ctx context.Context, st Target, id, status string, now time.Time, res *MigrateResult) (bool, error) {
+	if status != Reprocessing && status != "deleted" {
+		return false, nil
+	}
+	cur, err := st.Get(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if cur.Status == dlq.Failed {
+		if err := st.Delete(ctx, id, By+" (seed status "+status+")", now); err != nil {
+			return false, err
+		}
+		res.Deleted++
+	}
+	return true, nil
 }
 
 func holds(h []dlq.Failure, f dlq.Failure) bool {

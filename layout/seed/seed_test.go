@@ -201,7 +201,7 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 
 				It("copies every entry once, corrupt ones with their bytes, and a rerun copies nothing new", func() {
 					before := lens()
-					res, err := seed.Migrate(ctx, c, prefix, st, now)
+					res, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(res.Seen).To(Equal(9))
 					Expect(res.Migrated).To(Equal(9))
@@ -213,11 +213,11 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 					Expect(err).NotTo(HaveOccurred())
 					Expect(stats.Total).To(Equal(9))
 					Expect(stats.Corrupt).To(Equal(1))
-					ids := c.HGetAll(ctx, prefix+seed.MarkerKey).Val()
+					ids := c.HGetAll(ctx, seed.MarkerKey(prefix, "mig")).Val()
 					Expect(ids).To(HaveLen(9))
 					var corrupt, charge dlq.Entry
-					for _, id := range ids {
-						e, err := st.Get(ctx, id)
+					for _, v := range ids {
+						e, err := st.Get(ctx, seed.MarkerID(v))
 						Expect(err).NotTo(HaveOccurred())
 						if e.Corrupt {
 							corrupt = e
@@ -235,27 +235,78 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 					Expect(json.Unmarshal(charge.Job.Payload, &payload)).To(Succeed())
 					Expect(payload).To(HaveKeyWithValue("amount", BeEquivalentTo(70)))
 
-					again, err := seed.Migrate(ctx, c, prefix, st, now)
+					again, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(again.Migrated).To(BeZero())
 					Expect(again.Already).To(Equal(9))
 
 					By("a run stopped between its writes and its marker writes nothing twice")
-					Expect(c.Del(ctx, prefix+seed.MarkerKey).Err()).To(Succeed())
-					third, err := seed.Migrate(ctx, c, prefix, st, now)
+					Expect(c.Del(ctx, seed.MarkerKey(prefix, "mig")).Err()).To(Succeed())
+					third, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(third.Migrated).To(BeZero())
-					Expect(c.HLen(ctx, prefix+seed.MarkerKey).Val()).To(BeEquivalentTo(9))
+					Expect(c.HLen(ctx, seed.MarkerKey(prefix, "mig")).Val()).To(BeEquivalentTo(9))
 					stats, err = st.Stats(ctx)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(stats.Total).To(Equal(9))
 				})
 
+				It("keeps one marker per namespace: the same lists migrate whole into a second namespace, and each reruns idempotently", func() {
+					res, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res.Migrated).To(Equal(9))
+					other, err := redisstore.New(c, store.Config{Namespace: "mig2"})
+					Expect(err).NotTo(HaveOccurred())
+					res, err = seed.Migrate(ctx, c, prefix, "mig2", other, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect([]int{res.Migrated, res.Already}).To(Equal([]int{9, 0}), "migrated, already: nothing is taken as done for another namespace")
+					for _, s := range []*redisstore.Store{st, other} {
+						stats, err := s.Stats(ctx)
+						Expect(err).NotTo(HaveOccurred())
+						Expect(stats.Total).To(Equal(9))
+					}
+					Expect(c.HLen(ctx, seed.MarkerKey(prefix, "mig")).Val()).To(BeEquivalentTo(9))
+					Expect(c.HLen(ctx, seed.MarkerKey(prefix, "mig2")).Val()).To(BeEquivalentTo(9))
+
+					By("a rerun into the second, after its marker was lost mid-run, writes nothing twice")
+					Expect(c.Del(ctx, seed.MarkerKey(prefix, "mig2")).Err()).To(Succeed())
+					res, err = seed.Migrate(ctx, c, prefix, "mig2", other, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(res.Migrated).To(BeZero())
+					stats, err := other.Stats(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(stats.Total).To(Equal(9))
+					res, err = seed.Migrate(ctx, c, prefix, "mig", st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect([]int{res.Migrated, res.Already}).To(Equal([]int{0, 9}))
+				})
+
+				It("takes an entry the seed marks after its migration for the same entry: not migrated twice, its faultline entry soft-deleted", func() {
+					_, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
+					Expect(err).NotTo(HaveOccurred())
+					all := listAll(ctx, c, prefix, seed.Filter{}, 50)
+					Expect(seed.Requeue(ctx, c, prefix, find(all, byTask("payment")).Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
+					auth := find(all, byTask("auth")) // a dlq:* entry: the mark adds a status
+					Expect(seed.Requeue(ctx, c, prefix, auth.Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
+
+					res, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect([]int{res.Migrated, res.Already, res.Deleted}).To(Equal([]int{0, 9, 2}), "migrated, already, soft-deleted")
+					stats, err := st.Stats(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(stats.Total).To(Equal(9))
+					Expect(stats.ByStatus).To(HaveKeyWithValue(dlq.Deleted.String(), 2))
+
+					res, err = seed.Migrate(ctx, c, prefix, "mig", st, now)
+					Expect(err).NotTo(HaveOccurred())
+					Expect([]int{res.Migrated, res.Already, res.Deleted}).To(Equal([]int{0, 9, 0}))
+				})
+
 				It("loses no entry pushed while it runs", func() {
 					pusher := &pushing{Store: st, push: func() { pushOne(ctx, c, "during") }}
-					_, err := seed.Migrate(ctx, c, prefix, pusher, now)
+					_, err := seed.Migrate(ctx, c, prefix, "mig", pusher, now)
 					Expect(err).NotTo(HaveOccurred())
-					_, err = seed.Migrate(ctx, c, prefix, st, now) // takes what the first left
+					_, err = seed.Migrate(ctx, c, prefix, "mig", st, now) // takes what the first left
 					Expect(err).NotTo(HaveOccurred())
 					stats, err := st.Stats(ctx)
 					Expect(err).NotTo(HaveOccurred())
@@ -266,17 +317,17 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 				It("into a store that cannot keep corrupt entries, migrates the rest and names what it left", func() {
 					mem, err := memstore.New(store.Config{Namespace: "mig"})
 					Expect(err).NotTo(HaveOccurred())
-					res, err := seed.Migrate(ctx, c, prefix, mem, now)
+					res, err := seed.Migrate(ctx, c, prefix, "mig", mem, now)
 					Expect(err).To(MatchError(seed.ErrNotMigrated))
 					Expect(res.Migrated).To(Equal(8))
 					Expect(res.Left).To(ConsistOf(HaveField("Reason", ContainSubstring("cannot keep a corrupt entry"))))
-					Expect(c.HLen(ctx, prefix+seed.MarkerKey).Val()).To(BeEquivalentTo(8))
+					Expect(c.HLen(ctx, seed.MarkerKey(prefix, "mig")).Val()).To(BeEquivalentTo(8))
 				})
 
 				It("marks as deleted what the seed marked reprocessing", func() {
 					all := listAll(ctx, c, prefix, seed.Filter{}, 50)
 					Expect(seed.Requeue(ctx, c, prefix, find(all, byTask("payment")).Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
-					res, err := seed.Migrate(ctx, c, prefix, st, now)
+					res, err := seed.Migrate(ctx, c, prefix, "mig", st, now)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(res.Deleted).To(Equal(1))
 				})

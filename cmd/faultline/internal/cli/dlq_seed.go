@@ -665,8 +665,10 @@ entry is kept as a corrupt entry with its bytes. Entries the seed marked reproce
 deleted are migrated soft-deleted (restore brings one back).
 
 The seed lists are left as they were. Every entry migrated is recorded in a marker hash
-(PREFIX` + seed.MarkerKey + `), so a rerun, or a run after an interrupted one, migrates
-only what is new and never writes an entry twice.`,
+of the target namespace (PREFIX` + seed.MarkerBase + `NAMESPACE), so a rerun, or a run after
+an interrupted one, migrates only what is new and never writes an entry twice, and the
+same lists migrate whole into each namespace they are migrated into. An entry the seed
+marks reprocessing or deleted after it was migrated is soft-deleted by the next run.`,
 		Example: `  faultline dlq migrate --from-layout seed --dry-run
   faultline dlq migrate --from-layout seed --prefix app: --namespace default`,
 		Args: noArgs,
@@ -691,11 +693,11 @@ only what is new and never writes an entry twice.`,
 			v.From = src.where()
 			var migErr error
 			if dryRun {
-				if err := src.migratePlan(ctx, &v); err != nil {
+				if err := src.migratePlan(ctx, d.namespace, &v); err != nil {
 					return err
 				}
 			} else {
-				res, err := seed.Migrate(ctx, d.rdb, g.prefix, d.store, time.Now())
+				res, err := seed.Migrate(ctx, d.rdb, g.prefix, d.namespace, d.store, time.Now())
 				if err != nil && !errors.Is(err, seed.ErrNotMigrated) {
 					return err
 				}
@@ -740,8 +742,8 @@ func printMigrate(w io.Writer, v *migrateView) {
 
 // migratePlan counts what a migration would do, reading the lists and the
 // marker and writing nothing.
-func (s *seedConn) migratePlan(ctx context.Context, v *migrateView) error {
-	marker := s.prefix + seed.MarkerKey
+func (s *seedConn) migratePlan(ctx context.Context, ns string, v *migrateView) error {
+	marker := seed.MarkerKey(s.prefix, ns)
 	for _, list := range append([]string{layout.SeedDeadLetter}, layout.SeedSeverityLists...) {
 		// every entry's identity: its bytes' and its occurrence among the
 		// byte-identical ones, counted from the tail

@@ -68,18 +68,18 @@ type ConfigError struct {
 	Field string
 	// Reason says what is wrong and how to fix it.
 	Reason string
+	// Err is a sentinel the error matches (ErrNotLoopback), or nil.
+	Err error
 }
 
 func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
 
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // ErrNotLoopback is matched by the ConfigError of a listen address off
 // loopback without the tokens or the TLS it requires.
 var ErrNotLoopback = errors.New("listen address is not loopback")
-
-// offLoopbackError is a ConfigError that matches ErrNotLoopback.
-type offLoopbackError struct{ ConfigError }
-
-func (e *offLoopbackError) Unwrap() error { return ErrNotLoopback }
 
 // WithDefaults returns c with its defaults filled in.
 func (c Config) WithDefaults() Config {
@@ -129,10 +129,10 @@ func (c Config) ValidateSecurity() error {
 		return nil
 	}
 	if len(c.Tokens) == 0 {
-		return &offLoopbackError{ConfigError{Field: "Tokens", Reason: fmt.Sprintf("listening on %s (not loopback) requires named tokens (--tokens FILE, lines name:token); or listen on 127.0.0.1", c.Listen)}}
+		return &ConfigError{Field: "Tokens", Err: ErrNotLoopback, Reason: fmt.Sprintf("listening on %s (not loopback) requires named tokens (--tokens FILE, lines name:token); or listen on 127.0.0.1", c.Listen)}
 	}
 	if !c.TLS && !c.InsecureHTTP {
-		return &offLoopbackError{ConfigError{Field: "TLS", Reason: fmt.Sprintf("listening on %s (not loopback) requires TLS (--tls-cert and --tls-key), or --insecure-http when a proxy in front terminates TLS", c.Listen)}}
+		return &ConfigError{Field: "TLS", Err: ErrNotLoopback, Reason: fmt.Sprintf("listening on %s (not loopback) requires TLS (--tls-cert and --tls-key), or --insecure-http when a proxy in front terminates TLS", c.Listen)}
 	}
 	return nil
 }

@@ -241,7 +241,7 @@ func (s *server) csrfOK(r *http.Request) bool {
 func nonce() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.StdEncoding.EncodeToString(b)
+	return hex.EncodeToString(b)
 }
 
 // setCSP sets the page's Content-Security-Policy: scripts and styles only

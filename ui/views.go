@@ -59,11 +59,16 @@ func payloadOf(p []byte, reveal bool) (text string, isJSON bool) {
 	if !reveal {
 		v = maskJSON(v)
 	}
-	out, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	// The text as the operator wrote it: "<" stays "<" (the page escapes
+	// it when it renders).
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return maskText(string(p)), false
 	}
-	return string(out), true
+	return strings.TrimSuffix(out.String(), "\n"), true
 }
 
 // unreachable reports whether err means the store could not be reached (a
@@ -136,7 +141,7 @@ type ChangeView struct {
 }
 
 // Pretty is the payload as text, indented when it is JSON.
-func (v *EntryView) Pretty() string { return v.pretty }
+func (v EntryView) Pretty() string { return v.pretty }
 
 // viewOf is e as the UI shows it; reveal leaves texts unmasked.
 func viewOf(e *dlq.Entry, reveal bool) EntryView {

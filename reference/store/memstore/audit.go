@@ -32,7 +32,9 @@ var errAuditLimit = errors.New("audit log: limit must be at least 1")
 // ID ("<millis>-<seq>") and compared the same way.
 type auditID struct{ ms, seq uint64 }
 
-func (a auditID) String() string { return strconv.FormatUint(a.ms, 10) + "-" + strconv.FormatUint(a.seq, 10) }
+func (a auditID) String() string {
+	return strconv.FormatUint(a.ms, 10) + "-" + strconv.FormatUint(a.seq, 10)
+}
 
 func (a auditID) less(b auditID) bool { return a.ms < b.ms || a.ms == b.ms && a.seq < b.seq }
 

@@ -42,6 +42,7 @@ type Store struct {
 	cfg    store.Config
 	prefix string
 	keys   []string
+	ops    opsState // the layout guard and the audit cap (version.go, audit.go)
 }
 
 // New returns the store of cfg.Namespace on client. It checks cfg and writes
@@ -123,6 +124,9 @@ func (s *Store) runAt(ctx context.Context, now time.Time, sc *redis.Script, args
 	at := "0"
 	if !now.IsZero() {
 		at = millis(now)
+	}
+	if err := s.guardWrite(ctx, sc); err != nil {
+		return nil, err
 	}
 	args = append(args, at, s.cfg.EventStream)
 	return sc.Run(ctx, s.rdb, s.keys, args...).Result()

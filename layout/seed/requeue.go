@@ -73,6 +73,116 @@ type RequeueOptions struct {
 	Batch int
 	// DryRun makes RequeueAll count what it would move, moving nothing.
 	DryRun bool
+	// Cutoff, when set, is where RequeueAll stops: the one a dry run
+	// returned, so that a run confirmed after a count moves only entries
+	// that count saw. Nil: taken when the run begins.
+	Cutoff *Cutoff
+}
+
+// Cutoff says which entries were in the lists when it was taken, so that a
+// bulk requeue leaves those dead-lettered since. Positions do not move
+// when entries are pushed, so the entries then were those below each
+// list's length then; the newest of them is kept too, because a trim of a
+// full list (the tutorial's LTRIM) moves every entry down, and the run
+// finds where that entry is now.
+type Cutoff struct {
+	Lists []ListMark `json:"lists"`
+}
+
+// ListMark is one list's cut-off.
+type ListMark struct {
+	// Key is the list, prefix included.
+	Key string `json:"key"`
+	// Length is the list's length when the cut-off was taken.
+	Length int64 `json:"length"`
+	// Newest is the bytes of its newest entry then (position Length-1).
+	Newest []byte `json:"newest,omitempty"`
+}
+
+// Count returns the number of entries the cut-off covers.
+func (c *Cutoff) Count() int64 {
+	var n int64
+	for _, m := range c.Lists {
+		n += m.Length
+	}
+	return n
+}
+
+func (c *Cutoff) mark(key string) (ListMark, bool) {
+	for _, m := range c.Lists {
+		if m.Key == key {
+			return m, true
+		}
+	}
+	return ListMark{}, false
+}
+
+// takeCutoff reads every list's length and newest entry, in one MULTI.
+func takeCutoff(ctx context.Context, rdb redis.Cmdable, keys []string) (Cutoff, error) {
+	lens := make([]*redis.IntCmd, len(keys))
+	heads := make([]*redis.StringCmd, len(keys))
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			lens[i] = p.LLen(ctx, k)
+			heads[i] = p.LIndex(ctx, k, 0)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return Cutoff{}, fmt.Errorf("take the cut-off: %w", err)
+	}
+	c := Cutoff{Lists: make([]ListMark, len(keys))}
+	for i, k := range keys {
+		c.Lists[i] = ListMark{Key: k, Length: lens[i].Val()}
+		if c.Lists[i].Length > 0 {
+			c.Lists[i].Newest = []byte(heads[i].Val())
+		}
+	}
+	return c, nil
+}
+
+// sameEntry reports whether cur is b, or b as the tutorial's code marks it
+// in place (reprocessing, deleted).
+func sameEntry(cur, b []byte) bool {
+	if bytes.Equal(cur, b) {
+		return true
+	}
+	t, err := scanTop(b)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(cur, withStatus(b, t, Reprocessing)) || bytes.Equal(cur, withStatus(b, t, "deleted"))
+}
+
+// top returns the position, now, of the newest entry key held when c was
+// taken: its position then when it is still there, else the nearest one
+// below holding its bytes (a trim moved it), within MoveScan; -1 when
+// the list held none, or holds none of them any more.
+func (c *Cutoff) top(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) {
+	m, ok := c.mark(key)
+	if !ok || m.Length == 0 {
+		return -1, nil
+	}
+	from := m.Length - 1
+	for _, n := range []int{1, MoveScan} {
+		ch, err := readDown(ctx, rdb, key, from, n)
+		if err != nil {
+			return -1, err
+		}
+		hi := ch.oldest + int64(len(ch.raws)) - 1
+		for i, raw := range ch.raws {
+			if sameEntry([]byte(raw), m.Newest) {
+				return hi - int64(i), nil
+			}
+		}
+		if len(ch.raws) == 0 && ch.length == 0 {
+			return -1, nil
+		}
+		from = min(from-1, ch.length-1)
+		if from < 0 {
+			break
+		}
+	}
+	return -1, nil
 }
 
 func (o RequeueOptions) target(prefix string) string {
@@ -182,6 +292,8 @@ type BulkResult struct {
 	NotRequeueable      int `json:"notRequeueable"`
 	// Batches is the number of round trips that moved entries.
 	Batches int `json:"batches"`
+	// Cutoff is the run's: pass a dry run's to the run it counted for.
+	Cutoff Cutoff `json:"cutoff"`
 }
 
 func (b *BulkResult) count(o Outcome) {
@@ -199,12 +311,20 @@ func (b *BulkResult) count(o Outcome) {
 	}
 }
 
-// RequeueAll requeues every entry f selects, as Requeue does one. Its
-// cut-off is the lists' lengths when it begins: entries pushed while it
-// runs are newer and left alone. It reads in chunks of at most ChunkSize
-// and moves at most opts.Batch entries per round trip, each entry with its
-// own script, so Redis is never blocked for long and a run stopped half
-// way leaves every entry either requeued and marked or untouched.
+// RequeueAll requeues every entry f selects, as Requeue does one, among
+// those in the lists at its cut-off: opts.Cutoff (a dry run's, so that a
+// run confirmed after a count moves only what was counted), or the lists
+// as they are when it begins. Entries pushed since are newer and left
+// alone. It reads in chunks of at most ChunkSize and moves at most
+// opts.Batch entries per round trip, each entry with its own script, so
+// Redis is never blocked for long and a run stopped half way leaves every
+// entry either requeued and marked or untouched.
+//
+// A trim of a full list (the tutorial's LTRIM) between the cut-off and the
+// run is followed: the run finds its newest entry where the trim moved it
+// (a byte-identical entry pushed since could be taken for it). A trim
+// during the run shifts the entries not yet moved: those are refused as
+// Changed, never moved in another's place.
 func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter, opts RequeueOptions) (BulkResult, error) {
 	res := BulkResult{DryRun: opts.DryRun}
 	keys, err := f.keys(prefix)
@@ -215,13 +335,9 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 	if batch <= 0 {
 		batch = DefaultBatch
 	}
-	lens := make([]*redis.IntCmd, len(keys))
-	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			lens[i] = p.LLen(ctx, k)
-		}
-		return nil
-	}); err != nil {
+	if opts.Cutoff != nil {
+		res.Cutoff = *opts.Cutoff
+	} else if res.Cutoff, err = takeCutoff(ctx, rdb, keys); err != nil {
 		return res, fmt.Errorf("requeue all: %w", err)
 	}
 	if !opts.DryRun {
@@ -231,8 +347,11 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 	}
 	target := opts.target(prefix)
 	fl := fields()
-	for i, key := range keys {
-		pos := lens[i].Val() - 1 // the cut-off
+	for _, key := range keys {
+		pos, err := res.Cutoff.top(ctx, rdb, key)
+		if err != nil {
+			return res, fmt.Errorf("requeue all: %w", err)
+		}
 		for pos >= 0 {
 			ch, err := readDown(ctx, rdb, key, pos, min(ChunkSize, batch))
 			if err != nil {

@@ -184,6 +184,44 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(9))
 			})
 
+			It("moves, after a count, only the entries that count saw: none pushed since, and follows a trim", func() {
+				f := seed.Filter{Lists: []string{"dead_letter"}, Statuses: []string{"failed"}}
+				dry, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{DryRun: true})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(dry.Requeued).To(Equal(5))
+				Expect(dry.Cutoff.Count()).To(BeEquivalentTo(6))
+				pushOne(ctx, c, "while-the-prompt-is-open-1")
+				pushOne(ctx, c, "while-the-prompt-is-open-2")
+				res, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{Cutoff: &dry.Cutoff})
+				Expect(err).NotTo(HaveOccurred())
+				Expect([]int{res.Matched, res.Requeued}).To(Equal([]int{5, 5}), "matched, requeued")
+				Expect(c.LRange(ctx, prefix+"default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("while-the-prompt")))
+				Expect(c.LIndex(ctx, prefix+"dead_letter", 0).Val()).To(ContainSubstring(`"status": "failed"`), "the newest is untouched")
+
+				By("a full dlq:* list trimmed between the count and the run")
+				vals := make([]any, 10)
+				for i := range vals {
+					vals[i] = fmt.Sprintf(`{"job": {"task": "low-%d"}, "error": "e", "type": "ValueError", "severity": "LOW", "retries": 1, "timestamp": "t%d"}`, i, i)
+				}
+				Expect(c.Del(ctx, prefix+"dlq:low", prefix+"default").Err()).To(Succeed())
+				Expect(c.LPush(ctx, prefix+"dlq:low", vals...).Err()).To(Succeed())
+				low := seed.Filter{Lists: []string{"dlq:low"}}
+				dry, err = seed.RequeueAll(ctx, c, prefix, low, seed.RequeueOptions{DryRun: true})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(dry.Requeued).To(Equal(10))
+				for i := range 3 {
+					Expect(c.LPush(ctx, prefix+"dlq:low", fmt.Sprintf(`{"job": {"task": "late-%d"}, "error": "e", "severity": "LOW"}`, i)).Err()).To(Succeed())
+					Expect(c.LTrim(ctx, prefix+"dlq:low", 0, 9).Err()).To(Succeed())
+				}
+				res, err = seed.RequeueAll(ctx, c, prefix, low, seed.RequeueOptions{Cutoff: &dry.Cutoff, Batch: 4})
+				Expect(err).NotTo(HaveOccurred())
+				Expect([]int{res.Matched, res.Requeued, res.Changed}).To(Equal([]int{7, 7, 0}), "matched, requeued, changed: the three oldest were trimmed away")
+				queued := c.LRange(ctx, prefix+"default", 0, -1).Val()
+				Expect(queued).To(HaveLen(7))
+				Expect(queued).NotTo(ContainElement(ContainSubstring("late-")))
+				Expect(queued).To(ContainElement(`{"task": "low-9"}`))
+			})
+
 			Describe("migrate", func() {
 				var st *redisstore.Store
 				BeforeEach(func() {

@@ -558,7 +558,9 @@ func (s *seedConn) requeueRefs(c *cobra.Command, refs []seedRef, opts seed.Reque
 }
 
 // requeueAll requeues every entry f selects: counted first (the count the
-// operator confirms), then moved in batches.
+// operator confirms, with the cut-off taken then), then moved in batches,
+// only among the entries that count saw: an entry dead-lettered while the
+// prompt is open is left for another run.
 func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.RequeueOptions, fl seedRequeueFlags) error {
 	ctx, w := c.Context(), c.OutOrStdout()
 	dry := opts
@@ -594,14 +596,14 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 		addSeedReasons(&sum, count)
 		return printSummary(w, &sum, fl.output)
 	}
-	ok, err := fl.cf.ask(c, fmt.Sprintf("requeue %d %s (of %d matching) of %s onto %s", count.Requeued, plural(count.Requeued, "entry", "entries"),
-		count.Matched, s.where(), s.workList(opts)))
+	ok, err := fl.cf.ask(c, fmt.Sprintf("requeue %d %s (of %d matching, among the %d entries there now) of %s onto %s", count.Requeued,
+		plural(count.Requeued, "entry", "entries"), count.Matched, count.Cutoff.Count(), s.where(), s.workList(opts)))
 	if err != nil || !ok {
 		return err
 	}
+	opts.Cutoff = &count.Cutoff
 	res, err := seed.RequeueAll(ctx, s.rdb, s.prefix, f, opts)
-	sum.Moved, sum.Batches = res.Requeued, res.Batches
-	addSeedReasons(&sum, res)
+	seedOutcome(&sum, res)
 	if err != nil {
 		_ = printSummary(w, &sum, fl.output)
 		return fmt.Errorf("requeue --all (after %d moved): %w", res.Requeued, err)
@@ -610,9 +612,21 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 		return err
 	}
 	if fl.output == "table" && res.Matched > sum.Stated {
-		fmt.Fprintf(w, "note: %d more than stated matched: entries dead-lettered while the prompt was open (each requeued once)\n", res.Matched-sum.Stated)
+		fmt.Fprintf(w, "note: %d more matched than were counted: entries counted changed to match the filter before the run\n", res.Matched-sum.Stated)
 	}
 	return nil
+}
+
+// seedOutcome fills sum from what a run did, against the count it states:
+// moved, the skipped by reason, and those counted that no longer matched
+// (changed, or trimmed away) when the run reached them.
+func seedOutcome(sum *requeueSummary, res seed.BulkResult) {
+	sum.Moved, sum.Batches = res.Requeued, res.Batches
+	addSeedReasons(sum, res)
+	if gone := sum.Stated - res.Matched; gone > 0 {
+		sum.Reasons["no-longer-matching"] += gone
+		sum.Skipped += gone
+	}
 }
 
 func addSeedReasons(sum *requeueSummary, r seed.BulkResult) {

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -67,7 +68,7 @@ type listData struct {
 	Query       string
 	Rows        []EntryView
 	Next        string
-	NextURL     string
+	NextURL     template.URL
 	First       bool
 	Hidden      []kv
 	Unavailable []string
@@ -111,7 +112,7 @@ func (s *server) pgList(w http.ResponseWriter, r *http.Request, v *view) {
 	if page.Next != "" {
 		nv := spec.Values()
 		nv.Set("cursor", page.Next)
-		d.Next, d.NextURL = page.Next, "/entries?"+nv.Encode()
+		d.Next, d.NextURL = page.Next, template.URL("/entries?"+nv.Encode()) //nolint:gosec // url.Values.Encode's output
 	}
 	if _, ok := s.cfg.Store.(dlq.BulkDeleter); !ok {
 		d.Unavailable = append(d.Unavailable, "bulk delete")

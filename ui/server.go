@@ -92,6 +92,8 @@ func (s *server) routes() {
 	m := s.mux
 	static := http.FileServerFS(mustSub(assets, "assets"))
 	m.Handle("GET /static/", http.StripPrefix("/static/", staticOnly(static)))
+	// No icon: answered without an error, so a browser logs none.
+	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	m.HandleFunc("GET /{$}", s.page(s.pgDashboard))
 	m.HandleFunc("GET /entries", s.page(s.pgList))
 	m.HandleFunc("GET /entries/{id}", s.page(s.pgEntry))

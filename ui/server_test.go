@@ -128,7 +128,9 @@ var _ = Describe("faultline's web UI", func() {
 					Expect(next).NotTo(BeNil())
 					body = h2.get(strings.ReplaceAll(next[1], "&amp;", "&")).Body.String()
 					Expect(order(body)).To(Equal([]string{"ord-2", "ord-1"}))
-					Expect(order(hs.get("/entries?severity=medium").Body.String())).To(Equal([]string{"ord-3", "ord-2"}))
+					medium := hs.get("/entries?severity=medium").Body.String()
+					Expect(order(medium)).To(Equal([]string{"ord-3", "ord-2"}))
+					Expect(medium).To(ContainSubstring(`id="bulk-requeue" href="/bulk?action=requeue&amp;severity=medium"`), "the bulk link carries the filter")
 					Expect(order(hs.get("/entries?task=charge&class=critical,transient").Body.String())).To(Equal([]string{"ord-2", "ord-1"}))
 				})
 				It("answers a malformed filter with 400 naming the field", func() {

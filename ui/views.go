@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"net"
+	"net/url"
 	"sort"
 	"strings"
 	"syscall"
@@ -215,6 +216,21 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"join": strings.Join,
+	// listURL and bulkURL link to the list and a bulk confirmation with an
+	// encoded filter (url.Values.Encode: safe as a URL as it is).
+	"listURL": func(query string) template.URL {
+		if query == "" {
+			return "/entries"
+		}
+		return template.URL("/entries?" + query) //nolint:gosec // query is url.Values.Encode's output
+	},
+	"bulkURL": func(action, query string) template.URL {
+		u := "/bulk?action=" + url.QueryEscape(action)
+		if query != "" {
+			u += "&" + query
+		}
+		return template.URL(u) //nolint:gosec // query is url.Values.Encode's output
+	},
 	"counts": func(title, field string, m map[string]int) countsView {
 		return countsView{Title: title, Field: field, M: m}
 	},

@@ -30,9 +30,11 @@ type BulkDeleter interface {
 // Importer writes entries brought from elsewhere (an export) without ever
 // touching one the store already has.
 type Importer interface {
-	// AddIfAbsent writes e as a new entry in one step when the store has no
-	// entry for its job ID and no job of that ID is queued, in flight or
-	// held; else it writes nothing and returns false. The write obeys the
+	// AddIfAbsent writes e in one step, exactly as given — its status,
+	// status history, failures and times: an import restores an exported
+	// entry as it was, with no status change of its own — when the store
+	// has no entry for its job ID and no job of that ID is queued, in
+	// flight or held; else it writes nothing and returns false. The write obeys the
 	// store's capacity like Add (ErrFull under the reject policy; evictions
 	// reported in the AddResult). Two imports of the same entry at once
 	// write it once.

@@ -106,15 +106,21 @@ back in a queue and a deleted one must be restored first: both are refused.`,
 				fmt.Fprintf(w, "dry run: the payload of %s would become:\n%s\nnothing changed\n", masked(id), indent(string(pretty)))
 				return nil
 			}
-			var ed dlq.PayloadEditor = d.store
-			got, err := ed.EditPayload(ctx, id, next, g.actor(), time.Now())
+			// Guarded by the revision read before the edit: an entry that
+			// changed meanwhile (in $EDITOR, say) is refused, not
+			// overwritten.
+			var ed dlq.RevisionEditor = d.store
+			got, err := ed.EditPayloadAt(ctx, id, dlq.Revision(&e), next, g.actor(), time.Now())
 			switch {
 			case errors.Is(err, rjob.ErrInvalid):
 				return usage(c, fmt.Errorf("edit %s: %w", masked(id), err))
+			case errors.Is(err, dlq.ErrChanged):
+				return usage(c, fmt.Errorf("edit %s: the entry changed since it was read (requeued, failed again or edited by someone else); nothing written: show it and edit again", masked(id)))
 			case err != nil:
 				return d.moveError(c, id, err)
 			}
 			last := got.Changes[len(got.Changes)-1]
+			_ = d.record(c, dlq.AuditRecord{By: g.actor(), Action: "edit", IDs: []string{id}, Stated: 1, Moved: 1, Note: last.Reason})
 			pretty, _ := payloadOf(got.Job.Payload, reveal)
 			fmt.Fprintf(w, "%s: %s, by %s\n%s\n", masked(id), last.Reason, masked(last.By), indent(string(pretty)))
 			return nil

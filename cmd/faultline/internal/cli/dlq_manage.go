@@ -3,11 +3,13 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
 )
 
 // oneID checks that a command got exactly one entry ID.
@@ -31,73 +33,161 @@ func (d *dlqConn) moveError(c *cobra.Command, id string, err error) error {
 }
 
 func newDLQDeleteCommand(g *dlqGlobal) *cobra.Command {
-	var cf confirmation
+	var (
+		all    bool
+		batch  int
+		output string
+		ff     filterFlags
+		cf     confirmation
+	)
 	c := &cobra.Command{
-		Use:   "delete ID...",
-		Short: "Soft-delete DLQ entries (restore undoes it until they are purged)",
+		Use:   "delete (ID... | --all [FILTERS])",
+		Short: "Soft-delete DLQ entries, by ID or every failed entry a filter matches (restore undoes it until they are purged)",
 		Long: `delete marks failed or quarantined entries deleted: they stay in the DLQ, are not
-requeued by requeue --all, and come back with restore until purge removes them.`,
-		Example: `  faultline dlq delete ord-42 ord-43 --yes --by alice`,
+requeued by requeue --all, and come back with restore until purge removes them.
+
+With --all it takes every failed entry the filters match (--status quarantined takes
+quarantined ones too), in bounded batches, with requeue --all's cut-off: the time the
+count is shown. An entry that fails again after it is left alone.`,
+		Example: `  faultline dlq delete ord-42 ord-43 --yes --by alice
+  faultline dlq delete --all --task legacy-export --dry-run
+  faultline dlq delete --all --error-type '*json.SyntaxError' --yes`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usage(c, errors.New("delete needs at least one entry ID"))
+			switch {
+			case all && len(args) > 0:
+				return usage(c, errors.New("give entry IDs or --all with filters, not both"))
+			case !all && len(args) == 0:
+				return usage(c, errors.New("delete needs entry IDs, or --all (with filters) to delete every failed entry they match"))
+			case !all && ff.set():
+				return usage(c, errors.New("filters (--severity, --task, ...) go with --all; with IDs, the IDs say what to delete"))
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			d, err := g.open(c, 0)
+			if output != "table" && output != "json" {
+				return usage(c, fmt.Errorf("--output: unknown value %q (allowed: table, json)", masked(output)))
+			}
+			f, err := ff.filter(c, time.Now())
+			if err != nil {
+				return err
+			}
+			d, err := g.open(c, batch)
 			if err != nil {
 				return err
 			}
 			defer d.close()
-			ctx, w := c.Context(), c.OutOrStdout()
-			if cf.dryRun {
-				n := 0
-				for _, id := range args {
-					e, err := d.store.Get(ctx, id)
-					switch {
-					case errors.Is(err, dlq.ErrNotFound):
-						fmt.Fprintf(w, "would skip %s: not found\n", masked(id))
-					case err != nil:
-						return err
-					case e.Corrupt || (e.Status != dlq.Failed && e.Status != dlq.Quarantined):
-						fmt.Fprintf(w, "would skip %s: %s\n", masked(id), statusOf(&e))
-					default:
-						n++
-						fmt.Fprintf(w, "would delete %s (%s)\n", masked(id), e.Status)
-					}
-				}
-				fmt.Fprintf(w, "dry run: %d of %d would be deleted; nothing changed\n", n, len(args))
-				return nil
+			if all {
+				return deleteAll(c, d, f, ff.spec(), g.actor(), cf, output)
 			}
-			ok, err := cf.ask(c, fmt.Sprintf("delete %d %s in namespace %q at %s", len(args), plural(len(args), "entry", "entries"), d.namespace, d.target.printable()))
-			if err != nil || !ok {
-				return err
-			}
-			by := g.actor()
-			deleted, skipped := 0, 0
-			for _, id := range args {
-				err := d.store.Delete(ctx, id, by, time.Now())
-				switch {
-				case err == nil:
-					deleted++
-					fmt.Fprintf(w, "%s: deleted\n", masked(id))
-				case errors.Is(err, dlq.ErrNotFound), errors.Is(err, dlq.ErrWrongStatus):
-					skipped++
-					fmt.Fprintf(w, "%s: skipped (%s)\n", masked(id), masked(err.Error()))
-				default:
-					return fmt.Errorf("delete %s (after %d deleted): %w", masked(id), deleted, err)
-				}
-			}
-			fmt.Fprintf(w, "stated %d, deleted %d, skipped %d\n", len(args), deleted, skipped)
-			if skipped > 0 && deleted == 0 {
-				return usage(c, fmt.Errorf("none of the %d entries could be deleted", len(args)))
-			}
-			return nil
+			return deleteIDs(c, d, args, g.actor(), cf)
 		},
 	}
+	c.Flags().BoolVar(&all, "all", false, "delete every failed entry the filters match")
+	c.Flags().IntVar(&batch, "batch", store.DefaultBatchSize, "entries per Redis script of a bulk delete (1..10000)")
+	c.Flags().StringVarP(&output, "output", "o", "table", "output format of the --all summary: table, json")
+	ff.add(c)
 	cf.add(c, "be deleted")
 	return c
+}
+
+// deleteIDs soft-deletes the entries named, one guarded step each.
+func deleteIDs(c *cobra.Command, d *dlqConn, ids []string, by string, cf confirmation) error {
+	ctx, w := c.Context(), c.OutOrStdout()
+	if cf.dryRun {
+		n := 0
+		for _, id := range ids {
+			e, err := d.store.Get(ctx, id)
+			switch {
+			case errors.Is(err, dlq.ErrNotFound):
+				fmt.Fprintf(w, "would skip %s: not found\n", masked(id))
+			case err != nil:
+				return err
+			case e.Corrupt || (e.Status != dlq.Failed && e.Status != dlq.Quarantined):
+				fmt.Fprintf(w, "would skip %s: %s\n", masked(id), statusOf(&e))
+			default:
+				n++
+				fmt.Fprintf(w, "would delete %s (%s)\n", masked(id), e.Status)
+			}
+		}
+		fmt.Fprintf(w, "dry run: %d of %d would be deleted; nothing changed\n", n, len(ids))
+		return nil
+	}
+	ok, err := cf.ask(c, fmt.Sprintf("delete %d %s in namespace %q at %s", len(ids), plural(len(ids), "entry", "entries"), d.namespace, d.target.printable()))
+	if err != nil || !ok {
+		return err
+	}
+	deleted, skipped := 0, 0
+	defer func() {
+		_ = d.record(c, dlq.AuditRecord{By: by, Action: "delete", IDs: ids, Stated: len(ids), Moved: deleted, Skipped: skipped})
+	}()
+	for _, id := range ids {
+		err := d.store.Delete(ctx, id, by, time.Now())
+		switch {
+		case err == nil:
+			deleted++
+			fmt.Fprintf(w, "%s: deleted\n", masked(id))
+		case errors.Is(err, dlq.ErrNotFound), errors.Is(err, dlq.ErrWrongStatus):
+			skipped++
+			fmt.Fprintf(w, "%s: skipped (%s)\n", masked(id), masked(err.Error()))
+		default:
+			return fmt.Errorf("delete %s (after %d deleted): %w", masked(id), deleted, err)
+		}
+	}
+	fmt.Fprintf(w, "stated %d, deleted %d, skipped %d\n", len(ids), deleted, skipped)
+	if skipped > 0 && deleted == 0 {
+		return usage(c, fmt.Errorf("none of the %d entries could be deleted", len(ids)))
+	}
+	return nil
+}
+
+// deleteAll soft-deletes every failed entry f matches whose last failure is
+// before the cut-off taken when the count is shown (requeueAll's rule).
+func deleteAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec, by string, cf confirmation, output string) error {
+	ctx, w := c.Context(), c.OutOrStdout()
+	bd, ok := any(d.store).(dlq.BulkDeleter)
+	if !ok {
+		return errors.New("delete --all: this store cannot delete by filter")
+	}
+	cutoff := time.Now().Truncate(time.Millisecond)
+	if f.Until.IsZero() || cutoff.Before(f.Until) {
+		f.Until = cutoff
+	}
+	count, err := bd.DeleteMatching(ctx, f, by, time.Now(), true)
+	if err != nil {
+		return err
+	}
+	sum := requeueSummary{DryRun: cf.dryRun, Stated: count.Matched, Cutoff: f.Until, Reasons: map[string]int{}}
+	if cf.dryRun || count.Matched == 0 {
+		sum.Batches, sum.Would = count.Batches, count.Matched
+		return printBulk(w, "deleted", &sum, output)
+	}
+	ok, err = cf.ask(c, fmt.Sprintf("delete %d %s (failed before %s%s) in namespace %q at %s", count.Matched,
+		plural(count.Matched, "entry", "entries"), f.Until.UTC().Format(cutoffLayout), filterNote(spec), d.namespace, d.target.printable()))
+	if err != nil || !ok {
+		return err
+	}
+	audit := dlq.AuditRecord{By: by, Action: "delete", Phase: "started", Filter: spec.String(), CutOff: f.Until, Stated: count.Matched}
+	if err := d.record(c, audit); err != nil {
+		return fmt.Errorf("delete --all: nothing deleted: %w", err)
+	}
+	res, err := bd.DeleteMatching(ctx, f, by, time.Now(), false)
+	bulkSummary(&sum, res)
+	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
+	if err != nil {
+		audit.Phase, audit.Note = "failed", masked(err.Error())
+		_ = d.record(c, audit)
+		return fmt.Errorf("delete --all (after %d deleted): %w", res.Requeued, err)
+	}
+	_ = d.record(c, audit)
+	return printBulk(w, "deleted", &sum, output)
+}
+
+// filterNote is ", matching FILTER" for a confirmation, "" for no filter.
+func filterNote(spec dlq.FilterSpec) string {
+	if spec.Empty() {
+		return ""
+	}
+	return ", matching " + masked(spec.String())
 }
 
 func statusOf(e *dlq.Entry) string {
@@ -128,6 +218,7 @@ func newDLQRestoreCommand(g *dlqGlobal) *cobra.Command {
 				return d.moveError(c, id, err)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: restored (%s)\n", masked(id), statusOf(&e))
+			_ = d.record(c, dlq.AuditRecord{By: g.actor(), Action: "restore", IDs: args, Stated: 1, Moved: 1})
 			return nil
 		},
 	}
@@ -161,6 +252,7 @@ it back. The reason goes into its status history, as "by NAME: REASON".`,
 				return d.moveError(c, id, err)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: quarantined\n", masked(id))
+			_ = d.record(c, dlq.AuditRecord{By: g.actor(), Action: "quarantine", IDs: args, Stated: 1, Moved: 1, Note: reason})
 			return nil
 		},
 	}
@@ -231,10 +323,18 @@ it asks first, stating the count, unless --yes; --dry-run only counts.`,
 			if err != nil || !ok {
 				return err
 			}
+			audit := dlq.AuditRecord{By: g.actor(), Action: "purge", Phase: "started", Filter: "--older-than=" + strconv.Quote(olderThan), CutOff: cutoff, Stated: n}
+			if err := d.record(c, audit); err != nil {
+				return fmt.Errorf("purge: nothing removed: %w", err)
+			}
 			removed, err := d.store.Purge(ctx, cutoff, time.Now())
+			audit.Phase, audit.At, audit.Moved = "done", time.Time{}, removed
 			if err != nil {
+				audit.Phase, audit.Note = "failed", masked(err.Error())
+				_ = d.record(c, audit)
 				return fmt.Errorf("purge (after %d removed): %w", removed, err)
 			}
+			_ = d.record(c, audit)
 			fmt.Fprintf(w, "stated %d, purged %d\n", n, removed)
 			return nil
 		},

@@ -67,10 +67,10 @@ type statsView struct {
 	BySeverity map[string]int `json:"by_severity"`
 	ByClass    map[string]int `json:"by_class"`
 	ByTask     map[string]int `json:"by_task"`
-	// OldestFailed is the oldest entry still failed (waiting for a
-	// decision); Newest the newest entry of any status.
+	// OldestFailed and Newest are the oldest and the newest entry still
+	// failed (waiting for a decision).
 	OldestFailed *stamp `json:"oldest_failed,omitempty"`
-	Newest       *stamp `json:"newest,omitempty"`
+	Newest       *stamp `json:"newest_failed,omitempty"`
 	Evicted      int    `json:"evicted"`
 	Rejected     int    `json:"rejected"`
 	Held         int    `json:"held"`
@@ -112,18 +112,8 @@ func newDLQStatsCommand(g *dlqGlobal) *cobra.Command {
 			if !st.HeldOldest.IsZero() {
 				v.HeldOldestAt = st.HeldOldest.Format(time.RFC3339Nano)
 			}
-			// The store's Stats has no newest entry: the first entry of
-			// an unfiltered listing is it (newest first), at the cost of
-			// one short walk of the time index.
-			if st.Total > 0 {
-				page, err := d.store.List(ctx, dlq.Filter{}, "", 1)
-				if err != nil {
-					return err
-				}
-				if len(page.Entries) == 1 && !page.Entries[0].Corrupt {
-					e := page.Entries[0]
-					v.Newest = &stamp{ID: masked(e.ID()), At: e.LastFailedAt}
-				}
+			if !st.Newest.IsZero() {
+				v.Newest = &stamp{ID: masked(st.NewestID), At: st.Newest}
 			}
 			w := c.OutOrStdout()
 			if output != "table" {
@@ -158,9 +148,9 @@ func printStats(w io.Writer, v *statsView) {
 		fmt.Fprintln(w, "  oldest failed -")
 	}
 	if v.Newest != nil {
-		fmt.Fprintf(w, "  newest        %s  %s (%s ago)\n", v.Newest.At.Format(time.RFC3339), v.Newest.ID, ago(v.Newest.At))
+		fmt.Fprintf(w, "  newest failed %s  %s (%s ago)\n", v.Newest.At.Format(time.RFC3339), v.Newest.ID, ago(v.Newest.At))
 	} else {
-		fmt.Fprintln(w, "  newest        -")
+		fmt.Fprintln(w, "  newest failed -")
 	}
 	fmt.Fprintf(w, "  overflow    evicted %d, rejected %d; held %d", v.Evicted, v.Rejected, v.Held)
 	if v.HeldOldestAt != "" {

@@ -94,7 +94,7 @@ The job keeps its attempt count (one more attempt before the DLQ again) unless
 			}
 			defer d.close()
 			if all {
-				return requeueAll(c, d, f, opts, cf, output, shown)
+				return requeueAll(c, d, f, ff.spec(), opts, cf, output, shown)
 			}
 			return requeueIDs(c, d, args, opts, cf, output)
 		},
@@ -147,6 +147,10 @@ func requeueIDs(c *cobra.Command, d *dlqConn, ids []string, opts dlq.RequeueOpti
 	if err != nil || !ok {
 		return err
 	}
+	defer func() {
+		_ = d.record(c, dlq.AuditRecord{By: opts.By, Action: "requeue", IDs: ids, Stated: sum.Stated,
+			Moved: sum.Moved, Skipped: sum.Skipped, Note: requeueNote(opts)})
+	}()
 	for _, id := range ids {
 		out, err := d.store.Requeue(ctx, id, opts, time.Now())
 		if err != nil {
@@ -173,7 +177,7 @@ func requeueIDs(c *cobra.Command, d *dlqConn, ids []string, opts dlq.RequeueOpti
 
 // requeueAll requeues every failed entry f matches whose last failure is
 // before the cut-off taken when the count is shown.
-func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOptions, cf confirmation, output string, shown int) error {
+func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec, opts dlq.RequeueOptions, cf confirmation, output string, shown int) error {
 	ctx, w := c.Context(), c.OutOrStdout()
 	// The cut-off: taken now, with the count; the run carries it in the
 	// filter (Until, exclusive), so an entry that dies again after it is
@@ -204,19 +208,54 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, opts dlq.RequeueOpti
 	if err != nil || !ok {
 		return err
 	}
+	audit := dlq.AuditRecord{By: opts.By, Action: "requeue", Phase: "started", Filter: spec.String(), CutOff: f.Until,
+		Stated: count.Matched, Note: requeueNote(opts)}
+	if err := d.record(c, audit); err != nil {
+		return fmt.Errorf("requeue --all: nothing moved: %w", err)
+	}
 	res, err := d.store.RequeueMatching(ctx, f, opts, time.Now(), false)
+	bulkSummary(&sum, res)
+	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
 	if err != nil {
+		audit.Phase, audit.Note = "failed", masked(err.Error())
+		_ = d.record(c, audit)
 		return fmt.Errorf("requeue --all (after %d moved): %w", res.Requeued, err)
 	}
+	_ = d.record(c, audit)
+	return printSummary(w, &sum, output)
+}
+
+// bulkSummary fills a summary's counts from a bulk move's result: moved,
+// and the skipped by reason — those the run found changed, gone, busy or
+// invalid, and those stated but no longer matching when their batch came
+// (moved out of the filter by another operator or run).
+func bulkSummary(sum *requeueSummary, res dlq.BulkResult) {
 	sum.Moved, sum.Batches = res.Requeued, res.Batches
 	sum.Skipped = max(sum.Stated-res.Requeued, 0)
-	if res.Skipped > 0 {
-		sum.Reasons["busy-or-changed"] = res.Skipped
+	for reason, n := range map[string]int{"changed": res.Changed, "gone": res.Gone, "busy": res.Busy, "invalid": res.Invalid} {
+		if n > 0 {
+			sum.Reasons[reason] = n
+		}
+	}
+	if other := res.Skipped - res.Changed - res.Gone - res.Busy - res.Invalid; other > 0 {
+		sum.Reasons["other"] = other
 	}
 	if gone := sum.Stated - res.Matched; gone > 0 {
 		sum.Reasons["no-longer-matching"] = gone
 	}
-	return printSummary(w, &sum, output)
+}
+
+// requeueNote says where a requeue sends jobs and with what budget, for
+// the audit stream.
+func requeueNote(opts dlq.RequeueOptions) string {
+	note := "one more attempt"
+	if opts.Budget == dlq.ResetAttempts {
+		note = "attempts reset"
+	}
+	if opts.Queue != "" {
+		note += ", to queue " + opts.Queue
+	}
+	return note
 }
 
 // listMatching prints up to n of the failed entries f matches (the ones a
@@ -262,11 +301,17 @@ func requeueTarget(opts dlq.RequeueOptions, e *dlq.Entry) string {
 }
 
 func printSummary(w io.Writer, s *requeueSummary, output string) error {
+	return printBulk(w, "requeued", s, output)
+}
+
+// printBulk prints what a move did (or, on a dry run, would do) to the
+// entries: verb is "requeued" or "deleted".
+func printBulk(w io.Writer, verb string, s *requeueSummary, output string) error {
 	if output == "json" {
 		return writeJSON(w, s, true)
 	}
 	if s.DryRun {
-		fmt.Fprintf(w, "dry run: %d %s would be requeued", s.Would, plural(s.Would, "entry", "entries"))
+		fmt.Fprintf(w, "dry run: %d %s would be %s", s.Would, plural(s.Would, "entry", "entries"), verb)
 		if s.Skipped > 0 {
 			fmt.Fprintf(w, ", %d skipped (%s)", s.Skipped, reasons(s.Reasons))
 		}
@@ -276,7 +321,11 @@ func printSummary(w io.Writer, s *requeueSummary, output string) error {
 		fmt.Fprintln(w, "; nothing changed")
 		return nil
 	}
-	fmt.Fprintf(w, "stated %d, moved %d, skipped %d", s.Stated, s.Moved, s.Skipped)
+	did := "moved"
+	if verb != "requeued" {
+		did = verb
+	}
+	fmt.Fprintf(w, "stated %d, %s %d, skipped %d", s.Stated, did, s.Moved, s.Skipped)
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(w, " (%s)", reasons(s.Reasons))
 	}

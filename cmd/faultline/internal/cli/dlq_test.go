@@ -146,7 +146,7 @@ func dlqLane(name string, start func() string) {
 				Newest       struct {
 					ID string
 					At time.Time
-				} `json:"newest"`
+				} `json:"newest_failed"`
 			}
 			Expect(json.Unmarshal([]byte(out), &st)).To(Succeed(), out)
 			Expect(st.Total).To(Equal(6))

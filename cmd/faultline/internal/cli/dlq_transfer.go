@@ -349,6 +349,9 @@ type importSummary struct {
 	Present    int      `json:"already_present"`
 	Duplicates int      `json:"duplicates"`
 	DupIDs     []string `json:"duplicate_ids,omitempty"`
+	// Live were refused because a job of their ID is queued or in flight.
+	Live    int      `json:"live_jobs"`
+	LiveIDs []string `json:"live_job_ids,omitempty"`
 }
 
 func newDLQImportCommand(g *dlqGlobal) *cobra.Command {
@@ -370,7 +373,11 @@ counts as already present (rerunning an interrupted import finishes it); with ot
 contents it is a refused duplicate, listed by ID, and import exits 2 after writing
 the others. --dry-run checks and counts, writing nothing.
 
-Imported entries are written as stored bytes, outside the DLQ's capacity bound.`,
+Each entry is written in one step only if its ID is absent (no entry, no job queued
+or in flight), within the DLQ's capacity: a full DLQ under the reject policy stops
+the import with the count written so far (rerun it once there is room); under
+evict-oldest the oldest entries make room, as for any dead letter. A corrupt entry
+is written as its bytes.`,
 		Example: `  faultline dlq import dlq-prod.jsonl --namespace staging --dry-run
   faultline dlq export --namespace prod | faultline dlq import - --namespace staging`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -409,6 +416,14 @@ Imported entries are written as stored bytes, outside the DLQ's capacity bound.`
 				if err == nil {
 					err = importItems(ctx, d, chunk, &sum, dryRun)
 				}
+				if !dryRun {
+					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Stated: sum.Stated, Moved: sum.Imported,
+						Skipped: sum.Present + sum.Duplicates + sum.Live, Note: "from " + args[0]}
+					if err != nil {
+						rec.Phase, rec.Note = "failed", rec.Note+": "+masked(err.Error())
+					}
+					_ = d.record(c, rec)
+				}
 				if err != nil {
 					return fmt.Errorf("%w (after %d imported)", err, sum.Imported)
 				}
@@ -422,6 +437,10 @@ Imported entries are written as stored bytes, outside the DLQ's capacity bound.`
 				if sum.Duplicates > 0 {
 					return usage(c, fmt.Errorf("%d %s not imported: %s in the DLQ of namespace %q with other contents",
 						sum.Duplicates, plural(sum.Duplicates, "entry was", "entries were"), plural(sum.Duplicates, "its ID is", "their IDs are"), d.namespace))
+				}
+				if sum.Live > 0 {
+					return usage(c, fmt.Errorf("%d %s not imported: a job of %s ID is queued or in flight in namespace %q",
+						sum.Live, plural(sum.Live, "entry was", "entries were"), plural(sum.Live, "its", "their"), d.namespace))
 				}
 				return nil
 			})
@@ -446,6 +465,8 @@ const (
 	imported importOutcome = iota + 1
 	alreadyPresent
 	duplicate
+	// live: no entry, but a job of that ID is queued or in flight.
+	live
 )
 
 // importItems imports a chunk of checked entries, importWorkers at a time,
@@ -479,6 +500,11 @@ func importItems(ctx context.Context, d *dlqConn, items []importItem, sum *impor
 			}
 		case o == alreadyPresent:
 			sum.Present++
+		case o == live:
+			sum.Live++
+			if len(sum.LiveIDs) < maxReported {
+				sum.LiveIDs = append(sum.LiveIDs, masked(items[i].id))
+			}
 		case o == duplicate:
 			sum.Duplicates++
 			if len(sum.DupIDs) < maxReported {
@@ -491,7 +517,22 @@ func importItems(ctx context.Context, d *dlqConn, items []importItem, sum *impor
 
 // importOne writes one checked entry unless its ID is in the DLQ: then it
 // is already present (the same contents) or a duplicate (other contents).
+// A decodable entry is written in one step only if absent (dlq.Importer),
+// within the DLQ's capacity, so two imports at once, or a worker
+// dead-lettering the same job meanwhile, never overwrite an entry; a
+// corrupt one is kept as its bytes.
 func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (importOutcome, error) {
+	if !dryRun && !it.corrupt {
+		_, added, err := dlq.Importer(d.store).AddIfAbsent(ctx, dlq.Decode(it.id, it.bytes), time.Now())
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
+		case added:
+			return imported, nil
+		}
+		// Not written: an entry of that ID is there (compared below), or
+		// its job is queued or in flight.
+	}
 	cur, err := d.store.Get(ctx, it.id)
 	switch {
 	case err == nil:
@@ -506,6 +547,8 @@ func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (im
 		return duplicate, nil
 	case !errors.Is(err, dlq.ErrNotFound):
 		return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
+	case !dryRun && !it.corrupt:
+		return live, nil
 	}
 	if !dryRun {
 		if err := d.store.WriteRaw(ctx, it.id, it.bytes); err != nil {
@@ -528,6 +571,13 @@ func printImport(w io.Writer, s *importSummary, d *dlqConn) {
 			more = fmt.Sprintf(" and %d more", s.Duplicates-len(s.DupIDs))
 		}
 		fmt.Fprintf(w, "duplicates (ID already in the DLQ with other contents): %s%s\n", strings.Join(s.DupIDs, ", "), more)
+	}
+	if s.Live > 0 {
+		more := ""
+		if s.Live > len(s.LiveIDs) {
+			more = fmt.Sprintf(" and %d more", s.Live-len(s.LiveIDs))
+		}
+		fmt.Fprintf(w, "not imported, a job of that ID is queued or in flight: %s%s\n", strings.Join(s.LiveIDs, ", "), more)
 	}
 	if s.DryRun {
 		fmt.Fprintln(w, "dry run: nothing written")

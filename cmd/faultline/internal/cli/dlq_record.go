@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/reference/dlq"
+)
+
+// maxAuditIDs bounds the IDs one audit record names; its counts carry the
+// totals.
+const maxAuditIDs = 100
+
+// record writes one operator action into the audit stream beside the DLQ
+// (dlq.Auditor: the stream the web UI writes too; `faultline dlq audit`
+// reads it). A bulk move writes a
+// "started" record before its first batch and refuses to start when it
+// cannot; any other failure to audit is said on stderr, never silent, and
+// does not undo a move already made.
+func (d *dlqConn) record(c *cobra.Command, r dlq.AuditRecord) error {
+	if r.At.IsZero() {
+		r.At = time.Now()
+	}
+	r.Via = "cli"
+	if len(r.IDs) > maxAuditIDs {
+		r.IDs = r.IDs[:maxAuditIDs]
+	}
+	a, ok := any(d.store).(dlq.Auditor)
+	if !ok {
+		return fmt.Errorf("audit %s: this store keeps no audit stream", r.Action)
+	}
+	id, err := a.Audit(c.Context(), r)
+	if err != nil {
+		err = fmt.Errorf("audit %s: %w", r.Action, err)
+		printErr(c.ErrOrStderr(), fmt.Errorf("warning: %w", err))
+		return err
+	}
+	_ = id
+	return nil
+}

@@ -91,6 +91,8 @@ Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error
 	c.AddCommand(newDLQExportCommand(g))
 	c.AddCommand(newDLQImportCommand(g))
 	c.AddCommand(newDLQEditCommand(g))
+	c.AddCommand(newDLQAuditCommand(g))
+	c.AddCommand(newDLQUpgradeCommand(g))
 	return c
 }
 
@@ -128,6 +130,10 @@ func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 	if err != nil {
 		_ = client.Close()
 		return nil, usage(c, err)
+	}
+	if err := checkLayout(c, s); err != nil {
+		_ = client.Close()
+		return nil, err
 	}
 	return &dlqConn{store: s, rdb: client, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}, nil
 }

@@ -72,7 +72,9 @@ type ConfigError struct {
 	Err error
 }
 
-func (e *ConfigError) Error() string { return e.Field + ": " + e.Reason }
+// Error gives the reason first (a "Tokens: ..." prefix would read as a
+// secret to the redactor the CLI prints errors through).
+func (e *ConfigError) Error() string { return e.Reason + " (field " + e.Field + ")" }
 
 // Unwrap returns Err.
 func (e *ConfigError) Unwrap() error { return e.Err }
@@ -153,11 +155,12 @@ func IsLoopback(host string) bool {
 
 // ReadTokens reads a tokens file: one "name:token" a line; blank lines and
 // lines starting with '#' are skipped. A malformed line is an error naming
-// its line number (never its token).
+// its line number (never its token). Messages name the file as the
+// command's --tokens.
 func ReadTokens(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read tokens: %w", err)
+		return nil, fmt.Errorf("read the --tokens file: %w", err)
 	}
 	defer f.Close()
 	out := map[string]string{}
@@ -171,20 +174,20 @@ func ReadTokens(path string) (map[string]string, error) {
 		name, tok = strings.TrimSpace(name), strings.TrimSpace(tok)
 		switch {
 		case !ok || name == "" || tok == "":
-			return nil, fmt.Errorf("%s:%d: expected name:token", path, n)
+			return nil, fmt.Errorf("the --tokens file %s, line %d: expected name:token", path, n)
 		case len(tok) < MinTokenLen:
-			return nil, fmt.Errorf("%s:%d: the token of %q is shorter than %d characters", path, n, name, MinTokenLen)
+			return nil, fmt.Errorf("the --tokens file %s, line %d: the token of %q is shorter than %d characters", path, n, name, MinTokenLen)
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("%s:%d: the name %q is given twice", path, n, name)
+			return nil, fmt.Errorf("the --tokens file %s, line %d: the name %q is given twice", path, n, name)
 		}
 		out[name] = tok
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read tokens %s: %w", path, err)
+		return nil, fmt.Errorf("read the --tokens file %s: %w", path, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no tokens (lines name:token)", path)
+		return nil, fmt.Errorf("the --tokens file %s has no tokens (lines name:token)", path)
 	}
 	return out, nil
 }

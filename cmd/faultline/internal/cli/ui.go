@@ -65,15 +65,13 @@ or a --host name are refused.`,
 	return c
 }
 
-// uiConfigError turns a ui.ConfigError into invalid input naming the flag.
+// uiConfigError turns a ui.ConfigError into invalid input.
 func uiConfigError(c *cobra.Command, err error) error {
 	var ce *ui.ConfigError
 	if errors.As(err, &ce) {
-		flag := map[string]string{"Tokens": "--tokens", "TLS": "--tls-cert/--tls-key", "Listen": "--listen"}[ce.Field]
-		if flag == "" {
-			flag = ce.Field
-		}
-		return usage(c, fmt.Errorf("%s: %s", flag, ce.Reason))
+		// The reason names the flags; "--tokens: ..." would be masked as a
+		// secret by the redactor errors are printed through.
+		return usage(c, errors.New(ce.Reason))
 	}
 	return usage(c, err)
 }
@@ -95,7 +93,7 @@ func runUI(c *cobra.Command, g *dlqGlobal, f *uiFlags) error {
 	if f.tokens != "" {
 		toks, err := ui.ReadTokens(f.tokens)
 		if err != nil {
-			return usage(c, fmt.Errorf("--tokens: %w", err))
+			return usage(c, err)
 		}
 		cfg.Tokens = toks
 	}

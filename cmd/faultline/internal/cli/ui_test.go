@@ -1,0 +1,103 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+)
+
+// uiStartTimeout bounds how long faultline ui may take to answer.
+const uiStartTimeout = 15 * time.Second
+
+var _ = Describe("faultline ui", func() {
+	// closedRedis is a Redis URL nothing listens on: a refusal must come
+	// before any connection (a connection attempt would exit 4, not 2).
+	closedRedis := "redis://127.0.0.1:1/0"
+
+	tokensFile := func(content string) string {
+		p := filepath.Join(GinkgoT().TempDir(), "tokens")
+		Expect(os.WriteFile(p, []byte(content), 0o600)).To(Succeed())
+		return p
+	}
+
+	It("refuses a listen address off loopback without --tokens, before connecting", func() {
+		_, stderr, code := run("ui", "--redis-url", closedRedis, "--listen", "0.0.0.0:8080")
+		Expect(code).To(Equal(cli.ExitInvalid), stderr)
+		Expect(stderr).To(ContainSubstring("--tokens"))
+		Expect(stderr).To(ContainSubstring("not loopback"))
+	})
+
+	It("refuses tokens off loopback without TLS unless --insecure-http", func() {
+		toks := tokensFile("# ops\nalice:alice-token-0123456789abcdef\n")
+		_, stderr, code := run("ui", "--redis-url", closedRedis, "--listen", "10.0.0.1:8080", "--tokens", toks)
+		Expect(code).To(Equal(cli.ExitInvalid), stderr)
+		Expect(stderr).To(ContainSubstring("--tls-cert"))
+		Expect(stderr).To(ContainSubstring("--insecure-http"))
+		// With --insecure-http the configuration is accepted: the command
+		// goes on to Redis, which is not there (exit 4).
+		_, stderr, code = run("ui", "--redis-url", closedRedis, "--listen", "10.0.0.1:8080", "--tokens", toks, "--insecure-http")
+		Expect(code).To(Equal(cli.ExitUnavailable), stderr)
+	})
+
+	It("refuses half a TLS pair, a malformed tokens file and a short token, naming them", func() {
+		_, stderr, code := run("ui", "--redis-url", closedRedis, "--tls-cert", "cert.pem")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("--tls-cert and --tls-key go together"))
+		_, stderr, code = run("ui", "--redis-url", closedRedis, "--tokens", tokensFile("alice\n"))
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(MatchRegexp(`the --tokens file .*tokens, line 1: expected name:token`))
+		_, stderr, code = run("ui", "--redis-url", closedRedis, "--tokens", tokensFile("alice:short\n"))
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("shorter than"))
+		Expect(stderr).NotTo(ContainSubstring("short\n"))
+	})
+
+	It("serves the DLQ on loopback until stopped", func() {
+		m := redistest.Mini(GinkgoRandomSeed())
+		url := "redis://" + m.Addr() + "/0"
+		seedDLQ(url)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		addr := ln.Addr().String()
+		Expect(ln.Close()).To(Succeed())
+
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		var out, errOut bytes.Buffer
+		done := make(chan int, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- cli.Main(ctx, []string{"ui", "--redis-url", url, "--namespace", dlqNamespace, "--listen", addr}, &out, &errOut)
+		}()
+		get := func(path string) (int, string) {
+			resp, err := http.Get(fmt.Sprintf("http://%s%s", addr, path))
+			if err != nil {
+				return 0, err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		Eventually(func() int { code, _ := get("/"); return code }).WithTimeout(uiStartTimeout).Should(Equal(http.StatusOK))
+		code, body := get("/entries/ord-2")
+		Expect(code).To(Equal(http.StatusOK))
+		Expect(body).To(ContainSubstring(`namespace <code>ops</code>`))
+		code, _ = get("/api/v1/stats")
+		Expect(code).To(Equal(http.StatusUnauthorized), "no API without --tokens")
+		stop()
+		Eventually(done).WithTimeout(uiStartTimeout).Should(Receive(Equal(cli.ExitOK)))
+		Expect(errOut.String()).To(ContainSubstring("faultline ui: serving namespace \"ops\""))
+	})
+})

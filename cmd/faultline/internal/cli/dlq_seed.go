@@ -118,11 +118,14 @@ func seedFilter(c *cobra.Command, ff *filterFlags) (seed.Filter, error) {
 // seedRow is one seed entry as list prints it.
 type seedRow struct {
 	// Ref is what show and requeue take: LIST@POSITION#DIGEST.
-	Ref       string `json:"ref"`
-	List      string `json:"list"`
-	Position  int64  `json:"position"`
-	Task      string `json:"task,omitempty"`
-	JobID     string `json:"job_id,omitempty"`
+	Ref      string `json:"ref"`
+	List     string `json:"list"`
+	Position int64  `json:"position"`
+	Task     string `json:"task,omitempty"`
+	JobID    string `json:"job_id,omitempty"`
+	// NoID says the entry is valid but its job carries no ID (most of
+	// the tutorial's do): its Ref is its name.
+	NoID      bool   `json:"no_id,omitempty"`
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
 	Severity  string `json:"severity,omitempty"`
@@ -148,7 +151,7 @@ func seedRowOf(prefix string, e *seed.Entry) seedRow {
 		return r
 	}
 	r.Error, r.ErrorType, r.Severity = masked(e.Parsed.Error), e.Parsed.Class, strings.ToLower(e.Parsed.Severity)
-	r.Status, r.Retries, r.JobID = e.Status(), e.Parsed.Retries, masked(e.Parsed.JobID)
+	r.Status, r.Retries, r.JobID, r.NoID = e.Status(), e.Parsed.Retries, masked(e.Parsed.JobID), e.Parsed.NoID != ""
 	var doc map[string]any
 	if json.Unmarshal(e.Bytes, &doc) == nil {
 		if j, ok := doc["job"].(map[string]any); ok {

@@ -1,12 +1,20 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -47,6 +55,7 @@ type seedListDoc struct {
 		Position int64  `json:"position"`
 		Task     string `json:"task"`
 		JobID    string `json:"job_id"`
+		NoID     bool   `json:"no_id"`
 		Error    string `json:"error"`
 		Severity string `json:"severity"`
 		Status   string `json:"status"`
@@ -100,6 +109,9 @@ func seedLane(name string, start func() string) {
 			Expect(doc.Entries[3]).To(gstruct.MatchFields(gstruct.IgnoreExtras, gstruct.Fields{"Task": Equal("charge"), "JobID": Equal("job-7"),
 				"Error": Equal("card declined"), "Status": Equal("failed"), "Retries": Equal(1)}))
 			Expect(doc.Entries[8]).To(gstruct.MatchFields(gstruct.IgnoreExtras, gstruct.Fields{"List": Equal("dlq:high"), "Severity": Equal("high"), "Task": Equal("auth")}))
+			Expect(doc.Entries[0]).To(gstruct.MatchFields(gstruct.IgnoreExtras, gstruct.Fields{"Task": Equal("report"), "JobID": BeEmpty(),
+				"NoID": BeTrue(), "Corrupt": BeFalse(), "Status": Equal("failed")}), "a job without an ID is a valid entry, named by its ref")
+			Expect(doc.Entries[3].NoID).To(BeFalse(), "job-7 has its ID")
 			Expect(doc.Entries[0].Ref).To(MatchRegexp(`^dead_letter@5#[0-9a-f]{12}$`))
 
 			var seen []string
@@ -147,6 +159,64 @@ func seedLane(name string, start func() string) {
 			_, errOut, code = seedRun(addr, "show", "dead_letter@99", "--layout", "seed")
 			Expect(code).To(Equal(cli.ExitInvalid))
 			Expect(errOut).To(ContainSubstring("no entry at dead_letter@99"))
+		})
+
+		It("shows an entry by its ref after a trim moved it, and says so", func() {
+			for i := range 9 { // dlq:low: the fixture's one and nine more, full at ten
+				Expect(rdb.LPush(ctx, "dlq:low", fmt.Sprintf(`{"job": {"task": "low-%d"}, "error": "e", "type": "ValueError", "severity": "LOW", "retries": 1, "timestamp": "t"}`, i)).Err()).To(Succeed())
+			}
+			doc := list("--severity", "low")
+			ref := refOf(doc, "dlq:low", 4)
+			for i := range 2 { // the tutorial's push and LTRIM of a full list
+				Expect(rdb.LPush(ctx, "dlq:low", fmt.Sprintf(`{"job": {"task": "late-%d"}}`, i)).Err()).To(Succeed())
+				Expect(rdb.LTrim(ctx, "dlq:low", 0, 9).Err()).To(Succeed())
+			}
+			out, errOut, code := seedRun(addr, "show", ref, "--layout", "seed", "-o", "json")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			var v struct {
+				Ref       string `json:"ref"`
+				Position  int64  `json:"position"`
+				Task      string `json:"task"`
+				Changed   bool   `json:"changed_since_listed"`
+				MovedFrom string `json:"moved_from"`
+			}
+			Expect(json.Unmarshal([]byte(out), &v)).To(Succeed(), out)
+			Expect(v.Position).To(BeEquivalentTo(2))
+			Expect(v.Task).To(Equal("low-3"))
+			Expect(v.Changed).To(BeFalse())
+			Expect(v.MovedFrom).To(Equal(ref))
+			Expect(v.Ref).To(HavePrefix("dlq:low@2#"))
+			Expect(errOut).To(ContainSubstring("has moved to " + v.Ref))
+
+			out, errOut, code = seedRun(addr, "requeue", ref, "--layout", "seed", "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("stated 1, moved 1, skipped 0"))
+			Expect(rdb.LRange(ctx, "default", 0, -1).Val()).To(Equal([]string{`{"task": "low-3"}`}))
+		})
+
+		It("requeues --all only what the prompt counted: an entry dead-lettered while it is open is left", func() {
+			ptmx := seedPromptTerminal()
+			prompt := &promptWatch{seen: make(chan struct{})}
+			var out bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				defer GinkgoRecover()
+				done <- cli.Main(ctx, []string{"dlq", "requeue", "--all", "--layout", "seed", "--error-text", "timeout",
+					"--redis-url", "redis://" + addr + "/0"}, &out, prompt)
+			}()
+			Eventually(prompt.seen).WithTimeout(10 * time.Second).Should(BeClosed())
+			Expect(prompt.String()).To(ContainSubstring("requeue 4 entries (of 4 matching, among the 9 entries there now)"))
+			Expect(rdb.LPush(ctx, "dead_letter", `{"job": {"task": "late"}, "error": "Gateway timeout", "retries": 3, "status": "failed"}`).Err()).To(Succeed())
+			_, err := ptmx.Write([]byte("y\n"))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(done).WithTimeout(10 * time.Second).Should(Receive(Equal(cli.ExitOK)))
+			Expect(out.String()).To(ContainSubstring("stated 4, moved 4, skipped 0"))
+			Expect(rdb.LRange(ctx, "default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("late")))
+			Expect(rdb.LIndex(ctx, "dead_letter", 0).Val()).To(ContainSubstring(`"status": "failed"`))
+
+			out2, _, code := seedRun(addr, "requeue", "--all", "--layout", "seed", "--error-text", "timeout", "--yes")
+			Expect(code).To(Equal(cli.ExitOK))
+			Expect(out2).To(ContainSubstring("stated 5, moved 1, skipped 4 (already-reprocessing 4)"), "the next run takes it")
 		})
 
 		It("requeues by ref onto the work list and marks the entry reprocessing, once; a changed entry is refused", func() {
@@ -231,6 +301,19 @@ func seedLane(name string, start func() string) {
 			Expect(json.Unmarshal([]byte(out), &v)).To(Succeed(), out)
 			Expect([]int{v.Migrated, v.Already}).To(Equal([]int{0, 9}), "migrated, already")
 			Expect(rdb.LLen(ctx, "dead_letter").Val()).To(Equal(int64(6)), "the seed lists are left as they were")
+
+			By("the same lists into another namespace: migrated whole, its own marker")
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", "other")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring(`migrated 9 entries of the seed DLQ at ` + addr + ` into namespace "other"`))
+			Expect(out).To(ContainSubstring("already migrated 0, left 0, seen 9"))
+			out, errOut, code = seedRun(addr, "list", "--namespace", "other", "-o", "jsonl")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(jsonLines(out)).To(HaveLen(9))
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", "other", "--dry-run")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("dry run: 0 entries"))
+			Expect(out).To(ContainSubstring("9 already migrated"))
 		})
 
 		It("refuses a bad --layout and the filters the seed layout cannot apply, exit 2 naming them", func() {
@@ -267,3 +350,57 @@ var _ = Describe("faultline dlq --layout seed", func() {
 		return srv.Addr
 	})
 })
+
+// seedPromptTerminal makes the process's stdin a terminal (the slave side of
+// a new pseudo-terminal) until the spec ends, so that a confirmation is
+// asked, and returns the master side, where the spec types the answer. (As
+// dlq_edit_test.go's stdinTerminal, which keeps the master to itself.)
+func seedPromptTerminal() *os.File {
+	GinkgoHelper()
+	if runtime.GOOS != "linux" {
+		Skip("the prompt spec opens a pseudo-terminal the Linux way (/dev/ptmx)")
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(ptmx.Close)
+	var unlock int32
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock)))
+	Expect(errno).To(BeZero(), "unlock the pseudo-terminal")
+	var n uint32
+	_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n)))
+	Expect(errno).To(BeZero(), "number of the pseudo-terminal")
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	Expect(err).NotTo(HaveOccurred())
+	old := os.Stdin
+	os.Stdin = tty
+	DeferCleanup(func() {
+		os.Stdin = old
+		_ = tty.Close()
+	})
+	return ptmx
+}
+
+// promptWatch is a stderr that closes seen when a confirmation prompt
+// ("[y/N] ") has been written to it.
+type promptWatch struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen chan struct{}
+	once sync.Once
+}
+
+func (p *promptWatch) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, err := p.buf.Write(b)
+	if strings.Contains(p.buf.String(), "[y/N] ") {
+		p.once.Do(func() { close(p.seen) })
+	}
+	return n, err
+}
+
+func (p *promptWatch) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}

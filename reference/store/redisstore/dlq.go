@@ -59,18 +59,19 @@ func metaArgs(e *dlq.Entry) []any {
 		metaErrText(e)}
 }
 
-// ErrTextCap bounds the copy of an entry's last error text its meta keeps
+// ErrTextCap bounds the copy of an entry's last error text the store keeps
 // for the error-text filter, in bytes of folded text.
 const ErrTextCap = 256
 
-// metaErrText is the copy of e's last error text the meta keeps ("etx"),
-// so that the scan script matches dlq.Filter.ErrorText without decoding
-// entries: the text folded by foldText (the script folds nothing), behind
-// '=' when it is whole, or its first bytes (at most ErrTextCap, cut at a
-// rune) behind '~' when it is longer. A cut copy matches the script
-// coarsely when the needle is not in its bytes, and Go decides on the
-// decoded entry; so does a meta without a copy (written by an older
-// faultline).
+// metaErrText is the copy of e's last error text the store keeps beside
+// its meta (in P:dlq:etx), so that the scan script matches
+// dlq.Filter.ErrorText without decoding entries: the text folded by
+// foldText (the script folds nothing), behind '=' when it is whole, or its
+// first bytes (at most ErrTextCap, cut at a rune) behind '~' when it is
+// longer. A cut copy matches the script coarsely when the needle is not in
+// its bytes, and Go decides on the decoded entry; so does an entry without
+// a copy (written by an older faultline, or re-indexed by something that
+// did not give one).
 func metaErrText(e *dlq.Entry) string {
 	t := ""
 	if n := len(e.History); n > 0 {

@@ -40,7 +40,7 @@ var _ = Describe("redisstore operator extensions", func() {
 				}}
 			})
 
-			Describe("the error-text copy in the meta", func() {
+			Describe("the error-text copy beside the meta", func() {
 				var (
 					c   *redis.Client
 					s   *redisstore.Store
@@ -55,7 +55,7 @@ var _ = Describe("redisstore operator extensions", func() {
 				})
 				meta := func(id string) string {
 					GinkgoHelper()
-					v, err := c.HGet(ctx, redisstore.Prefix(ns)+":dlq:m:"+id, "etx").Result()
+					v, err := c.HGet(ctx, redisstore.Prefix(ns)+":dlq:etx", id).Result()
 					Expect(err).NotTo(HaveOccurred())
 					return v
 				}
@@ -92,12 +92,10 @@ var _ = Describe("redisstore operator extensions", func() {
 					Expect(list("NEEDLE")).To(Equal([]string{"long"}))
 				})
 
-				It("falls back to the decoded entry for a meta written without one", func() {
+				It("falls back to the decoded entry for an entry written without one", func() {
 					add("old", "Gateway Timeout")
 					add("other", "card declined")
-					for _, id := range []string{"old", "other"} {
-						Expect(c.HDel(ctx, redisstore.Prefix(ns)+":dlq:m:"+id, "etx").Err()).To(Succeed())
-					}
+					Expect(c.HDel(ctx, redisstore.Prefix(ns)+":dlq:etx", "old", "other").Err()).To(Succeed())
 					Expect(list("timeout")).To(Equal([]string{"old"}))
 					r, err := s.DeleteMatching(ctx, dlq.Filter{ErrorText: "TIMEOUT"}, "ops", t0.Add(1), false)
 					Expect(err).NotTo(HaveOccurred())

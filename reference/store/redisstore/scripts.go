@@ -12,10 +12,12 @@ import "github.com/redis/go-redis/v9"
 //     caller's clock. No script calls TIME; no key has a TTL.
 //   - Entry JSON is opaque: scripts store and return its bytes; the fields a
 //     script needs (status, severity, class, task, attempts, last error type,
-//     the folded last error text, time) arrive as separate ARGV and live in
-//     the entry's meta hash. The error text is folded by Go (metaErrText):
-//     no script folds case (Lua's string.lower is ASCII-only and follows the
-//     server's C locale), it only finds bytes.
+//     time) arrive as separate ARGV and live in the entry's meta hash; the
+//     folded last error text arrives beside them and lives in P:dlq:etx, one
+//     hash for the namespace, so that a scan reads a whole step's texts in
+//     one HMGET. The error text is folded by Go (metaErrText): no script
+//     folds case (Lua's string.lower is ASCII-only and follows the server's
+//     C locale), it only finds bytes.
 //   - A move checks its preconditions before its first write and returns a
 //     distinct result when they do not hold; then it writes nothing. A batch
 //     script checks each item before writing that item (items are independent
@@ -35,6 +37,7 @@ import "github.com/redis/go-redis/v9"
 const prelude = `
 local P = KEYS[1]
 local ENTRIES, BYTIME, STATS = P .. ':dlq:entries', P .. ':dlq:bytime', P .. ':dlq:stats'
+local ETX = P .. ':dlq:etx'
 local PROCESSING, RETRY, FALLBACK, QUEUES = P .. ':processing', P .. ':retry', P .. ':fallback', P .. ':queues'
 local HELD = P .. ':held'
 local function jobKey(id) return P .. ':job:' .. id end
@@ -112,23 +115,25 @@ local function readMeta(id)
   return {rev = v[1], st = v[2], sev = v[3] or '', cls = v[4] or '', task = v[5] or '', att = v[6] or '0', et = v[7] or ''}
 end
 
--- metaAt reads the meta fields of an item from ARGV[i..i+6]: status,
--- severity, class, task, attempts, error type, folded error text ('=' then
--- the whole text, or '~' then its first bytes when it was cut short).
+-- metaAt reads the meta fields of an item from ARGV[i..i+5]: status,
+-- severity, class, task, attempts, error type. ARGV[i+6], after them, is the
+-- item's folded error text ('=' then the whole text, or '~' then its first
+-- bytes when it was cut short), which index keeps in ETX.
 local function metaAt(i)
-  return {st = ARGV[i], sev = ARGV[i + 1], cls = ARGV[i + 2], task = ARGV[i + 3], att = ARGV[i + 4], et = ARGV[i + 5],
-    etx = ARGV[i + 6]}
+  return {st = ARGV[i], sev = ARGV[i + 1], cls = ARGV[i + 2], task = ARGV[i + 3], att = ARGV[i + 4], et = ARGV[i + 5]}
 end
 
 -- index writes an entry's meta (revision rev) and indexes it at score,
--- replacing the indexes of its previous meta old, if any.
-local function index(id, old, m, rev, score)
+-- replacing the indexes of its previous meta old, if any; etx is its folded
+-- error text, kept in ETX (nil: unknown, any copy is dropped and a scan
+-- leaves the entry to its caller, who decodes it).
+local function index(id, old, m, rev, score, etx)
   if old then
     redis.call('ZREM', statusKey(old.st), id)
     count(old, -1)
   end
-  redis.call('HSET', metaKey(id), 'rev', rev, 'st', m.st, 'sev', m.sev, 'cls', m.cls, 'task', m.task, 'att', m.att, 'et', m.et,
-    'etx', m.etx)
+  redis.call('HSET', metaKey(id), 'rev', rev, 'st', m.st, 'sev', m.sev, 'cls', m.cls, 'task', m.task, 'att', m.att, 'et', m.et)
+  if etx then redis.call('HSET', ETX, id, etx) else redis.call('HDEL', ETX, id) end
   redis.call('ZADD', BYTIME, score, id)
   redis.call('ZADD', statusKey(m.st), score, id)
   count(m, 1)
@@ -137,6 +142,7 @@ end
 -- drop removes an entry, its meta, its indexes and its counts.
 local function drop(id, m)
   redis.call('HDEL', ENTRIES, id)
+  redis.call('HDEL', ETX, id)
   redis.call('ZREM', BYTIME, id)
   if m then
     redis.call('DEL', metaKey(id))
@@ -539,7 +545,7 @@ local function put(i)
     event(id, m.task, 'none', 'dead-lettered', 'dead-lettered', m.att)
   end
   redis.call('HSET', ENTRIES, id, ARGV[i + 2])
-  index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 10])
+  index(id, old, m, old and (tonumber(old.rev) + 1) or 1, ARGV[i + 10], ARGV[i + 9])
   return {'ok', old and 0 or 1, evicted}
 end
 
@@ -713,7 +719,7 @@ for i = 2, NARG, 10 do
     if mode == 'write' then redis.call('HSET', ENTRIES, id, ARGV[i + 1]) end
     local score = ARGV[i + 9]
     if mode == 'mark' then score = redis.call('ZSCORE', BYTIME, id) or score end
-    index(id, old, m, old and (tonumber(old.rev) + 1) or 1, score)
+    index(id, old, m, old and (tonumber(old.rev) + 1) or 1, score, ARGV[i + 8])
     n = n + 1
   end
 end
@@ -746,9 +752,11 @@ var dlqScanScript = script(`
 -- Walks the index strictly after the anchor in (score, id) order (reversed
 -- for 'desc') within the score range, matching each member's meta against the
 -- sets (a corrupt entry matches only a filter without conditions) and the
--- text (found bytewise, no case folding here: both sides come folded; a copy
--- cut short, or none in a meta written before copies were kept, matches
--- coarsely, and the caller decides on the decoded entry), and stops
+-- text against the members' copies in ETX, read with one HMGET per thousand
+-- members before any meta is (found bytewise, no case folding here: both
+-- sides come folded; a copy cut short, or none, as for an entry written
+-- before copies were kept, matches coarsely, and the caller decides on the
+-- decoded entry), and stops
 -- after ARGV[7] members or ARGV[8] matches. Finding the anchor costs O(log n)
 -- whether or not it is still in the index, so a walk whose entries move away
 -- under it neither skips nor repeats any. Returns {examined, last examined
@@ -773,17 +781,17 @@ task, i = readSet(i)
 et, i = readSet(i)
 st, i = readSet(i)
 local needle = ARGV[i]
--- text reports whether a meta's folded copy x may hold the needle: it does,
--- or x was cut short ('~'), or there is none (the caller decides).
+-- text reports whether a folded copy x may hold the needle: it does, or x
+-- was cut short ('~'), or there is none (false: the caller decides).
 local function text(x)
   if needle == '' or not x then return true end
-  return string.find(x, needle, 2, true) ~= nil or string.sub(x, 1, 1) == '~'
+  return (#x > 1 and string.find(x, needle, 2, true) ~= nil) or string.sub(x, 1, 1) == '~'
 end
 local function matches(m)
   if not m[1] then return false end
   if m[2] == 'corrupt' then return not anyCond end
   return (not st or st[m[2]]) and (not sev or sev[m[3]]) and (not cls or cls[m[4]]) and
-    (not task or task[m[5]]) and (not et or et[m[6]]) and text(m[7]) or false
+    (not task or task[m[5]]) and (not et or et[m[6]]) or false
 end
 local function at(r)
   if desc then return redis.call('ZREVRANGE', Z, r, r)[1] end
@@ -813,12 +821,25 @@ if desc then r = redis.call('ZREVRANGE', Z, start, start + examine - 1, 'WITHSCO
 else r = redis.call('ZRANGE', Z, start, start + examine - 1, 'WITHSCORES') end
 local out, examined, lastScore, lastID = {}, 0, '', ''
 local found = {}
+-- With a needle, the members' folded texts, a thousand per HMGET.
+local texts = {}
+if needle ~= '' then
+  for a = 1, #r, 2000 do
+    local ids = {}
+    for k = a, math.min(a + 1998, #r - 1), 2 do ids[#ids + 1] = r[k] end
+    local t = redis.call('HMGET', ETX, unpack(ids))
+    for k = 1, #t do texts[#texts + 1] = t[k] end
+  end
+end
 for k = 1, #r, 2 do
   local id, sc = r[k], tonumber(r[k + 1])
   if desc and lo ~= '-inf' and sc < tonumber(lo) then break end
   if (not desc) and hi ~= '+inf' and sc > tonumber(hi) then break end
   examined, lastScore, lastID = examined + 1, r[k + 1], id
-  local m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et', 'etx')
+  local m = {false}
+  if needle == '' or text(texts[(k + 1) / 2]) then
+    m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et')
+  end
   if matches(m) then
     local b = redis.call('HGET', ENTRIES, id)
     found[#found + 1] = {id, r[k + 1], b or '', b and 1 or 0, m[1], m[2]}

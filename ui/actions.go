@@ -123,6 +123,17 @@ func (s *server) record(ctx context.Context, rec dlq.AuditRecord, failed error) 
 	return rec.ID, aerr
 }
 
+// recordOne records an action already taken: an audit write that fails
+// cannot undo it, so its error is returned as text for the answer (and
+// the log line says so too).
+func (s *server) recordOne(ctx context.Context, rec dlq.AuditRecord, failed error) (string, string) {
+	id, err := s.record(ctx, rec, failed)
+	if err != nil {
+		return id, maskText(err.Error())
+	}
+	return id, ""
+}
+
 // budgetOf reads a budget choice: "one" (default) or "reset".
 func budgetOf(v string) (dlq.Budget, error) {
 	switch v {
@@ -149,6 +160,9 @@ type OneResult struct {
 	// Status is the entry's status after the action.
 	Status  string `json:"status,omitempty"`
 	AuditID string `json:"audit_id,omitempty"`
+	// AuditError says the action was taken but its audit record could not
+	// be written.
+	AuditError string `json:"audit_error,omitempty"`
 	// Revision is the entry's revision after an edit.
 	Revision string `json:"revision,omitempty"`
 	// Requeued says an edit was followed by a requeue, and its outcome.
@@ -169,7 +183,7 @@ func (s *server) requeueOne(ctx context.Context, id string, opts dlq.RequeueOpti
 			rec.Note += "; skipped: " + out.String()
 		}
 	}
-	res.AuditID, _ = s.record(ctx, rec, err)
+	res.AuditID, res.AuditError = s.recordOne(ctx, rec, err)
 	if err != nil {
 		return res, fmt.Errorf("requeue %s: %w", id, err)
 	}
@@ -218,7 +232,7 @@ func (s *server) move(ctx context.Context, action, id, reason, who, via string) 
 	} else {
 		rec.Moved = 1
 	}
-	res.AuditID, _ = s.record(ctx, rec, err)
+	res.AuditID, res.AuditError = s.recordOne(ctx, rec, err)
 	if err != nil {
 		return res, fmt.Errorf("%s %s: %w", action, id, err)
 	}
@@ -263,7 +277,7 @@ func (s *server) edit(ctx context.Context, id string, req editReq, via string) (
 			rec.Note = e.Changes[n-1].Reason
 		}
 	}
-	res.AuditID, _ = s.record(ctx, rec, err)
+	res.AuditID, res.AuditError = s.recordOne(ctx, rec, err)
 	if err != nil {
 		return res, fmt.Errorf("edit %s: %w", id, err)
 	}
@@ -305,8 +319,9 @@ type BulkOutcome struct {
 	Stated  int            `json:"stated"`
 	Moved   int            `json:"moved"`
 	Skipped int            `json:"skipped"`
-	Reasons map[string]int `json:"skipped_by_reason,omitempty"`
-	AuditID string         `json:"audit_id,omitempty"`
+	Reasons    map[string]int `json:"skipped_by_reason,omitempty"`
+	AuditID    string         `json:"audit_id,omitempty"`
+	AuditError string         `json:"audit_error,omitempty"`
 }
 
 func (p *BulkPlan) check() error {
@@ -445,7 +460,7 @@ func (s *server) runBulk(ctx context.Context, p *BulkPlan, via string) (BulkOutc
 		out.Skipped = max(p.Stated-out.Moved, 0)
 	}
 	rec.Phase, rec.Moved, rec.Skipped, rec.At = "done", out.Moved, out.Skipped, time.Time{}
-	out.AuditID, _ = s.record(ctx, rec, err)
+	out.AuditID, out.AuditError = s.recordOne(ctx, rec, err)
 	if err != nil {
 		return out, fmt.Errorf("%s (after %d moved): %w", p.Action, out.Moved, err)
 	}

@@ -180,6 +180,14 @@ func done(w http.ResponseWriter, r *http.Request, id, what, outcome string) {
 	http.Redirect(w, r, "/entries/"+url.PathEscape(id)+"?"+q.Encode(), http.StatusSeeOther)
 }
 
+// withAudit adds an audit failure to an outcome shown to the operator.
+func withAudit(outcome, auditErr string) string {
+	if auditErr == "" {
+		return outcome
+	}
+	return outcome + " (but not audited: " + auditErr + ")"
+}
+
 // actionFail renders an action's error on the error page.
 func (s *server) actionFail(w http.ResponseWriter, r *http.Request, v *view, what string, err error) {
 	status, field := httpStatus(err)
@@ -211,7 +219,7 @@ func (s *server) pgRequeue(w http.ResponseWriter, r *http.Request, v *view) {
 		s.actionFail(w, r, v, "requeue "+id, err)
 		return
 	}
-	done(w, r, id, "requeue", res.Outcome)
+	done(w, r, id, "requeue", withAudit(res.Outcome, res.AuditError))
 }
 
 func (s *server) pgMove(action string) func(http.ResponseWriter, *http.Request, *view) {
@@ -222,7 +230,7 @@ func (s *server) pgMove(action string) func(http.ResponseWriter, *http.Request, 
 			s.actionFail(w, r, v, action+" "+id, err)
 			return
 		}
-		done(w, r, id, action, res.Status)
+		done(w, r, id, action, withAudit(res.Status, res.AuditError))
 	}
 }
 
@@ -242,7 +250,7 @@ func (s *server) pgEdit(w http.ResponseWriter, r *http.Request, v *view) {
 		if req.Requeue {
 			outcome = "saved, requeue " + res.Requeued
 		}
-		done(w, r, id, "edit", outcome)
+		done(w, r, id, "edit", withAudit(outcome, res.AuditError))
 		return
 	}
 	status, field := httpStatus(err)

@@ -153,6 +153,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	if s.cfg.TLS {
+		h.Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	if !s.hostAllowed(r.Host) {
 		http.Error(w, fmt.Sprintf("refused: the Host header %q is not a name this server answers to (allowed: %s); add it with --host if a proxy uses it", r.Host, strings.Join(s.allowedHosts(), ", ")), http.StatusMisdirectedRequest)
 		return

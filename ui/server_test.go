@@ -14,6 +14,7 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/ui"
 )
 
@@ -389,3 +390,29 @@ func order(body string) []string {
 	}
 	return out
 }
+
+// brokenAudit is a store whose audit stream refuses every write.
+type brokenAudit struct{ *redisstore.Store }
+
+func (brokenAudit) Audit(context.Context, dlq.AuditRecord) (string, error) {
+	return "", errors.New("audit stream is read-only")
+}
+
+var _ = Describe("an audit stream that cannot be written", func() {
+	It("stops a bulk move before it moves anything, and says a one-step move was not audited", func() {
+		hs0 := newHarness("redis://"+lanesMini()+"/0", ui.Config{})
+		hs := newHarnessOn(hs0, func(c *ui.Config) { c.Store = brokenAudit{hs0.store} })
+		body := hs.get("/bulk?action=requeue&task=charge").Body.String()
+		Expect(body).To(ContainSubstring(`<strong id="stated">3</strong>`))
+		cut := regexp.MustCompile(`name="cut_off" value="([^"]+)"`).FindStringSubmatch(body)[1]
+		tok := csrfRE.FindStringSubmatch(body)[1]
+		rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"charge"}, "cut_off": {cut}, "stated": {"3"}})
+		Expect(rec.Code).To(Equal(http.StatusInternalServerError))
+		Expect(rec.Body.String()).To(ContainSubstring("nothing moved"))
+		Expect(hs.status("ord-1")).To(Equal("failed"))
+		rec = hs.postForm("/entries/ord-1/requeue", url.Values{"csrf": {tok}})
+		Expect(rec.Code).To(Equal(http.StatusSeeOther))
+		Expect(hs.get(rec.Header().Get("Location")).Body.String()).To(ContainSubstring("requeued (but not audited: write the audit record: audit stream is read-only)"))
+		Expect(hs.log.lines()).To(ContainElement(HaveKeyWithValue("audit_error", "write the audit record: audit stream is read-only")))
+	})
+})

@@ -316,9 +316,9 @@ type BulkOutcome struct {
 	CutOff time.Time `json:"cut_off,omitzero"`
 	// Stated is the count the operator was shown (on a dry run, the count
 	// to show: what would move).
-	Stated  int            `json:"stated"`
-	Moved   int            `json:"moved"`
-	Skipped int            `json:"skipped"`
+	Stated     int            `json:"stated"`
+	Moved      int            `json:"moved"`
+	Skipped    int            `json:"skipped"`
 	Reasons    map[string]int `json:"skipped_by_reason,omitempty"`
 	AuditID    string         `json:"audit_id,omitempty"`
 	AuditError string         `json:"audit_error,omitempty"`

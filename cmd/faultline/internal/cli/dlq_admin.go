@@ -250,15 +250,15 @@ func printUpgrade(w io.Writer, v *upgradeView) {
 		fmt.Fprintf(w, "namespace %q at %s holds no data: nothing to upgrade\n", v.Namespace, v.Redis)
 		return
 	}
-	would := ""
+	would, removed := "", "removed"
 	if v.DryRun {
-		would = " (would be)"
+		would, removed = " (would be)", "(would be removed)"
 	}
 	fmt.Fprintf(w, "upgrade of namespace %q at %s: layout %d -> %d\n", v.Namespace, v.Redis, v.From, v.To)
 	fmt.Fprintf(w, "  entries checked       %d\n", v.Checked)
 	fmt.Fprintf(w, "  re-indexed            %d%s\n", v.Fixed, would)
 	fmt.Fprintf(w, "  corrupt, kept         %d\n", v.Corrupt)
-	fmt.Fprintf(w, "  stray index members   %d removed%s\n", v.Strays, would)
+	fmt.Fprintf(w, "  stray index members   %d %s\n", v.Strays, removed)
 	fmt.Fprintf(w, "  status counters reset %d%s\n", v.Counters, would)
 	if v.DryRun {
 		fmt.Fprintln(w, "dry run: nothing changed")

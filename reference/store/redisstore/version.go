@@ -55,7 +55,7 @@ func LayoutKey(namespace string) string { return Prefix(namespace) + ":layout" }
 // a queue, a set or a list below), a queue's list (its name is in
 // :queues) and an entry's meta (the entry is in :dlq:entries).
 var dataKeys = []string{":queues", ":processing", ":retry", ":fallback", ":held", ":heldseq", ":lease",
-	":dlq:entries", ":dlq:bytime", ":dlq:stats", ":events", ":dlq:audit"}
+	":dlq:entries", ":dlq:etx", ":dlq:bytime", ":dlq:stats", ":events", ":dlq:audit"}
 
 // opsState is what a Store keeps for its operator extensions: whether its
 // layout guard has run (and what it found), and the audit stream's cap.
@@ -189,9 +189,9 @@ type UpgradeReport struct {
 	// Empty: the namespace holds no data; nothing was done.
 	Empty bool `json:"empty,omitempty"`
 	// Checked counts the DLQ entries checked; Fixed those whose indexes
-	// (meta hash, time index, status index, counters) did not match their
-	// bytes and were rebuilt; Corrupt those whose bytes do not decode,
-	// indexed as corrupt and kept (never dropped).
+	// (meta hash, error text, time index, status index, counters) did not
+	// match their bytes and were rebuilt; Corrupt those whose bytes do not
+	// decode, indexed as corrupt and kept (never dropped).
 	Checked int `json:"checked"`
 	Fixed   int `json:"fixed"`
 	Corrupt int `json:"corrupt"`
@@ -364,12 +364,13 @@ func (s *Store) upgradeStrays(ctx context.Context, mode string, rep *UpgradeRepo
 var layoutFixScript = script(`
 -- layoutFix: KEYS[1] prefix. ARGV[1] 'check' or 'fix', ARGV[2] the width W
 -- of an item, then items of W ARGV each (as dlqIndex's): id, entry bytes,
--- the meta fields metaAt reads (status first), last failure (ms, last; the
--- zero time for bytes that do not decode, status 'corrupt').
+-- the meta fields metaAt reads (status first), the folded error text (last
+-- but one) and the last failure (ms, last; the zero time for bytes that do
+-- not decode, status 'corrupt').
 -- Checks that each entry is indexed as its bytes say: its meta holds every
--- one of those fields, it is in the time index and its status's index at its
--- last failure (a corrupt entry: at the score it has, if any) and in no
--- other status index. With 'fix' it re-indexes an entry that is not (its
+-- one of those fields, ETX its folded error text, it is in the time index and
+-- its status's index at its last failure (a corrupt entry: at the score it
+-- has, if any) and in no other status index. With 'fix' it re-indexes an entry that is not (its
 -- counters moved from its old meta to the new one; an entry in the time
 -- index without meta was counted as its bytes say). An entry whose bytes
 -- are no more ARGV's is skipped: a store wrote it since, and indexed it.
@@ -381,10 +382,10 @@ for i = 3, NARG, W do
   local id = ARGV[i]
   if redis.call('HGET', ENTRIES, id) == ARGV[i + 1] then
     local m, old = metaAt(i + 2), readMeta(id)
-    local score = tonumber(ARGV[i + W - 1])
+    local etx, score = ARGV[i + W - 2], tonumber(ARGV[i + W - 1])
     local cur = redis.call('ZSCORE', BYTIME, id)
     if m.st == 'corrupt' and cur then score = tonumber(cur) end
-    local ok = old ~= nil and cur and tonumber(cur) == score
+    local ok = old ~= nil and cur and tonumber(cur) == score and redis.call('HGET', ETX, id) == etx
     if ok then
       local have = {}
       local kv = redis.call('HGETALL', metaKey(id))
@@ -410,7 +411,7 @@ for i = 3, NARG, W do
         for _, st in ipairs(others) do
           if not old or st ~= old.st then redis.call('ZREM', statusKey(st), id) end
         end
-        index(id, old, m, old and ((tonumber(old.rev) or 0) + 1) or 1, score)
+        index(id, old, m, old and ((tonumber(old.rev) or 0) + 1) or 1, score, etx)
         fixed = fixed + 1
       end
     end
@@ -424,8 +425,8 @@ var layoutStraysScript = script(`
 -- layoutStrays: KEYS[1] prefix. ARGV[1] 'check' or 'fix', then job IDs
 -- found in the DLQ's time or status indexes.
 -- Returns the IDs that have no entry in P:dlq:entries; with 'fix' it
--- removes each from every index and deletes its meta, taking it out of the
--- counters its meta was counted in.
+-- removes each from every index and deletes its meta and its error text,
+-- taking it out of the counters its meta was counted in.
 `, `
 local fix, out = ARGV[1] == 'fix', {}
 local statuses = {'failed', 'requeued', 'deleted', 'quarantined', 'corrupt'}
@@ -436,6 +437,7 @@ for i = 2, NARG do
     if fix then
       local old = readMeta(id)
       redis.call('ZREM', BYTIME, id)
+      redis.call('HDEL', ETX, id)
       for _, st in ipairs(statuses) do redis.call('ZREM', statusKey(st), id) end
       if old then
         count(old, -1)

@@ -175,7 +175,7 @@ var _ = Describe("redisstore layout version", func() {
 					pipe.ZAdd(ctx, prefix+":dlq:st:deleted", redis.Z{Score: 1, Member: entryID(5)})
 					pipe.ZRem(ctx, prefix+":dlq:st:quarantined", entryID(1))
 					// A meta of before the error-text filter: no folded text.
-					pipe.HDel(ctx, prefix+":dlq:m:"+entryID(7), "etx")
+					pipe.HDel(ctx, prefix+":dlq:etx", entryID(7))
 					// Bytes replaced in place by ones that do not decode.
 					pipe.HSet(ctx, prefix+":dlq:entries", entryID(6), `{"job": truncated`)
 					// A stray: indexed, with meta, counted, but with no entry.

@@ -3,10 +3,13 @@ package ui_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -415,4 +418,50 @@ var _ = Describe("an audit stream that cannot be written", func() {
 		Expect(hs.get(rec.Header().Get("Location")).Body.String()).To(ContainSubstring("requeued (but not audited: write the audit record: audit stream is read-only)"))
 		Expect(hs.log.lines()).To(ContainElement(HaveKeyWithValue("audit_error", "write the audit record: audit stream is read-only")))
 	})
+})
+
+var _ = Describe("two bulk requeues of the same set at once", func() {
+	for _, ln := range lanes {
+		It("requeue each entry exactly once (UI and API, on "+ln.name+")", func() {
+			hs := newHarness(ln.url(), ui.Config{Tokens: map[string]string{"alice": aliceToken}})
+			hs.auth = func(r *http.Request) { r.SetBasicAuth("alice", aliceToken) }
+			const n = 1000
+			batch := make([]dlq.Entry, n)
+			for i := range batch {
+				batch[i] = entryAt(fmt.Sprintf("bulk-%04d", i), "bulk", classify.Medium, classify.Transient, time.Duration(i+1)*time.Second, `{}`, "502")
+			}
+			_, err := hs.store.AddBatch(context.Background(), batch, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			body := hs.get("/bulk?action=requeue&task=bulk").Body.String()
+			Expect(body).To(ContainSubstring(fmt.Sprintf(`<strong id="stated">%d</strong>`, n)))
+			cut := regexp.MustCompile(`name="cut_off" value="([^"]+)"`).FindStringSubmatch(body)[1]
+			tok := csrfRE.FindStringSubmatch(body)[1]
+			dry := decodeJSON(hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": map[string][]string{"task": {"bulk"}}, "dry_run": true}))
+			Expect(dry).To(HaveKeyWithValue("stated", float64(n)))
+
+			var wg sync.WaitGroup
+			var uiBody string
+			var apiOut map[string]any
+			wg.Go(func() {
+				defer GinkgoRecover()
+				rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"bulk"}, "cut_off": {cut}, "stated": {strconv.Itoa(n)}})
+				Expect(rec.Code).To(Equal(http.StatusOK))
+				uiBody = rec.Body.String()
+			})
+			wg.Go(func() {
+				defer GinkgoRecover()
+				rec := hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": map[string][]string{"task": {"bulk"}}, "stated": n, "cut_off": dry["cut_off"]})
+				Expect(rec.Code).To(Equal(http.StatusOK))
+				apiOut = decodeJSON(rec)
+			})
+			wg.Wait()
+			uiMoved, err := strconv.Atoi(regexp.MustCompile(`id="r-moved">(\d+)<`).FindStringSubmatch(uiBody)[1])
+			Expect(err).NotTo(HaveOccurred())
+			Expect(uiMoved+int(apiOut["moved"].(float64))).To(Equal(n), "every entry moved by one run or the other, none twice")
+			st, err := hs.store.Stats(context.Background())
+			Expect(err).NotTo(HaveOccurred())
+			Expect(st.ByStatus).To(HaveKeyWithValue("requeued", n))
+			Expect(hs.log.lines()).To(HaveLen(4), "started and done of each run")
+		})
+	}
 })

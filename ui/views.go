@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/redact"
 )
@@ -82,7 +84,7 @@ func unreachable(err error) bool {
 	return errors.As(err, &op) || errors.As(err, &dns) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
-		strings.Contains(err.Error(), "connection pool timeout")
+		errors.Is(err, redis.ErrPoolTimeout)
 }
 
 func sortStrings(xs []string) { sort.Strings(xs) }

@@ -136,6 +136,7 @@ var _ = Describe("faultline's web UI", func() {
 					Expect(order(medium)).To(Equal([]string{"ord-3", "ord-2"}))
 					Expect(medium).To(ContainSubstring(`id="bulk-requeue" href="/bulk?action=requeue&amp;severity=medium"`), "the bulk link carries the filter")
 					Expect(order(hs.get("/entries?task=charge&class=critical,transient").Body.String())).To(Equal([]string{"ord-2", "ord-1"}))
+					Expect(hs.get("/entries?cursor=not-a-cursor").Code).To(Equal(http.StatusBadRequest))
 				})
 				It("answers a malformed filter with 400 naming the field", func() {
 					for q, field := range map[string]string{"severity=urgent": "severity", "since=yesterday": "since", "status=gone": "status", "class=x": "class"} {

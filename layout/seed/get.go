@@ -33,6 +33,11 @@ const (
 	// Moved: the entry with the digest is below the position now (the
 	// list was trimmed); Entry is it, at its new position.
 	Moved
+	// Restatused: the entry named is there (at the position, or below it
+	// when a trim moved it) with another status: the tutorial's code (or a
+	// requeue) marked it in place since the digest was taken. Entry is it,
+	// as it is now.
+	Restatused
 	// ChangedAt: the entry at the position has other bytes and none with
 	// the digest is within MoveScan below it; Entry is the one there.
 	ChangedAt
@@ -41,7 +46,7 @@ const (
 	Gone
 )
 
-var whereNames = [...]string{"", "at", "moved", "changed", "gone"}
+var whereNames = [...]string{"", "at", "moved", "restatused", "changed", "gone"}
 
 // String returns the answer's name.
 func (w Where) String() string {
@@ -57,9 +62,10 @@ var ErrDigest = errors.New("invalid seed DLQ entry digest")
 
 // Get reads the entry of list (before prefix) at position pos (from the
 // tail) whose bytes' Digest starts with digest ("" takes whatever is
-// there), in one round trip (LLEN and LINDEX in one MULTI). When the entry
-// there has other bytes, or there is none, it looks for one with the
-// digest in the MoveScan elements below pos (one bounded LRANGE), where a
+// there), in one round trip (LLEN and LINDEX in one MULTI); an entry there
+// that is the one named with its status changed in place is Restatused.
+// When the entry there is another, or there is none, it looks for the one
+// named in the MoveScan elements below pos (one bounded LRANGE), where a
 // trim moves it; the nearest is taken. It never reads a whole list.
 func Get(ctx context.Context, rdb redis.Cmdable, prefix, list string, pos int64, digest string) (Entry, Where, error) {
 	key := prefix + list
@@ -86,8 +92,13 @@ func Get(ctx context.Context, rdb redis.Cmdable, prefix, list string, pos int64,
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Entry{}, 0, fmt.Errorf("get %s@%d: %w", list, pos, err)
 	}
-	if found && strings.HasPrefix(Digest([]byte(raw)), digest) {
-		return parse(key, n-1-pos, pos, raw, fl), At, nil
+	if found {
+		switch exact, restatused := namedBy([]byte(raw), digest); {
+		case exact:
+			return parse(key, n-1-pos, pos, raw, fl), At, nil
+		case restatused:
+			return parse(key, n-1-pos, pos, raw, fl), Restatused, nil
+		}
 	}
 	// Moved down by a trim? Look below, nearest first.
 	top := min(pos, n) - 1
@@ -98,9 +109,16 @@ func Get(ctx context.Context, rdb redis.Cmdable, prefix, list string, pos int64,
 		}
 		hi := ch.oldest + int64(len(ch.raws)) - 1
 		for i, r := range ch.raws {
-			if strings.HasPrefix(Digest([]byte(r)), digest) {
+			// the nearest first: a trim keeps the order, so a
+			// byte-identical entry below is never taken for it
+			exact, restatused := namedBy([]byte(r), digest)
+			if exact || restatused {
 				p := hi - int64(i)
-				return parse(key, ch.length-1-p, p, r, fl), Moved, nil
+				w := Moved
+				if restatused {
+					w = Restatused
+				}
+				return parse(key, ch.length-1-p, p, r, fl), w, nil
 			}
 		}
 	}
@@ -108,4 +126,23 @@ func Get(ctx context.Context, rdb redis.Cmdable, prefix, list string, pos int64,
 		return parse(key, n-1-pos, pos, raw, fl), ChangedAt, nil
 	}
 	return Entry{}, Gone, nil
+}
+
+// namedBy says whether raw is the entry whose Digest starts with digest:
+// exactly, or restatused (raw is that entry with its status set in place,
+// or added, as the tutorial's code marks an entry).
+func namedBy(raw []byte, digest string) (exact, restatused bool) {
+	if strings.HasPrefix(Digest(raw), digest) {
+		return true, false
+	}
+	t, err := scanTop(raw)
+	if digest == "" || err != nil || t.status[0] < 0 {
+		return false, false
+	}
+	for _, st := range []string{"failed", Reprocessing, "deleted"} {
+		if strings.HasPrefix(Digest(withStatus(raw, t, st)), digest) {
+			return false, true
+		}
+	}
+	return false, strings.HasPrefix(Digest(withoutStatus(raw)), digest)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,9 +52,13 @@ const (
 	// NotRequeueable: the entry holds no job the tutorial's code could send
 	// (not JSON, no "job" object).
 	NotRequeueable
+	// DeletedInSeed: a RequeueAll left an entry the seed marks "deleted"
+	// (an operator's decision not to run its job) because its filter did
+	// not ask for deleted entries.
+	DeletedInSeed
 )
 
-var outcomeNames = [...]string{"", "requeued", "already-reprocessing", "changed-since-listed", "not-found", "not-requeueable"}
+var outcomeNames = [...]string{"", "requeued", "already-reprocessing", "changed-since-listed", "not-found", "not-requeueable", "deleted"}
 
 // String returns the outcome's name.
 func (o Outcome) String() string {
@@ -290,6 +295,7 @@ type BulkResult struct {
 	Changed             int `json:"changed"`
 	NotFound            int `json:"notFound"`
 	NotRequeueable      int `json:"notRequeueable"`
+	DeletedInSeed       int `json:"deletedInSeed"`
 	// Batches is the number of round trips that moved entries.
 	Batches int `json:"batches"`
 	// Cutoff is the run's: pass a dry run's to the run it counted for.
@@ -308,10 +314,13 @@ func (b *BulkResult) count(o Outcome) {
 		b.NotFound++
 	case NotRequeueable:
 		b.NotRequeueable++
+	case DeletedInSeed:
+		b.DeletedInSeed++
 	}
 }
 
-// RequeueAll requeues every entry f selects, as Requeue does one, among
+// RequeueAll requeues every entry f selects, as Requeue does one (but not
+// one the seed marks "deleted" unless f.Statuses asks for those), among
 // those in the lists at its cut-off: opts.Cutoff (a dry run's, so that a
 // run confirmed after a count moves only what was counted), or the lists
 // as they are when it begins. Entries pushed since are newer and left
@@ -347,6 +356,7 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 	}
 	target := opts.target(prefix)
 	fl := fields()
+	withDeleted := slices.ContainsFunc(f.Statuses, func(s string) bool { return strings.EqualFold(s, "deleted") })
 	for _, key := range keys {
 		pos, err := res.Cutoff.top(ctx, rdb, key)
 		if err != nil {
@@ -377,6 +387,9 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 				switch {
 				case !ok:
 					res.NotRequeueable++
+					continue
+				case e.Status() == "deleted" && !withDeleted:
+					res.DeletedInSeed++
 					continue
 				case bytes.Equal(m.marked, e.Bytes):
 					res.AlreadyReprocessing++

@@ -184,6 +184,22 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 				Expect(c.LLen(ctx, prefix+"default").Val()).To(BeEquivalentTo(9))
 			})
 
+			It("leaves, in a bulk requeue, an entry the seed marks deleted, unless the filter asks for deleted ones", func() {
+				email := find(listAll(ctx, c, prefix, seed.Filter{}, 50), byTask("email"))
+				Expect(c.LSet(ctx, prefix+"dead_letter", -(email.Position + 1), strings.Replace(string(email.Bytes), `"failed"`, `"deleted"`, 1)).Err()).To(Succeed())
+				f := seed.Filter{Lists: []string{"dead_letter"}}
+				res, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect([]int{res.Matched, res.Requeued, res.DeletedInSeed, res.NotRequeueable}).To(Equal([]int{6, 4, 1, 1}))
+				Expect(c.LRange(ctx, prefix+"default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("email")))
+
+				f.Statuses = []string{"deleted"}
+				res, err = seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				Expect([]int{res.Matched, res.Requeued}).To(Equal([]int{1, 1}))
+				Expect(c.LRange(ctx, prefix+"default", 0, 0).Val()).To(ConsistOf(ContainSubstring("email")))
+			})
+
 			It("moves, after a count, only the entries that count saw: none pushed since, and follows a trim", func() {
 				f := seed.Filter{Lists: []string{"dead_letter"}, Statuses: []string{"failed"}}
 				dry, err := seed.RequeueAll(ctx, c, prefix, f, seed.RequeueOptions{DryRun: true})
@@ -390,6 +406,32 @@ var _ = Describe("a DLQ in the tutorial's layout", func() {
 					e, where, err = seed.Get(ctx, c, prefix, "dead_letter", pay.Position, "")
 					Expect(err).NotTo(HaveOccurred())
 					Expect([]any{where, string(e.Bytes)}).To(Equal([]any{seed.At, string(pay.Bytes)}))
+				})
+
+				It("knows a marked entry for the one named, never its byte-identical twin below", func() {
+					var twins []seed.Entry
+					for _, e := range listAll(ctx, c, prefix, seed.Filter{}, 50) {
+						if strings.Contains(string(e.Bytes), `"task": "report"}, "error": "timeout"`) {
+							twins = append(twins, e)
+						}
+					}
+					Expect(twins).To(HaveLen(2))
+					newer := twins[0]
+					Expect(newer.Position).To(BeNumerically(">", twins[1].Position))
+					d := seed.Digest(newer.Bytes)[:12]
+					Expect(seed.Requeue(ctx, c, prefix, newer.Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
+					e, where, err := seed.Get(ctx, c, prefix, "dead_letter", newer.Position, d)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.Restatused))
+					Expect(e.Position).To(Equal(newer.Position))
+					Expect(e.Status()).To(Equal(seed.Reprocessing))
+
+					By("a dlq:* entry, whose mark adds a status")
+					auth := find(listAll(ctx, c, prefix, seed.Filter{Lists: []string{"dlq:high"}}, 50), byTask("auth"))
+					Expect(seed.Requeue(ctx, c, prefix, auth.Ref(), seed.RequeueOptions{})).To(Equal(seed.Requeued))
+					_, where, err = seed.Get(ctx, c, prefix, "dlq:high", auth.Position, seed.Digest(auth.Bytes)[:12])
+					Expect(err).NotTo(HaveOccurred())
+					Expect(where).To(Equal(seed.Restatused))
 				})
 
 				It("follows an entry a trim moved down, says when the one there changed, and when there is none", func() {

@@ -312,38 +312,6 @@ func (s *seedConn) get(ctx context.Context, r seedRef) (seed.Entry, seed.Where, 
 	return e, where, nil
 }
 
-// wasMarked reports whether cur is the entry whose digest is digest,
-// marked "reprocessing" since (its status replaced, or added last, as the
-// tutorial writes it).
-func wasMarked(cur []byte, digest string) bool {
-	mark := `"` + seed.Reprocessing + `"`
-	i := strings.LastIndex(string(cur), mark)
-	if i < 0 {
-		return false
-	}
-	for _, st := range seedStatuses {
-		if st == seed.Reprocessing {
-			continue
-		}
-		b := string(cur[:i]) + `"` + st + `"` + string(cur[i+len(mark):])
-		if seedDigest([]byte(b)) == digest {
-			return true
-		}
-	}
-	added := `"status": ` + mark
-	if j := strings.LastIndex(string(cur), added); j >= 0 {
-		for _, sep := range []string{", ", ""} {
-			if j >= len(sep) && string(cur[j-len(sep):j]) == sep {
-				b := string(cur[:j-len(sep)]) + string(cur[j+len(added):])
-				if seedDigest([]byte(b)) == digest {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // seedEntryView is show --layout seed as --output json prints it.
 type seedEntryView struct {
 	seedRow
@@ -359,6 +327,9 @@ type seedEntryView struct {
 	// MovedFrom is the ref asked for when the entry was found below its
 	// position (the list was trimmed since it was listed).
 	MovedFrom string `json:"moved_from,omitempty"`
+	// Restatused says the entry is the one the ref names, with its status
+	// changed since it was listed (the tutorial marks entries in place).
+	Restatused bool `json:"status_changed_since_listed,omitempty"`
 }
 
 func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) error {
@@ -384,9 +355,10 @@ func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) 
 	}
 	v := seedEntryView{seedRow: seedRowOf(s.prefix, &e), Masked: !reveal}
 	v.Changed = where == seed.ChangedAt
-	if where == seed.Moved {
+	if where == seed.Moved || where == seed.Restatused && e.Position != r.pos {
 		v.MovedFrom = r.String()
 	}
+	v.Restatused = where == seed.Restatused
 	if e.Invalid != "" {
 		if utf8.Valid(e.Bytes) {
 			v.Raw = mask(string(e.Bytes))
@@ -404,6 +376,9 @@ func (g *dlqGlobal) seedShow(c *cobra.Command, ref, output string, reveal bool) 
 	if v.Changed {
 		fmt.Fprintf(c.ErrOrStderr(), "note: the entry at %s@%d is not the one %s names (changed since listed); showing the one there now, %s\n",
 			r.list, r.pos, r, v.Ref)
+	}
+	if v.Restatused {
+		fmt.Fprintf(c.ErrOrStderr(), "note: the entry %s names is now %s (its status changed since it was listed)\n", r, v.Status)
 	}
 	if v.MovedFrom != "" {
 		fmt.Fprintf(c.ErrOrStderr(), "note: the entry %s names has moved to %s (the list was trimmed since it was listed)\n", r, v.Ref)
@@ -518,9 +493,10 @@ func (s *seedConn) requeueRefs(c *cobra.Command, refs []seedRef, opts seed.Reque
 			o = seed.NotFound
 		case where == seed.ChangedAt:
 			o = seed.Changed
-			if wasMarked(e.Bytes, r.digest) {
-				o = seed.AlreadyReprocessing
-			}
+		case where == seed.Restatused && e.Status() == seed.Reprocessing:
+			o = seed.AlreadyReprocessing
+		case where == seed.Restatused:
+			o = seed.Changed // marked deleted (or otherwise) since listed
 		case e.Invalid != "":
 			o = seed.NotRequeueable
 		case fl.cf.dryRun && e.Status() == seed.Reprocessing:
@@ -636,7 +612,7 @@ func addSeedReasons(sum *requeueSummary, r seed.BulkResult) {
 	for _, x := range []struct {
 		o seed.Outcome
 		n int
-	}{{seed.AlreadyReprocessing, r.AlreadyReprocessing}, {seed.Changed, r.Changed}, {seed.NotFound, r.NotFound}, {seed.NotRequeueable, r.NotRequeueable}} {
+	}{{seed.AlreadyReprocessing, r.AlreadyReprocessing}, {seed.Changed, r.Changed}, {seed.NotFound, r.NotFound}, {seed.NotRequeueable, r.NotRequeueable}, {seed.DeletedInSeed, r.DeletedInSeed}} {
 		if x.n > 0 {
 			sum.Reasons[x.o.String()] += x.n
 			sum.Skipped += x.n

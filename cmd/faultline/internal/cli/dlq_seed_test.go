@@ -161,6 +161,25 @@ func seedLane(name string, start func() string) {
 			Expect(errOut).To(ContainSubstring("no entry at dead_letter@99"))
 		})
 
+		It("requeues one of two byte-identical entries once: the same ref again is already reprocessing, the twin untouched", func() {
+			doc := list()
+			twin := refOf(doc, "dead_letter", 5)
+			out, errOut, code := seedRun(addr, "requeue", twin, "--layout", "seed", "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("stated 1, moved 1, skipped 0"))
+			out, errOut, code = seedRun(addr, "requeue", twin, "--layout", "seed", "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("stated 1, moved 0, skipped 1 (already-reprocessing 1)"))
+			Expect(rdb.LLen(ctx, "default").Val()).To(Equal(int64(1)))
+			Expect(rdb.LIndex(ctx, "dead_letter", -5).Val()).To(ContainSubstring(`"status": "failed"`), "the twin at position 4")
+
+			out, errOut, code = seedRun(addr, "show", twin, "--layout", "seed")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("entry dead_letter@5#"))
+			Expect(out).To(ContainSubstring(": reprocessing"))
+			Expect(errOut).To(ContainSubstring("is now reprocessing (its status changed since it was listed)"))
+		})
+
 		It("shows an entry by its ref after a trim moved it, and says so", func() {
 			for i := range 9 { // dlq:low: the fixture's one and nine more, full at ten
 				Expect(rdb.LPush(ctx, "dlq:low", fmt.Sprintf(`{"job": {"task": "low-%d"}, "error": "e", "type": "ValueError", "severity": "LOW", "retries": 1, "timestamp": "t"}`, i)).Err()).To(Succeed())

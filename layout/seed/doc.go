@@ -19,5 +19,14 @@
 // drops the oldest entries and so shifts every position: a Ref taken before
 // it is refused (Changed), never applied to another entry, because a move
 // checks the entry's bytes as well as its position, in the one script that
-// makes it.
+// makes it. Get reads one entry by its position and digest and follows it
+// when a trim moved it; a bulk requeue takes its cut-off (each list's
+// length and newest entry) with the count an operator confirms, so an
+// entry dead-lettered after the count is left for another run.
+//
+// An entry whose job carries no ID (most of the tutorial's) is valid: its
+// ref names it (layout.Entry.NoID). A migration records what it moved in a
+// marker per target namespace (MarkerKey), naming each entry by its bytes
+// without their status, so that the tutorial's marking an entry in place
+// leaves it the same entry.
 package seed

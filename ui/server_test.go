@@ -137,6 +137,7 @@ var _ = Describe("faultline's web UI", func() {
 					Expect(medium).To(ContainSubstring(`id="bulk-requeue" href="/bulk?action=requeue&amp;severity=medium"`), "the bulk link carries the filter")
 					Expect(order(hs.get("/entries?task=charge&class=critical,transient").Body.String())).To(Equal([]string{"ord-2", "ord-1"}))
 					Expect(hs.get("/entries?cursor=not-a-cursor").Code).To(Equal(http.StatusBadRequest))
+					Expect(order(hs.get("/entries?error-text=HTTP+502").Body.String())).To(Equal([]string{"ord-2"}))
 				})
 				It("answers a malformed filter with 400 naming the field", func() {
 					for q, field := range map[string]string{"severity=urgent": "severity", "since=yesterday": "since", "status=gone": "status", "class=x": "class"} {
@@ -184,6 +185,7 @@ var _ = Describe("faultline's web UI", func() {
 					page, err := hs.store.AuditLog(context.Background(), "", 10)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(page.Records).To(ContainElement(And(HaveField("Action", "requeue"), HaveField("Via", "ui"), HaveField("IDs", []string{"ord-2"}))))
+					Expect(hs.get("/audit").Body.String()).To(MatchRegexp(`<td>spec-user</td><td>ui</td><td>requeue</td><td></td><td>ord-2</td><td>1</td><td>1</td><td>0</td>`))
 				})
 				It("deletes, restores and quarantines (a reason required)", func() {
 					tok := hs.csrf()

@@ -122,24 +122,23 @@ func (c *Cutoff) mark(key string) (ListMark, bool) {
 	return ListMark{}, false
 }
 
-// takeCutoff reads every list's length and newest entry, in one MULTI.
+// takeCutoff reads every list's length and newest entry, each list's two
+// in one MULTI (one key each, so that it runs on a cluster too).
 func takeCutoff(ctx context.Context, rdb redis.Cmdable, keys []string) (Cutoff, error) {
-	lens := make([]*redis.IntCmd, len(keys))
-	heads := make([]*redis.StringCmd, len(keys))
-	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			lens[i] = p.LLen(ctx, k)
-			heads[i] = p.LIndex(ctx, k, 0)
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return Cutoff{}, fmt.Errorf("take the cut-off: %w", err)
-	}
 	c := Cutoff{Lists: make([]ListMark, len(keys))}
 	for i, k := range keys {
-		c.Lists[i] = ListMark{Key: k, Length: lens[i].Val()}
+		var n *redis.IntCmd
+		var head *redis.StringCmd
+		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			n = p.LLen(ctx, k)
+			head = p.LIndex(ctx, k, 0)
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return Cutoff{}, fmt.Errorf("take the cut-off of %s: %w", k, err)
+		}
+		c.Lists[i] = ListMark{Key: k, Length: n.Val()}
 		if c.Lists[i].Length > 0 {
-			c.Lists[i].Newest = []byte(heads[i].Val())
+			c.Lists[i].Newest = []byte(head.Val())
 		}
 	}
 	return c, nil

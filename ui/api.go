@@ -35,7 +35,31 @@ func (s *server) apiStats(w http.ResponseWriter, r *http.Request, _ string) {
 		apiFail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, statsOf(st))
+}
+
+// StatsView is dlq.Stats as the API answers it.
+type StatsView struct {
+	Total      int            `json:"total"`
+	BySeverity map[string]int `json:"by_severity"`
+	ByTask     map[string]int `json:"by_task"`
+	ByClass    map[string]int `json:"by_class"`
+	ByStatus   map[string]int `json:"by_status"`
+	Corrupt    int            `json:"corrupt"`
+	Oldest     time.Time      `json:"oldest,omitzero"`
+	OldestID   string         `json:"oldest_id,omitempty"`
+	Newest     time.Time      `json:"newest,omitzero"`
+	NewestID   string         `json:"newest_id,omitempty"`
+	Evicted    int            `json:"evicted"`
+	Rejected   int            `json:"rejected"`
+	Held       int            `json:"held"`
+	HeldOldest time.Time      `json:"held_oldest,omitzero"`
+}
+
+func statsOf(st dlq.Stats) StatsView {
+	return StatsView{Total: st.Total, BySeverity: st.BySeverity, ByTask: st.ByTask, ByClass: st.ByClass, ByStatus: st.ByStatus,
+		Corrupt: st.Corrupt, Oldest: st.Oldest, OldestID: st.OldestID, Newest: st.Newest, NewestID: st.NewestID,
+		Evicted: st.Evicted, Rejected: st.Rejected, Held: st.Held, HeldOldest: st.HeldOldest}
 }
 
 // listBody is the API's list answer.
@@ -223,5 +247,11 @@ func (s *server) apiAudit(w http.ResponseWriter, r *http.Request, _ string) {
 		apiFail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	if page.Records == nil {
+		page.Records = []dlq.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Records []dlq.AuditRecord `json:"records"`
+		Next    string            `json:"next,omitempty"`
+	}{page.Records, page.Next})
 }

@@ -335,7 +335,7 @@ var _ = Describe("the JSON API", func() {
 		Expect(e).To(HaveKeyWithValue("status", "failed"))
 		Expect(e["payload"]).NotTo(HaveKeyWithValue("api_key", "sk_live_abcdefghijklmnop"))
 		st := decodeJSON(hs.api(http.MethodGet, "/api/v1/stats", aliceToken, nil))
-		Expect(st).To(HaveKeyWithValue("Total", 4.0))
+		Expect(st).To(And(HaveKeyWithValue("total", 4.0), HaveKeyWithValue("oldest_id", "ord-1"), HaveKeyWithValue("newest_id", "xss-4")))
 	})
 
 	It("requeues in bulk: a dry run gives the count and cut-off the run carries; every step audited as api", func() {
@@ -372,6 +372,8 @@ var _ = Describe("the JSON API", func() {
 		Expect(decodeJSON(hs.api(http.MethodPost, "/api/v1/entries/ord-3/restore", aliceToken, nil))).To(HaveKeyWithValue("status", "quarantined"))
 		Expect(hs.api(http.MethodPost, "/api/v1/entries/ord-3/requeue", aliceToken, map[string]any{"budget": "all"}).Code).To(Equal(http.StatusBadRequest))
 		Expect(decodeJSON(hs.api(http.MethodPost, "/api/v1/entries/ord-3/requeue", aliceToken, nil))).To(HaveKeyWithValue("outcome", "requeued"))
+		audit := decodeJSON(hs.api(http.MethodGet, "/api/v1/audit", aliceToken, nil))
+		Expect(audit["records"]).To(ContainElement(And(HaveKeyWithValue("action", "quarantine"), HaveKeyWithValue("note", "poison"), HaveKeyWithValue("via", "api"))))
 		dry := decodeJSON(hs.api(http.MethodPost, "/api/v1/delete", aliceToken, map[string]any{"filter": map[string][]string{"severity": {"low"}}, "dry_run": true}))
 		Expect(dry).To(HaveKeyWithValue("stated", 1.0))
 	})

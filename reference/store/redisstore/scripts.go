@@ -781,11 +781,13 @@ task, i = readSet(i)
 et, i = readSet(i)
 st, i = readSet(i)
 local needle = ARGV[i]
+local find, byte = string.find, string.byte
 -- text reports whether a folded copy x may hold the needle: it does, or x
--- was cut short ('~'), or there is none (false: the caller decides).
+-- was cut short ('~', byte 126), or there is none (false: the caller
+-- decides).
 local function text(x)
-  if needle == '' or not x then return true end
-  return (#x > 1 and string.find(x, needle, 2, true) ~= nil) or string.sub(x, 1, 1) == '~'
+  if not x then return true end
+  return (#x > 1 and find(x, needle, 2, true) ~= nil) or byte(x, 1) == 126
 end
 local function matches(m)
   if not m[1] then return false end
@@ -831,13 +833,15 @@ if needle ~= '' then
     for k = 1, #t do texts[#texts + 1] = t[k] end
   end
 end
+local loBound, hiBound = desc and lo ~= '-inf' and tonumber(lo), (not desc) and hi ~= '+inf' and tonumber(hi)
+local none = {false}
 for k = 1, #r, 2 do
-  local id, sc = r[k], tonumber(r[k + 1])
-  if desc and lo ~= '-inf' and sc < tonumber(lo) then break end
-  if (not desc) and hi ~= '+inf' and sc > tonumber(hi) then break end
-  examined, lastScore, lastID = examined + 1, r[k + 1], id
-  local m = {false}
-  if needle == '' or text(texts[(k + 1) / 2]) then
+  local id = r[k]
+  if loBound and tonumber(r[k + 1]) < loBound then break end
+  if hiBound and tonumber(r[k + 1]) > hiBound then break end
+  examined = examined + 1
+  local m = none
+  if needle == '' or text(texts[examined]) then
     m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et')
   end
   if matches(m) then
@@ -846,6 +850,7 @@ for k = 1, #r, 2 do
     if #found >= want then break end
   end
 end
+if examined > 0 then lastScore, lastID = r[2 * examined], r[2 * examined - 1] end
 out[1], out[2], out[3] = examined, lastScore, lastID
 for _, f in ipairs(found) do
   for _, v in ipairs(f) do out[#out + 1] = v end

@@ -346,7 +346,6 @@ func seedLane(name string, start func() string) {
 				{[]string{"list", "--layout", "seed", "--task", "x", "--since", "2h"}, "--task, --since: not available with --layout seed"},
 				{[]string{"list", "--layout", "seed", "--status", "requeued"}, `--status: unknown status "requeued" of the seed layout (allowed: failed, reprocessing, deleted)`},
 				{[]string{"list", "--layout", "seed", "--cursor", "zz"}, "--cursor"},
-				{[]string{"list", "--error-text", "x"}, "--error-text: faultline's layout has no error-text search yet"},
 				{[]string{"list", "--prefix", "app:"}, "--prefix names the seed layout's keys"},
 				{[]string{"show", "nolist@1", "--layout", "seed"}, `no list "nolist" in the seed layout`},
 				{[]string{"requeue", "--all", "--layout", "seed", "--reset-attempts", "--yes"}, "--reset-attempts"},

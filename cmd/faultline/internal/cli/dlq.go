@@ -204,7 +204,7 @@ func addOutputFlag(c *cobra.Command, p *string) {
 type filterFlags struct {
 	severities, tasks, classes, errorTypes, statuses []string
 	since, until                                     string
-	// text is --error-text (the seed layout's only, for now).
+	// text is --error-text: a case-insensitive substring of the last error.
 	text string
 }
 
@@ -217,7 +217,7 @@ func (ff *filterFlags) add(c *cobra.Command) {
 	f.StringSliceVar(&ff.statuses, "status", nil, "only these statuses: failed, requeued, deleted, quarantined")
 	f.StringVar(&ff.since, "since", "", "only entries whose last failure is at or after this: RFC 3339 or a duration ago (2h, 30m, 7d)")
 	f.StringVar(&ff.until, "until", "", "only entries whose last failure is before this: RFC 3339 or a duration ago")
-	f.StringVar(&ff.text, "error-text", "", "only entries whose error or error type contains this text, case-insensitively (--layout seed only, for now)")
+	f.StringVar(&ff.text, "error-text", "", "only entries whose last error contains this text, case-insensitively (with --layout seed: the error or its type)")
 }
 
 // set reports whether any filter flag was given.
@@ -229,9 +229,6 @@ func (ff *filterFlags) set() bool {
 // filter reads the flags into a dlq.Filter; a bad value is invalid input
 // naming its flag.
 func (ff *filterFlags) filter(c *cobra.Command, now time.Time) (dlq.Filter, error) {
-	if ff.text != "" {
-		return dlq.Filter{}, usage(c, errors.New("--error-text: faultline's layout has no error-text search yet (--layout seed has)"))
-	}
 	spec := ff.spec()
 	f, err := spec.Parse(now)
 	if fe := (*dlq.FieldError)(nil); errors.As(err, &fe) {

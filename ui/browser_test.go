@@ -135,9 +135,31 @@ func eval[T any](t *tab, js string) T {
 	return v
 }
 
+// textJS is the text of the first element sel matches, "" when none does.
+func textJS(sel string) string {
+	return fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:""})()`, sel)
+}
+
 // text is the text of the first element sel matches, "" when none does.
 func text(t *tab, sel string) string {
-	return eval[string](t, fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:""})()`, sel))
+	GinkgoHelper()
+	return eval[string](t, textJS(sel))
+}
+
+// poll returns a function for Eventually that evaluates js while a click
+// loads the next page: an evaluation the navigation interrupts ("target
+// navigated") is the zero value, to be tried again.
+func poll[T any](t *tab, js string) func() T {
+	return func() T {
+		ctx, done := context.WithTimeout(t.ctx, pageTimeout)
+		defer done()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+		if err != nil {
+			var zero T
+			return zero
+		}
+		return v
+	}
 }
 
 // rowsJS lists the entry IDs of a list page.
@@ -179,15 +201,15 @@ var _ = Describe("faultline ui in a browser", Ordered, ContinueOnFailure, Label(
 
 	It("filters by severity with the form", func() {
 		t.do(chromedp.SendKeys(chromedp.CSS(`#filter input[name="severity"]`), "medium"), chromedp.Click(chromedp.CSS("#apply")))
-		Eventually(func() []string { return eval[[]string](t, rowsJS) }).WithTimeout(stepTimeout).Should(Equal([]string{"ord-3", "ord-2"}))
+		Eventually(poll[[]string](t, rowsJS)).WithTimeout(stepTimeout).Should(Equal([]string{"ord-3", "ord-2"}))
 		Expect(text(t, "#filter-text")).To(Equal(`--severity="medium"`))
 	})
 
 	It("requeues one entry and shows its status change", func() {
 		t.do(chromedp.Click(chromedp.CSS(`a[href="/entries/ord-2"]`)))
-		Eventually(func() string { return text(t, "#status") }).WithTimeout(stepTimeout).Should(Equal("failed"))
+		Eventually(poll[string](t, textJS("#status"))).WithTimeout(stepTimeout).Should(Equal("failed"))
 		t.do(chromedp.Click(chromedp.CSS("#requeue")))
-		Eventually(func() string { return text(t, "#status") }).WithTimeout(stepTimeout).Should(Equal("requeued"))
+		Eventually(poll[string](t, textJS("#status"))).WithTimeout(stepTimeout).Should(Equal("requeued"))
 		Expect(text(t, "#notice")).To(Equal("requeue: requeued"))
 		Expect(hs.status("ord-2")).To(Equal("requeued"))
 	})
@@ -195,10 +217,10 @@ var _ = Describe("faultline ui in a browser", Ordered, ContinueOnFailure, Label(
 	It("bulk-requeues the filtered set after a confirmation stating the count", func() {
 		t.do(chromedp.Navigate(base+"/entries?severity=medium"), chromedp.WaitVisible(chromedp.CSS("#bulk-requeue")))
 		t.do(chromedp.Click(chromedp.CSS("#bulk-requeue")))
-		Eventually(func() string { return text(t, "#stated") }).WithTimeout(stepTimeout).Should(Equal("1"), "ord-3 only: ord-2 is requeued already")
+		Eventually(poll[string](t, textJS("#stated"))).WithTimeout(stepTimeout).Should(Equal("1"), "ord-3 only: ord-2 is requeued already")
 		Expect(text(t, "#confirm-filter")).To(Equal(`--severity="medium"`))
 		t.do(chromedp.Click(chromedp.CSS("#confirm")))
-		Eventually(func() string { return text(t, "#summary") }).WithTimeout(stepTimeout).Should(HavePrefix("stated 1, moved 1, skipped 0"))
+		Eventually(poll[string](t, textJS("#summary"))).WithTimeout(stepTimeout).Should(HavePrefix("stated 1, moved 1, skipped 0"))
 		Expect(hs.status("ord-3")).To(Equal("requeued"))
 		Expect(hs.status("ord-1")).To(Equal("failed"))
 	})
@@ -206,7 +228,7 @@ var _ = Describe("faultline ui in a browser", Ordered, ContinueOnFailure, Label(
 	It("edits a payload", func() {
 		t.do(chromedp.Navigate(base+"/entries/ord-1?reveal=1"), chromedp.WaitVisible(chromedp.CSS("#edit-payload")))
 		t.do(chromedp.SetValue(chromedp.CSS("#edit-payload"), `{"amount": 101, "api_key": "sk_live_abcdefghijklmnop"}`), chromedp.Click(chromedp.CSS("#save")))
-		Eventually(func() string { return text(t, "#notice") }).WithTimeout(stepTimeout).Should(Equal("edit: saved"))
+		Eventually(poll[string](t, textJS("#notice"))).WithTimeout(stepTimeout).Should(Equal("edit: saved"))
 		e, err := hs.store.Get(context.Background(), "ord-1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(e.Job.Payload)).To(Equal(`{"amount":101,"api_key":"sk_live_abcdefghijklmnop"}`))

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/dlq"
 )
 
 // seedStatuses are the statuses the tutorial's entries carry (an entry of
@@ -690,7 +691,16 @@ marks reprocessing or deleted after it was migrated is soft-deleted by the next 
 					return err
 				}
 			} else {
+				rec := dlq.AuditRecord{By: g.actor(), Action: "migrate", Phase: "started", Note: "from " + v.From}
+				if err := d.record(c, rec); err != nil {
+					return fmt.Errorf("migrate: nothing migrated: %w", err)
+				}
 				res, err := seed.Migrate(ctx, d.rdb, g.prefix, d.namespace, d.store, time.Now())
+				rec.Phase, rec.Stated, rec.Moved, rec.Skipped = "done", res.Seen, res.Migrated, len(res.Left)
+				if err != nil {
+					rec.Phase, rec.Note = "failed", rec.Note+": "+masked(err.Error())
+				}
+				_ = d.record(c, rec)
 				if err != nil && !errors.Is(err, seed.ErrNotMigrated) {
 					return err
 				}

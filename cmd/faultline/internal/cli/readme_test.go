@@ -70,9 +70,8 @@ var _ = Describe("the README on a clean clone", func() {
 		Expect(readme()).To(MatchRegexp("(?s)faultline drill payment-challenge.*```text\n(PASS|FAIL)  payment-challenge  seed 1\n"))
 	})
 
-	It("promises nothing that is not built: no web UI command, no stale issue numbers", func() {
+	It("promises nothing that is not built: no stale issue numbers", func() {
 		text := readme()
-		Expect(text).NotTo(MatchRegexp(`faultline ui\b`))
 		Expect(text).NotTo(MatchRegexp(`(?i)next issues?|issue #\d+`))
 		Expect(text).NotTo(ContainSubstring("../shared"))
 	})

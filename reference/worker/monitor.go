@@ -276,8 +276,9 @@ func (m *Monitor) Kept(j job.Job, cause error) {
 }
 
 // Check reads the DLQ's stats at now and raises or clears the monitor's
-// alerts. A failed read raises AlertDLQUnavailable and changes nothing
-// else.
+// alerts; when the store keeps depth samples (dlq.DepthRecorder), it
+// records one at now. A failed read raises AlertDLQUnavailable and changes
+// nothing else.
 func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 	st, err := m.cfg.Store.Stats(ctx)
 	if err != nil {
@@ -330,7 +331,22 @@ func (m *Monitor) Check(ctx context.Context, now time.Time) (Health, error) {
 	m.mu.Unlock()
 	m.apply(hold, []string{AlertDLQDepth, AlertDLQAge, AlertDLQOverflow, AlertDLQUnavailable, AlertDLQHeld, AlertDLQKept})
 	h.Firing = m.firingNames()
+	m.recordDepth(ctx, now, h, st)
 	return h, nil
+}
+
+// recordDepth writes the check's depth sample, at now, when the store
+// keeps them (dlq.DepthRecorder): the web UI's trend chart. A sample that
+// cannot be written is logged; it never fails the check.
+func (m *Monitor) recordDepth(ctx context.Context, now time.Time, h Health, st dlq.Stats) {
+	r, ok := m.cfg.Store.(dlq.DepthRecorder)
+	if !ok {
+		return
+	}
+	s := dlq.DepthSample{At: now, Waiting: h.Depth, BySeverity: st.BySeverity, Oldest: st.Oldest}
+	if err := r.RecordDepth(ctx, s); err != nil {
+		m.cfg.Logger.Warn("dlq monitor: could not record the depth sample", logErr, err)
+	}
 }
 
 // apply raises the signals in hold and clears those of names that were

@@ -14,10 +14,12 @@
 // written to the store's audit stream (dlq.Auditor) and as one JSON line
 // to Config.Log.
 //
-// Pages: / (dashboard), /entries (the list: filters, cursor, selection,
+// Pages: / (dashboard: counts, and an SVG trend of the DLQ's depth over
+// the last ?hours= from the samples the DLQ monitor records, when the
+// store keeps them: dlq.DepthRecorder), /entries (the list: filters, cursor, selection,
 // bulk moves of the filtered set after a confirmation stating the exact
 // count), /entries/{id} (payload, history, requeue, edit, delete,
-// restore, quarantine), /audit. API: GET /api/v1/stats, GET
+// restore, quarantine), /audit. API: GET /api/v1/stats, GET /api/v1/depth[?hours], GET
 // /api/v1/entries[?filters&cursor&limit], GET /api/v1/entries/{id},
 // POST /api/v1/entries/{id}/{requeue,delete,restore,quarantine,edit},
 // POST /api/v1/{requeue,delete} (bulk: dry_run answers the count and the

@@ -18,6 +18,7 @@ type dashboardData struct {
 	Now         time.Time
 	Stats       dlq.Stats
 	Unavailable []string
+	Trend       trendView
 }
 
 func (s *server) unavailable() []string {
@@ -36,13 +37,19 @@ func (s *server) unavailable() []string {
 }
 
 func (s *server) pgDashboard(w http.ResponseWriter, r *http.Request, v *view) {
+	hours, err := hoursOf(r.URL.Query().Get("hours"))
+	if err != nil {
+		s.actionFail(w, r, v, "chart", err)
+		return
+	}
 	st, err := s.cfg.Store.Stats(r.Context())
 	if err != nil {
 		s.storeFail(w, r, v, "read the DLQ's stats", err)
 		return
 	}
 	v.Title = "Dashboard"
-	v.Data = dashboardData{Now: s.cfg.Now(), Stats: st, Unavailable: s.unavailable()}
+	now := s.cfg.Now()
+	v.Data = dashboardData{Now: now, Stats: st, Unavailable: s.unavailable(), Trend: s.trend(r.Context(), now, hours)}
 	s.render(w, http.StatusOK, "dashboard", v)
 }
 

@@ -107,6 +107,7 @@ func (s *server) routes() {
 	m.HandleFunc("GET /audit", s.page(s.pgAudit))
 
 	m.HandleFunc("GET /api/v1/stats", s.api(s.apiStats))
+	m.HandleFunc("GET /api/v1/depth", s.api(s.apiDepth))
 	m.HandleFunc("GET /api/v1/entries", s.api(s.apiList))
 	m.HandleFunc("GET /api/v1/entries/{id}", s.api(s.apiGet))
 	m.HandleFunc("POST /api/v1/entries/{id}/requeue", s.api(s.apiRequeueOne))

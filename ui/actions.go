@@ -170,7 +170,8 @@ type OneResult struct {
 }
 
 // requeueOne requeues one entry.
-func (s *server) requeueOne(ctx context.Context, id string, opts dlq.RequeueOptions, via string) (OneResult, error) {
+func (s *server) requeueOne(ctx context.Context, id string, opts dlq.RequeueOptions, via string) (_ OneResult, ferr error) {
+	defer func() { s.countErr(actionRequeue, ferr) }()
 	out, err := s.cfg.Store.Requeue(ctx, id, opts, s.cfg.Now())
 	res := OneResult{ID: id, Action: actionRequeue}
 	rec := dlq.AuditRecord{By: opts.By, Via: via, Action: actionRequeue, IDs: []string{id}, Stated: 1, Note: budgetNote(opts)}
@@ -178,6 +179,7 @@ func (s *server) requeueOne(ctx context.Context, id string, opts dlq.RequeueOpti
 		res.Outcome = out.String()
 		if out == dlq.OutcomeRequeued {
 			rec.Moved = 1
+			s.metrics.Requeued(1)
 		} else {
 			rec.Skipped = 1
 			rec.Note += "; skipped: " + out.String()
@@ -205,7 +207,8 @@ func budgetNote(opts dlq.RequeueOptions) string {
 }
 
 // move deletes, restores or quarantines one entry.
-func (s *server) move(ctx context.Context, action, id, reason, who, via string) (OneResult, error) {
+func (s *server) move(ctx context.Context, action, id, reason, who, via string) (_ OneResult, ferr error) {
+	defer func() { s.countErr(action, ferr) }()
 	st, now := s.cfg.Store, s.cfg.Now()
 	var err error
 	rec := dlq.AuditRecord{By: who, Via: via, Action: action, IDs: []string{id}, Stated: 1}
@@ -231,6 +234,9 @@ func (s *server) move(ctx context.Context, action, id, reason, who, via string) 
 		rec.Skipped = 1
 	} else {
 		rec.Moved = 1
+		if action == actionDelete {
+			s.metrics.Deleted(1)
+		}
 	}
 	res.AuditID, res.AuditError = s.recordOne(ctx, rec, err)
 	if err != nil {
@@ -253,7 +259,8 @@ type editReq struct {
 
 // edit replaces an entry's payload, guarded by the revision the caller
 // read, then requeues it when asked.
-func (s *server) edit(ctx context.Context, id string, req editReq, via string) (OneResult, error) {
+func (s *server) edit(ctx context.Context, id string, req editReq, via string) (_ OneResult, ferr error) {
+	defer func() { s.countErr("edit", ferr) }()
 	ed, ok := s.cfg.Store.(dlq.RevisionEditor)
 	if !ok {
 		return OneResult{}, &UnavailableError{Action: "edit", Interface: "dlq.RevisionEditor"}
@@ -351,7 +358,8 @@ func (p *BulkPlan) filter() (dlq.Filter, error) {
 }
 
 // dryRun counts what p would move, taking its cut-off now.
-func (s *server) dryRun(ctx context.Context, p *BulkPlan) (BulkOutcome, error) {
+func (s *server) dryRun(ctx context.Context, p *BulkPlan) (_ BulkOutcome, ferr error) {
+	defer func() { s.countErr(opRead, ferr) }()
 	if err := p.check(); err != nil {
 		return BulkOutcome{}, err
 	}
@@ -405,7 +413,8 @@ func (s *server) dryRun(ctx context.Context, p *BulkPlan) (BulkOutcome, error) {
 
 // runBulk does p: its filter, bounded by the cut-off taken when the count
 // was shown (or its IDs), between a "started" and a "done" audit record.
-func (s *server) runBulk(ctx context.Context, p *BulkPlan, via string) (BulkOutcome, error) {
+func (s *server) runBulk(ctx context.Context, p *BulkPlan, via string) (_ BulkOutcome, ferr error) {
+	defer func() { s.countErr(p.Action, ferr) }()
 	if err := p.check(); err != nil {
 		return BulkOutcome{}, err
 	}
@@ -458,6 +467,11 @@ func (s *server) runBulk(ctx context.Context, p *BulkPlan, via string) (BulkOutc
 			out.Reasons["no-longer-matching"] = gone
 		}
 		out.Skipped = max(p.Stated-out.Moved, 0)
+	}
+	if p.Action == actionRequeue {
+		s.metrics.Requeued(out.Moved)
+	} else {
+		s.metrics.Deleted(out.Moved)
 	}
 	rec.Phase, rec.Moved, rec.Skipped, rec.At = "done", out.Moved, out.Skipped, time.Time{}
 	out.AuditID, out.AuditError = s.recordOne(ctx, rec, err)

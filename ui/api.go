@@ -32,6 +32,7 @@ func decode(r *http.Request, v any) error {
 func (s *server) apiStats(w http.ResponseWriter, r *http.Request, _ string) {
 	st, err := s.cfg.Store.Stats(r.Context())
 	if err != nil {
+		s.countErr(opRead, err)
 		apiFail(w, err)
 		return
 	}
@@ -86,6 +87,7 @@ func (s *server) apiList(w http.ResponseWriter, r *http.Request, _ string) {
 	}
 	page, err := s.cfg.Store.List(r.Context(), f, q.Get("cursor"), limit)
 	if err != nil {
+		s.countErr(opRead, err)
 		if status, _ := httpStatus(err); status == http.StatusInternalServerError && q.Get("cursor") != "" {
 			apiFail(w, &InputError{Field: "cursor", Reason: maskText(err.Error())})
 			return
@@ -104,6 +106,7 @@ func (s *server) apiList(w http.ResponseWriter, r *http.Request, _ string) {
 func (s *server) apiGet(w http.ResponseWriter, r *http.Request, _ string) {
 	e, err := s.cfg.Store.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
+		s.countErr(opRead, err)
 		apiFail(w, err)
 		return
 	}

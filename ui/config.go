@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/dlq"
 )
 
@@ -60,6 +61,10 @@ type Config struct {
 	Now func() time.Time
 	// PageSize is the list's page size (default DefaultPageSize).
 	PageSize int
+	// Metrics is where /metrics is served from (the project's names and
+	// labels, package metrics); nil: a Set of its own, labelled with
+	// Namespace.
+	Metrics *metrics.Set
 }
 
 // ConfigError is a Config field that is missing or not allowed.

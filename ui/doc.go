@@ -24,4 +24,13 @@
 // POST /api/v1/entries/{id}/{requeue,delete,restore,quarantine,edit},
 // POST /api/v1/{requeue,delete} (bulk: dry_run answers the count and the
 // cut-off the run then carries), GET /api/v1/audit.
+//
+// /metrics serves Prometheus metrics under the names and labels of package
+// metrics (the drills' own): faultline_dlq_depth{severity} and
+// faultline_dlq_oldest_age_seconds read from the store at each scrape,
+// faultline_dlq_requeues_total and faultline_dlq_deletes_total (what the
+// UI and API moved), faultline_errors_total{op} (failed actions by action
+// name, failed reads as "read"), and faultline_request_duration_seconds{op}
+// by route pattern ("GET /entries/{id}"), never by path. With tokens it
+// takes a bearer token.
 package ui

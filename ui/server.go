@@ -18,7 +18,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/dlq"
 )
 
@@ -34,12 +36,13 @@ const (
 
 // server is the handler New returns.
 type server struct {
-	cfg    Config
-	secret []byte
-	hosts  map[string]bool
-	pages  map[string]*template.Template
-	mux    *http.ServeMux
-	logMu  sync.Mutex
+	cfg     Config
+	secret  []byte
+	hosts   map[string]bool
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+	logMu   sync.Mutex
+	metrics *metrics.Set
 }
 
 // New returns the UI and API handler for cfg: mount it at "/" of a server
@@ -50,7 +53,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, secret: make([]byte, 32), hosts: map[string]bool{}, mux: http.NewServeMux()}
+	s := &server{cfg: cfg, secret: make([]byte, 32), hosts: map[string]bool{}, mux: http.NewServeMux(), metrics: newMetrics(cfg)}
 	if _, err := rand.Read(s.secret); err != nil {
 		return nil, fmt.Errorf("ui: make the CSRF secret: %w", err)
 	}
@@ -93,6 +96,7 @@ func (s *server) routes() {
 	static := http.FileServerFS(mustSub(assets, "assets"))
 	m.Handle("GET /static/", http.StripPrefix("/static/", staticOnly(static)))
 	// No icon: answered without an error, so a browser logs none.
+	m.HandleFunc("GET /metrics", s.serveMetrics)
 	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	m.HandleFunc("GET /{$}", s.page(s.pgDashboard))
 	m.HandleFunc("GET /entries", s.page(s.pgList))
@@ -161,6 +165,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("refused: the Host header %q is not a name this server answers to (allowed: %s); add it with --host if a proxy uses it", r.Host, strings.Join(s.allowedHosts(), ", ")), http.StatusMisdirectedRequest)
 		return
 	}
+	defer s.observe(r, time.Now())
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -339,6 +344,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, status in
 // storeFail renders a store error: Redis down is a 503 saying so; an
 // unknown entry a 404; anything else a 500 with the error's (masked) text.
 func (s *server) storeFail(w http.ResponseWriter, r *http.Request, v *view, doing string, err error) {
+	s.countErr(opRead, err)
 	status, heading, text := classifyErr(doing, err)
 	s.fail(w, r, v, status, heading, text)
 }

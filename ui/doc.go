@@ -23,7 +23,8 @@
 // /api/v1/entries[?filters&cursor&limit], GET /api/v1/entries/{id},
 // POST /api/v1/entries/{id}/{requeue,delete,restore,quarantine,edit},
 // POST /api/v1/{requeue,delete} (bulk: dry_run answers the count and the
-// cut-off the run then carries), GET /api/v1/audit.
+// cut-off the run then carries), GET /api/v1/audit; GET
+// /api/v1/openapi.json (no token needed) describes them all (OpenAPI 3.1).
 //
 // /metrics serves Prometheus metrics under the names and labels of package
 // metrics (the drills' own): faultline_dlq_depth{severity} and

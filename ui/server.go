@@ -110,24 +110,41 @@ func (s *server) routes() {
 	m.HandleFunc("POST /bulk", s.post(s.pgBulk))
 	m.HandleFunc("GET /audit", s.page(s.pgAudit))
 
-	m.HandleFunc("GET /api/v1/stats", s.api(s.apiStats))
-	m.HandleFunc("GET /api/v1/depth", s.api(s.apiDepth))
-	m.HandleFunc("GET /api/v1/entries", s.api(s.apiList))
-	m.HandleFunc("GET /api/v1/entries/{id}", s.api(s.apiGet))
-	m.HandleFunc("POST /api/v1/entries/{id}/requeue", s.api(s.apiRequeueOne))
-	m.HandleFunc("POST /api/v1/entries/{id}/delete", s.api(s.apiMove("delete")))
-	m.HandleFunc("POST /api/v1/entries/{id}/restore", s.api(s.apiMove("restore")))
-	m.HandleFunc("POST /api/v1/entries/{id}/quarantine", s.api(s.apiMove("quarantine")))
-	m.HandleFunc("POST /api/v1/entries/{id}/edit", s.api(s.apiEdit))
-	m.HandleFunc("POST /api/v1/requeue", s.api(s.apiBulk("requeue")))
-	m.HandleFunc("POST /api/v1/delete", s.api(s.apiBulk("delete")))
-	m.HandleFunc("GET /api/v1/audit", s.api(s.apiAudit))
+	for _, rt := range s.apiRoutes() {
+		m.HandleFunc(rt.pattern, rt.h)
+	}
 	m.HandleFunc("/api/", s.api(func(w http.ResponseWriter, r *http.Request, _ string) {
 		apiError(w, http.StatusNotFound, "no such API route: "+r.Method+" "+r.URL.Path, "")
 	}))
 	m.HandleFunc("/", s.page(func(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, http.StatusNotFound, "Not found", "There is no page at "+r.URL.Path+".")
 	}))
+}
+
+// apiRoute is one route of /api/v1/.
+type apiRoute struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+// apiRoutes are the API's routes, every one described by openapi.json (a
+// spec checks both ways).
+func (s *server) apiRoutes() []apiRoute {
+	return []apiRoute{
+		{"GET /api/v1/openapi.json", serveOpenAPI},
+		{"GET /api/v1/stats", s.api(s.apiStats)},
+		{"GET /api/v1/depth", s.api(s.apiDepth)},
+		{"GET /api/v1/entries", s.api(s.apiList)},
+		{"GET /api/v1/entries/{id}", s.api(s.apiGet)},
+		{"POST /api/v1/entries/{id}/requeue", s.api(s.apiRequeueOne)},
+		{"POST /api/v1/entries/{id}/delete", s.api(s.apiMove("delete"))},
+		{"POST /api/v1/entries/{id}/restore", s.api(s.apiMove("restore"))},
+		{"POST /api/v1/entries/{id}/quarantine", s.api(s.apiMove("quarantine"))},
+		{"POST /api/v1/entries/{id}/edit", s.api(s.apiEdit)},
+		{"POST /api/v1/requeue", s.api(s.apiBulk("requeue"))},
+		{"POST /api/v1/delete", s.api(s.apiBulk("delete"))},
+		{"GET /api/v1/audit", s.api(s.apiAudit)},
+	}
 }
 
 func mustSub(f fs.FS, dir string) fs.FS {

@@ -74,6 +74,11 @@ type AuditRecord struct {
 	Note string `json:"note,omitempty"`
 }
 
+// MaxAuditIDs is how many IDs an audit record keeps: a store keeps the
+// first MaxAuditIDs of a record's IDs and drops the rest; the record's
+// counts carry the totals.
+const MaxAuditIDs = 100
+
 // AuditPage is one page of the audit stream, newest first; Next is the
 // cursor of the next page, "" after the last.
 type AuditPage struct {

@@ -12,12 +12,6 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 )
 
-// AuditIDs is how many IDs a record keeps: a store keeps the first
-// AuditIDs of a record's IDs and drops the rest (the record's counts carry
-// the totals), so that one bulk move cannot write a record of unbounded
-// size.
-const AuditIDs = 100
-
 // AuditHarness is one backend's audit stream for ExerciseAuditor.
 type AuditHarness struct {
 	// Auditor is the stream under test, empty.
@@ -37,7 +31,7 @@ type AuditHarness struct {
 // the record before it) and a record appended after a page was read never
 // shows on the pages after it; a full stream drops its oldest records
 // first, keeping between limit and limit+Slack of the newest; a record
-// keeps its first AuditIDs IDs and its counts whole; concurrent appends
+// keeps its first dlq.MaxAuditIDs IDs and its counts whole; concurrent appends
 // are all kept, each under its own ID. A limit below 1 and a cursor the
 // stream did not hand out are errors.
 func ExerciseAuditor(newHarness func(limit int) AuditHarness) {
@@ -204,22 +198,22 @@ func ExerciseAuditor(newHarness func(limit int) AuditHarness) {
 			})
 		})
 
-		It("keeps the first AuditIDs IDs of a record and its counts whole", func() {
+		It("keeps the first dlq.MaxAuditIDs IDs of a record and its counts whole", func() {
 			r := record(1)
 			r.IDs = nil
-			for i := range 3 * AuditIDs {
+			for i := range 3 * dlq.MaxAuditIDs {
 				r.IDs = append(r.IDs, fmt.Sprintf("job-%04d", i))
 			}
-			r.Stated, r.Moved, r.Skipped = 3*AuditIDs, 3*AuditIDs-2, 2
+			r.Stated, r.Moved, r.Skipped = 3*dlq.MaxAuditIDs, 3*dlq.MaxAuditIDs-2, 2
 			_, err := a.Audit(ctx, r)
 			Expect(err).NotTo(HaveOccurred())
 			page, err := a.AuditLog(ctx, "", 1)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page.Records).To(HaveLen(1))
 			got := page.Records[0]
-			Expect(got.IDs).To(Equal(r.IDs[:AuditIDs]))
-			Expect([]int{got.Stated, got.Moved, got.Skipped}).To(Equal([]int{3 * AuditIDs, 3*AuditIDs - 2, 2}))
-			Expect(r.IDs).To(HaveLen(3*AuditIDs), "the caller's record is not changed")
+			Expect(got.IDs).To(Equal(r.IDs[:dlq.MaxAuditIDs]))
+			Expect([]int{got.Stated, got.Moved, got.Skipped}).To(Equal([]int{3 * dlq.MaxAuditIDs, 3*dlq.MaxAuditIDs - 2, 2}))
+			Expect(r.IDs).To(HaveLen(3*dlq.MaxAuditIDs), "the caller's record is not changed")
 		})
 
 		It("keeps every one of concurrent appends, each under its own ID", func() {

@@ -45,7 +45,10 @@ import (
 //     Delete (By is recorded; Restore undoes it), never deletes an entry
 //     that failed again during the run, counts on a dry run, and two runs at
 //     once delete each entry once.
-//   - AddIfAbsent writes a new entry exactly as Add does, and writes
+//   - AddIfAbsent writes an entry without a status as Add does, and one
+//     with a status exactly as given (an import of an export: status,
+//     status history and requeue count kept, no change of its own; only a
+//     dead status is a dead letter's event), and writes
 //     nothing (false) when the job has an entry (of any status, corrupt
 //     ones included) or is queued, in flight, scheduled, in the fallback
 //     queue or held; it obeys the capacity like Add; of concurrent imports
@@ -436,6 +439,37 @@ func ExerciseOps(newHarness func(cfg store.Config) Harness) {
 				equalHistory(got.History, e.History)
 				Expect(f.take()).To(Equal([]string{ev("imp", none, dead, disposition.DeadLetter, time.Minute, 0)}))
 				Expect(f.stats().Total).To(Equal(1))
+			})
+
+			It("restores an exported entry exactly as given: status, status history, failures, requeue count", func() {
+				for _, st := range []dlq.Status{dlq.Requeued, dlq.Failed, dlq.Deleted} {
+					id := "exp-" + st.String()
+					e := deadEntry(newJob(id), at(time.Second))
+					e.LastFailedAt, e.FirstFailedAt = at(time.Second), at(time.Second)
+					e.SourceQueue = "payments"
+					e.Status, e.Requeues = st, 1
+					e.Changes = []dlq.StatusChange{
+						{At: at(time.Second), To: dlq.Failed, By: "worker"},
+						{At: at(2 * time.Second), From: dlq.Failed, To: st, By: "alice", Reason: "exported"},
+					}
+					_, ok, err := importer().AddIfAbsent(f.ctx, e, at(time.Minute))
+					Expect(err).NotTo(HaveOccurred())
+					Expect(ok).To(BeTrue())
+					got := f.get(id)
+					Expect(got.Status).To(Equal(st))
+					Expect(got.Requeues).To(Equal(1))
+					Expect(got.SourceQueue).To(Equal("payments"))
+					Expect(got.LastFailedAt).To(BeTemporally("==", at(time.Second)))
+					Expect(got.Changes).To(HaveLen(2), "no status change of the import's own")
+					Expect(got.Changes[1].By).To(Equal("alice"))
+					equalHistory(got.History, e.History)
+					Expect(f.stats().ByStatus).To(HaveKeyWithValue(st.String(), 1))
+				}
+				// Only the dead ones are dead letters again; the requeued one
+				// is a record of a job that is elsewhere.
+				evs := f.take()
+				Expect(evs).To(HaveLen(2), "%v", evs)
+				Expect(evs).NotTo(ContainElement(ContainSubstring("exp-requeued")))
 			})
 
 			It("writes nothing when the job has an entry, of any status, corrupt ones too", func() {

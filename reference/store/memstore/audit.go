@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"weak"
 
 	"github.com/faultline/faultline/reference/dlq"
 )
@@ -19,11 +17,6 @@ var _ dlq.Auditor = (*Store)(nil)
 // DefaultAuditCap is how many records the audit stream keeps unless
 // SetAuditCap says otherwise: the Redis store's default.
 const DefaultAuditCap = 100_000
-
-// AuditMaxIDs is how many IDs an audit record keeps: the first AuditMaxIDs
-// of the record's IDs; its counts (Stated, Moved, Skipped) carry the
-// totals.
-const AuditMaxIDs = 100
 
 // errAuditLimit is AuditLog's refusal of a limit below 1.
 var errAuditLimit = errors.New("audit log: limit must be at least 1")
@@ -60,23 +53,10 @@ type auditLog struct {
 	last auditID
 }
 
-// audits holds each store's audit stream beside it, keyed weakly so that a
-// store that is collected takes its stream with it (the simulator builds
-// many stores and audits none). A field of Store would do as well; the
-// stream lives here so that the audit code stays in this file.
-var audits sync.Map // weak.Pointer[Store] → *auditLog
-
 // auditLog returns s's audit stream, made on first use.
 func (s *Store) auditLog() *auditLog {
-	k := weak.Make(s)
-	if v, ok := audits.Load(k); ok {
-		return v.(*auditLog)
-	}
-	v, loaded := audits.LoadOrStore(k, &auditLog{cap: DefaultAuditCap})
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { audits.Delete(k) }, k)
-	}
-	return v.(*auditLog)
+	s.auditOnce.Do(func() { s.audit = &auditLog{cap: DefaultAuditCap} })
+	return s.audit
 }
 
 // SetAuditCap sets how many records the audit stream keeps (n < 1: the
@@ -94,14 +74,14 @@ func (s *Store) SetAuditCap(n int) {
 }
 
 // Audit appends r to the namespace's audit stream (dlq.Auditor), keeping
-// its first AuditMaxIDs IDs. Its ID is "<millis>-<seq>" like a Redis stream
+// its first dlq.MaxAuditIDs IDs. Its ID is "<millis>-<seq>" like a Redis stream
 // ID: the millisecond of r.At (the store reads no clock), or of the last
 // record when r.At is earlier, so that IDs always increase.
 func (s *Store) Audit(ctx context.Context, r dlq.AuditRecord) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	r.IDs = slices.Clone(r.IDs[:min(len(r.IDs), AuditMaxIDs)])
+	r.IDs = slices.Clone(r.IDs[:min(len(r.IDs), dlq.MaxAuditIDs)])
 	l := s.auditLog()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -231,14 +231,19 @@ func newChange(now time.Time, from, to dlq.Status, by, reason string) dlq.Status
 // or refusing by the overflow policy, and queues the events and the
 // overflow report. from is the job's state (InFlight for DeadLetter, Held
 // for FlushHeld, None for Add). A refusal is counted and reported unless
-// quiet (the caller decides what to report). The caller holds the lock and
-// has validated e.Job.
-func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by string, quiet bool) (dlq.AddResult, error) {
+// quiet (the caller decides what to report). asIs writes a new entry
+// exactly as e has it (an import: its status and status history kept, no
+// status change of its own; the caller checked there is no entry). The
+// caller holds the lock and has validated e.Job.
+func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by string, quiet, asIs bool) (dlq.AddResult, error) {
 	id := e.Job.ID
 	old := s.entries[id]
 	var next dlq.Entry
 	prevStatus := dlq.Status(0)
-	if old == nil || old.corrupt {
+	switch {
+	case asIs && e.Status != 0:
+		next = store.Imported(e, now)
+	case old == nil || old.corrupt:
 		// A corrupt entry cannot be extended: the new one replaces it and
 		// keeps its bytes (the same rule in every backend).
 		next = e
@@ -247,18 +252,20 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 		if old != nil {
 			next.Superseded = slices.Clone(old.raw)
 		}
-	} else {
+	default:
 		next = dlq.Decode(id, old.raw)
 		prevStatus = next.Status
 		next.Job = e.Job
 		next.History = dlq.MergeHistory(next.History, e.History)
 		next.Verdict, next.Reason = e.Verdict, e.Reason
 	}
-	next.SourceQueue = cmp.Or(e.SourceQueue, e.Job.QueueName())
-	next.LastFailedAt = store.LastFailure(e, now)
-	next.Status = dlq.Failed
-	next.Changes = append(next.Changes, newChange(now, prevStatus, dlq.Failed, by, e.Reason))
-	next.Corrupt, next.Raw, next.DecodeError = false, nil, ""
+	if !asIs || e.Status == 0 {
+		next.SourceQueue = cmp.Or(e.SourceQueue, e.Job.QueueName())
+		next.LastFailedAt = store.LastFailure(e, now)
+		next.Status = dlq.Failed
+		next.Changes = append(next.Changes, newChange(now, prevStatus, dlq.Failed, by, e.Reason))
+		next.Corrupt, next.Raw, next.DecodeError = false, nil, ""
+	}
 	d, err := encodeDent(next)
 	if err != nil {
 		return dlq.AddResult{}, err
@@ -288,7 +295,7 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 	}
 
 	s.write(old, d)
-	if from != disposition.None || old == nil || prevStatus == dlq.Requeued {
+	if (from != disposition.None || old == nil || prevStatus == dlq.Requeued) && deadStatus(next.Status) {
 		s.emit(&next.Job, from, disposition.DeadLettered, disposition.DeadLetter, now)
 	}
 	res := dlq.AddResult{Created: old == nil}
@@ -329,7 +336,7 @@ func (s *Store) Add(ctx context.Context, e dlq.Entry, now time.Time) (dlq.AddRes
 	if err := s.flushAhead(e.Job.ID, now); err != nil {
 		return dlq.AddResult{}, fmt.Errorf("dlq add %s: %w", e.Job.ID, err)
 	}
-	res, err := s.admit(e, now, disposition.None, "", false)
+	res, err := s.admit(e, now, disposition.None, "", false, false)
 	if err != nil {
 		return res, fmt.Errorf("dlq add %s: %w", e.Job.ID, err)
 	}
@@ -358,7 +365,7 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 	if err := s.flushAhead(e.Job.ID, now); err != nil {
 		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w", l.JobID, err)
 	}
-	res, err := s.admit(e, now, disposition.InFlight, ByWorker, true)
+	res, err := s.admit(e, now, disposition.InFlight, ByWorker, true, false)
 	if errors.Is(err, dlq.ErrFull) {
 		// Reject: the dead letter is refused, and parked if there is room.
 		// The move first, then the report: the order Redis's callers see.
@@ -461,7 +468,7 @@ func (s *Store) flushHeld(now time.Time, limit int) (dlq.FlushResult, error) {
 	var res dlq.FlushResult
 	for len(res.Written) < limit && s.held.n > 0 {
 		r := s.held.buf[s.held.head]
-		add, err := s.admit(*r.entry, now, disposition.Held, ByWorker, true)
+		add, err := s.admit(*r.entry, now, disposition.Held, ByWorker, true, false)
 		if errors.Is(err, dlq.ErrFull) {
 			res.Full = true
 			break

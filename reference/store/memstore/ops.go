@@ -66,7 +66,7 @@ func (s *Store) AddIfAbsent(ctx context.Context, e dlq.Entry, now time.Time) (dl
 	if err := s.flushAhead(id, now); err != nil {
 		return dlq.AddResult{}, false, fmt.Errorf("dlq import %s: %w", id, err)
 	}
-	res, err := s.admit(e, now, disposition.None, "", false)
+	res, err := s.admit(e, now, disposition.None, "", false, true)
 	if err != nil {
 		return res, false, fmt.Errorf("dlq import %s: %w", id, err)
 	}

@@ -41,6 +41,11 @@ type Store struct {
 	// simulator moves millions of jobs through.
 	free []*rec
 
+	// audit is the operators' audit stream (audit.go), made on first use
+	// (the simulator audits nothing).
+	auditOnce sync.Once
+	audit     *auditLog
+
 	// The DLQ side, see dlq.go.
 	entries map[string]*dent
 	heaps   [dentHeaps]dentHeap

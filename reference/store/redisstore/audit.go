@@ -20,11 +20,6 @@ var _ dlq.Auditor = (*Store)(nil)
 // SetAuditCap says otherwise.
 const DefaultAuditCap = 100_000
 
-// AuditMaxIDs is how many IDs an audit record keeps: the first AuditMaxIDs
-// of the record's IDs; its counts (Stated, Moved, Skipped) carry the
-// totals.
-const AuditMaxIDs = 100
-
 // auditField is the stream field holding a record: its JSON, without ID
 // (the stream entry's ID is the record's).
 const auditField = "record"
@@ -48,7 +43,7 @@ func (s *Store) auditCap() int64 {
 
 // Audit appends r to the namespace's audit stream, {faultline:NS}:dlq:audit
 // (dlq.Auditor): one XADD of the record's JSON (without its ID, keeping its
-// first AuditMaxIDs IDs), under an ID from the Redis server's clock, trimmed
+// first dlq.MaxAuditIDs IDs), under an ID from the Redis server's clock, trimmed
 // to about the cap (SetAuditCap). Like every write, the first one of a
 // Store checks the namespace's layout (ErrNewerLayout).
 func (s *Store) Audit(ctx context.Context, r dlq.AuditRecord) (string, error) {
@@ -56,7 +51,7 @@ func (s *Store) Audit(ctx context.Context, r dlq.AuditRecord) (string, error) {
 		return "", fmt.Errorf("audit %s: %w", r.Action, err)
 	}
 	r.ID = ""
-	r.IDs = r.IDs[:min(len(r.IDs), AuditMaxIDs)]
+	r.IDs = r.IDs[:min(len(r.IDs), dlq.MaxAuditIDs)]
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("audit %s: %w", r.Action, err)

@@ -259,7 +259,11 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 		return dlq.AddResult{}, fmt.Errorf("%s: %w", op, err)
 	}
 	id := e.Job.ID
-	e = normalize(e, now)
+	if f != nil && f.kind == "absent" && e.Status != 0 {
+		e = store.Imported(e, now) // as given: an import restores an export
+	} else {
+		e = normalize(e, now)
+	}
 	from := disposition.None
 	if f != nil {
 		switch f.kind {
@@ -353,7 +357,7 @@ func (s *Store) added(from disposition.State, prev *stored, e *dlq.Entry, res []
 	case from != disposition.None:
 		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: from, To: disposition.DeadLettered,
 			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
-	case out.Created || prev != nil && prev.entry.Status == dlq.Requeued:
+	case (out.Created || prev != nil && prev.entry.Status == dlq.Requeued) && deadStatus(e.Status.String()):
 		s.emit(disposition.Event{JobID: e.Job.ID, Task: e.Job.Task, From: disposition.None, To: disposition.DeadLettered,
 			Reason: disposition.DeadLetter, At: now, Attempts: e.Job.Attempts})
 	}

@@ -122,6 +122,14 @@
 //	                                      deleted, quarantined, corrupt)
 //	{faultline:NS}:dlq:stats       hash   counters: st:<status>, sev:<severity>,
 //	                                      cls:<class>, task:<task>, evicted, rejected
+//	{faultline:NS}:dlq:etx         hash   job ID → its last error's text, folded, for
+//	                                      the error-text filter: '=' and the whole
+//	                                      text, or '~' and its first ErrTextCap bytes
+//	{faultline:NS}:dlq:audit       stream the operators' actions (dlq.Auditor), the
+//	                                      newest DefaultAuditCap, about (MAXLEN ~)
+//	{faultline:NS}:layout          string the layout's version (LayoutVersion),
+//	                                      stamped by the first write into an empty
+//	                                      namespace; upgraded by Store.Upgrade
 //	{faultline:NS}:events          stream the disposition events, oldest first, when
 //	                                      Config.EventStream > 0 (see Event stream)
 //

@@ -541,7 +541,7 @@ local function put(i)
   end
   if fenceID ~= '' then
     event(id, m.task, fenceKind == 'held' and 'held' or 'in-flight', 'dead-lettered', 'dead-lettered', m.att)
-  elseif not old or old.st == 'requeued' then
+  elseif (not old or old.st == 'requeued') and dead[m.st] then
     event(id, m.task, 'none', 'dead-lettered', 'dead-lettered', m.att)
   end
   redis.call('HSET', ENTRIES, id, ARGV[i + 2])

@@ -9,10 +9,6 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 )
 
-// maxAuditIDs bounds the IDs one audit record names; its counts carry the
-// totals.
-const maxAuditIDs = 100
-
 // record writes one operator action into the audit stream beside the DLQ
 // (dlq.Auditor: the stream the web UI writes too; `faultline dlq audit`
 // reads it). A bulk move writes a
@@ -24,9 +20,7 @@ func (d *dlqConn) record(c *cobra.Command, r dlq.AuditRecord) error {
 		r.At = time.Now()
 	}
 	r.Via = "cli"
-	if len(r.IDs) > maxAuditIDs {
-		r.IDs = r.IDs[:maxAuditIDs]
-	}
+	r.IDs = r.IDs[:min(len(r.IDs), dlq.MaxAuditIDs)]
 	a, ok := any(d.store).(dlq.Auditor)
 	if !ok {
 		return fmt.Errorf("audit %s: this store keeps no audit stream", r.Action)

@@ -68,8 +68,10 @@ func httpStatus(err error) (int, string) {
 		return http.StatusBadRequest, ie.Field
 	case errors.As(err, &ue):
 		return http.StatusNotImplemented, ""
-	case errors.Is(err, dlq.ErrNotFound):
+	case errors.Is(err, dlq.ErrNotFound), errors.Is(err, errSeedGone):
 		return http.StatusNotFound, ""
+	case errors.Is(err, ErrReadOnly):
+		return http.StatusForbidden, ""
 	case errors.Is(err, dlq.ErrChanged), errors.Is(err, dlq.ErrWrongStatus):
 		return http.StatusConflict, ""
 	case errors.Is(err, job.ErrInvalid):

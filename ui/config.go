@@ -32,6 +32,9 @@ type Config struct {
 	// by type assertion; an action whose interface is missing is shown
 	// as unavailable.
 	Store dlq.Store
+	// Seed, instead of Store, serves a DLQ in the tutorial's layout
+	// (`faultline ui --layout seed`): its list, entries and safe requeue.
+	Seed *SeedConfig
 	// Namespace and Target name the DLQ on every page (Target never with
 	// a password).
 	Namespace, Target string
@@ -110,8 +113,13 @@ func (c Config) WithDefaults() Config {
 
 // Validate checks c (after WithDefaults) and names the bad field.
 func (c Config) Validate() error {
-	if c.Store == nil {
-		return &ConfigError{Field: "Store", Reason: "required: the DLQ to serve"}
+	switch {
+	case c.Store == nil && c.Seed == nil:
+		return &ConfigError{Field: "Store", Reason: "required: the DLQ to serve (or Seed, a DLQ in the seed layout)"}
+	case c.Store != nil && c.Seed != nil:
+		return &ConfigError{Field: "Seed", Reason: "give Store or Seed, not both"}
+	case c.Seed != nil && c.Seed.Client == nil:
+		return &ConfigError{Field: "Seed", Reason: "required: Seed.Client, the Redis holding the seed lists"}
 	}
 	return c.ValidateSecurity()
 }

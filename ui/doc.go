@@ -26,6 +26,14 @@
 // cut-off the run then carries), GET /api/v1/audit; GET
 // /api/v1/openapi.json (no token needed) describes them all (OpenAPI 3.1).
 //
+// With Config.Seed instead of Config.Store it serves a DLQ in the
+// tutorial's layout (`faultline ui --layout seed`) through package
+// layout/seed, read-only unless SeedConfig.Requeue: / (the list, with the
+// seed layout's filters), /seed/entry?ref=LIST@POSITION#DIGEST, and the
+// safe requeue of one entry (only if it is still the one listed) or of the
+// filtered set after a confirmation stating the count, carrying its
+// cut-off; the API's /api/v1/seed/ routes mirror them.
+//
 // /metrics serves Prometheus metrics under the names and labels of package
 // metrics (the drills' own): faultline_dlq_depth{severity} and
 // faultline_dlq_oldest_age_seconds read from the store at each scrape,

@@ -36,6 +36,9 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 // refreshGauges sets the DLQ gauges from the store's stats; a failed read
 // leaves them as they were and counts an error (op "read").
 func (s *server) refreshGauges(ctx context.Context) {
+	if s.cfg.Store == nil {
+		return // the seed layout: no stats to read
+	}
 	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
 	defer cancel()
 	st, err := s.cfg.Store.Stats(ctx)

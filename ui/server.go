@@ -98,18 +98,25 @@ func (s *server) routes() {
 	// No icon: answered without an error, so a browser logs none.
 	m.HandleFunc("GET /metrics", s.serveMetrics)
 	m.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	m.HandleFunc("GET /{$}", s.page(s.pgDashboard))
-	m.HandleFunc("GET /entries", s.page(s.pgList))
-	m.HandleFunc("GET /entries/{id}", s.page(s.pgEntry))
-	m.HandleFunc("POST /entries/{id}/requeue", s.post(s.pgRequeue))
-	m.HandleFunc("POST /entries/{id}/edit", s.post(s.pgEdit))
-	m.HandleFunc("POST /entries/{id}/delete", s.post(s.pgMove("delete")))
-	m.HandleFunc("POST /entries/{id}/restore", s.post(s.pgMove("restore")))
-	m.HandleFunc("POST /entries/{id}/quarantine", s.post(s.pgMove("quarantine")))
-	m.HandleFunc("GET /bulk", s.page(s.pgBulkConfirm))
-	m.HandleFunc("POST /bulk", s.post(s.pgBulk))
-	m.HandleFunc("GET /audit", s.page(s.pgAudit))
-
+	if s.cfg.Seed != nil {
+		m.HandleFunc("GET /{$}", s.page(s.pgSeedList))
+		m.HandleFunc("GET /seed/entry", s.page(s.pgSeedEntry))
+		m.HandleFunc("POST /seed/requeue", s.post(s.pgSeedRequeue))
+		m.HandleFunc("GET /seed/bulk", s.page(s.pgSeedBulkConfirm))
+		m.HandleFunc("POST /seed/bulk", s.post(s.pgSeedBulk))
+	} else {
+		m.HandleFunc("GET /{$}", s.page(s.pgDashboard))
+		m.HandleFunc("GET /entries", s.page(s.pgList))
+		m.HandleFunc("GET /entries/{id}", s.page(s.pgEntry))
+		m.HandleFunc("POST /entries/{id}/requeue", s.post(s.pgRequeue))
+		m.HandleFunc("POST /entries/{id}/edit", s.post(s.pgEdit))
+		m.HandleFunc("POST /entries/{id}/delete", s.post(s.pgMove("delete")))
+		m.HandleFunc("POST /entries/{id}/restore", s.post(s.pgMove("restore")))
+		m.HandleFunc("POST /entries/{id}/quarantine", s.post(s.pgMove("quarantine")))
+		m.HandleFunc("GET /bulk", s.page(s.pgBulkConfirm))
+		m.HandleFunc("POST /bulk", s.post(s.pgBulk))
+		m.HandleFunc("GET /audit", s.page(s.pgAudit))
+	}
 	for _, rt := range s.apiRoutes() {
 		m.HandleFunc(rt.pattern, rt.h)
 	}
@@ -130,6 +137,14 @@ type apiRoute struct {
 // apiRoutes are the API's routes, every one described by openapi.json (a
 // spec checks both ways).
 func (s *server) apiRoutes() []apiRoute {
+	if s.cfg.Seed != nil {
+		return []apiRoute{
+			{"GET /api/v1/openapi.json", serveOpenAPI},
+			{"GET /api/v1/seed/entries", s.api(s.apiSeedList)},
+			{"GET /api/v1/seed/entry", s.api(s.apiSeedGet)},
+			{"POST /api/v1/seed/requeue", s.api(s.apiSeedRequeue)},
+		}
+	}
 	return []apiRoute{
 		{"GET /api/v1/openapi.json", serveOpenAPI},
 		{"GET /api/v1/stats", s.api(s.apiStats)},
@@ -288,7 +303,9 @@ type view struct {
 	Namespace string
 	Target    string
 	Auditing  bool
-	Data      any
+	// Seed says the UI serves the seed layout.
+	Seed bool
+	Data any
 }
 
 // page wraps a GET page handler: authentication, CSRF cookie, CSP.
@@ -300,7 +317,7 @@ func (s *server) page(h func(http.ResponseWriter, *http.Request, *view)) http.Ha
 			http.Error(w, "unauthorized: sign in with a token's name and the token (basic auth), or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
-		v := &view{Nonce: nonce(), Who: who, Namespace: s.cfg.Namespace, Target: s.cfg.Target}
+		v := &view{Nonce: nonce(), Who: who, Namespace: s.cfg.Namespace, Target: s.cfg.Target, Seed: s.cfg.Seed != nil}
 		_, v.Auditing = s.cfg.Store.(dlq.Auditor)
 		v.CSRF = s.csrfToken(w, r)
 		setCSP(w, v.Nonce)

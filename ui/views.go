@@ -233,6 +233,13 @@ var funcs = template.FuncMap{
 		}
 		return template.URL(u) //nolint:gosec // query is url.Values.Encode's output
 	},
+	// seedURL links to a seed page with an encoded filter.
+	"seedURL": func(path, query string) template.URL {
+		if query == "" {
+			return template.URL(path) //nolint:gosec // a fixed path
+		}
+		return template.URL(path + "?" + query) //nolint:gosec // query is url.Values.Encode's output
+	},
 	"counts": func(title, field string, m map[string]int) countsView {
 		return countsView{Title: title, Field: field, M: m}
 	},

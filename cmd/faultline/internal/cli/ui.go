@@ -23,7 +23,7 @@ const uiShutdownTimeout = 10 * time.Second
 // uiFlags are faultline ui's flags beyond the DLQ's.
 type uiFlags struct {
 	listen, tokens, certFile, keyFile string
-	insecureHTTP                      bool
+	insecureHTTP, allowRequeue        bool
 	hosts                             []string
 }
 
@@ -46,10 +46,21 @@ and --tls-key) unless --insecure-http says a proxy in front terminates TLS. With
 tokens, the browser signs in with a token's name and the token (basic auth); the
 API takes "Authorization: Bearer TOKEN" (and needs --tokens even on loopback).
 Requests whose Host header is not the listen host, localhost, 127.0.0.1, [::1]
-or a --host name are refused.`,
+or a --host name are refused.
+
+With --layout seed it serves the tutorial's dead_letter and dlq:* lists instead
+(--prefix names their keys' prefix), read-only: the list with the seed layout's
+filters (severity, status, list, error text) and each entry; --allow-requeue adds
+faultline dlq requeue --layout seed's safe requeue: one entry only if it is still
+the one listed, and the filtered set after a confirmation stating the count, with
+its cut-off (entries dead-lettered since are left alone).
+
+/metrics serves Prometheus metrics with the drills' names and labels (a bearer
+token with --tokens); /api/v1/openapi.json describes the API.`,
 		Example: `  faultline ui --namespace demo
   faultline ui --redis-url redis://10.0.0.5:6379/0 --listen 0.0.0.0:8443 --tokens ops-tokens.txt --tls-cert cert.pem --tls-key key.pem
-  faultline ui --listen 10.0.0.7:8080 --tokens ops-tokens.txt --insecure-http --host dlq.internal.example`,
+  faultline ui --listen 10.0.0.7:8080 --tokens ops-tokens.txt --insecure-http --host dlq.internal.example
+  faultline ui --layout seed --prefix myapp: --allow-requeue`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return runUI(c, g, &f) },
 	}
@@ -61,6 +72,9 @@ or a --host name are refused.`,
 	fl.StringVar(&f.certFile, "tls-cert", "", "the TLS certificate (PEM), with --tls-key")
 	fl.StringVar(&f.keyFile, "tls-key", "", "the TLS private key (PEM), with --tls-cert")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "serve plain HTTP off loopback: a proxy in front terminates TLS")
+	fl.StringVar(&g.layout, "layout", layout.PresetFaultline, "the DLQ's layout: "+layout.PresetFaultline+" (this tool's store), or "+layout.PresetSeed+" (the tutorial's dead_letter and dlq:* lists)")
+	fl.StringVar(&g.prefix, "prefix", "", "the seed layout's key prefix, with --layout seed (default none: dead_letter, dlq:*, default)")
+	fl.BoolVar(&f.allowRequeue, "allow-requeue", false, "with --layout seed: allow the safe requeue (default read-only)")
 	fl.StringSliceVar(&f.hosts, "host", nil, "an extra name the Host header may carry (a proxy's name; repeat or comma-separate)")
 	return c
 }
@@ -101,12 +115,25 @@ func runUI(c *cobra.Command, g *dlqGlobal, f *uiFlags) error {
 	if err := cfg.WithDefaults().ValidateSecurity(); err != nil {
 		return uiConfigError(c, err)
 	}
-	d, err := g.open(c, 0)
-	if err != nil {
-		return err
+	if f.allowRequeue && !g.isSeed() {
+		return usage(c, errors.New("--allow-requeue goes with --layout seed (faultline's layout always allows requeue)"))
 	}
-	defer d.close()
-	cfg.Store, cfg.Namespace, cfg.Target = d.store, d.namespace, d.target.printable()
+	if g.isSeed() {
+		s, err := g.openSeed(c)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = s.rdb.Close() }()
+		cfg.Seed = &ui.SeedConfig{Client: s.rdb, Prefix: g.prefix, Requeue: f.allowRequeue}
+		cfg.Namespace, cfg.Target = g.prefix, s.target.printable()
+	} else {
+		d, err := g.open(c, 0)
+		if err != nil {
+			return err
+		}
+		defer d.close()
+		cfg.Store, cfg.Namespace, cfg.Target = d.store, d.namespace, d.target.printable()
+	}
 	h, err := ui.New(cfg)
 	if err != nil {
 		return uiConfigError(c, err)

@@ -100,4 +100,75 @@ var _ = Describe("faultline ui", func() {
 		Eventually(done).WithTimeout(uiStartTimeout).Should(Receive(Equal(cli.ExitOK)))
 		Expect(errOut.String()).To(ContainSubstring("faultline ui: serving namespace \"ops\""))
 	})
+
+	It("refuses --allow-requeue without --layout seed, and --prefix without it", func() {
+		_, stderr, code := run("ui", "--redis-url", closedRedis, "--allow-requeue")
+		Expect(code).To(Equal(cli.ExitInvalid), stderr)
+		Expect(stderr).To(ContainSubstring("--allow-requeue goes with --layout seed"))
+		_, stderr, code = run("ui", "--redis-url", closedRedis, "--prefix", "x:")
+		Expect(code).To(Equal(cli.ExitInvalid), stderr)
+		Expect(stderr).To(ContainSubstring("--prefix"))
+	})
+
+	It("serves the seed layout read-only, and with --allow-requeue its safe requeue", func() {
+		m := redistest.Mini(GinkgoRandomSeed())
+		url := "redis://" + m.Addr() + "/0"
+		m.Lpush("app:dead_letter", `{"job": {"task": "payment", "amount": 100}, "error": "Gateway timeout", "retries": 3, "failed_at": "2026-01-02T03:04:05", "status": "failed"}`)
+		for _, allow := range []bool{false, true} {
+			args := []string{"ui", "--redis-url", url, "--layout", "seed", "--prefix", "app:"}
+			if allow {
+				args = append(args, "--allow-requeue")
+			}
+			get, stop := serveUI(args...)
+			code, body := get("/")
+			Expect(code).To(Equal(http.StatusOK))
+			Expect(body).To(ContainSubstring("Gateway timeout"))
+			Expect(body).To(ContainSubstring("dead_letter@0#"))
+			if allow {
+				Expect(body).To(ContainSubstring(`id="bulk-requeue"`))
+			} else {
+				Expect(body).To(ContainSubstring("Read-only"))
+			}
+			code, _ = get("/seed/bulk")
+			if allow {
+				Expect(code).To(Equal(http.StatusOK))
+			} else {
+				Expect(code).To(Equal(http.StatusForbidden))
+			}
+			stop()
+		}
+	})
 })
+
+// serveUI runs faultline ui with args on a free loopback port until the
+// returned stop is called; get fetches a path.
+func serveUI(args ...string) (get func(string) (int, string), stop func()) {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	addr := ln.Addr().String()
+	Expect(ln.Close()).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		defer GinkgoRecover()
+		done <- cli.Main(ctx, append(args, "--listen", addr), &out, &errOut)
+	}()
+	get = func(path string) (int, string) {
+		resp, err := http.Get(fmt.Sprintf("http://%s%s", addr, path))
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	Eventually(func() int { code, _ := get("/"); return code }).WithTimeout(uiStartTimeout).Should(Equal(http.StatusOK), func() string { return errOut.String() })
+	stop = func() {
+		cancel()
+		Eventually(done).WithTimeout(uiStartTimeout).Should(Receive(Equal(cli.ExitOK)))
+	}
+	DeferCleanup(cancel)
+	return get, stop
+}

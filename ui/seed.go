@@ -95,7 +95,9 @@ func seedFilterOf(q url.Values) (seed.Filter, error) {
 	return f, nil
 }
 
-func seedLists() []string { return append([]string{layout.SeedDeadLetter}, layout.SeedSeverityLists...) }
+func seedLists() []string {
+	return append([]string{layout.SeedDeadLetter}, layout.SeedSeverityLists...)
+}
 
 // seedValues are f as query values (the list's links, the bulk form).
 func seedValues(f seed.Filter) url.Values {

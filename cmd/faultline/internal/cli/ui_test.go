@@ -3,19 +3,25 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/ui"
 )
 
 // uiStartTimeout bounds how long faultline ui may take to answer.
@@ -137,6 +143,80 @@ var _ = Describe("faultline ui", func() {
 			}
 			stop()
 		}
+	})
+})
+
+// uiRaceLane is the spec where faultline ui's API and faultline dlq
+// requeue --all requeue the same n entries at once, on one Redis.
+func uiRaceLane(name string, n int, start func() string) {
+	It(fmt.Sprintf("and faultline dlq requeue --all, requeueing the same %d entries at once on %s, requeue each exactly once", n, name), func() {
+		url := start()
+		ids := raceSeed(url, n)
+		h, err := ui.New(ui.Config{Store: raceStore(url, 50), Namespace: raceNamespace, Listen: "127.0.0.1:8080",
+			Tokens: map[string]string{"ui-op": "ui-op-token-0123456789abcdef"}})
+		Expect(err).NotTo(HaveOccurred())
+		post := func(body string) (int, map[string]any) {
+			req := httptest.NewRequest(http.MethodPost, "/api/v1/requeue", strings.NewReader(body))
+			req.Host = "127.0.0.1:8080"
+			req.Header.Set("Authorization", "Bearer ui-op-token-0123456789abcdef")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			var out map[string]any
+			_ = json.Unmarshal(rec.Body.Bytes(), &out)
+			return rec.Code, out
+		}
+		code, count := post(`{"dry_run": true}`)
+		Expect(code).To(Equal(http.StatusOK), "%v", count)
+		Expect(count["stated"]).To(BeNumerically("==", n))
+
+		var (
+			wg      sync.WaitGroup
+			cliSum  raceSummary
+			cliErr  error
+			uiCode  int
+			uiOut   map[string]any
+			release = make(chan struct{})
+		)
+		wg.Go(func() {
+			<-release
+			cliSum, cliErr = raceRun(url, "cli-op", 50)
+		})
+		// The UI starts once the CLI is moving entries, so that the two
+		// runs overlap (the CLI's count and confirmation take a while).
+		watch := raceStore(url, 0)
+		wg.Go(func() {
+			<-release
+			for range 10_000 {
+				st, err := watch.Stats(context.Background())
+				if err != nil || st.ByStatus["requeued"] > 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			uiCode, uiOut = post(fmt.Sprintf(`{"cut_off": %q, "stated": %d}`, count["cut_off"], n))
+		})
+		close(release)
+		wg.Wait()
+		Expect(cliErr).NotTo(HaveOccurred())
+		Expect(uiCode).To(Equal(http.StatusOK), "%v", uiOut)
+		uiMoved := int(uiOut["moved"].(float64))
+		GinkgoWriter.Printf("the CLI moved %d, the UI %d\n", cliSum.Moved, uiMoved)
+		Expect(cliSum.Moved+uiMoved).To(Equal(n), "every entry moved by one of them")
+
+		a := auditRace(raceStore(url, 0))
+		expectEachOnce(a, ids)
+		Expect(a.count(func(e *dlq.Entry) bool { return e.Status == dlq.Requeued })).To(Equal(n))
+	})
+}
+
+var _ = Describe("faultline ui under a race", func() {
+	Describe("faultline ui's bulk requeue", func() {
+		uiRaceLane("miniredis", raceMiniN, func() string { return "redis://" + redistest.Mini(1).Addr() + "/0" })
+		uiRaceLane("a real redis-server", raceN, func() string {
+			srv := startRedis()
+			DeferCleanup(srv.Stop)
+			return "redis://" + srv.Addr + "/0"
+		})
 	})
 })
 

@@ -54,6 +54,9 @@ type trendView struct {
 type tick struct {
 	X, Y  int
 	Label string
+	// Anchor is the label's text-anchor: the first and last time labels
+	// stay inside the chart.
+	Anchor string
 }
 
 // hoursOf reads the ?hours= choice.
@@ -105,7 +108,7 @@ func (s *server) trend(ctx context.Context, now time.Time, hours int) trendView 
 	v.Total = polyline(samples, x, y, func(d dlq.DepthSample) int { return d.Waiting })
 	v.High = polyline(samples, x, y, func(d dlq.DepthSample) int { return d.BySeverity["high"] })
 	for _, n := range []int{0, ymax / 2, ymax} {
-		v.YTicks = append(v.YTicks, tick{X: plotL - 6, Y: int(y(n)) + 4, Label: strconv.Itoa(n)})
+		v.YTicks = append(v.YTicks, tick{X: plotL - 6, Y: int(y(n)) + 4, Label: strconv.Itoa(n), Anchor: "end"})
 	}
 	layout := "15:04"
 	if hours > 24 {
@@ -113,7 +116,14 @@ func (s *server) trend(ctx context.Context, now time.Time, hours int) trendView 
 	}
 	for i := range 5 {
 		t := since.Add(span * time.Duration(i) / 4)
-		v.XTicks = append(v.XTicks, tick{X: int(x(t)), Y: plotB + 18, Label: t.UTC().Format(layout)})
+		anchor := "middle"
+		switch i {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		v.XTicks = append(v.XTicks, tick{X: int(x(t)), Y: plotB + 18, Label: t.UTC().Format(layout), Anchor: anchor})
 	}
 	return v
 }

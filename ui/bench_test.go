@@ -57,8 +57,8 @@ func BenchmarkListPage(b *testing.B) {
 			at := t0.Add(time.Duration(j) * time.Second)
 			v := classify.Classification{Class: classify.Transient, Severity: sevs[j%3], Rule: "bench"}
 			batch = append(batch, dlq.Entry{
-				Job:     job.Job{ID: fmt.Sprintf("job-%06d", j), Task: "charge", Queue: "charges", Payload: []byte(`{"amount":100}`), Attempts: 3, EnqueuedAt: at},
-				History: []dlq.Failure{{At: at, Attempt: 3, Error: "http 502 from gateway", ErrorType: "*failure.HTTPError", Verdict: v}},
+				Job:           job.Job{ID: fmt.Sprintf("job-%06d", j), Task: "charge", Queue: "charges", Payload: []byte(`{"amount":100}`), Attempts: 3, EnqueuedAt: at},
+				History:       []dlq.Failure{{At: at, Attempt: 3, Error: "http 502 from gateway", ErrorType: "*failure.HTTPError", Verdict: v}},
 				FirstFailedAt: at, LastFailedAt: at, Verdict: v, Reason: "transient",
 			})
 		}

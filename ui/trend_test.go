@@ -33,7 +33,7 @@ var _ = Describe("the dashboard's depth trend", func() {
 				Expect(rec.Code).To(Equal(http.StatusOK))
 				body := rec.Body.String()
 				Expect(body).To(ContainSubstring(`id="trend-empty"`))
-				Expect(body).To(ContainSubstring("No samples yet: the DLQ monitor writes them (faultline worker runs one)"))
+				Expect(body).To(ContainSubstring("No samples yet: the DLQ monitor writes them"))
 				Expect(body).NotTo(ContainSubstring("<svg"))
 			})
 

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/failure"
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // Alert names raised by the Alerter itself.
@@ -263,6 +264,9 @@ func New(cfg Config, clk clock.Clock, rng *rand.Rand) (*Alerter, error) {
 // given and redacted only when they go out, so a storm of failures costs no
 // redaction.
 func (a *Alerter) JobFailed(f Failure) string {
+	if mutant.On("alert/high-as-medium") && f.Severity == classify.High {
+		f.Severity = classify.Medium
+	}
 	now := a.clk.Now()
 	job := JobRef{ID: f.JobID, Task: f.Task, Attempts: f.Attempts, Class: f.Class, At: now, Error: f.Err, Fields: f.Fields}
 
@@ -783,7 +787,9 @@ func (a *Alerter) snapshotLocked(al *alertState, g *group) Alert {
 	s.group = g.key
 	s.Jobs = make([]JobRef, len(al.a.Jobs))
 	for i, j := range al.a.Jobs {
-		j.Error = a.cfg.Redactor.String(j.Error)
+		if !mutant.On("alert/unredacted-error") {
+			j.Error = a.cfg.Redactor.String(j.Error)
+		}
 		if j.Fields != nil {
 			j.Fields = a.cfg.Redactor.Fields(j.Fields)
 		}
@@ -796,6 +802,9 @@ func (a *Alerter) snapshotLocked(al *alertState, g *group) Alert {
 		}
 		j := al.lastJob
 		s.Summary = a.cfg.Redactor.String(fmt.Sprintf("%s job %s %s on %s: %s", j.Task, j.ID, verb, orNone(al.a.Labels[LabelDependency]), j.Error))
+		if mutant.On("alert/unredacted-error") {
+			s.Summary = fmt.Sprintf("%s job %s %s on %s: %s", j.Task, j.ID, verb, orNone(al.a.Labels[LabelDependency]), j.Error)
+		}
 	}
 	s.Labels = make(Labels, len(al.a.Labels))
 	for k, v := range al.a.Labels {
@@ -1010,6 +1019,11 @@ func (a *Alerter) deliverNext(recv string) {
 		a.kickLocked(ob, min(a.cfg.Outbox.HeldRetry, a.backoffLocked(recv, n.Attempt)))
 		return
 	}
+	if mutant.On("alert/drop-failed-delivery") {
+		a.removeLocked(it)
+		a.kickLocked(ob, 0)
+		return
+	}
 	a.stats.FailedRetryable++
 	a.stats.Retried++
 	delay := a.backoffLocked(recv, n.Attempt)
@@ -1083,7 +1097,7 @@ func (a *Alerter) creditLocked(recv string, x Alert, at, now time.Time) {
 // copies) bring it there.
 func (a *Alerter) suppressPagedLocked(it *item, now time.Time) (empty bool) {
 	marks := a.paged[it.n.Receiver]
-	if len(marks) == 0 {
+	if len(marks) == 0 || mutant.On("alert/no-repeat-suppression") {
 		return false
 	}
 	ob := a.outbox[it.n.Receiver]

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // The marker interfaces the classifier looks for along an error's chain. A
@@ -288,13 +290,22 @@ func (c *Classifier) Classify(err error, scope Scope) (verdict Classification) {
 	verdict = c.fallback
 	for i := range c.rules {
 		r := &c.rules[i]
-		if r.inScope(scope) && r.Match.matches(&f, &scope) {
+		if (r.inScope(scope) || mutant.On("classify/ignore-scope")) && r.Match.matches(&f, &scope) {
 			verdict = Classification{Class: r.Class, Severity: r.Severity, Source: r.Source, Rule: r.Name}
+			if mutant.On("classify/last-match-wins") {
+				continue
+			}
 			break
 		}
 	}
+	if mutant.On("classify/critical-as-permanent") && verdict.Class == Critical {
+		verdict.Class = Permanent
+	}
 	verdict.Status = f.status()
 	verdict.RetryAfter = f.retryAfter(scope.Now)
+	if mutant.On("classify/drop-retry-after") {
+		verdict.RetryAfter = 0
+	}
 	return verdict
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // The breaker is written here, on the injected clock, rather than taken from
@@ -515,7 +516,7 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		// job's data neither counts nor forces the breaker open.
 		src := int(o.source) < len(b.countedSrc) && b.countedSrc[o.source]
 		forced := src && b.classIn(&b.force, o.class)
-		if !forced && !(src && b.classIn(&b.counted, o.class)) {
+		if !forced && !(src && b.classIn(&b.counted, o.class)) && !mutant.On("degrade/count-every-failure") {
 			b.stats.IgnoredFailures++
 			return
 		}
@@ -525,7 +526,7 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 			b.tripLocked(now, ReasonForced)
 			return
 		}
-		if b.state == HalfOpen {
+		if b.state == HalfOpen && !mutant.On("degrade/probe-failure-ignored") {
 			b.tripLocked(now, ReasonProbeFailed)
 			return
 		}
@@ -533,12 +534,12 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		bk := b.bucketLocked(now)
 		bk.calls++
 		bk.failures++
-		if b.consecutive >= b.cfg.ConsecutiveFailures {
+		if b.consecutive >= b.cfg.ConsecutiveFailures && !mutant.On("degrade/never-trips") {
 			b.tripLocked(now, ReasonConsecutiveFailures)
 			return
 		}
 		calls, failures := b.windowLocked(now)
-		if calls >= int64(b.cfg.MinThroughput) && failures*100 >= int64(b.cfg.FailureRatePercent)*calls {
+		if calls >= int64(b.cfg.MinThroughput) && failures*100 >= int64(b.cfg.FailureRatePercent)*calls && !mutant.On("degrade/never-trips") {
 			b.tripLocked(now, ReasonFailureRate)
 		}
 	default:
@@ -609,7 +610,7 @@ func (b *Breaker) tripLocked(now time.Time, reason string) {
 }
 
 func (b *Breaker) raiseLevel() {
-	if b.level < b.maxLevel {
+	if b.level < b.maxLevel && !mutant.On("degrade/no-hysteresis") {
 		b.level++
 	}
 }

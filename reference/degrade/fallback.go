@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // Drainer moves jobs from the batch (fallback) queue back to the main queue.
@@ -309,7 +310,7 @@ func (f *Fallback) drainTick(session uint64) {
 	switch {
 	case session != f.session:
 		f.resumeLocked()
-	case err != nil || more:
+	case (err != nil || more) && !mutant.On("degrade/drain-one-batch"):
 		f.scheduleLocked()
 	default:
 		f.mode = modeIdle

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // Policy decides the fate of failed attempts. It holds the random stream the
@@ -73,21 +74,27 @@ func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Dec
 	d := Decision{Attempts: a.Attempts, Class: c.Class}
 	switch c.Class {
 	case classify.Canceled:
+		if mutant.On("retry/canceled-uses-attempt") {
+			break
+		}
 		d.Action, d.Reason = Release, Canceled
 	case classify.Transient, classify.RateLimited:
 		// Retryable.
 	case classify.Indeterminate:
-		if !a.keyPredatesFirstAttempt() {
+		if !a.keyPredatesFirstAttempt() && !mutant.On("retry/indeterminate-without-key") {
 			d.Action, d.Reason = DeadLetter, IndeterminateWithoutKey
 		}
 	case classify.Permanent:
+		if mutant.On("retry/permanent-retried") {
+			break
+		}
 		d.Action, d.Reason = DeadLetter, PermanentError
 	case classify.Critical:
 		d.Action, d.Reason = DeadLetter, CriticalError
 	default: // None, or a class this policy predates.
 		d.Action, d.Reason = DeadLetter, Unclassified
 	}
-	if d.Action == 0 && a.Attempts >= p.cfg.MaxAttempts {
+	if d.Action == 0 && (a.Attempts >= p.cfg.MaxAttempts && !mutant.On("retry/max-attempts-off-by-one") || a.Attempts > p.cfg.MaxAttempts) {
 		d.Action, d.Reason = DeadLetter, ExhaustedAttempts
 	}
 
@@ -106,7 +113,7 @@ func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Dec
 // dependency's budget. The caller holds p.mu.
 func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classification, now time.Time) {
 	d.Action = Retry
-	if c.RetryAfter > 0 {
+	if c.RetryAfter > 0 && !mutant.On("retry/ignore-retry-after") {
 		d.Reason = RetryAfterHint
 		d.Delay = min(c.RetryAfter, p.cfg.MaxRetryAfter)
 	} else {
@@ -116,9 +123,12 @@ func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classificat
 		limit := ceiling(p.cfg.BaseDelay, p.cfg.MaxDelay, max(a.Attempts, 1)-1)
 		d.Backoff = time.Duration(p.rng.Uint64N(uint64(limit) + 1))
 		d.Delay = d.Backoff
+		if mutant.On("retry/no-jitter") {
+			d.Backoff, d.Delay = limit, limit
+		}
 	}
 	d.At = now.Add(d.Delay)
-	if p.cfg.Budget.Disabled {
+	if p.cfg.Budget.Disabled || mutant.On("retry/no-budget") {
 		return
 	}
 	// The budget books the time the retry will reach the dependency, not the

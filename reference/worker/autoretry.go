@@ -10,6 +10,7 @@ import (
 
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // Window is a daily stretch of time in a location, e.g. 02:00-05:00 in
@@ -296,7 +297,7 @@ func (a *AutoRetry) Tick(ctx context.Context, now time.Time) error {
 
 func (a *AutoRetry) tick(ctx context.Context, now time.Time, gen uint64) error {
 	open, _ := a.cfg.Window.Bounds(now)
-	if now.Before(open) {
+	if now.Before(open) && !mutant.On("worker/autoretry-ignores-window") {
 		return nil // outside the window
 	}
 	a.mu.Lock()
@@ -316,7 +317,7 @@ func (a *AutoRetry) tick(ctx context.Context, now time.Time, gen uint64) error {
 	// so a job that dies again during the window is not picked up twice.
 	f := a.cfg.Filter
 	f.Statuses = []dlq.Status{dlq.Failed}
-	if f.Until.IsZero() || f.Until.After(cutoff) {
+	if (f.Until.IsZero() || f.Until.After(cutoff)) && !mutant.On("worker/autoretry-no-cutoff") {
 		f.Until = cutoff
 	}
 
@@ -334,7 +335,7 @@ func (a *AutoRetry) tick(ctx context.Context, now time.Time, gen uint64) error {
 		for _, e := range page.Entries {
 			switch {
 			case e.Corrupt || a.skippedInWindow(e.ID()):
-			case e.AutoRetries >= a.cfg.MaxAutoRetries:
+			case e.AutoRetries >= a.cfg.MaxAutoRetries && !mutant.On("worker/autoretry-never-quarantines"):
 				poison = append(poison, e)
 			case len(requeue) < a.cfg.Rate:
 				requeue = append(requeue, e)

@@ -12,6 +12,7 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/mutant"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/retry"
 )
@@ -268,12 +269,18 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) (o Outcome) {
 		o.Action = DeadLetter
 	}
 	o.Job.Attempts = counted
+	if mutant.On("worker/retry-keeps-attempt-count") && o.Action == Retry {
+		o.Job.Attempts = j.Attempts
+	}
 
 	// 5. The failure, and the dead job's entry with its whole history.
 	o.Failure = dlq.Failure{At: now, Attempt: counted, Error: errorText(err), ErrorType: errorType(err), Verdict: verdict}
 	if o.Action == DeadLetter {
 		history := make([]dlq.Failure, 0, len(a.History)+1)
 		history = append(append(history, a.History...), o.Failure)
+		if mutant.On("worker/keep-last-error-only") {
+			history = history[len(history)-1:]
+		}
 		reason := d.Reason.String()
 		if d.Action != retry.DeadLetter {
 			reason = "unknown-action:" + d.Action.String()
@@ -293,7 +300,7 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) (o Outcome) {
 
 	// 6. The alert: the alerter deduplicates, groups and routes by
 	// severity; a critical failure pages.
-	if c.cfg.Alerter != nil {
+	if c.cfg.Alerter != nil && !(mutant.On("worker/no-alert-on-dead-letter") && o.Action == DeadLetter) {
 		f := alert.Failure{
 			JobID: j.ID, Task: j.Task, Dependency: j.Dependency,
 			Class: verdict.Class, Severity: verdict.Severity, Source: verdict.Source,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/mutant"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 )
@@ -369,6 +370,9 @@ func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time
 	if err != nil && o.Action == DeadLetter && o.Entry != nil && !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, job.ErrInvalid) {
 		// The DLQ refused it with no room to park it, or was away.
 		held, err = p.park(ctx, l, &o, now, err)
+		if mutant.On("worker/ack-instead-of-hold") {
+			held, err = false, p.cfg.Queue.Ack(ctx, l, o.Job, now)
+		}
 	}
 	switch {
 	case err == nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/mutant"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
@@ -257,6 +258,9 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 		prevStatus = next.Status
 		next.Job = e.Job
 		next.History = dlq.MergeHistory(next.History, e.History)
+		if mutant.On("memstore/history-replaced") {
+			next.History = e.History
+		}
 		next.Verdict, next.Reason = e.Verdict, e.Reason
 	}
 	if !asIs || e.Status == 0 {
@@ -288,12 +292,19 @@ func (s *Store) admit(e dlq.Entry, now time.Time, from disposition.State, by str
 			return dlq.AddResult{}, fmt.Errorf("%d entries of capacity %d, %d held ahead: %w", counted.len(), s.cfg.DLQCapacity, s.held.n, dlq.ErrFull)
 		}
 		for counted.len() >= s.cfg.DLQCapacity {
+			if mutant.On("memstore/evict-without-event") {
+				s.remove(counted.min())
+				continue
+			}
 			evicted = append(evicted, counted.min())
 			s.drop(counted.min(), now, disposition.Evicted)
 		}
 		s.evicted += len(evicted)
 	}
 
+	if mutant.On("memstore/silent-trim-at-10000") && needsRoom && counted.len() >= 10_000 {
+		s.remove(counted.min())
+	}
 	s.write(old, d)
 	if (from != disposition.None || old == nil || prevStatus == dlq.Requeued) && deadStatus(next.Status) {
 		s.emit(&next.Job, from, disposition.DeadLettered, disposition.DeadLetter, now)
@@ -375,6 +386,11 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 			s.report(overflow)
 			return res, fmt.Errorf("dead-letter %s: %d entries of capacity %d, %d held of %d: %w", l.JobID,
 				s.heaps[countedHeap].len(), s.cfg.DLQCapacity, s.held.n, s.cfg.HeldCapacity, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
+		}
+		if mutant.On("memstore/full-dlq-drops-job") {
+			s.leases.remove(r)
+			delete(s.jobs, r.job.ID)
+			return dlq.AddResult{}, nil
 		}
 		s.park(r, e, now)
 		overflow.Held = true
@@ -620,7 +636,7 @@ func (s *Store) outcome(d *dent, auto bool) dlq.RequeueOutcome {
 func (s *Store) requeue(d *dent, opts dlq.RequeueOptions, now time.Time) error {
 	e := dlq.Decode(d.id, d.raw)
 	j := e.Job
-	if opts.Budget == dlq.ResetAttempts {
+	if opts.Budget == dlq.ResetAttempts && !mutant.On("memstore/requeue-ignores-budget") {
 		j.Attempts = 0
 	}
 	if target := cmp.Or(opts.Queue, e.SourceQueue, j.QueueName()); target != j.QueueName() {
@@ -672,7 +688,7 @@ func (s *Store) Requeue(ctx context.Context, id string, opts dlq.RequeueOptions,
 // picks reports whether RequeueMatching (and DeleteMatching) picks d, with
 // f folded: see dlqtest for the rule. auto says the run is the auto-retry's.
 func picks(d *dent, f *dlq.Filter, auto bool, now time.Time) bool {
-	if d.gone || d.corrupt || !d.at.Before(now) || !matches(d, f) {
+	if d.gone || d.corrupt || !d.at.Before(now) && !mutant.On("memstore/requeue-no-cutoff") || !matches(d, f) {
 		return false
 	}
 	if len(f.Statuses) == 0 {
@@ -736,7 +752,7 @@ func (s *Store) bulkStep(batch []*dent, res *dlq.BulkResult, move func(d *dent) 
 	defer s.unlock()
 	res.Batches++
 	for _, d := range batch {
-		if !s.unchanged(d, res) {
+		if !s.unchanged(d, res) && !mutant.On("memstore/bulk-no-recheck") {
 			continue
 		}
 		ok, err := move(d)
@@ -771,7 +787,7 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 	if dryRun {
 		return res, nil
 	}
-	err := s.bulk(ctx, "requeue matching", picked, &res, func(d *dent) (bool, error) {
+	move := func(d *dent) (bool, error) {
 		if s.jobs[d.id] != nil {
 			res.Busy++
 			res.Skipped++
@@ -784,7 +800,16 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 			return false, nil
 		}
 		return err == nil, err
-	})
+	}
+	for done := 0; mutant.On("memstore/requeue-by-position") && done < res.Matched; done += s.cfg.BatchSize {
+		// The mutant re-picks each batch by its position in the matches.
+		cur := s.pickAll(func(d *dent) bool { return picks(d, &f, opts.Auto, now) })
+		picked = cur[min(done, len(cur)):min(done+s.cfg.BatchSize, len(cur))]
+		if err := s.bulk(ctx, "requeue matching", picked, &res, move); err != nil || done+s.cfg.BatchSize >= res.Matched {
+			return res, err
+		}
+	}
+	err := s.bulk(ctx, "requeue matching", picked, &res, move)
 	return res, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/internal/mutant"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
@@ -252,7 +253,7 @@ func (s *Store) freeRec(r *rec) {
 // current lease. The caller holds the lock.
 func (s *Store) leased(l queue.Lease) (*rec, error) {
 	r := s.jobs[l.JobID]
-	if r == nil || r.state != disposition.InFlight || r.token != l.Token {
+	if r == nil || r.state != disposition.InFlight || r.token != l.Token && !mutant.On("memstore/no-fencing") {
 		return nil, fmt.Errorf("lease %d of job %s: %w", l.Token, l.JobID, queue.ErrLeaseLost)
 	}
 	return r, nil
@@ -475,6 +476,10 @@ func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.T
 	}
 	s.leases.remove(r)
 	r.job, r.checked, r.state = j, checked, disposition.Fallback
+	if mutant.On("memstore/divert-drops-job") {
+		delete(s.jobs, r.job.ID)
+		return nil
+	}
 	s.fallback.pushBack(r)
 	s.emit(&r.job, disposition.InFlight, disposition.Fallback, disposition.Diverted, now)
 	return nil
@@ -492,7 +497,7 @@ func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, 
 	n := 0
 	for ; n < limit; n++ {
 		r := s.scheduled.min()
-		if r == nil || compareMs(r.at, now) > 0 {
+		if r == nil || compareMs(r.at, now) > 0 && !mutant.On("memstore/retry-due-at-once") {
 			break
 		}
 		s.scheduled.remove(r)
@@ -516,7 +521,7 @@ func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (i
 	s.mu.Lock()
 	defer s.unlock()
 	var expired []*rec
-	for len(expired) < limit {
+	for len(expired) < limit && !mutant.On("memstore/leases-never-recovered") {
 		r := s.leases.min()
 		if r == nil || compareMs(r.at, now) > 0 {
 			break

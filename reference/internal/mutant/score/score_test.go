@@ -1,0 +1,240 @@
+//go:build faultline_mutants
+
+package score_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reference/internal/mutant"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// baselineFile lists the mutants expected to survive, each with its
+// argument: equivalent, or a gap naming the harness extension it needs.
+const baselineFile = "survivors.md"
+
+// extraSeeds are the seeds a mutant that survives the scenarios' own seeds
+// is tried on before it is called a survivor: a sample, so that the whole
+// suite fits CI's budget.
+var extraSeeds = []uint64{2, 3}
+
+// builtin is one scenario of the library, loaded once.
+type builtin struct {
+	name string
+	sc   sim.Scenario
+}
+
+// kill is one built-in run that failed under a mutant: the rules it named.
+type kill struct {
+	scenario string
+	seed     uint64
+	rules    []string
+}
+
+// verdict is what became of one mutant.
+type verdict struct {
+	m     mutant.Mutant
+	kills []kill
+}
+
+// library loads every built-in.
+func library() []builtin {
+	GinkgoHelper()
+	var out []builtin
+	for _, b := range scenarios.Builtins() {
+		l, err := scenarios.LoadBuiltin(b.Name)
+		Expect(err).NotTo(HaveOccurred(), b.Name)
+		out = append(out, builtin{name: b.Name, sc: l.Scenario})
+	}
+	return out
+}
+
+// run runs one built-in on seed (0: its own) and returns the rules it
+// broke: the invariants violated and the expectations that failed, or why
+// the run could not be carried out. Nil means it passed.
+func run(ctx context.Context, b builtin, seed uint64) (rules []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			rules = []string{fmt.Sprintf("panic: %v", r)}
+		}
+	}()
+	var opts []sim.Option
+	if seed != 0 {
+		opts = append(opts, sim.WithSeed(seed))
+	}
+	res, err := sim.Run(ctx, b.sc, opts...)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	if res.Verdict == reports.Passed {
+		return nil
+	}
+	for _, inv := range res.Invariants {
+		if inv.Verdict == reports.Failed {
+			rules = append(rules, "invariant "+inv.Name)
+		}
+	}
+	for _, e := range res.Expectations {
+		if e.Verdict == reports.Failed {
+			rules = append(rules, fmt.Sprintf("expect %q (%s)", e.Name, e.Actual))
+		}
+	}
+	if len(rules) == 0 {
+		rules = []string{fmt.Sprintf("%s: %s", res.Verdict, res.Error)}
+	}
+	return rules
+}
+
+// score runs the library against m: every built-in on its own seed, and,
+// when none fails, on extraSeeds until one does.
+func score(ctx context.Context, lib []builtin, m mutant.Mutant) verdict {
+	GinkgoHelper()
+	Expect(mutant.Set(m.Name)).To(Succeed())
+	defer func() { Expect(mutant.Set("")).To(Succeed()) }()
+	v := verdict{m: m}
+	for _, seed := range append([]uint64{0}, extraSeeds...) {
+		for _, b := range lib {
+			if rules := run(ctx, b, seed); rules != nil {
+				v.kills = append(v.kills, kill{scenario: b.name, seed: seed, rules: rules})
+			}
+		}
+		if len(v.kills) > 0 {
+			break
+		}
+	}
+	return v
+}
+
+// heading is a survivor's heading in the baseline file.
+var heading = regexp.MustCompile("(?m)^## `([^`]+)`\\s*$")
+
+// baseline reads the survivors the baseline file argues for, with their
+// arguments.
+func baseline() map[string]string {
+	GinkgoHelper()
+	b, err := os.ReadFile(baselineFile)
+	Expect(err).NotTo(HaveOccurred())
+	text := string(b)
+	out := map[string]string{}
+	locs := heading.FindAllStringSubmatchIndex(text, -1)
+	for i, loc := range locs {
+		end := len(text)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		name := text[loc[2]:loc[3]]
+		Expect(out).NotTo(HaveKey(name), "%s lists %s twice", baselineFile, name)
+		out[name] = strings.TrimSpace(text[loc[1]:end])
+	}
+	return out
+}
+
+// table renders the score: one line a mutant, its killer and the rule that
+// named it, or SURVIVED.
+func table(vs []verdict) string {
+	var sb strings.Builder
+	killed := 0
+	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MUTANT\tCLASS\tKILLED BY\tRULE")
+	for _, v := range vs {
+		if len(v.kills) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\tSURVIVED\t\n", v.m.Name, v.m.Class)
+			continue
+		}
+		killed++
+		k := v.kills[0]
+		by := k.scenario
+		if k.seed != 0 {
+			by += fmt.Sprintf(" (seed %d)", k.seed)
+		}
+		if len(v.kills) > 1 {
+			by += fmt.Sprintf(" +%d more", len(v.kills)-1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.m.Name, v.m.Class, by, k.rules[0])
+	}
+	tw.Flush()
+	fmt.Fprintf(&sb, "mutation score: %d of %d killed (%.1f%%)\n", killed, len(vs), 100*float64(killed)/float64(len(vs)))
+	return sb.String()
+}
+
+var _ = Describe("the mutation score", Ordered, func() {
+	var lib []builtin
+
+	BeforeAll(func() {
+		Expect(mutant.Enabled).To(BeTrue())
+		lib = library()
+		Expect(lib).NotTo(BeEmpty())
+	})
+
+	It("passes the whole library with no mutant switched on, on every seed the score uses", func(ctx SpecContext) {
+		Expect(mutant.Set("")).To(Succeed())
+		for _, seed := range append([]uint64{0}, extraSeeds...) {
+			for _, b := range lib {
+				Expect(run(ctx, b, seed)).To(BeNil(), "%s on seed %d fails without a mutant", b.name, seed)
+			}
+		}
+	}, SpecTimeout(2*time.Minute))
+
+	It("kills every mutant but the survivors the baseline argues for", func(ctx SpecContext) {
+		start := time.Now()
+		var vs []verdict
+		for _, m := range mutant.All() {
+			vs = append(vs, score(ctx, lib, m))
+		}
+		AddReportEntry("mutation score", table(vs)+fmt.Sprintf("(%d mutants × %d built-ins in %s)\n", len(vs), len(lib), time.Since(start).Round(time.Second)), ReportEntryVisibilityAlways)
+		if path := os.Getenv("FAULTLINE_MUTATION_KILLS"); path != "" {
+			var sb strings.Builder
+			for _, v := range vs {
+				for _, k := range v.kills {
+					fmt.Fprintf(&sb, "%s\t%s\tseed=%d\t%s\n", v.m.Name, k.scenario, k.seed, strings.Join(k.rules, "; "))
+				}
+			}
+			Expect(os.WriteFile(path, []byte(sb.String()), 0o644)).To(Succeed())
+		}
+
+		argued := baseline()
+		var survivors, stale []string
+		for _, v := range vs {
+			_, listed := argued[v.m.Name]
+			switch {
+			case len(v.kills) == 0 && !listed:
+				survivors = append(survivors, v.m.Name)
+			case len(v.kills) > 0 && listed:
+				stale = append(stale, fmt.Sprintf("%s (killed by %s: %s)", v.m.Name, v.kills[0].scenario, v.kills[0].rules[0]))
+			}
+		}
+		for name := range argued {
+			_, ok := mutant.Lookup(name)
+			Expect(ok).To(BeTrue(), "%s argues for %s, which the registry does not hold", baselineFile, name)
+		}
+		Expect(survivors).To(BeEmpty(), "the score dropped: these mutants survive the built-in library and %s does not argue for them; kill them with a scenario or an expectation, or argue them there", baselineFile)
+		Expect(stale).To(BeEmpty(), "these mutants are killed now: remove them from %s", baselineFile)
+	}, SpecTimeout(3*time.Minute))
+
+	It("argues every survivor in a paragraph: equivalent, or a gap naming the harness extension it needs", func() {
+		for name, arg := range baseline() {
+			Expect(arg).To(MatchRegexp(`^(Equivalent|Gap: needs) `), "%s's argument in %s", name, baselineFile)
+			Expect(len(strings.Fields(arg))).To(BeNumerically(">=", 20), "%s's argument in %s is not a paragraph", name, baselineFile)
+		}
+		names := slices.Collect(func(yield func(string) bool) {
+			for n := range baseline() {
+				if !yield(n) {
+					return
+				}
+			}
+		})
+		Expect(names).NotTo(BeNil())
+	})
+})

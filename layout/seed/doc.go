@@ -28,5 +28,19 @@
 // ref names it (layout.Entry.NoID). A migration records what it moved in a
 // marker per target namespace (MarkerKey), naming each entry by its bytes
 // without their status, so that the tutorial's marking an entry in place
-// leaves it the same entry.
+// leaves it the same entry, and its occurrence among the byte-identical
+// entries of its list, counted from the tail (Identity).
+//
+// A limit of that naming, which no reading of the lists can remove: two
+// byte-identical entries are told apart only by their order, and the
+// tutorial's LTRIM drops the oldest. When a list holds byte-identical
+// entries that were migrated, and a trim drops the oldest of them while
+// as many identical ones are pushed (the same job failing the same way
+// within the timestamp's microsecond, or an entry without a timestamp),
+// the list reads exactly as before and a rerun counts the new ones as
+// already migrated: they are not migrated. Entries that differ in any byte
+// (the tutorial's timestamps make nearly all of them differ) are never
+// affected; a migration walking a list the tutorial trims under it finds
+// its place again by the last entries it processed, which two such runs
+// of identical entries can mislead the same way.
 package seed

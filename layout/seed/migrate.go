@@ -61,6 +61,20 @@ type RawWriter interface {
 // the seed lists (MigrateResult.Left says which and why).
 var ErrNotMigrated = errors.New("seed DLQ entries not migrated")
 
+// ErrUnsettled is matched by the error of a Migrate that stopped because a
+// list kept moving under it (trimmed or changed faster than it could find
+// its place again, MaxShifts times in a row): it migrated what it says and
+// a rerun takes the rest.
+var ErrUnsettled = errors.New("seed DLQ list kept moving during the migration")
+
+// MaxShifts bounds how many times in a row a Migrate looks for its place
+// again in a list that moved before it stops (ErrUnsettled).
+const MaxShifts = 100
+
+// anchorLen is how many of the last entries processed a Migrate keeps to
+// find its place again in a list that moved.
+const anchorLen = 4
+
 // Left is an entry a migration could not write.
 type Left struct {
 	Identity string `json:"identity"`
@@ -83,6 +97,18 @@ type MigrateResult struct {
 	// soft-deleted in faultline after their add (their job is not waiting
 	// for a decision: restore one to requeue it).
 	Deleted int `json:"deleted"`
+	// Gone counts entries the seed marks reprocessing or deleted whose
+	// faultline entry no longer exists (purged or evicted since it was
+	// migrated): nothing to soft-delete, recorded as done.
+	Gone int `json:"gone,omitempty"`
+	// Superseded counts entries the seed marks reprocessing or deleted
+	// whose faultline entry failed again since it was migrated (a new
+	// failure of the same job, its last failure no longer the seed
+	// entry's): left failed, recorded as done.
+	Superseded int `json:"superseded,omitempty"`
+	// Shifts counts the times a list moved under the walk (the tutorial's
+	// LTRIM, or an entry removed) and the walk found its place again.
+	Shifts int `json:"shifts,omitempty"`
 	// Evicted are faultline entries the target's evict-oldest policy pushed
 	// out to make room.
 	Evicted []string `json:"evicted,omitempty"`
@@ -94,7 +120,8 @@ type MigrateResult struct {
 // "reprocessing" or "deleted" in place leaves it the same entry) and its
 // occurrence among the list's elements with the same such bytes, counted
 // from the tail (1 is the oldest), so that two byte-identical entries stay
-// two.
+// two. A trim of the oldest shifts the occurrences of the rest: see the
+// package documentation for what that means for byte-identical entries.
 func Identity(key string, b []byte, occurrence int) string {
 	return key + "#" + digest(key, b) + "#" + strconv.Itoa(occurrence)
 }
@@ -121,6 +148,53 @@ func readUp(ctx context.Context, rdb redis.Cmdable, key string, from int64, n in
 	return raws, nil
 }
 
+// anchored reports whether raws (read from the walk's position less
+// len(anchor), oldest first) begin with the anchor's entries.
+func anchored(key string, raws, anchor []string) bool {
+	if len(raws) < len(anchor) {
+		return false
+	}
+	for i, d := range anchor {
+		if digest(key, []byte(raws[i])) != d {
+			return false
+		}
+	}
+	return true
+}
+
+// findAnchor returns where the newest of the anchor's entries is now: the
+// highest position at or below from ending a run of the anchor's entries,
+// else (the oldest of them trimmed away) the highest holding its newest
+// alone; -1 when it is gone. It returns the run it found too, the walk's
+// anchor from there. Trims and removals only move entries down, so
+// a walk down from from in chunks of ChunkSize (as far as the tail when it
+// must) cannot pass it.
+func findAnchor(ctx context.Context, rdb redis.Cmdable, key string, from int64, anchor []string) (int64, []string, error) {
+	for _, w := range [][]string{anchor, anchor[len(anchor)-1:]} {
+		a := int64(len(w))
+		for hi := from; hi >= a-1; {
+			lo := max(hi-int64(ChunkSize)+1, 0)
+			raws, err := readUp(ctx, rdb, key, lo, int(hi-lo+1))
+			if err != nil {
+				return -1, nil, fmt.Errorf("find the place of the walk in %s: %w", key, err)
+			}
+			for i := int64(len(raws)) - 1; i >= a-1; i-- {
+				if anchored(key, raws[i-a+1:i+1], w) {
+					return lo + i, w, nil
+				}
+			}
+			if lo == 0 {
+				break
+			}
+			hi = lo + a - 2 // the runs across the chunks' boundary too
+		}
+		if a == 1 {
+			break
+		}
+	}
+	return -1, nil, nil
+}
+
 // Migrate copies every entry of the seed DLQ lists into st, the DLQ of
 // faultline namespace ns, oldest first, and records each in that
 // namespace's marker hash (MarkerKey(prefix, ns)); the seed lists are left
@@ -130,7 +204,17 @@ func readUp(ctx context.Context, rdb redis.Cmdable, key string, from int64, n in
 // found by its ID and not written twice, so an interrupted migration is
 // rerun safely. Entries pushed while it runs are migrated when pushed
 // before the walk reaches the head of their list, else left for the next
-// run; none is lost. An entry whose job has an ID (job.id) becomes, or is
+// run; none is lost. A list that moves while it runs (the tutorial's LTRIM
+// of a full list drops its oldest entries and moves every other one down)
+// is followed: each page is read with the last entries processed below it,
+// and when those are not where the walk left them it finds them again
+// (res.Shifts) before going on, so that no entry in the list when the run
+// began and still there at its end is skipped; a list that keeps moving
+// MaxShifts times in a row stops the run (ErrUnsettled). An entry the seed
+// marks reprocessing or deleted is soft-deleted in faultline only while
+// its faultline entry is still the one migrated (failed, the latest
+// failure of its history the seed entry's); one gone from faultline (purged, evicted) or failed
+// again since is recorded as done and left. An entry whose job has an ID (job.id) becomes, or is
 // merged into, the faultline entry of that ID; one without gets a stable
 // ID made from its identity ("seed-HASH-N"). Invalid entries are kept as
 // corrupt entries with their bytes when st is a RawWriter, else left and
@@ -141,11 +225,33 @@ func Migrate(ctx context.Context, rdb redis.Cmdable, prefix, ns string, st Targe
 	fl := fields()
 	for _, key := range Keys(prefix) {
 		seen := map[string]int{} // digest → occurrences so far
+		var anchor []string      // digests of the last entries processed, oldest first
+		retries := 0
 		for pos := int64(0); ; {
-			raws, err := readUp(ctx, rdb, key, pos, ChunkSize)
+			// the next page, read with the anchor below it in one LRANGE:
+			// when the anchor is not where the walk left it, the list moved
+			// (a trim of its oldest entries, or an entry removed) and the
+			// walk finds it again before going on, so that nothing is skipped
+			a := int64(len(anchor))
+			raws, err := readUp(ctx, rdb, key, pos-a, ChunkSize+int(a))
 			if err != nil {
 				return res, fmt.Errorf("migrate: %w", err)
 			}
+			if a > 0 && !anchored(key, raws, anchor) {
+				if retries++; retries > MaxShifts {
+					return res, fmt.Errorf("migrate: %s moved under the walk %d times in a row (trimmed or changed while it was read): %w",
+						key, retries-1, ErrUnsettled)
+				}
+				res.Shifts++
+				q, w, err := findAnchor(ctx, rdb, key, pos-1, anchor)
+				if err != nil {
+					return res, fmt.Errorf("migrate: %w", err)
+				}
+				pos, anchor = q+1, w // 0 and none when every entry processed is gone: the rest are newer
+				continue
+			}
+			retries = 0
+			raws = raws[a:]
 			if len(raws) == 0 {
 				break
 			}
@@ -154,7 +260,9 @@ func Migrate(ctx context.Context, rdb redis.Cmdable, prefix, ns string, st Targe
 				d := digest(key, []byte(raw))
 				seen[d]++
 				ids[i] = Identity(key, []byte(raw), seen[d])
+				anchor = append(anchor, d)
 			}
+			anchor = anchor[max(len(anchor)-anchorLen, 0):]
 			done, err := rdb.HMGet(ctx, marker, ids...).Result()
 			if err != nil {
 				return res, fmt.Errorf("migrate: read marker: %w", err)
@@ -172,7 +280,7 @@ func Migrate(ctx context.Context, rdb redis.Cmdable, prefix, ns string, st Targe
 					if e.Invalid != "" {
 						continue
 					}
-					del, err := softDelete(ctx, st, MarkerID(v), e.Status(), now, &res)
+					del, err := softDelete(ctx, st, MarkerID(v), &e, now, &res)
 					if err != nil {
 						return res, fmt.Errorf("migrate %s (%s[tail %d]): %w", ids[i], key, p, err)
 					}
@@ -260,7 +368,7 @@ func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now t
 	default:
 		return "", false, err
 	}
-	inactive, err := softDelete(ctx, st, id, e.Status(), now, res)
+	inactive, err := softDelete(ctx, st, id, e, now, res)
 	if err != nil {
 		return "", false, err
 	}
@@ -268,24 +376,71 @@ func migrateOne(ctx context.Context, st Target, e *Entry, identity string, now t
 }
 
 // softDelete soft-deletes the faultline entry id when the seed's status
-// of its entry says its job is no longer waiting (reprocessing, deleted)
-// and the entry is still failed there; it reports whether the seed's
-// status is such.
-func softDelete(ctx context.Context, st Target, id, status string, now time.Time, res *MigrateResult) (bool, error) {
+// of e says its job is no longer waiting (reprocessing, deleted), and only
+// when that entry is still the one migrated from e: still failed, its last
+// failure e's. An entry gone from faultline (purged, evicted) has nothing
+// to soft-delete; one that failed again since e was migrated (a new
+// failure of the same job) is left failed (res.Superseded), never deleted
+// for the old one. It reports whether the seed's status is such, so that
+// the marker records e as done. "Still the one migrated" is judged by the
+// latest failure in the entry's history: a job's new failure adds a later
+// one.
+func softDelete(ctx context.Context, st Target, id string, e *Entry, now time.Time, res *MigrateResult) (bool, error) {
+	status := e.Status()
 	if status != Reprocessing && status != "deleted" {
 		return false, nil
 	}
-	cur, err := st.Get(ctx, id)
+	fe, err := entryOf(e, id)
 	if err != nil {
+		return false, nil // not an entry migrateOne writes
+	}
+	f := fe.History[0]
+	cur, err := st.Get(ctx, id)
+	switch {
+	case errors.Is(err, dlq.ErrNotFound):
+		res.Gone++
+		return true, nil
+	case err != nil:
 		return false, err
 	}
-	if cur.Status == dlq.Failed {
-		if err := st.Delete(ctx, id, By+" (seed status "+status+")", now); err != nil {
-			return false, err
-		}
-		res.Deleted++
+	if cur.Status != dlq.Failed {
+		return true, nil
 	}
+	if cur.Corrupt || !isLast(cur.History, f) {
+		res.Superseded++
+		return true, nil
+	}
+	// Get then Delete: a new failure of the job in the moment between the
+	// two would be soft-deleted with it (the Target offers no guarded
+	// delete); restore brings it back, and its status history says who.
+	if err := st.Delete(ctx, id, By+" (seed status "+status+")", now); err != nil {
+		switch {
+		case errors.Is(err, dlq.ErrNotFound):
+			res.Gone++
+			return true, nil
+		case errors.Is(err, dlq.ErrWrongStatus):
+			return true, nil // no longer failed: someone decided since the Get
+		}
+		return false, err
+	}
+	res.Deleted++
 	return true, nil
+}
+
+// isLast reports whether f is the latest failure of h (by its time; the
+// entry's LastFailedAt is the write's time when the failure's is later
+// than it or unknown, so the history is what says).
+func isLast(h []dlq.Failure, f dlq.Failure) bool {
+	if len(h) == 0 {
+		return false
+	}
+	last := h[0]
+	for _, o := range h[1:] {
+		if !o.At.Before(last.At) {
+			last = o
+		}
+	}
+	return holds([]dlq.Failure{last}, f)
 }
 
 func holds(h []dlq.Failure, f dlq.Failure) bool {

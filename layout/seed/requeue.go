@@ -157,36 +157,45 @@ func sameEntry(cur, b []byte) bool {
 	return bytes.Equal(cur, withStatus(b, t, Reprocessing)) || bytes.Equal(cur, withStatus(b, t, "deleted"))
 }
 
+// CutoffScan bounds how far below its position a bulk requeue looks for
+// the newest entry of a list's cut-off (a trim of a full list moves it
+// down by as many entries as it drops), in chunks of ChunkSize.
+const CutoffScan = 100_000
+
 // top returns the position, now, of the newest entry key held when c was
 // taken: its position then when it is still there, else the nearest one
-// below holding its bytes (a trim moved it), within MoveScan; -1 when
-// the list held none, or holds none of them any more.
-func (c *Cutoff) top(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) {
+// below holding its bytes (a trim moved it), within CutoffScan. found is
+// false when the list held some but that entry is not found (trimmed away,
+// changed, or moved further): the run cannot tell which entries it
+// counted there.
+func (c *Cutoff) top(ctx context.Context, rdb redis.Cmdable, key string) (pos int64, found bool, err error) {
 	m, ok := c.mark(key)
 	if !ok || m.Length == 0 {
-		return -1, nil
+		return -1, true, nil
 	}
-	from := m.Length - 1
-	for _, n := range []int{1, MoveScan} {
+	from, scanned := m.Length-1, 0
+	for n := 1; from >= 0 && scanned < CutoffScan; n = min(ChunkSize, CutoffScan-scanned) {
 		ch, err := readDown(ctx, rdb, key, from, n)
 		if err != nil {
-			return -1, err
+			return -1, false, err
 		}
+		if len(ch.raws) == 0 {
+			if ch.length == 0 || from < ch.length {
+				return -1, false, nil
+			}
+			from = ch.length - 1 // a trim shortened it below from
+			continue
+		}
+		scanned += len(ch.raws)
 		hi := ch.oldest + int64(len(ch.raws)) - 1
 		for i, raw := range ch.raws {
 			if sameEntry([]byte(raw), m.Newest) {
-				return hi - int64(i), nil
+				return hi - int64(i), true, nil
 			}
 		}
-		if len(ch.raws) == 0 && ch.length == 0 {
-			return -1, nil
-		}
-		from = min(from-1, ch.length-1)
-		if from < 0 {
-			break
-		}
+		from = ch.oldest - 1
 	}
-	return -1, nil
+	return -1, false, nil
 }
 
 func (o RequeueOptions) target(prefix string) string {
@@ -297,6 +306,13 @@ type BulkResult struct {
 	DeletedInSeed       int `json:"deletedInSeed"`
 	// Batches is the number of round trips that moved entries.
 	Batches int `json:"batches"`
+	// MatchedByList is Matched by list (prefix included).
+	MatchedByList map[string]int `json:"matchedByList,omitempty"`
+	// CutoffLost names the lists (prefix included) the run skipped whole
+	// because the newest entry of their cut-off was not found within
+	// CutoffScan below its position (trimmed away, changed, or moved
+	// further): nothing in them was moved or counted.
+	CutoffLost []string `json:"cutoffLost,omitempty"`
 	// Cutoff is the run's: pass a dry run's to the run it counted for.
 	Cutoff Cutoff `json:"cutoff"`
 }
@@ -330,11 +346,13 @@ func (b *BulkResult) count(o Outcome) {
 //
 // A trim of a full list (the tutorial's LTRIM) between the cut-off and the
 // run is followed: the run finds its newest entry where the trim moved it
-// (a byte-identical entry pushed since could be taken for it). A trim
+// (a byte-identical entry pushed since could be taken for it) within
+// CutoffScan; a list whose newest counted entry is not found there is
+// skipped whole and named in res.CutoffLost, never taken as empty. A trim
 // during the run shifts the entries not yet moved: those are refused as
 // Changed, never moved in another's place.
 func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter, opts RequeueOptions) (BulkResult, error) {
-	res := BulkResult{DryRun: opts.DryRun}
+	res := BulkResult{DryRun: opts.DryRun, MatchedByList: map[string]int{}}
 	keys, err := f.keys(prefix)
 	if err != nil {
 		return res, fmt.Errorf("requeue all: %w", err)
@@ -357,9 +375,13 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 	fl := fields()
 	withDeleted := slices.ContainsFunc(f.Statuses, func(s string) bool { return strings.EqualFold(s, "deleted") })
 	for _, key := range keys {
-		pos, err := res.Cutoff.top(ctx, rdb, key)
+		pos, found, err := res.Cutoff.top(ctx, rdb, key)
 		if err != nil {
 			return res, fmt.Errorf("requeue all: %w", err)
+		}
+		if !found {
+			res.CutoffLost = append(res.CutoffLost, key)
+			continue
 		}
 		for pos >= 0 {
 			ch, err := readDown(ctx, rdb, key, pos, min(ChunkSize, batch))
@@ -382,6 +404,7 @@ func RequeueAll(ctx context.Context, rdb redis.Cmdable, prefix string, f Filter,
 					continue
 				}
 				res.Matched++
+				res.MatchedByList[key]++
 				m, ok := prepare(e.Bytes)
 				switch {
 				case !ok:

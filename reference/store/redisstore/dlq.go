@@ -480,11 +480,17 @@ type scanned struct {
 	stored
 	at      position
 	present bool // false: the index names an id whose bytes are gone
+	// raw is the entry's bytes, kept when the scan did not decode them
+	// (scanRaw): the caller decodes them, once.
+	raw string
 }
 
 // walk is one step of a scan: the entries it matched, and where it stopped.
 type walk struct {
 	matched []scanned
+	// sure is, in count mode, how many matches the script counted without
+	// returning them (see dlqScanScript).
+	sure int
 	// last is the last index member examined (nil: none), and done
 	// reports that the index holds nothing more in range after it.
 	last *position
@@ -523,17 +529,38 @@ func names[T fmt.Stringer](xs []T) []string {
 	return out
 }
 
+// Scan directions (dlqScanScript's ARGV[2]).
+const (
+	scanAsc   = "asc"
+	scanDesc  = "desc"
+	scanCount = "count" // ascending, counting the sure matches without returning them
+)
+
 // scan walks an index after position after (nil: from the range's start),
-// ascending or descending within scores [lo, hi], examining at most examine
+// in direction dir within scores [lo, hi], examining at most examine
 // members and returning at most want of those whose meta matches f. Go
 // decodes only the matches; callers check them with match again (the
 // precise time bounds, and bytes that no longer decode).
-func (s *Store) scan(ctx context.Context, index string, desc bool, lo, hi string, after *position, examine, want int,
+func (s *Store) scan(ctx context.Context, index, dir string, lo, hi string, after *position, examine, want int,
 	f *dlq.Filter) (walk, error) {
-	dir, aS, aID := "asc", "", ""
-	if desc {
-		dir = "desc"
+	w, err := s.scanRaw(ctx, index, dir, lo, hi, after, examine, want, f)
+	if err != nil {
+		return w, err
 	}
+	for i := range w.matched {
+		sn := &w.matched[i]
+		if sn.present {
+			sn.entry = dlq.Decode(sn.at.id, []byte(sn.raw))
+		}
+		sn.raw = ""
+	}
+	return w, nil
+}
+
+// scanRaw is scan without decoding: each match keeps its bytes in raw.
+func (s *Store) scanRaw(ctx context.Context, index, dir string, lo, hi string, after *position, examine, want int,
+	f *dlq.Filter) (walk, error) {
+	aS, aID := "", ""
 	if after != nil {
 		aS, aID = strconv.FormatInt(after.score, 10), after.id
 	}
@@ -543,21 +570,19 @@ func (s *Store) scan(ctx context.Context, index string, desc bool, lo, hi string
 		return walk{}, err
 	}
 	v := asSlice(r)
-	if len(v) < 3 {
+	if len(v) < 4 {
 		return walk{}, fmt.Errorf("scan: unexpected reply %v", r)
 	}
 	var w walk
 	if examined := int(asInt(v[0])); examined > 0 {
 		w.last = &position{score: scoreOf(v[1]), id: asString(v[2])}
 	}
-	w.matched = make([]scanned, 0, (len(v)-3)/6)
-	for i := 3; i+5 < len(v); i += 6 {
+	w.sure = int(asInt(v[3]))
+	w.matched = make([]scanned, 0, (len(v)-4)/6)
+	for i := 4; i+5 < len(v); i += 6 {
 		id := asString(v[i])
 		sn := scanned{at: position{score: scoreOf(v[i+1]), id: id}, present: asInt(v[i+3]) == 1,
-			stored: stored{rev: asString(v[i+4]), st: asString(v[i+5])}}
-		if sn.present {
-			sn.entry = dlq.Decode(id, []byte(asString(v[i+2])))
-		}
+			stored: stored{rev: asString(v[i+4]), st: asString(v[i+5])}, raw: asString(v[i+2])}
 		w.matched = append(w.matched, sn)
 	}
 	// The walk stopped early only when it examined all it could or found
@@ -616,7 +641,7 @@ func (s *Store) List(ctx context.Context, f dlq.Filter, cursor string, limit int
 		if limit < 1 {
 			want = listExamine * s.cfg.BatchSize
 		}
-		w, err := s.scan(ctx, index, true, lo, hi, after, listExamine*s.cfg.BatchSize, want, &f)
+		w, err := s.scan(ctx, index, scanDesc, lo, hi, after, listExamine*s.cfg.BatchSize, want, &f)
 		if err != nil {
 			return dlq.Page{}, fmt.Errorf("list: %w", err)
 		}

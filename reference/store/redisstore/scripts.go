@@ -688,7 +688,7 @@ return out
 `)
 
 var dlqIndexScript = script(`
--- dlqIndex: KEYS[1] prefix. ARGV[1] 'write', 'adopt' or 'mark', then items of
+-- dlqIndex: KEYS[1] prefix. ARGV[1] 'write', 'absent', 'adopt' or 'mark', then items of
 -- 10 ARGV each: id, entry bytes, status, severity, class, task, attempts, last
 -- error type, folded last error text, last failure (ms).
 -- Indexes bytes that did not come through Add or DeadLetter, with the fields
@@ -696,6 +696,9 @@ var dlqIndexScript = script(`
 -- the zero time):
 --   'write' stores the bytes as they are and indexes them (the test hook
 --           standing for another writer);
+--   'absent' does the same only when the id has no entry (bytes or meta) and
+--           no job of that id is queued, in flight, scheduled or held (an
+--           import of a corrupt entry);
 --   'adopt' indexes an entry another writer stored without an index: only
 --           when it has no meta and its bytes are still ARGV's;
 --   'mark'  re-indexes an indexed entry whose bytes another writer replaced
@@ -712,11 +715,14 @@ for i = 2, NARG, 10 do
   local old = readMeta(id)
   local ok = mode == 'write'
   if mode == 'adopt' then ok = (not old) and redis.call('HGET', ENTRIES, id) == ARGV[i + 1] end
+  if mode == 'absent' then
+    ok = (not old) and redis.call('HEXISTS', ENTRIES, id) == 0 and redis.call('EXISTS', jobKey(id)) == 0
+  end
   if mode == 'mark' then
     ok = old ~= nil and old.st ~= m.st and redis.call('HGET', ENTRIES, id) == ARGV[i + 1]
   end
   if ok then
-    if mode == 'write' then redis.call('HSET', ENTRIES, id, ARGV[i + 1]) end
+    if mode == 'write' or mode == 'absent' then redis.call('HSET', ENTRIES, id, ARGV[i + 1]) end
     local score = ARGV[i + 9]
     if mode == 'mark' then score = redis.call('ZSCORE', BYTIME, id) or score end
     index(id, old, m, old and (tonumber(old.rev) + 1) or 1, score, ARGV[i + 8])
@@ -741,7 +747,8 @@ return {b, m[1] or '0', m[2] or ''}
 
 var dlqScanScript = script(`
 -- dlqScan (read-only): KEYS[1] prefix. ARGV[1] index ('bytime' or
--- 'st:<status>'), ARGV[2] 'asc' or 'desc', ARGV[3] lowest score, ARGV[4]
+-- 'st:<status>'), ARGV[2] 'asc', 'desc' or 'count' (ascending, counting: see
+-- below), ARGV[3] lowest score, ARGV[4]
 -- highest score (both inclusive; '-inf' / '+inf' for none), ARGV[5] anchor
 -- score ('' to start at the range's end), ARGV[6] anchor id, ARGV[7] how many
 -- index members to examine at most, ARGV[8] how many matches to return at
@@ -760,10 +767,18 @@ var dlqScanScript = script(`
 -- after ARGV[7] members or ARGV[8] matches. Finding the anchor costs O(log n)
 -- whether or not it is still in the index, so a walk whose entries move away
 -- under it neither skips nor repeats any. Returns {examined, last examined
--- score, last examined id, then per match: id, score, bytes ('' when none),
--- 1 if it has bytes else 0, revision, status}.
+-- score, last examined id, sure count, then per match: id, score, bytes (''
+-- when none), 1 if it has bytes else 0, revision, status}.
+-- In 'count' mode (the dry run of a bulk move) a match the caller would take
+-- for certain is only counted (the sure count), its bytes never shipped: one
+-- that has bytes, whose score is strictly inside the range (not at a bound,
+-- where the caller compares the precise times) and whose text copy, when a
+-- needle is given, is there and holds it. The others that match (at a bound,
+-- a copy cut short or missing) are returned as matches for the caller to
+-- decide, at most ARGV[8] of them.
 `, `
 local Z = P .. ':dlq:' .. ARGV[1]
+local count = ARGV[2] == 'count'
 local desc, lo, hi, aS, aID = ARGV[2] == 'desc', ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local examine, want, anyCond = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] == '1'
 local function readSet(i)
@@ -834,7 +849,13 @@ if needle ~= '' then
   end
 end
 local loBound, hiBound = desc and lo ~= '-inf' and tonumber(lo), (not desc) and hi ~= '+inf' and tonumber(hi)
+-- count mode: the scores at the range's bounds, where only the caller can
+-- tell (it compares the precise times).
+local loTie, hiTie = lo ~= '-inf' and tonumber(lo), hi ~= '+inf' and tonumber(hi)
+-- sureText reports whether a folded copy x holds the needle for certain.
+local function sureText(x) return x ~= nil and x ~= false and #x > 1 and find(x, needle, 2, true) ~= nil end
 local none = {false}
+local sure = 0
 for k = 1, #r, 2 do
   local id = r[k]
   if loBound and tonumber(r[k + 1]) < loBound then break end
@@ -845,13 +866,18 @@ for k = 1, #r, 2 do
     m = redis.call('HMGET', metaKey(id), 'rev', 'st', 'sev', 'cls', 'task', 'et')
   end
   if matches(m) then
-    local b = redis.call('HGET', ENTRIES, id)
-    found[#found + 1] = {id, r[k + 1], b or '', b and 1 or 0, m[1], m[2]}
-    if #found >= want then break end
+    local sc = tonumber(r[k + 1])
+    if count and sc ~= loTie and sc ~= hiTie and (needle == '' or sureText(texts[examined])) then
+      sure = sure + redis.call('HEXISTS', ENTRIES, id)
+    else
+      local b = redis.call('HGET', ENTRIES, id)
+      found[#found + 1] = {id, r[k + 1], b or '', b and 1 or 0, m[1], m[2]}
+      if #found >= want then break end
+    end
   end
 end
 if examined > 0 then lastScore, lastID = r[2 * examined], r[2 * examined - 1] end
-out[1], out[2], out[3] = examined, lastScore, lastID
+out[1], out[2], out[3], out[4] = examined, lastScore, lastID, sure
 for _, f in ipairs(found) do
   for _, v in ipairs(f) do out[#out + 1] = v end
 end

@@ -526,7 +526,10 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 			b.tripLocked(now, ReasonForced)
 			return
 		}
-		if b.state == HalfOpen && !mutant.On("degrade/probe-failure-ignored") {
+		if b.state == HalfOpen {
+			if mutant.On("degrade/probe-failure-ignored") {
+				return
+			}
 			b.tripLocked(now, ReasonProbeFailed)
 			return
 		}

@@ -21,6 +21,8 @@ import (
 	"github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
 )
 
 // seedStatuses are the statuses the tutorial's entries carry (an entry of
@@ -60,18 +62,76 @@ type seedConn struct {
 	rdb    *redis.Client
 	target redisTarget
 	prefix string
+	// audit is faultline's store of the namespace whose audit stream
+	// records the moves (--namespace, on the same Redis); nil where
+	// nothing is moved (list, show).
+	audit *dlqConn
 }
 
-// openSeed connects to the Redis holding the seed DLQ.
-func (g *dlqGlobal) openSeed(c *cobra.Command) (*seedConn, error) {
-	if c.Flags().Changed("namespace") {
+// openSeed connects to the Redis holding the seed DLQ, to read it.
+func (g *dlqGlobal) openSeed(c *cobra.Command) (*seedConn, error) { return g.openSeedAs(c, false) }
+
+// openSeedAs connects to the Redis holding the seed DLQ; withAudit opens
+// the --namespace store too, for its audit stream (requeue), and lets
+// --namespace name it.
+func (g *dlqGlobal) openSeedAs(c *cobra.Command, withAudit bool) (*seedConn, error) {
+	if c.Flags().Changed("namespace") && !withAudit {
 		return nil, usage(c, errors.New("--namespace names a namespace of faultline's layout; the seed layout's keys are chosen with --prefix"))
+	}
+	var cfg store.Config
+	if withAudit {
+		cfg = store.Config{Namespace: g.namespace}
+		if err := cfg.Validate(); err != nil {
+			return nil, usage(c, fmt.Errorf("--namespace %q (the namespace whose audit stream records a seed requeue): %w", masked(g.namespace), err))
+		}
 	}
 	t, client, err := g.connect(c)
 	if err != nil {
 		return nil, err
 	}
-	return &seedConn{rdb: client, target: t, prefix: g.prefix}, nil
+	s := &seedConn{rdb: client, target: t, prefix: g.prefix}
+	if withAudit {
+		st, err := redisstore.New(client, cfg)
+		if err != nil {
+			_ = client.Close()
+			return nil, usage(c, err)
+		}
+		s.audit = &dlqConn{store: st, rdb: client, target: t, namespace: cfg.WithDefaults().Namespace, close: func() {}}
+	}
+	return s, nil
+}
+
+// record writes r into the audit stream of the --namespace the seed
+// connection was opened with (dlqConn.record: a failure is said on
+// stderr, and a bulk move refuses to start without its "started" record).
+func (s *seedConn) record(c *cobra.Command, r dlq.AuditRecord) error {
+	if s.audit == nil {
+		return fmt.Errorf("audit %s: no audit stream opened", r.Action)
+	}
+	if r.Note == "" {
+		r.Note = s.where()
+	} else {
+		r.Note = s.where() + ": " + r.Note
+	}
+	return s.audit.record(c, r)
+}
+
+// seedFilterSpec names f for an audit record, as the flags that made it.
+func seedFilterSpec(f seed.Filter) string {
+	parts := []string{"--layout seed"}
+	if len(f.Lists) > 0 {
+		parts = append(parts, "lists "+strings.Join(f.Lists, ","))
+	}
+	if len(f.Severities) > 0 {
+		parts = append(parts, "--severity "+strings.Join(f.Severities, ","))
+	}
+	if len(f.Statuses) > 0 {
+		parts = append(parts, "--status "+strings.Join(f.Statuses, ","))
+	}
+	if f.Text != "" {
+		parts = append(parts, "--error-text "+strconv.Quote(masked(f.Text)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // where names the seed DLQ for messages.
@@ -428,6 +488,7 @@ func typeSuffix(t string) string {
 type seedRequeueFlags struct {
 	all, reset   bool
 	to, output   string
+	by           string // who acts, for the audit record
 	batch, shown int
 	ff           *filterFlags
 	cf           confirmation
@@ -452,12 +513,13 @@ func (g *dlqGlobal) seedRequeue(c *cobra.Command, args []string, fl seedRequeueF
 	if err != nil {
 		return err
 	}
-	s, err := g.openSeed(c)
+	s, err := g.openSeedAs(c, true)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = s.rdb.Close() }()
 	opts := seed.RequeueOptions{To: fl.to, Batch: fl.batch}
+	fl.by = g.actor()
 	if fl.all {
 		return s.requeueAll(c, f, opts, fl)
 	}
@@ -482,6 +544,14 @@ func (s *seedConn) requeueRefs(c *cobra.Command, refs []seedRef, opts seed.Reque
 		if err != nil || !ok {
 			return err
 		}
+		ids := make([]string, len(refs))
+		for i, r := range refs {
+			ids[i] = r.String()
+		}
+		defer func() {
+			_ = s.record(c, dlq.AuditRecord{By: fl.by, Action: "requeue", IDs: ids, Stated: sum.Stated,
+				Moved: sum.Moved, Skipped: sum.Skipped, Note: "onto " + s.workList(opts)})
+		}()
 	}
 	for _, r := range refs {
 		e, where, err := s.get(ctx, r)
@@ -582,14 +652,30 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 		return err
 	}
 	opts.Cutoff = &count.Cutoff
+	audit := dlq.AuditRecord{By: fl.by, Action: "requeue", Phase: "started", Filter: seedFilterSpec(f),
+		Stated: count.Matched, Note: "onto " + s.workList(opts)}
+	if err := s.record(c, audit); err != nil {
+		return fmt.Errorf("requeue --all: nothing moved: %w", err)
+	}
 	res, err := seed.RequeueAll(ctx, s.rdb, s.prefix, f, opts)
-	seedOutcome(&sum, res)
+	seedOutcome(&sum, res, count, s.prefix)
+	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
+	if len(res.CutoffLost) > 0 {
+		audit.Note += "; skipped whole, cut-off not found: " + strings.Join(trimPrefixes(s.prefix, res.CutoffLost), ", ")
+	}
 	if err != nil {
+		audit.Phase, audit.Note = "failed", audit.Note+": "+masked(err.Error())
+		_ = s.record(c, audit)
 		_ = printSummary(w, &sum, fl.output)
 		return fmt.Errorf("requeue --all (after %d moved): %w", res.Requeued, err)
 	}
+	_ = s.record(c, audit)
 	if err := printSummary(w, &sum, fl.output); err != nil {
 		return err
+	}
+	for _, k := range res.CutoffLost {
+		fmt.Fprintf(c.ErrOrStderr(), "warning: %s skipped whole: the newest entry counted in it (its cut-off) was not found within %d entries below its place (trimmed away or changed since the count); nothing in it was moved — run requeue --all again to count it anew\n",
+			strings.TrimPrefix(k, s.prefix), seed.CutoffScan)
 	}
 	if fl.output == "table" && res.Matched > sum.Stated {
 		fmt.Fprintf(w, "note: %d more matched than were counted: entries counted changed to match the filter before the run\n", res.Matched-sum.Stated)
@@ -598,15 +684,35 @@ func (s *seedConn) requeueAll(c *cobra.Command, f seed.Filter, opts seed.Requeue
 }
 
 // seedOutcome fills sum from what a run did, against the count it states:
-// moved, the skipped by reason, and those counted that no longer matched
-// (changed, or trimmed away) when the run reached them.
-func seedOutcome(sum *requeueSummary, res seed.BulkResult) {
+// moved, the skipped by reason, those counted in a list the run skipped
+// whole because it could not find its cut-off ("cut-off-not-found in
+// LIST"), and those counted that no longer matched (changed, or trimmed
+// away) when the run reached them.
+func seedOutcome(sum *requeueSummary, res, count seed.BulkResult, prefix string) {
 	sum.Moved, sum.Batches = res.Requeued, res.Batches
 	addSeedReasons(sum, res)
-	if gone := sum.Stated - res.Matched; gone > 0 {
+	lost := 0
+	for _, k := range res.CutoffLost {
+		n := count.MatchedByList[k]
+		lost += n
+		if n > 0 {
+			sum.Reasons["cut-off-not-found in "+strings.TrimPrefix(k, prefix)] += n
+			sum.Skipped += n
+		}
+	}
+	if gone := sum.Stated - res.Matched - lost; gone > 0 {
 		sum.Reasons["no-longer-matching"] += gone
 		sum.Skipped += gone
 	}
+}
+
+// trimPrefixes returns keys without prefix.
+func trimPrefixes(prefix string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.TrimPrefix(k, prefix)
+	}
+	return out
 }
 
 func addSeedReasons(sum *requeueSummary, r seed.BulkResult) {
@@ -637,7 +743,15 @@ type migrateView struct {
 	Already  int `json:"already_migrated"`
 	// Deleted were soft-deleted after their add: the seed marked them
 	// reprocessing or deleted.
-	Deleted int         `json:"soft_deleted"`
+	Deleted int `json:"soft_deleted"`
+	// Gone were marked reprocessing or deleted in the seed after their
+	// migration, their faultline entry purged or evicted since; Superseded
+	// the same, their job failed again since (left failed).
+	Gone       int `json:"gone"`
+	Superseded int `json:"superseded"`
+	// Shifts counts the times a list moved under the run (trimmed) and it
+	// found its place again.
+	Shifts  int         `json:"shifts"`
 	Evicted []string    `json:"evicted,omitempty"`
 	Left    []seed.Left `json:"left,omitempty"`
 	LeftN   int         `json:"left_count"`
@@ -662,7 +776,22 @@ The seed lists are left as they were. Every entry migrated is recorded in a mark
 of the target namespace (PREFIX` + seed.MarkerBase + `NAMESPACE), so a rerun, or a run after
 an interrupted one, migrates only what is new and never writes an entry twice, and the
 same lists migrate whole into each namespace they are migrated into. An entry the seed
-marks reprocessing or deleted after it was migrated is soft-deleted by the next run.`,
+marks reprocessing or deleted after it was migrated is soft-deleted by the next run, but
+only while its faultline entry is still the one migrated: one purged or evicted from the
+namespace since is counted gone, one whose job failed again since (a later failure in its
+history) is left failed and counted superseded; both are recorded as done.
+
+A list the seed's code trims while migrate runs (LPUSH then LTRIM of a full dlq:* list,
+dropping the oldest) is followed: migrate finds its place again by the last entries it
+processed, so no entry there before the run and still there after it is skipped; a list
+that keeps moving under it stops the run with an error (rerun it).
+
+Limit: byte-identical entries of one list are told apart only by their order. If such
+entries were migrated and the seed's trim then drops the oldest of them while as many
+identical ones are pushed (the same job failing the same way within one timestamp
+microsecond, or entries without a timestamp), the list reads as before and a rerun counts
+the new ones as already migrated: they are not migrated. Entries that differ in any byte
+are never affected.`,
 		Example: `  faultline dlq migrate --from-layout seed --dry-run
   faultline dlq migrate --from-layout seed --prefix app: --namespace default`,
 		Args: noArgs,
@@ -707,6 +836,7 @@ marks reprocessing or deleted after it was migrated is soft-deleted by the next 
 				migErr = err
 				v.Seen, v.Migrated, v.Created, v.Merged, v.Corrupt = res.Seen, res.Migrated, res.Created, res.Merged, res.Corrupt
 				v.Already, v.Deleted, v.Evicted, v.Left, v.LeftN = res.Already, res.Deleted, res.Evicted, res.Left, len(res.Left)
+				v.Gone, v.Superseded, v.Shifts = res.Gone, res.Superseded, res.Shifts
 			}
 			w := c.OutOrStdout()
 			if output == "json" {
@@ -734,6 +864,12 @@ func printMigrate(w io.Writer, v *migrateView) {
 	fmt.Fprintf(w, "migrated %d %s of %s into namespace %q (new %d, merged %d, corrupt kept with their bytes %d)\n",
 		v.Migrated, plural(v.Migrated, "entry", "entries"), v.From, v.Namespace, v.Created, v.Merged, v.Corrupt)
 	fmt.Fprintf(w, "already migrated %d, left %d, seen %d; soft-deleted %d (reprocessing or deleted in the seed)\n", v.Already, v.LeftN, v.Seen, v.Deleted)
+	if v.Gone > 0 || v.Superseded > 0 {
+		fmt.Fprintf(w, "not soft-deleted: %d gone from the namespace (purged or evicted), %d failed again since their migration (left failed)\n", v.Gone, v.Superseded)
+	}
+	if v.Shifts > 0 {
+		fmt.Fprintf(w, "the seed lists were trimmed during the run %d %s; every entry there before it and still there was migrated\n", v.Shifts, plural(v.Shifts, "time", "times"))
+	}
 	for _, l := range v.Left {
 		fmt.Fprintf(w, "  left %s@%d: %s\n", l.Key, l.Position, l.Reason)
 	}

@@ -335,6 +335,59 @@ func seedLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring("9 already migrated"))
 		})
 
+		It("records every seed requeue in the audit stream of --namespace: by ref with the refs, --all started and done", func() {
+			doc := list()
+			ref := refOf(doc, "dead_letter", 0)
+			_, errOut, code := seedRun(addr, "requeue", ref, "--layout", "seed", "--namespace", dlqNamespace, "--yes", "--by", "alice")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			_, errOut, code = seedRun(addr, "requeue", "--all", "--layout", "seed", "--severity", "high", "--namespace", dlqNamespace, "--yes", "--by", "bob")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			_, errOut, code = seedRun(addr, "requeue", "--all", "--layout", "seed", "--namespace", dlqNamespace, "--dry-run")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+
+			out, errOut, code := seedRun(addr, "audit", "--namespace", dlqNamespace, "-o", "jsonl")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			rows := jsonLines(out)
+			Expect(rows).To(HaveLen(3), "a dry run records nothing")
+			Expect(rows[2]).To(And(HaveKeyWithValue("action", "requeue"), HaveKeyWithValue("by", "alice"), HaveKeyWithValue("via", "cli"),
+				HaveKeyWithValue("ids", []any{ref}), HaveKeyWithValue("stated", 1.0), HaveKeyWithValue("moved", 1.0),
+				HaveKeyWithValue("note", ContainSubstring("the seed DLQ at "+addr))))
+			Expect(rows[1]).To(And(HaveKeyWithValue("phase", "started"), HaveKeyWithValue("by", "bob"), HaveKeyWithValue("stated", 1.0),
+				HaveKeyWithValue("filter", "--layout seed --severity high")))
+			Expect(rows[0]).To(And(HaveKeyWithValue("phase", "done"), HaveKeyWithValue("moved", 1.0)))
+		})
+
+		It("says which list requeue --all skipped whole because its cut-off was trimmed away while the prompt was open", func() {
+			ptmx := seedPromptTerminal()
+			prompt := &promptWatch{seen: make(chan struct{})}
+			var out bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				defer GinkgoRecover()
+				done <- cli.Main(ctx, []string{"dlq", "requeue", "--all", "--layout", "seed", "--severity", "high,medium",
+					"--redis-url", "redis://" + addr + "/0"}, &out, prompt)
+			}()
+			Eventually(prompt.seen).WithTimeout(10 * time.Second).Should(BeClosed())
+			Expect(prompt.String()).To(ContainSubstring("requeue 2 entries"))
+			for i := range 3 { // the tutorial: dead letters into a full dlq:high of one
+				Expect(rdb.LPush(ctx, "dlq:high", fmt.Sprintf(`{"job": {"task": "n%d"}, "error": "e", "type": "ValueError", "severity": "HIGH", "retries": 1, "timestamp": "x"}`, i)).Err()).To(Succeed())
+				Expect(rdb.LTrim(ctx, "dlq:high", 0, 0).Err()).To(Succeed())
+			}
+			_, err := ptmx.Write([]byte("y\n"))
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(done).WithTimeout(10 * time.Second).Should(Receive(Equal(cli.ExitOK)))
+			Expect(out.String()).To(ContainSubstring("stated 2, moved 1, skipped 1 (cut-off-not-found in dlq:high 1)"))
+			Expect(prompt.String()).To(ContainSubstring("warning: dlq:high skipped whole"))
+			Expect(rdb.LRange(ctx, "default", 0, -1).Val()).To(ConsistOf(ContainSubstring("email")))
+		})
+
+		It("documents in migrate --help what it cannot tell apart: byte-identical entries under a trim", func() {
+			out, _, code := seedRun(addr, "migrate", "--help")
+			Expect(code).To(Equal(cli.ExitOK))
+			Expect(out).To(ContainSubstring("Limit: byte-identical entries of one list are told apart only by their order"))
+			Expect(out).To(ContainSubstring("a rerun counts\nthe new ones as already migrated"))
+		})
+
 		It("refuses a bad --layout and the filters the seed layout cannot apply, exit 2 naming them", func() {
 			for _, tc := range []struct {
 				args []string

@@ -22,7 +22,10 @@
 // makes it. Get reads one entry by its position and digest and follows it
 // when a trim moved it; a bulk requeue takes its cut-off (each list's
 // length and newest entry) with the count an operator confirms, so an
-// entry dead-lettered after the count is left for another run.
+// entry dead-lettered after the count is left for another run; a list
+// whose newest counted entry it cannot find again (trimmed away, or moved
+// further than CutoffScan) is skipped whole and named
+// (BulkResult.CutoffLost), never read as empty.
 //
 // An entry whose job carries no ID (most of the tutorial's) is valid: its
 // ref names it (layout.Entry.NoID). A migration records what it moved in a

@@ -125,6 +125,23 @@ func (t *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 	Expect(chromedp.Do(ctx, steps...)).To(Succeed())
 }
 
+// clickTry bounds one try of click.
+const clickTry = 5 * time.Second
+
+// click clicks the element sel matches, trying again while the page a
+// click or a form loaded replaces the document under chromedp's cached
+// node tree ("Could not find node with given id", a flake of about one
+// run in ten): a failed try clicked nothing (it fails resolving the node,
+// before the mouse event).
+func (t *tab) click(sel string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		ctx, done := context.WithTimeout(t.ctx, clickTry)
+		defer done()
+		return chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+	}).WithTimeout(stepTimeout).Should(Succeed(), "click %s", sel)
+}
+
 // eval returns a JavaScript expression's value in the tab.
 func eval[T any](t *tab, js string) T {
 	GinkgoHelper()
@@ -206,9 +223,9 @@ var _ = Describe("faultline ui in a browser", Ordered, ContinueOnFailure, Label(
 	})
 
 	It("requeues one entry and shows its status change", func() {
-		t.do(chromedp.Click(chromedp.CSS(`a[href="/entries/ord-2"]`)))
+		t.click(`a[href="/entries/ord-2"]`)
 		Eventually(poll[string](t, textJS("#status"))).WithTimeout(stepTimeout).Should(Equal("failed"))
-		t.do(chromedp.Click(chromedp.CSS("#requeue")))
+		t.click("#requeue")
 		Eventually(poll[string](t, textJS("#status"))).WithTimeout(stepTimeout).Should(Equal("requeued"))
 		Expect(text(t, "#notice")).To(Equal("requeue: requeued"))
 		Expect(hs.status("ord-2")).To(Equal("requeued"))
@@ -216,10 +233,10 @@ var _ = Describe("faultline ui in a browser", Ordered, ContinueOnFailure, Label(
 
 	It("bulk-requeues the filtered set after a confirmation stating the count", func() {
 		t.do(chromedp.Navigate(base+"/entries?severity=medium"), chromedp.WaitVisible(chromedp.CSS("#bulk-requeue")))
-		t.do(chromedp.Click(chromedp.CSS("#bulk-requeue")))
+		t.click("#bulk-requeue")
 		Eventually(poll[string](t, textJS("#stated"))).WithTimeout(stepTimeout).Should(Equal("1"), "ord-3 only: ord-2 is requeued already")
 		Expect(text(t, "#confirm-filter")).To(Equal(`--severity="medium"`))
-		t.do(chromedp.Click(chromedp.CSS("#confirm")))
+		t.click("#confirm")
 		Eventually(poll[string](t, textJS("#summary"))).WithTimeout(stepTimeout).Should(HavePrefix("stated 1, moved 1, skipped 0"))
 		Expect(hs.status("ord-3")).To(Equal("requeued"))
 		Expect(hs.status("ord-1")).To(Equal("failed"))

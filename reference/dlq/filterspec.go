@@ -189,7 +189,7 @@ func ParseWhen(s string, now time.Time) (time.Time, error) {
 func ParseAgo(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseFloat(days, 64)
-		if err != nil || n <= 0 || n > 100*365 {
+		if err != nil || !(n > 0 && n <= 100*365) { // NaN fails both
 			return 0, fmt.Errorf("not a duration: %q", s)
 		}
 		return time.Duration(n * float64(24*time.Hour)), nil

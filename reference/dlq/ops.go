@@ -56,8 +56,10 @@ type AuditRecord struct {
 	// edit, import, migrate, upgrade.
 	Action string `json:"action"`
 	// Phase is "started" for the record a bulk move writes before its
-	// first batch and "done" for its result, so an interrupted run shows
-	// as started and never done; "" for a one-step action.
+	// first batch and "done" for its result, or "failed" when it stopped
+	// on an error (Moved is then what it did before the error), so an
+	// interrupted run shows as started and never done; "" for a one-step
+	// action.
 	Phase string `json:"phase,omitempty"`
 	// IDs names the entries of an action by ID (capped by the tool).
 	IDs []string `json:"ids,omitempty"`

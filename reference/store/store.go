@@ -210,16 +210,22 @@ func FirstFailure(e dlq.Entry, now time.Time) time.Time {
 }
 
 // Imported is the entry a backend writes for dlq.Importer.AddIfAbsent: e
-// exactly as given — its status, status history, failures and requeue
-// counts — with only what every stored entry must have filled in (the
-// source queue; the failure times, by LastFailure and FirstFailure) and
-// the decode state of a corrupt read cleared. e.Status must be set (an
-// entry without one is added like Add's).
+// exactly as given — its status, status history, failures, requeue counts
+// and failure times (even ones after now: the exporting machine's clock is
+// not this one's) — with only what every stored entry must have filled in
+// (the source queue; a failure time it lacks) and the decode state of a
+// corrupt read cleared. e.Status must be set (an entry without one is added
+// like Add's).
 func Imported(e dlq.Entry, now time.Time) dlq.Entry {
 	if e.SourceQueue == "" {
 		e.SourceQueue = e.Job.QueueName()
 	}
-	e.FirstFailedAt, e.LastFailedAt = FirstFailure(e, now), LastFailure(e, now)
+	if e.LastFailedAt.IsZero() {
+		e.LastFailedAt = now
+	}
+	if e.FirstFailedAt.IsZero() {
+		e.FirstFailedAt = e.LastFailedAt
+	}
 	e.Corrupt, e.Raw, e.DecodeError = false, nil, ""
 	return e
 }

@@ -31,6 +31,19 @@ func (s *Store) WriteRaw(ctx context.Context, id string, raw []byte) error {
 	return nil
 }
 
+// WriteRawIfAbsent is WriteRaw done only when id has no entry and no job of
+// that id is queued, in flight, scheduled or held, in one step; it reports
+// whether it wrote. It is how an import keeps an exported corrupt entry's
+// bytes without ever overwriting an entry (or a job) written meanwhile.
+// Like WriteRaw, it does not count against the DLQ's capacity.
+func (s *Store) WriteRawIfAbsent(ctx context.Context, id string, raw []byte) (bool, error) {
+	n, err := s.run(ctx, dlqIndexScript, append([]any{"absent"}, indexArgs(id, raw)...)...)
+	if err != nil {
+		return false, fmt.Errorf("write raw entry %s: %w", id, err)
+	}
+	return asInt(n) == 1, nil
+}
+
 // mark re-indexes as corrupt the entries whose bytes another writer replaced
 // in place (they decode no more), so that Stats counts them as such.
 func (s *Store) mark(ctx context.Context, entries []stored) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,12 @@ type dlqGlobal struct {
 	// (dlq_seed.go); prefix is the seed layout's key prefix.
 	layout string
 	prefix string
+	// capacity and overflow are the DLQ's bound and policy as the
+	// namespace's workers configure them (the store keeps no copy): what
+	// import and migrate obey, and what a flush of held dead letters
+	// during them fills up to.
+	capacity int
+	overflow string
 }
 
 func newDLQCommand() *cobra.Command {
@@ -83,7 +90,9 @@ Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error
 	pf := c.PersistentFlags()
 	pf.StringVar(&g.redisURL, "redis-url", "", "the Redis holding the DLQ: a redis:// URL or host:port (default $"+dlqRedisEnv+", else "+dlqDefaultRedisURL+")")
 	pf.StringVar(&g.namespace, "namespace", store.DefaultNamespace, "the store's namespace (faultline demo --backend redis uses \"demo\")")
-	pf.StringVar(&g.by, "by", "", "who acts, for the entries' status history (default: the OS user)")
+	pf.StringVar(&g.by, "by", "", "who acts, for the entries' status history and the audit stream (default: the OS user)")
+	pf.IntVar(&g.capacity, "capacity", store.DefaultDLQCapacity, "the DLQ's bound as the namespace's workers configure it (import and migrate obey it)")
+	pf.StringVar(&g.overflow, "overflow", store.Reject.String(), "the DLQ's overflow policy as the workers configure it: reject, evict-oldest (import and migrate obey it)")
 	addLayoutFlags(pf, g)
 	c.AddCommand(newDLQStatsCommand(g), newDLQListCommand(g), newDLQShowCommand(g), newDLQRequeueCommand(g),
 		newDLQDeleteCommand(g), newDLQRestoreCommand(g), newDLQQuarantineCommand(g), newDLQPurgeCommand(g),
@@ -111,7 +120,21 @@ func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 	if err := g.faultlineLayout(c); err != nil {
 		return nil, err
 	}
-	cfg := store.Config{Namespace: g.namespace, BatchSize: batch}
+	if c.Flags().Changed("namespace") && strings.TrimSpace(g.namespace) == "" {
+		return nil, usage(c, errors.New("--namespace: empty; leave the flag out for the default namespace "+strconv.Quote(store.DefaultNamespace)))
+	}
+	cfg := store.Config{Namespace: g.namespace, BatchSize: batch, DLQCapacity: g.capacity}
+	switch g.overflow {
+	case store.Reject.String():
+		cfg.Overflow = store.Reject
+	case store.EvictOldest.String():
+		cfg.Overflow = store.EvictOldest
+	default:
+		return nil, usage(c, fmt.Errorf("--overflow: unknown policy %q (allowed: reject, evict-oldest)", masked(g.overflow)))
+	}
+	if g.capacity < 1 {
+		return nil, usage(c, fmt.Errorf("--capacity must be at least 1, got %d", g.capacity))
+	}
 	if err := cfg.Validate(); err != nil {
 		var ce *store.ConfigError
 		if errors.As(err, &ce) && ce.Field == "BatchSize" {
@@ -229,12 +252,38 @@ func (ff *filterFlags) set() bool {
 // filter reads the flags into a dlq.Filter; a bad value is invalid input
 // naming its flag.
 func (ff *filterFlags) filter(c *cobra.Command, now time.Time) (dlq.Filter, error) {
+	if err := ff.noEmpty(c); err != nil {
+		return dlq.Filter{}, err
+	}
 	spec := ff.spec()
 	f, err := spec.Parse(now)
 	if fe := (*dlq.FieldError)(nil); errors.As(err, &fe) {
 		return f, usage(c, fmt.Errorf("--%s: %w", fe.Field, fe.Err))
 	}
 	return f, err
+}
+
+// noEmpty refuses a filter flag given an empty value: --severity "$SEV"
+// with SEV unset must not turn a bulk move into a move of every entry.
+func (ff *filterFlags) noEmpty(c *cobra.Command) error {
+	empty := func(xs ...string) bool {
+		for _, x := range xs {
+			if strings.TrimSpace(x) != "" {
+				return false
+			}
+		}
+		return true
+	}
+	for name, v := range map[string][]string{
+		dlq.FieldSeverity: ff.severities, dlq.FieldTask: ff.tasks, dlq.FieldClass: ff.classes,
+		dlq.FieldErrorType: ff.errorTypes, dlq.FieldStatus: ff.statuses,
+		dlq.FieldSince: {ff.since}, dlq.FieldUntil: {ff.until}, dlq.FieldErrorText: {ff.text},
+	} {
+		if f := c.Flags().Lookup(name); f != nil && f.Changed && empty(v...) {
+			return usage(c, fmt.Errorf("--%s: an empty value selects nothing; leave the flag out to select every entry", name))
+		}
+	}
+	return nil
 }
 
 // spec is the flags as the filter an operator typed (dlq.FilterSpec: the

@@ -3,14 +3,40 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store"
 )
+
+// checkTarget refuses a --to queue that cannot be one (empty when given,
+// control characters) or, unless allowed, one the namespace has never had.
+func (d *dlqConn) checkTarget(c *cobra.Command, to string, allowNew bool) error {
+	if !c.Flags().Changed("to") {
+		return nil
+	}
+	if strings.TrimSpace(to) == "" || strings.ContainsFunc(to, unicode.IsControl) {
+		return usage(c, fmt.Errorf("--to: %q is not a queue name (no empty names, no control characters)", masked(to)))
+	}
+	if allowNew {
+		return nil
+	}
+	known, err := d.store.Queues(c.Context())
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(known, to) {
+		return usage(c, fmt.Errorf("--to: namespace %q has no queue %q (it has: %s); pass --new-queue to send jobs to a new one",
+			d.namespace, masked(to), masked(strings.Join(known, ", "))))
+	}
+	return nil
+}
 
 // oneID checks that a command got exactly one entry ID.
 func oneID(c *cobra.Command, args []string) error {
@@ -66,6 +92,9 @@ count is shown. An entry that fails again after it is left alone.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if output != "table" && output != "json" {
 				return usage(c, fmt.Errorf("--output: unknown value %q (allowed: table, json)", masked(output)))
+			}
+			if batch < 1 || batch > 10_000 {
+				return usage(c, fmt.Errorf("--batch must be between 1 and 10000, got %d", batch))
 			}
 			f, err := ff.filter(c, time.Now())
 			if err != nil {
@@ -199,26 +228,57 @@ func statusOf(e *dlq.Entry) string {
 
 func newDLQRestoreCommand(g *dlqGlobal) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "restore ID",
-		Short:   "Undo a delete: the entry gets back the status it had",
-		Example: `  faultline dlq restore ord-42`,
-		Args:    oneID,
+		Use:   "restore ID...",
+		Short: "Undo a delete: each entry gets back the status it had",
+		Long: `restore undoes delete: each entry named gets back the status it had before, in one
+guarded step each. To undo a delete --all, list what it deleted (faultline dlq list
+--status deleted, with its filters; faultline dlq audit names the filter) and pass the
+IDs, e.g. with --output jsonl and jq.`,
+		Example: `  faultline dlq restore ord-42
+  faultline dlq list --status deleted --task charge --output jsonl | jq -r .id | xargs faultline dlq restore`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usage(c, errors.New("restore needs at least one entry ID"))
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			d, err := g.open(c, 0)
 			if err != nil {
 				return err
 			}
 			defer d.close()
-			id := args[0]
-			if err := d.store.Restore(c.Context(), id, g.actor(), time.Now()); err != nil {
-				return d.moveError(c, id, err)
+			ctx, w, by := c.Context(), c.OutOrStdout(), g.actor()
+			restored, skipped := 0, 0
+			defer func() {
+				_ = d.record(c, dlq.AuditRecord{By: by, Action: "restore", IDs: args, Stated: len(args), Moved: restored, Skipped: skipped})
+			}()
+			for _, id := range args {
+				err := d.store.Restore(ctx, id, by, time.Now())
+				switch {
+				case err == nil:
+					restored++
+					status := "?"
+					if e, err := d.store.Get(ctx, id); err == nil {
+						status = statusOf(&e)
+					}
+					fmt.Fprintf(w, "%s: restored (%s)\n", masked(id), status)
+				case errors.Is(err, dlq.ErrNotFound), errors.Is(err, dlq.ErrWrongStatus):
+					skipped++
+					fmt.Fprintf(w, "%s: skipped (%s)\n", masked(id), masked(err.Error()))
+				default:
+					return fmt.Errorf("restore %s (after %d restored): %w", masked(id), restored, err)
+				}
 			}
-			e, err := d.store.Get(c.Context(), id)
-			if err != nil {
-				return d.moveError(c, id, err)
+			if len(args) > 1 {
+				fmt.Fprintf(w, "stated %d, restored %d, skipped %d\n", len(args), restored, skipped)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: restored (%s)\n", masked(id), statusOf(&e))
-			_ = d.record(c, dlq.AuditRecord{By: g.actor(), Action: "restore", IDs: args, Stated: 1, Moved: 1})
+			if restored == 0 {
+				if len(args) == 1 {
+					return d.moveError(c, args[0], d.store.Restore(ctx, args[0], by, time.Now()))
+				}
+				return usage(c, fmt.Errorf("none of the %d entries could be restored", len(args)))
+			}
 			return nil
 		},
 	}

@@ -103,6 +103,45 @@ func dlqOpsLane(name string, start func() string) {
 			Expect(out).To(BeEmpty())
 		})
 
+		It("refuses an empty filter value, a --to queue the namespace never had, and bad capacity flags, moving nothing", func() {
+			for _, tc := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"requeue", "--all", "--severity", "", "--yes"}, "--severity: an empty value selects nothing"},
+				{[]string{"delete", "--all", "--task", " ", "--yes"}, "--task: an empty value selects nothing"},
+				{[]string{"requeue", "--all", "--error-text", "", "--yes"}, "--error-text: an empty value"},
+				{[]string{"requeue", "ord-1", "--to", "chrages", "--yes"}, `namespace "ops" has no queue "chrages" (it has: `},
+				{[]string{"requeue", "ord-1", "--to", "", "--yes"}, "--to"},
+				{[]string{"stats", "--overflow", "drop"}, "--overflow: unknown policy"},
+				{[]string{"stats", "--capacity", "0"}, "--capacity must be at least 1"},
+				{[]string{"purge", "--older-than", "NaNd", "--yes"}, "--older-than"},
+				{[]string{"delete", "--all", "--batch", "0", "--yes"}, "--batch"},
+			} {
+				_, errOut, code := dlqRun(url, tc.args...)
+				Expect(code).To(Equal(cli.ExitInvalid), "%v: %s", tc.args, errOut)
+				Expect(errOut).To(ContainSubstring(tc.want), "%v", tc.args)
+			}
+			for _, id := range []string{"ord-1", "ord-2", "ord-3", "mail-4", "mail-5"} {
+				Expect(status(id)).To(Equal(dlq.Failed), id)
+			}
+			_, errOut, code := dlqRun(url, "requeue", "ord-1", "--to", "brand-new", "--new-queue", "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(status("ord-1")).To(Equal(dlq.Requeued))
+		})
+
+		It("restores several entries at once, saying what it skipped", func() {
+			_, errOut, code := dlqRun(url, "delete", "--all", "--task", "charge", "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			out, errOut, code := dlqRun(url, "restore", "ord-1", "ord-2", "mail-4", "--by", "gina")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring("stated 3, restored 2, skipped 1"))
+			Expect(status("ord-1")).To(Equal(dlq.Failed))
+			Expect(status("ord-2")).To(Equal(dlq.Failed))
+			Expect(status("ord-3")).To(Equal(dlq.Deleted))
+			Expect(audit()[0]).To(And(HaveField("Action", "restore"), HaveField("Moved", 2), HaveField("Skipped", 1), HaveField("By", "gina")))
+		})
+
 		It("records requeues, quarantines and purges by ID in the audit stream, newest first", func() {
 			_, errOut, code := dlqRun(url, "requeue", "ord-1", "ghost", "--yes", "--by", "dave")
 			Expect(code).To(Equal(cli.ExitInvalid), errOut)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/redact"
@@ -278,7 +279,6 @@ func validCursor(s string) bool {
 	return ok && err == nil
 }
 
-// termWidth is the width a table fits: $COLUMNS, else 120.
 // writePage writes one page of a list in the --output format: json as
 // doc, jsonl a row a line (the next cursor on stderr), a table by print
 // (the next cursor after it). The layouts' lists share it.
@@ -308,12 +308,22 @@ func writePage[R any](c *cobra.Command, output string, rows []R, doc any, next s
 	return nil
 }
 
+// termWidth is the width a table fits: $COLUMNS when set (bash does not
+// export it: a script can say), else the terminal's on standard output,
+// else 120; never below minTableWidth.
 func termWidth() int {
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
-		return n
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return max(n, minTableWidth)
+	}
+	if w, _, err := term.GetSize(int(os.Stdout.Fd())); err == nil && w > 0 {
+		return max(w, minTableWidth)
 	}
 	return 120
 }
+
+// minTableWidth is the narrowest table printed: below it, columns are not
+// cut further (the ID is never cut).
+const minTableWidth = 40
 
 // printRows prints rows as a table no wider than width: the widest cells
 // are cut with "…" until it fits.
@@ -357,8 +367,9 @@ func printRows(w io.Writer, rows []entryRow, width int) {
 
 // The list table's columns, by index, as fitColumns treats them.
 var (
-	// shrinkable columns may be cut down to this many runes.
-	shrinkable = map[int]int{0: 8, 4: 6, 5: 6, 6: 6, 8: 10}
+	// shrinkable columns may be cut down to this many runes. The ID is
+	// never cut: it is what an operator copies into show or requeue.
+	shrinkable = map[int]int{4: 6, 5: 6, 6: 6, 8: 10}
 	// dropOrder is the order columns are left out in when cutting is not
 	// enough: the least needed first.
 	dropOrder = []int{6, 7, 4, 5, 3}

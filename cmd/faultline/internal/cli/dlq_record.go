@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 // "started" record before its first batch and refuses to start when it
 // cannot; any other failure to audit is said on stderr, never silent, and
 // does not undo a move already made.
+// auditTimeout bounds an audit write that outlives the command's context.
+const auditTimeout = 5 * time.Second
+
 func (d *dlqConn) record(c *cobra.Command, r dlq.AuditRecord) error {
 	if r.At.IsZero() {
 		r.At = time.Now()
@@ -25,7 +29,11 @@ func (d *dlqConn) record(c *cobra.Command, r dlq.AuditRecord) error {
 	if !ok {
 		return fmt.Errorf("audit %s: this store keeps no audit stream", r.Action)
 	}
-	id, err := a.Audit(c.Context(), r)
+	// A move already made is recorded even when the operator pressed
+	// Ctrl-C: the record outlives the command's context, for a while.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), auditTimeout)
+	defer cancel()
+	id, err := a.Audit(ctx, r)
 	if err != nil {
 		err = fmt.Errorf("audit %s: %w", r.Action, err)
 		printErr(c.ErrOrStderr(), fmt.Errorf("warning: %w", err))

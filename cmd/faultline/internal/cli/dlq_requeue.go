@@ -37,6 +37,7 @@ type requeueSummary struct {
 func newDLQRequeueCommand(g *dlqGlobal) *cobra.Command {
 	var (
 		all, reset bool
+		newQueue   bool
 		to, output string
 		batch      int
 		shown      int
@@ -93,6 +94,9 @@ The job keeps its attempt count (one more attempt before the DLQ again) unless
 				return err
 			}
 			defer d.close()
+			if err := d.checkTarget(c, to, newQueue); err != nil {
+				return err
+			}
 			if all {
 				return requeueAll(c, d, f, ff.spec(), opts, cf, output, shown)
 			}
@@ -101,7 +105,8 @@ The job keeps its attempt count (one more attempt before the DLQ again) unless
 	}
 	c.Flags().BoolVar(&all, "all", false, "requeue every failed entry the filters match")
 	c.Flags().BoolVar(&reset, "reset-attempts", false, "give each job a full retry budget (its attempt count set to 0)")
-	c.Flags().StringVar(&to, "to", "", "send the jobs to this queue instead of their source queue")
+	c.Flags().StringVar(&to, "to", "", "send the jobs to this queue instead of their source queue (one the namespace has, unless --new-queue)")
+	c.Flags().BoolVar(&newQueue, "new-queue", false, "with --to, allow a queue the namespace has never had (a typo strands jobs where no worker reads)")
 	c.Flags().IntVar(&batch, "batch", store.DefaultBatchSize, "entries per Redis script of a bulk requeue (1..10000)")
 	c.Flags().IntVar(&shown, "show", 20, "with --dry-run --all, how many of the matching entries to list")
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format of the summary: table, json")

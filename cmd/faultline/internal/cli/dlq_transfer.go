@@ -402,6 +402,12 @@ is written as its bytes.`,
 			return g.withConn(c, 0, func(ctx context.Context, d *dlqConn) error {
 				sum := importSummary{DryRun: dryRun, Stated: stated}
 				w := c.OutOrStdout()
+				if !dryRun {
+					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Phase: "started", Stated: stated, Note: "from " + args[0]}
+					if err := d.record(c, rec); err != nil {
+						return fmt.Errorf("import: nothing imported: %w", err)
+					}
+				}
 				chunk := make([]importItem, 0, importChunk)
 				err := eachLine(f, func(n int, b []byte) error {
 					it, err := parseImportLine(n, b)
@@ -417,7 +423,7 @@ is written as its bytes.`,
 					err = importItems(ctx, d, chunk, &sum, dryRun)
 				}
 				if !dryRun {
-					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Stated: sum.Stated, Moved: sum.Imported,
+					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Phase: "done", Stated: sum.Stated, Moved: sum.Imported,
 						Skipped: sum.Present + sum.Duplicates + sum.Live, Note: "from " + args[0]}
 					if err != nil {
 						rec.Phase, rec.Note = "failed", rec.Note+": "+masked(err.Error())
@@ -520,10 +526,16 @@ func importItems(ctx context.Context, d *dlqConn, items []importItem, sum *impor
 // A decodable entry is written in one step only if absent (dlq.Importer),
 // within the DLQ's capacity, so two imports at once, or a worker
 // dead-lettering the same job meanwhile, never overwrite an entry; a
-// corrupt one is kept as its bytes.
+// corrupt one is kept as its bytes, written the same way (only if absent).
 func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (importOutcome, error) {
-	if !dryRun && !it.corrupt {
-		_, added, err := dlq.Importer(d.store).AddIfAbsent(ctx, dlq.Decode(it.id, it.bytes), time.Now())
+	if !dryRun {
+		var added bool
+		var err error
+		if it.corrupt {
+			added, err = d.store.WriteRawIfAbsent(ctx, it.id, it.bytes)
+		} else {
+			_, added, err = dlq.Importer(d.store).AddIfAbsent(ctx, dlq.Decode(it.id, it.bytes), time.Now())
+		}
 		switch {
 		case err != nil:
 			return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
@@ -547,13 +559,8 @@ func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (im
 		return duplicate, nil
 	case !errors.Is(err, dlq.ErrNotFound):
 		return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
-	case !dryRun && !it.corrupt:
+	case !dryRun:
 		return live, nil
-	}
-	if !dryRun {
-		if err := d.store.WriteRaw(ctx, it.id, it.bytes); err != nil {
-			return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
-		}
 	}
 	return imported, nil
 }

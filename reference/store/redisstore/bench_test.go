@@ -374,7 +374,8 @@ func requeueAll(b *testing.B, n int) {
 	c := benchClient(b)
 	ctx := context.Background()
 	var longest, total, dry, base, server time.Duration
-	scripts, over, logged := 0, 0, 0
+	var dryServer time.Duration
+	scripts, over, logged, dryCalls := 0, 0, 0, 0
 	for range b.N {
 		b.StopTimer()
 		if err := c.FlushDB(ctx).Err(); err != nil {
@@ -384,6 +385,7 @@ func requeueAll(b *testing.B, n int) {
 		fillBench(b, s, n)
 
 		pager := startSlowPager(b, c)
+		resetStats(b, c)
 		start := time.Now()
 		r, err := s.RequeueMatching(ctx, dlq.Filter{}, oneMore, t0.Add(time.Hour), true)
 		dry += time.Since(start)
@@ -393,6 +395,9 @@ func requeueAll(b *testing.B, n int) {
 		if r.Matched != n {
 			b.Fatalf("dry run counted %d of %d", r.Matched, n)
 		}
+		dcalls, dusec := evalStats(b, c)
+		dryCalls += dcalls
+		dryServer += time.Duration(dusec) * time.Microsecond
 		resetStats(b, c)
 		start = time.Now()
 		b.StartTimer()
@@ -416,6 +421,9 @@ func requeueAll(b *testing.B, n int) {
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/requeue-all")
 	b.ReportMetric(server.Seconds()/float64(b.N), "server-s/requeue-all")
 	b.ReportMetric(dry.Seconds()/float64(b.N), "s/dry-run")
+	b.ReportMetric(float64(dryCalls)/float64(b.N), "scripts/dry-run")
+	b.ReportMetric(float64(dryServer.Microseconds())/1000/float64(max(dryCalls, 1)), "server-ms/dry-script")
+	b.ReportMetric(float64(server.Microseconds())/1000/float64(max(scripts, 1)), "server-ms/script")
 	b.ReportMetric(base.Seconds()/float64(b.N), "s/baseline")
 	b.ReportMetric(total.Seconds()/base.Seconds(), "x-baseline")
 	b.ReportMetric(float64(longest.Microseconds())/1000, "ms-longest-script")

@@ -256,7 +256,7 @@ func (s *Store) bulkScan(ctx context.Context, p *bulkPlan, order, work chan<- *b
 // countExamine times BatchSize is how many index members one step of a
 // dry run's count may examine: the script reads each one's meta and ships
 // none of the entries it is sure of.
-const countExamine = 10
+const countExamine = 2
 
 // bulkCount is a bulk walk's dry run: it counts the entries the walk would
 // take, in steps of at most countExamine×BatchSize index members, each a

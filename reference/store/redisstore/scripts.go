@@ -625,7 +625,8 @@ var dlqSetScript = script(`
 local res, metas = {}, {}
 for i = 1, NARG, 8 do
   local id = ARGV[i]
-  local m = readMeta(id)
+  local v = redis.call('HMGET', metaKey(id), 'rev', 'st')
+  local m = v[1] and {rev = v[1], st = v[2]} or nil
   if not m then
     res[#res + 1] = {'notfound'}
   elseif m.rev ~= ARGV[i + 1] then
@@ -637,7 +638,9 @@ for i = 1, NARG, 8 do
   end
   metas[#res] = m
 end
--- checks done: write
+-- checks done: write. The requeued jobs are pushed after the loop, one
+-- RPUSH per target queue (in the items' order) and one SADD of its name.
+local pushes, qorder = {}, {}
 for n = 1, #res do
   if res[n][1] == 'ok' then
     local i = (n - 1) * 8 + 1
@@ -655,10 +658,20 @@ for n = 1, #res do
     if q ~= '' then
       event(id, ARGV[i + 6], 'dead-lettered', 'queued', 'requeued', ARGV[i + 7])
       redis.call('HSET', jobKey(id), 'data', ARGV[i + 5], 'task', ARGV[i + 6], 'q', q, 'loc', 'queued', 'att', ARGV[i + 7])
-      redis.call('RPUSH', queueKey(q), id)
-      redis.call('SADD', QUEUES, q)
+      local l = pushes[q]
+      if not l then
+        l = {}
+        pushes[q] = l
+        qorder[#qorder + 1] = q
+      end
+      l[#l + 1] = id
     end
   end
+end
+for _, q in ipairs(qorder) do
+  local l = pushes[q]
+  for a = 1, #l, 1000 do redis.call('RPUSH', queueKey(q), unpack(l, a, math.min(a + 999, #l))) end
+  redis.call('SADD', QUEUES, q)
 end
 flush()
 return res

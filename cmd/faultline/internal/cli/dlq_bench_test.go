@@ -138,6 +138,43 @@ func slowest(ctx context.Context, c *redis.Client, page int64, limit time.Durati
 	}
 }
 
+// benchBaselineMoves times n plain moves of a job id from one list to
+// another with its hash written (LMOVE and HSET, pipelined a thousand at a
+// time) on the same server: the nearest plain Redis work to a requeue, the
+// same-run yardstick of requeue-all's time ("x-baseline"), since absolute
+// figures drift with the machine's load.
+func benchBaselineMoves(b *testing.B, c *redis.Client, n int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	const chunk = 1000
+	data := strings.Repeat("x", 600)
+	for start := 0; start < n; start += chunk {
+		ids := make([]any, 0, chunk)
+		for i := start; i < min(start+chunk, n); i++ {
+			ids = append(ids, fmt.Sprintf("job-%06d", i))
+		}
+		if err := c.RPush(ctx, "baseline:from", ids...).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	began := time.Now()
+	for start := 0; start < n; start += chunk {
+		pipe := c.Pipeline()
+		for i := start; i < min(start+chunk, n); i++ {
+			pipe.LMove(ctx, "baseline:from", "baseline:to", "LEFT", "RIGHT")
+			pipe.HSet(ctx, fmt.Sprintf("baseline:job:%06d", i), "data", data, "loc", "queued")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	took := time.Since(began)
+	if err := c.Del(ctx, "baseline:from", "baseline:to").Err(); err != nil {
+		b.Fatal(err)
+	}
+	return took
+}
+
 // BenchmarkDLQ times faultline dlq list, stats and requeue --all on a real
 // redis-server holding 100,000 entries.
 func BenchmarkDLQ(b *testing.B) {
@@ -205,7 +242,7 @@ func BenchmarkDLQ(b *testing.B) {
 
 	b.Run("requeue-all", func(b *testing.B) {
 		args := append([]string{"dlq", "requeue", "--all", "--yes"}, conn...)
-		var total, worst time.Duration
+		var total, worst, base time.Duration
 		over := 0
 		first := true
 		for b.Loop() {
@@ -240,9 +277,12 @@ func BenchmarkDLQ(b *testing.B) {
 			}
 			b.Logf("requeue --all of %d: %v; SLOWLOG (over 1 ms): %d entries, slowest script %v (%s), %d over 50 ms",
 				benchDLQN, took.Round(time.Millisecond), read, s.took, s.cmd, n)
+			base += benchBaselineMoves(b, client, benchDLQN)
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/run")
+		b.ReportMetric(float64(base.Microseconds())/1000/float64(b.N), "baseline-ms")
+		b.ReportMetric(total.Seconds()/base.Seconds(), "x-baseline")
 		b.ReportMetric(float64(worst.Microseconds())/1000, "slowest-script-ms")
 		b.ReportMetric(float64(over), "scripts>50ms")
 	})

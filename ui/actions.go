@@ -103,7 +103,7 @@ func (s *server) record(ctx context.Context, rec dlq.AuditRecord, failed error) 
 	}
 	line := actionLine{AuditRecord: rec}
 	var aerr error
-	if a, ok := s.cfg.Store.(dlq.Auditor); ok {
+	if a, ok := s.auditor(); ok {
 		rec.ID, aerr = a.Audit(ctx, rec)
 		line.ID = rec.ID
 		if aerr != nil {
@@ -123,6 +123,16 @@ func (s *server) record(ctx context.Context, rec dlq.AuditRecord, failed error) 
 		s.logMu.Unlock()
 	}
 	return rec.ID, aerr
+}
+
+// auditor is the audit stream actions are written to: the store's, or, for
+// the seed layout, SeedConfig.Audit.
+func (s *server) auditor() (dlq.Auditor, bool) {
+	if s.cfg.Seed != nil {
+		return s.cfg.Seed.Audit, s.cfg.Seed.Audit != nil
+	}
+	a, ok := s.cfg.Store.(dlq.Auditor)
+	return a, ok
 }
 
 // recordOne records an action already taken: an audit write that fails

@@ -36,6 +36,10 @@ type SeedConfig struct {
 	// To is the work list a requeue pushes onto, before Prefix (default
 	// the tutorial's, "default").
 	To string
+	// Audit is the audit stream the moves are written to (faultline's
+	// store of a namespace on the same Redis, as `faultline dlq requeue
+	// --layout seed` writes them); nil: the log only.
+	Audit dlq.Auditor
 }
 
 // SeedRefDigest is how many hex digits of an entry's SHA-256 a seed ref
@@ -378,8 +382,8 @@ func (s *server) seedRunBulk(ctx context.Context, f seed.Filter, cutoff seed.Cut
 	return out, nil
 }
 
-// seedAudit is a seed action's audit record: the seed layout keeps no
-// audit stream, so it goes to the log only (its line says so).
+// seedAudit is a seed action's audit record (SeedConfig.Audit's stream,
+// and the log).
 func seedAudit(who, via string, stated int) dlq.AuditRecord {
 	return dlq.AuditRecord{By: who, Via: via, Action: actionRequeue, Stated: stated, Note: "seed layout"}
 }

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/ui"
 )
@@ -153,6 +154,29 @@ var _ = Describe("the seed layout in the UI", func() {
 				Expect(rec.Body.String()).To(ContainSubstring(`<strong id="moved">3</strong>`))
 				Expect(c.LLen(ctx, "t:default").Val()).To(Equal(int64(3)))
 				Expect(c.LRange(ctx, "t:default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("late")))
+			})
+
+			It("writes its moves to the audit stream it is given, as the CLI's seed requeue does", func() {
+				hs, c := newSeedHarness(ln.url(), true, map[string]string{"alice": aliceToken})
+				audit, err := redisstore.New(c, store.Config{Namespace: "ops"})
+				Expect(err).NotTo(HaveOccurred())
+				cfg := hs.cfg
+				cfg.Seed.Audit = audit
+				h, err := ui.New(cfg)
+				Expect(err).NotTo(HaveOccurred())
+				hs.h = h
+				rec := hs.api(http.MethodPost, "/api/v1/seed/requeue", aliceToken, map[string]any{"filter": map[string][]string{"list": {"dlq:high"}}, "dry_run": true})
+				count := decodeJSON(rec)
+				rec = hs.api(http.MethodPost, "/api/v1/seed/requeue", aliceToken, map[string]any{"filter": map[string][]string{"list": {"dlq:high"}},
+					"cutoff": count["cutoff"], "stated": 1})
+				Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+				Expect(decodeJSON(rec)["audit_error"]).To(BeNil())
+				page, err := audit.AuditLog(ctx, "", 10)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(page.Records).To(HaveLen(2))
+				Expect(page.Records[0]).To(And(HaveField("Phase", "done"), HaveField("By", "alice"), HaveField("Via", "api"),
+					HaveField("Action", "requeue"), HaveField("Moved", 1), HaveField("Filter", "--list dlq:high")))
+				Expect(page.Records[1].Phase).To(Equal("started"))
 			})
 
 			It("serves the same through the API, with a bearer token", func() {

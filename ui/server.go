@@ -318,7 +318,7 @@ func (s *server) page(h func(http.ResponseWriter, *http.Request, *view)) http.Ha
 			return
 		}
 		v := &view{Nonce: nonce(), Who: who, Namespace: s.cfg.Namespace, Target: s.cfg.Target, Seed: s.cfg.Seed != nil}
-		_, v.Auditing = s.cfg.Store.(dlq.Auditor)
+		_, v.Auditing = s.auditor()
 		v.CSRF = s.csrfToken(w, r)
 		setCSP(w, v.Nonce)
 		h(w, r, v)

@@ -28,7 +28,9 @@ type uiFlags struct {
 }
 
 func newUICommand() *cobra.Command {
-	g := &dlqGlobal{layout: layout.PresetFaultline}
+	// The UI adds no entries: the DLQ's bound and policy are the store's
+	// defaults.
+	g := &dlqGlobal{layout: layout.PresetFaultline, overflow: store.Reject.String(), capacity: store.DefaultDLQCapacity}
 	var f uiFlags
 	c := &cobra.Command{
 		Use:   "ui",
@@ -53,7 +55,8 @@ With --layout seed it serves the tutorial's dead_letter and dlq:* lists instead
 filters (severity, status, list, error text) and each entry; --allow-requeue adds
 faultline dlq requeue --layout seed's safe requeue: one entry only if it is still
 the one listed, and the filtered set after a confirmation stating the count, with
-its cut-off (entries dead-lettered since are left alone).
+its cut-off (entries dead-lettered since are left alone), each move written to the
+audit stream of --namespace, as faultline dlq requeue --layout seed writes it.
 
 /metrics serves Prometheus metrics with the drills' names and labels (a bearer
 token with --tokens); /api/v1/openapi.json describes the API.`,
@@ -119,12 +122,17 @@ func runUI(c *cobra.Command, g *dlqGlobal, f *uiFlags) error {
 		return usage(c, errors.New("--allow-requeue goes with --layout seed (faultline's layout always allows requeue)"))
 	}
 	if g.isSeed() {
-		s, err := g.openSeed(c)
+		// With requeue, the moves are audited in --namespace's stream, as
+		// faultline dlq requeue --layout seed audits them.
+		s, err := g.openSeedAs(c, f.allowRequeue)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = s.rdb.Close() }()
 		cfg.Seed = &ui.SeedConfig{Client: s.rdb, Prefix: g.prefix, Requeue: f.allowRequeue}
+		if s.audit != nil {
+			cfg.Seed.Audit = s.audit.store
+		}
 		cfg.Namespace, cfg.Target = g.prefix, s.target.printable()
 	} else {
 		d, err := g.open(c, 0)

@@ -32,7 +32,8 @@
 // seed layout's filters), /seed/entry?ref=LIST@POSITION#DIGEST, and the
 // safe requeue of one entry (only if it is still the one listed) or of the
 // filtered set after a confirmation stating the count, carrying its
-// cut-off; the API's /api/v1/seed/ routes mirror them.
+// cut-off; the API's /api/v1/seed/ routes mirror them. Its moves are
+// written to SeedConfig.Audit (a namespace's audit stream) and the log.
 //
 // /metrics serves Prometheus metrics under the names and labels of package
 // metrics (the drills' own): faultline_dlq_depth{severity} and

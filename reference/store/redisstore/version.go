@@ -55,7 +55,7 @@ func LayoutKey(namespace string) string { return Prefix(namespace) + ":layout" }
 // a queue, a set or a list below), a queue's list (its name is in
 // :queues) and an entry's meta (the entry is in :dlq:entries).
 var dataKeys = []string{":queues", ":processing", ":retry", ":fallback", ":held", ":heldseq", ":lease",
-	":dlq:entries", ":dlq:etx", ":dlq:bytime", ":dlq:stats", ":events", ":dlq:audit"}
+	":dlq:entries", ":dlq:etx", ":dlq:bytime", ":dlq:stats", ":events", ":dlq:audit", ":dlq:depth"}
 
 // opsState is what a Store keeps for its operator extensions: whether its
 // layout guard has run (and what it found), and the audit stream's cap.

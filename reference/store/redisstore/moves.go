@@ -147,7 +147,10 @@ func (s *Store) Requeue(ctx context.Context, id string, opts dlq.RequeueOptions,
 // (last failure, id) order, at most BatchSize entries per step: one
 // read-only scan that matches the filter on the entries' meta, and one
 // dlqSet script that moves the step's matches, each guarded by the revision
-// the scan saw. An entry that fails again during
+// the scan saw; the scans of the next steps, and the decoding of their
+// entries, overlap the current step's move (bulkWalk). A dry run counts in
+// the scan script without shipping the entries (bulkCount). An entry that
+// fails again during
 // the run changes revision (and its last failure passes the cut-off), so it
 // is skipped, not requeued twice; two runs at once requeue each entry once,
 // the other run counting it Skipped (Changed). An entry purged before the

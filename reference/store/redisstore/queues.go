@@ -18,3 +18,15 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	slices.Sort(names)
 	return names, nil
 }
+
+// JobLive reports whether a job of that ID is in the queue side of the
+// namespace — queued, in flight, scheduled, in the fallback queue or held —
+// as AddIfAbsent and WriteRawIfAbsent see it: what a dry run of an import
+// checks.
+func (s *Store) JobLive(ctx context.Context, id string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.prefix+":job:"+id).Result()
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", id, err)
+	}
+	return n == 1, nil
+}

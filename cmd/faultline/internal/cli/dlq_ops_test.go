@@ -3,12 +3,14 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 )
@@ -140,6 +142,22 @@ func dlqOpsLane(name string, start func() string) {
 			Expect(status("ord-2")).To(Equal(dlq.Failed))
 			Expect(status("ord-3")).To(Equal(dlq.Deleted))
 			Expect(audit()[0]).To(And(HaveField("Action", "restore"), HaveField("Moved", 2), HaveField("Skipped", 1), HaveField("By", "gina")))
+		})
+
+		It("says in an import's dry run, as in the import, that a job of an entry's ID is live, and writes nothing over it", func() {
+			file := GinkgoT().TempDir() + "/ops.jsonl"
+			_, errOut, code := dlqRun(url, "export", "--output", file)
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			dst := storeIn(url, "live")
+			Expect(dst.Enqueue(ctx, job.Job{ID: "ord-2", Task: "charge", Queue: "charges"}, time.Now())).To(Succeed())
+			out, errOut, code := dlqRunIn(url, "live", "import", file, "--dry-run")
+			Expect(code).To(Equal(cli.ExitInvalid), errOut)
+			Expect(out).To(ContainSubstring("a job of that ID is queued or in flight: ord-2"))
+			out, errOut, code = dlqRunIn(url, "live", "import", file)
+			Expect(code).To(Equal(cli.ExitInvalid), errOut)
+			Expect(out).To(ContainSubstring("imported 5 of 6"))
+			_, err := dst.Get(ctx, "ord-2")
+			Expect(err).To(MatchError(dlq.ErrNotFound))
 		})
 
 		It("records requeues, quarantines and purges by ID in the audit stream, newest first", func() {

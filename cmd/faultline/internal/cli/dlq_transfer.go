@@ -562,6 +562,11 @@ func importOne(ctx context.Context, d *dlqConn, it *importItem, dryRun bool) (im
 	case !dryRun:
 		return live, nil
 	}
+	if busy, err := d.store.JobLive(ctx, it.id); err != nil {
+		return 0, fmt.Errorf("import %s (line %d): %w", masked(it.id), it.line, err)
+	} else if busy {
+		return live, nil
+	}
 	return imported, nil
 }
 

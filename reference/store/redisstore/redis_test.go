@@ -586,6 +586,18 @@ var _ = Describe("redisstore, Redis-specific", func() {
 					done := make(chan error, 1)
 					go func() { done <- cmd.Wait() }()
 					Eventually(done).WithTimeout(helperKillTimeout).Should(Receive())
+					// A script the helper sent before it died may still run
+					// on the server (a pipelined walk has one in flight): look
+					// only once the requeued count has stopped moving.
+					last := -1
+					Eventually(func() bool {
+						st, err := s.Stats(ctx)
+						Expect(err).NotTo(HaveOccurred())
+						n := st.ByStatus[dlq.Requeued.String()]
+						settled := n == last
+						last = n
+						return settled
+					}).WithTimeout(helperKillTimeout).WithPolling(200 * time.Millisecond).Should(BeTrue())
 				}
 
 				It("loses and doubles nothing when the process dies between two steps", func() {

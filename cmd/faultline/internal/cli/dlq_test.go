@@ -306,7 +306,7 @@ func dlqLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring("would requeue ord-1 (failed, charge) to charges"))
 			Expect(status("ord-1")).To(Equal(dlq.Failed))
 
-			out, errOut, code = dlqRun(url, "requeue", "ord-1", "ord-2", "--yes", "--to", "retry", "--reset-attempts")
+			out, errOut, code = dlqRun(url, "requeue", "ord-1", "ord-2", "--yes", "--to", "retry", "--new-queue", "--reset-attempts")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("stated 2, moved 2, skipped 0"))
 			Expect(status("ord-1")).To(Equal(dlq.Requeued))

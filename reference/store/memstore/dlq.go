@@ -199,7 +199,7 @@ func (s *Store) sorted() []*dent {
 }
 
 // matches reports whether d passes every field of f, whose ErrorText is
-// folded (foldText). A corrupt entry passes only a filter that asks about
+// folded (dlq.FoldText). A corrupt entry passes only a filter that asks about
 // nothing but time.
 func matches(d *dent, f *dlq.Filter) bool {
 	if d.corrupt {
@@ -211,7 +211,7 @@ func matches(d *dent, f *dlq.Filter) bool {
 		len(f.Classes) > 0 && !slices.Contains(f.Classes, d.class) ||
 		len(f.ErrorTypes) > 0 && !slices.Contains(f.ErrorTypes, d.errType) ||
 		len(f.Statuses) > 0 && !slices.Contains(f.Statuses, d.status) ||
-		f.ErrorText != "" && !containsFold(d.errText, f.ErrorText) {
+		f.ErrorText != "" && !dlq.ContainsFold(d.errText, f.ErrorText) {
 		return false
 	}
 	return (f.Since.IsZero() || !d.at.Before(f.Since)) && (f.Until.IsZero() || d.at.Before(f.Until))
@@ -219,7 +219,7 @@ func matches(d *dent, f *dlq.Filter) bool {
 
 // folded returns f with its ErrorText folded, as matches takes it.
 func folded(f dlq.Filter) dlq.Filter {
-	f.ErrorText = foldText(f.ErrorText)
+	f.ErrorText = dlq.FoldText(f.ErrorText)
 	return f
 }
 

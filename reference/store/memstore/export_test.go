@@ -1,6 +1,10 @@
 package memstore
 
-import "time"
+import (
+	"time"
+
+	"github.com/faultline/faultline/reference/dlq"
+)
 
 // OrderLen is the length of the time index, gone dents included, so that a
 // spec can check it stays bounded.
@@ -68,5 +72,5 @@ func (h *TestHeap) Min() (n int, ok bool) {
 	return -1, m == nil
 }
 
-// FoldRune is foldRune, for the spec that checks it is canonical.
-func FoldRune(r rune) rune { return foldRune(r) }
+// FoldRune is dlq.FoldRune, for the spec that checks it is canonical.
+func FoldRune(r rune) rune { return dlq.FoldRune(r) }

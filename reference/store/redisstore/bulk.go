@@ -62,7 +62,7 @@ func bulkPlanOf(f dlq.Filter, auto bool, now time.Time) (bulkPlan, bool) {
 	}
 	p.pick = f
 	p.pick.Statuses = statuses
-	p.pick.ErrorText = foldText(f.ErrorText)
+	p.pick.ErrorText = dlq.FoldText(f.ErrorText)
 	return p, true
 }
 

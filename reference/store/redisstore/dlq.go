@@ -66,7 +66,7 @@ const ErrTextCap = 256
 // metaErrText is the copy of e's last error text the store keeps beside
 // its meta (in P:dlq:etx), so that the scan script matches
 // dlq.Filter.ErrorText without decoding entries: the text folded by
-// foldText (the script folds nothing), behind '=' when it is whole, or its
+// dlq.FoldText (the script folds nothing), behind '=' when it is whole, or its
 // first bytes (at most ErrTextCap, cut at a rune) behind '~' when it is
 // longer. A cut copy matches the script coarsely when the needle is not in
 // its bytes, and Go decides on the decoded entry; so does an entry without
@@ -75,7 +75,7 @@ const ErrTextCap = 256
 func metaErrText(e *dlq.Entry) string {
 	t := ""
 	if n := len(e.History); n > 0 {
-		t = foldText(e.History[n-1].Error)
+		t = dlq.FoldText(e.History[n-1].Error)
 	}
 	if len(t) <= ErrTextCap {
 		return "=" + t
@@ -518,7 +518,7 @@ func filterArgs(f *dlq.Filter) []any {
 	set(f.Tasks)
 	set(f.ErrorTypes)
 	set(names(f.Statuses))
-	return append(args, foldText(f.ErrorText))
+	return append(args, dlq.FoldText(f.ErrorText))
 }
 
 func names[T fmt.Stringer](xs []T) []string {
@@ -620,7 +620,7 @@ func (s *Store) List(ctx context.Context, f dlq.Filter, cursor string, limit int
 			return dlq.Page{}, fmt.Errorf("list: %w", err)
 		}
 	}
-	f.ErrorText = foldText(f.ErrorText)
+	f.ErrorText = dlq.FoldText(f.ErrorText)
 	index := "bytime"
 	if len(f.Statuses) == 1 {
 		index = "st:" + f.Statuses[0].String()

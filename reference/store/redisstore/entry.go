@@ -43,7 +43,7 @@ func merge(old, e dlq.Entry, now time.Time) dlq.Entry {
 	return m
 }
 
-// match reports whether f, its ErrorText folded (foldText), selects e. A
+// match reports whether f, its ErrorText folded (dlq.FoldText), selects e. A
 // corrupt entry has no fields to match: only a filter without conditions
 // selects it.
 func match(f dlq.Filter, e *dlq.Entry) bool {
@@ -58,7 +58,7 @@ func match(f dlq.Filter, e *dlq.Entry) bool {
 		(len(f.Statuses) == 0 || slices.Contains(f.Statuses, e.Status)) &&
 		(f.Since.IsZero() || !e.LastFailedAt.Before(f.Since)) &&
 		(f.Until.IsZero() || e.LastFailedAt.Before(f.Until)) &&
-		(f.ErrorText == "" || containsFold(lastError(e), f.ErrorText))
+		(f.ErrorText == "" || dlq.ContainsFold(lastError(e), f.ErrorText))
 }
 
 // lastError is the error text of e's last failure, or "".

@@ -1,4 +1,4 @@
-package redisstore
+package dlq
 
 import (
 	"strings"
@@ -7,8 +7,7 @@ import (
 )
 
 // The error-text filter (dlq.Filter.ErrorText) compares under Unicode
-// simple case folding. Both reference stores fold the same way (memstore
-// and redisstore each keep a copy of this file; keep them identical): each
+// simple case folding. Every store folds the same way, with FoldText: each
 // rune is mapped to one representative of its simple-folding orbit (the
 // lower case of the orbit's lowest rune, or that rune when its lower case
 // is not in the orbit), so two texts are equal under simple folding
@@ -19,8 +18,8 @@ import (
 // Full folding (ß against "ss") is not applied: simple folding maps one
 // rune to one rune.
 
-// foldRune returns r's representative under simple case folding.
-func foldRune(r rune) rune {
+// FoldRune returns r's representative under simple case folding.
+func FoldRune(r rune) rune {
 	if r < utf8.RuneSelf {
 		// An ASCII letter's orbit holds its upper case as its lowest
 		// rune (k's holds the Kelvin sign too, s's the long s).
@@ -46,8 +45,9 @@ func foldRune(r rune) rune {
 	return low
 }
 
-// foldText returns the fold of s (see foldRune).
-func foldText(s string) string {
+// FoldText returns the fold of s (see FoldRune): what Filter.ErrorText
+// is compared under.
+func FoldText(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
@@ -61,13 +61,13 @@ func foldText(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		b.WriteRune(foldRune(r))
+		b.WriteRune(FoldRune(r))
 	}
 	return b.String()
 }
 
-// containsFold reports whether text holds needle under simple case folding;
-// foldedNeedle is foldText(needle).
-func containsFold(text, foldedNeedle string) bool {
-	return strings.Contains(foldText(text), foldedNeedle)
+// ContainsFold reports whether text holds needle under simple case
+// folding; foldedNeedle is FoldText(needle).
+func ContainsFold(text, foldedNeedle string) bool {
+	return strings.Contains(FoldText(text), foldedNeedle)
 }

@@ -24,26 +24,6 @@ import (
 // the CLI's texts go through too.
 func maskText(s string) string { return redact.Default().String(s) }
 
-// maskJSON masks a decoded JSON value: an object through the redactor's
-// Fields (a sensitive key's value masked whole), anything else through
-// String. (The same rule as `faultline dlq show`.)
-func maskJSON(v any) any {
-	r := redact.Default()
-	switch x := v.(type) {
-	case map[string]any:
-		return r.Fields(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = maskJSON(e)
-		}
-		return out
-	case string:
-		return r.String(x)
-	}
-	return v
-}
-
 // payloadOf returns a JSON payload indented (secrets masked unless
 // reveal), or a payload that is not JSON as text; isJSON says which.
 func payloadOf(p []byte, reveal bool) (text string, isJSON bool) {
@@ -60,7 +40,7 @@ func payloadOf(p []byte, reveal bool) (text string, isJSON bool) {
 		return maskText(string(p)), false
 	}
 	if !reveal {
-		v = maskJSON(v)
+		v = redact.Default().Value(v)
 	}
 	// The text as the operator wrote it: "<" stays "<" (the page escapes
 	// it when it renders).

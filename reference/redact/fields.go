@@ -334,3 +334,23 @@ func (r *Redactor) Header(h http.Header) http.Header {
 	}
 	return out
 }
+
+// Value masks a decoded JSON value (what encoding/json gives an any): an
+// object through Fields (a sensitive key's value masked whole), a list
+// element by element, a string through String; numbers, booleans and null
+// as they are. The DLQ tools show a payload through it.
+func (r *Redactor) Value(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return r.Fields(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = r.Value(e)
+		}
+		return out
+	case string:
+		return r.String(x)
+	}
+	return v
+}

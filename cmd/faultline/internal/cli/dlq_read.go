@@ -530,33 +530,13 @@ func payloadOf(p []byte, reveal bool) (json.RawMessage, string) {
 		return nil, masked(string(p))
 	}
 	if !reveal {
-		v = maskJSON(v)
+		v = redact.Default().Value(v)
 	}
 	out, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return nil, masked(string(p))
 	}
 	return out, ""
-}
-
-// maskJSON masks a decoded JSON value: an object through the redactor's
-// Fields (a sensitive key's value masked whole), anything else through
-// String.
-func maskJSON(v any) any {
-	r := redact.Default()
-	switch x := v.(type) {
-	case map[string]any:
-		return r.Fields(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = maskJSON(e)
-		}
-		return out
-	case string:
-		return r.String(x)
-	}
-	return v
 }
 
 func newDLQShowCommand(g *dlqGlobal) *cobra.Command {

@@ -184,7 +184,7 @@ func done(w http.ResponseWriter, r *http.Request, id, what, outcome string) {
 	if outcome != "" {
 		q.Set("outcome", outcome)
 	}
-	http.Redirect(w, r, "/entries/"+url.PathEscape(id)+"?"+q.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/entries/"+string(idPath(id))+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // withAudit adds an audit failure to an outcome shown to the operator.

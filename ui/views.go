@@ -198,6 +198,10 @@ var funcs = template.FuncMap{
 		return out
 	},
 	"join": strings.Join,
+	// idPath is an entry ID as one path segment: every href and form
+	// action carrying an ID goes through it, so an ID holding "/", "?",
+	// "#" or ".." names that entry and no other.
+	"idPath": idPath,
 	// listURL and bulkURL link to the list and a bulk confirmation with an
 	// encoded filter (url.Values.Encode: safe as a URL as it is).
 	"listURL": func(query string) template.URL {
@@ -230,4 +234,15 @@ var funcs = template.FuncMap{
 type countsView struct {
 	Title, Field string
 	M            map[string]int
+}
+
+// idPath escapes id as one path segment (url.PathEscape, and the dots of
+// "." and ".." too, which a path would otherwise resolve). The routes read
+// it back with r.PathValue.
+func idPath(id string) template.URL {
+	e := url.PathEscape(id)
+	if e == "." || e == ".." || e == "" {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return template.URL(e) //nolint:gosec // url.PathEscape's output: one segment, nothing to resolve
 }

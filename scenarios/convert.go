@@ -179,6 +179,12 @@ func (c *converter) convert(d *Document) sim.Scenario {
 		}
 		sc.Invariants.PageWithin = v.D()
 	}
+	for i, secret := range d.Invariants.Secrets {
+		if len(strings.TrimSpace(secret)) < minSecret {
+			c.bad(fmt.Sprintf("invariants.secrets[%d]", i), "expected a planted secret of at least %d characters (a shorter one would match ordinary text), got %q", minSecret, secret)
+		}
+	}
+	sc.Invariants.Secrets = slices.Clone(d.Invariants.Secrets)
 	sc.AbortIf = c.abortIf(d.AbortIf)
 	for i, f := range d.Faults {
 		sc.Faults = append(sc.Faults, c.fault(fmt.Sprintf("faults[%d]", i), f))
@@ -690,6 +696,9 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
+// minSecret is the shortest planted secret invariants.secrets takes.
+const minSecret = 8
+
 // expect builds one expectation.
 func (c *converter) expect(path string, e Expect) sim.Expectation {
 	kinds := []string{}
@@ -767,6 +776,9 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if e.Severity != "" {
 			x.Severity = c.severity(path+".severity", e.Severity)
 		}
+		for i, cl := range e.History {
+			x.History = append(x.History, c.class(fmt.Sprintf("%s.history[%d]", path, i), cl))
+		}
 		return x
 	case "pageWithin":
 		return sim.PageWithin{Within: e.PageWithin.D()}
@@ -818,7 +830,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 func (c *converter) irrelevant(path, kind string, e Expect) {
 	uses := map[string][]string{
 		"count":              {"task", "severity", "class", "receiver", "fingerprint", "equals", "atLeast", "atMost"},
-		"job":                {"state", "route", "severity"},
+		"job":                {"state", "route", "severity", "history"},
 		"pageWithin":         {},
 		"drainedBy":          {},
 		"breakerOpened":      {"atLeast"},
@@ -829,7 +841,7 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 	for _, k := range []struct {
 		name string
 		set  bool
-	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"at", e.At != 0}, {"said", e.Said != ""},
+	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"history", len(e.History) > 0}, {"at", e.At != 0}, {"said", e.Said != ""},
 		{"task", e.Task != ""}, {"severity", e.Severity != ""}, {"class", e.Class != ""}, {"receiver", e.Receiver != ""},
 		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil}} {
 		if k.set && !slices.Contains(uses, k.name) {

@@ -433,6 +433,7 @@ var keyDocs = map[string]keyDoc{
 	"Monitor.interval": {doc: "How often the monitor checks (default 1m)."},
 	"Monitor.severity": {doc: "The severity of the depth and age alerts (default medium); overflows are high.", enum: severityNames()},
 
+	"Invariants.secrets":    {doc: "Texts the scenario plants (a card number, a bearer token, a webhook URL in a fault's body or a job's payload), at least 8 characters each, that must never leave the process: no delivered notification and no field of the report (its effective configuration aside) may carry one, while the DLQ's stored payload of a job created with one keeps it (invariant no-planted-secret-leaves)."},
 	"Invariants.pageWithin": {doc: "How soon a critical failure must reach a person as a high-severity alert (default 5m); off turns the check off.", pattern: `^(off|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
 
 	"AbortIf.dlqDepth":        {doc: "Stops the faults when the DLQ holds more failed entries than this.", min: bound(1)},
@@ -475,6 +476,7 @@ var keyDocs = map[string]keyDoc{
 	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost; dead-lettered and dead-letters take the filters task, severity and class, pages receiver, fingerprint and severity, notifications receiver.", enum: countMetrics},
 	"Expect.job":                {doc: "Expects the job with this ID to end in state (and, when given, with route as its last move and severity as its latest failure's)."},
 	"Expect.state":              {doc: "A job expectation's state.", enum: jobStateNames},
+	"Expect.history":            {doc: "With job: the classes of the failures the job's DLQ entry holds, oldest first (so their count and order too): a job retried, dead-lettered, requeued and dead-lettered again keeps every failure. severity then reads the entry's verdict too.", enum: classNames()},
 	"Expect.route":              {doc: "With job: the reason of the job's last move. With confusion: the route the jobs took (retry, dead-letter, release or divert).", enum: routeNames()},
 	"Expect.pageWithin":         {doc: "Expects a page within this long of the first critical failure."},
 	"Expect.drainedBy":          {doc: "Expects the DLQ empty at this offset."},

@@ -355,6 +355,11 @@ type Invariants struct {
 	// PageWithin is how soon a critical failure must page (default 5m;
 	// "off" turns the check off).
 	PageWithin string `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
+	// Secrets are texts the scenario plants (in a fault's body, a job's
+	// payload) that must never leave the process: no notification, and no
+	// field of the report, may carry one, while a stored payload keeps it
+	// (invariant no-planted-secret-leaves; with none, it is skipped).
+	Secrets []string `yaml:"secrets,omitempty" json:"secrets,omitempty"`
 }
 
 // AbortIf bounds what a drill may do to a real system (sim.AbortIf): when
@@ -440,6 +445,10 @@ type Expect struct {
 	Job   string `yaml:"job,omitempty" json:"job,omitempty"`
 	State string `yaml:"state,omitempty" json:"state,omitempty"`
 	Route string `yaml:"route,omitempty" json:"route,omitempty"`
+	// History, with job, expects the job's DLQ entry to hold exactly these
+	// failures, by class, oldest first (so their count and order too);
+	// severity then reads the entry's verdict as well.
+	History []string `yaml:"history,omitempty" json:"history,omitempty"`
 	// PageWithin expects a page within this long of the first critical
 	// failure.
 	PageWithin Duration `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
 )
@@ -347,17 +349,21 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 }
 
 // JobFate expects job JobID to end in State (and, when set, with its last
-// move Route and its latest failure's Severity).
+// move Route and its latest failure's Severity). With History, its DLQ
+// entry must hold exactly these failures, by class, oldest first — the
+// promise that an entry keeps every failure of its job, a death after a
+// requeue extending it — and Severity reads the entry's verdict too.
 type JobFate struct {
 	JobID    string
 	State    disposition.State
 	Route    disposition.Reason
 	Severity classify.Severity
+	History  []classify.Class
 }
 
 func (f JobFate) jobs() []string { return []string{f.JobID} }
 
-// Evaluate looks the job up.
+// Evaluate looks the job up, and its DLQ entry when History is set.
 func (f JobFate) Evaluate(o *Observation) reports.Expectation {
 	want := f.State.String()
 	if f.Route != "" {
@@ -365,6 +371,9 @@ func (f JobFate) Evaluate(o *Observation) reports.Expectation {
 	}
 	if f.Severity != classify.SeverityNone {
 		want += " with severity " + f.Severity.String()
+	}
+	if len(f.History) > 0 {
+		want += ", its DLQ entry's failure history " + classList(f.History)
 	}
 	e := reports.Expectation{Name: "job " + f.JobID + " ends " + want, Expected: want}
 	got, ok := o.Fate(f.JobID)
@@ -376,9 +385,63 @@ func (f JobFate) Evaluate(o *Observation) reports.Expectation {
 	if got.Severity != classify.SeverityNone {
 		e.Actual += " with severity " + got.Severity.String()
 	}
-	e.Verdict = verdict(got.State == f.State && (f.Route == "" || got.LastMove == f.Route) &&
-		(f.Severity == classify.SeverityNone || got.Severity == f.Severity))
+	ok = got.State == f.State && (f.Route == "" || got.LastMove == f.Route) &&
+		(f.Severity == classify.SeverityNone || got.Severity == f.Severity)
+	if len(f.History) > 0 {
+		entry, found := o.Entry(f.JobID)
+		switch {
+		case !found:
+			e.Actual += ", no DLQ entry"
+			ok = false
+		default:
+			have := make([]classify.Class, len(entry.History))
+			for i, h := range entry.History {
+				have[i] = h.Verdict.Class
+			}
+			e.Actual += ", its DLQ entry's failure history " + classList(have)
+			if f.Severity != classify.SeverityNone && entry.Verdict.Severity != f.Severity {
+				e.Actual += " with entry severity " + entry.Verdict.Severity.String()
+				ok = false
+			}
+			if !slices.Equal(have, f.History) {
+				ok = false
+				e.Actual += fmt.Sprintf(": job %s's entry breaks the rule that a DLQ entry keeps every failure of its job, oldest first, a death after a requeue extending it (it holds %d, %d expected)",
+					f.JobID, len(have), len(f.History))
+			}
+		}
+	}
+	e.Verdict = verdict(ok)
 	return e
+}
+
+// classList writes classes as "[transient, transient, permanent]".
+func classList(cs []classify.Class) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = c.String()
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// Entry returns job id's DLQ entry at the end of the run, if it has one:
+// read from the store, or, for a drill, from the entries it read last.
+func (o *Observation) Entry(id string) (dlq.Entry, bool) {
+	if o.w == nil {
+		return dlq.Entry{}, false
+	}
+	if o.w.judge != nil {
+		for _, e := range o.w.judge.dlq {
+			if e.Job.ID == id {
+				return e, true
+			}
+		}
+		return dlq.Entry{}, false
+	}
+	e, err := o.w.backend.Get(o.w.ctx, id)
+	if err != nil {
+		return dlq.Entry{}, false
+	}
+	return e, true
 }
 
 // PageWithin expects a high-severity alert to reach a receiver within

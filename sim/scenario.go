@@ -235,6 +235,13 @@ type Invariants struct {
 	// PageWithin is how soon a critical failure must reach a person as a
 	// high-severity alert (default 5m; negative turns the check off).
 	PageWithin time.Duration
+	// Secrets are texts the scenario planted (in a fault's body, a job's
+	// payload) that must never leave the process: no delivered
+	// notification and no field of the report (its effective configuration
+	// aside, which is the scenario's own text) may carry one, while the
+	// DLQ's stored payload of a job created with one keeps it, to requeue
+	// it as it was (InvNoSecretLeaves; none: skipped).
+	Secrets []string
 }
 
 // StepKind is what an operator does.

@@ -341,6 +341,9 @@ type BulkOutcome struct {
 	Reasons    map[string]int `json:"skipped_by_reason,omitempty"`
 	AuditID    string         `json:"audit_id,omitempty"`
 	AuditError string         `json:"audit_error,omitempty"`
+	// Plan is a dry run's signed plan: the run carries it back, and the
+	// server refuses a run that differs from it.
+	Plan string `json:"plan,omitempty"`
 }
 
 func (p *BulkPlan) check() error {
@@ -399,6 +402,7 @@ func (s *server) dryRun(ctx context.Context, p *BulkPlan) (_ BulkOutcome, ferr e
 				out.Stated++
 			}
 		}
+		out.Plan = s.signStated(p, out.Stated)
 		return out, nil
 	}
 	f, err := p.filter()
@@ -420,7 +424,15 @@ func (s *server) dryRun(ctx context.Context, p *BulkPlan) (_ BulkOutcome, ferr e
 		return out, fmt.Errorf("count the entries to %s: %w", p.Action, err)
 	}
 	out.Stated = res.Matched
+	out.Plan = s.signStated(p, out.Stated)
 	return out, nil
+}
+
+// signStated signs p with stated as its count.
+func (s *server) signStated(p *BulkPlan, stated int) string {
+	q := *p
+	q.Stated = stated
+	return s.signPlan(&q)
 }
 
 // runBulk does p: its filter, bounded by the cut-off taken when the count
@@ -436,6 +448,9 @@ func (s *server) runBulk(ctx context.Context, p *BulkPlan, via string) (_ BulkOu
 	if len(p.IDs) == 0 {
 		if p.CutOff.IsZero() {
 			return out, &InputError{Field: "cut_off", Reason: "required: the cut-off time the confirmation took with its count"}
+		}
+		if now := s.cfg.Now(); p.CutOff.After(now) {
+			return out, &InputError{Field: "cut_off", Reason: "later than now (" + cutOffText(now) + "): a cut-off is the time a count was taken"}
 		}
 		var err error
 		if f, err = p.filter(); err != nil {

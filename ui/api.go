@@ -204,6 +204,7 @@ type bulkBody struct {
 	Stated *int       `json:"stated"`
 	Budget string     `json:"budget"`
 	Queue  string     `json:"queue"`
+	Plan   string     `json:"plan"`
 }
 
 func (s *server) apiBulk(action string) func(http.ResponseWriter, *http.Request, string) {
@@ -229,7 +230,9 @@ func (s *server) apiBulk(action string) func(http.ResponseWriter, *http.Request,
 				return
 			}
 			p.Stated = *b.Stated
-			out, err = s.runBulk(r.Context(), &p, viaAPI)
+			if err = s.enforcePlan(&p, b.Plan); err == nil {
+				out, err = s.runBulk(r.Context(), &p, viaAPI)
+			}
 		}
 		if err != nil {
 			apiFail(w, err)

@@ -221,6 +221,16 @@ func (hs *harness) api(method, path, token string, body any) *httptest.ResponseR
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
+var planRE = regexp.MustCompile(`name="plan" value="([^"]+)"`)
+
+// planIn returns the signed plan a bulk confirmation page's form carries.
+func planIn(body string) string {
+	GinkgoHelper()
+	m := planRE.FindStringSubmatch(body)
+	Expect(m).NotTo(BeNil(), "a signed plan on the confirmation")
+	return m[1]
+}
+
 // csrf loads an entry page and returns its CSRF token (the cookie it is
 // bound to is kept).
 func (hs *harness) csrf() string {

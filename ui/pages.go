@@ -291,6 +291,8 @@ type bulkData struct {
 	Verb    string
 	Query   string
 	Missing string
+	// Token is the signed plan the confirmation's form carries.
+	Token string
 }
 
 // planOf reads a bulk plan from a form or a query.
@@ -334,7 +336,7 @@ func (s *server) pgBulkConfirm(w http.ResponseWriter, r *http.Request, v *view) 
 	}
 	p.Stated = out.Stated
 	v.Title = "Confirm: " + p.verb()
-	v.Data = bulkData{Plan: p, Out: out, Hidden: hidden(p.Spec.Values()), CutOff: p.CutOff.UTC().Format(time.RFC3339Nano), Verb: p.verb(), Query: p.Spec.Values().Encode()}
+	v.Data = bulkData{Plan: p, Out: out, Hidden: hidden(p.Spec.Values()), CutOff: p.CutOff.UTC().Format(time.RFC3339Nano), Verb: p.verb(), Query: p.Spec.Values().Encode(), Token: out.Plan}
 	s.render(w, http.StatusOK, "confirm", v)
 }
 
@@ -346,6 +348,10 @@ func (s *server) pgBulk(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	if r.PostFormValue("stated") == "" {
 		s.actionFail(w, r, v, "bulk", &InputError{Field: "stated", Reason: "required: the count the confirmation showed"})
+		return
+	}
+	if err := s.enforcePlan(&p, r.PostFormValue("plan")); err != nil {
+		s.actionFail(w, r, v, "bulk", err)
 		return
 	}
 	out, err := s.runBulk(r.Context(), &p, viaUI)

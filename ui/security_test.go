@@ -2,15 +2,19 @@ package ui_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"html"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	seedlayout "github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/ui"
 )
@@ -94,5 +98,145 @@ var _ = Describe("the web UI against issue 16's attacks", func() {
 				}
 			}
 		})
+	})
+
+	Describe("a bulk action's plan", func() {
+		// confirm loads a confirmation and returns its form's fields.
+		confirm := func(path string) url.Values {
+			GinkgoHelper()
+			rec := hs.get(path)
+			Expect(rec.Code).To(Equal(http.StatusOK))
+			form := url.Values{}
+			for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(rec.Body.String(), -1) {
+				form.Add(m[1], html.UnescapeString(m[2]))
+			}
+			Expect(form.Get("plan")).NotTo(BeEmpty())
+			return form
+		}
+		addLate := func() {
+			GinkgoHelper()
+			// Entries outside the confirmed filter, dying after the confirmation.
+			for _, id := range []string{"late-1", "late-2"} {
+				e := entryAt(id, "email", classify.Medium, classify.Transient, 0, `{}`, "boom")
+				_, err := hs.store.Add(context.Background(), e, time.Now())
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+
+		It("refuses a POST that drops the confirmed filter and sets a later cut-off, naming what changed; nothing moves", func() {
+			form := confirm("/bulk?action=delete&task=charge")
+			Expect(form.Get("stated")).To(Equal("3"))
+			addLate()
+			crafted := url.Values{"csrf": form["csrf"], "action": {"delete"}, "cut_off": {"2999-01-01T00:00:00Z"}, "stated": form["stated"], "plan": form["plan"]}
+			rec := hs.postForm("/bulk", crafted)
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("filter"))
+			crafted.Set("task", "charge")
+			rec = hs.postForm("/bulk", crafted)
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("cut_off"))
+			for _, id := range []string{"ord-1", "ord-2", "ord-3", "xss-4", "late-1"} {
+				Expect(hs.status(id)).NotTo(Equal("deleted"), id)
+			}
+		})
+
+		It("refuses a POST without the signed plan, or with a forged or altered one", func() {
+			form := confirm("/bulk?action=delete&task=charge")
+			noPlan := url.Values{}
+			for k, v := range form {
+				if k != "plan" {
+					noPlan[k] = v
+				}
+			}
+			Expect(hs.postForm("/bulk", noPlan).Code).To(Equal(http.StatusBadRequest))
+			forged := url.Values{}
+			for k, v := range noPlan {
+				forged[k] = v
+			}
+			forged.Set("plan", form.Get("plan")+"0")
+			rec := hs.postForm("/bulk", forged)
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("plan"))
+			forged.Set("stated", "4")
+			forged.Set("plan", form.Get("plan"))
+			rec = hs.postForm("/bulk", forged)
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("stated"))
+			Expect(hs.status("ord-1")).To(Equal("failed"))
+			// The form as confirmed runs.
+			rec = hs.postForm("/bulk", form)
+			Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+			Expect(rec.Body.String()).To(ContainSubstring(`moved <strong id="r-moved">3</strong>`))
+			Expect(hs.status("xss-4")).To(Equal("failed"))
+		})
+
+		It("refuses a selection of IDs other than the confirmed one", func() {
+			form := confirm("/bulk?action=delete&id=ord-1")
+			form.Add("id", "ord-2")
+			rec := hs.postForm("/bulk", form)
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("id"))
+			Expect(hs.status("ord-2")).To(Equal("failed"))
+		})
+
+		It("makes the API's run carry its dry run's plan, refusing another filter, cut-off or operator", func() {
+			api := newHarnessOn(hs, func(c *ui.Config) { c.Tokens = map[string]string{"alice": aliceToken, "bob": bobToken} })
+			filter := map[string][]string{"task": {"charge"}}
+			dry := decodeJSON(api.api(http.MethodPost, "/api/v1/delete", aliceToken, map[string]any{"filter": filter, "dry_run": true}))
+			Expect(dry).To(HaveKeyWithValue("stated", 3.0))
+			Expect(dry["plan"]).NotTo(BeEmpty())
+			addLate()
+			for _, c := range []struct {
+				field string
+				token string
+				body  map[string]any
+			}{
+				{"plan", aliceToken, map[string]any{"filter": filter, "stated": 3, "cut_off": dry["cut_off"]}},
+				{"filter", aliceToken, map[string]any{"stated": 3, "cut_off": dry["cut_off"], "plan": dry["plan"]}},
+				{"cut_off", aliceToken, map[string]any{"filter": filter, "stated": 3, "cut_off": "2999-01-01T00:00:00Z", "plan": dry["plan"]}},
+				{"plan", bobToken, map[string]any{"filter": filter, "stated": 3, "cut_off": dry["cut_off"], "plan": dry["plan"]}},
+			} {
+				rec := api.api(http.MethodPost, "/api/v1/delete", c.token, c.body)
+				Expect(rec.Code).To(Equal(http.StatusBadRequest), "%v", c.body)
+				Expect(decodeJSON(rec)).To(HaveKeyWithValue("field", c.field))
+			}
+			Expect(hs.status("ord-1")).To(Equal("failed"))
+			Expect(hs.status("late-1")).To(Equal("failed"))
+			rec := api.api(http.MethodPost, "/api/v1/delete", aliceToken, map[string]any{"filter": filter, "stated": 3, "cut_off": dry["cut_off"], "plan": dry["plan"]})
+			Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+			Expect(decodeJSON(rec)).To(HaveKeyWithValue("moved", 3.0))
+			Expect(hs.status("late-1")).To(Equal("failed"))
+		})
+	})
+
+	It("runs a seed bulk requeue only with a cut-off this server's count signed", func() {
+		sh, c := newSeedHarness(lanes[0].url(), true, nil)
+		body := sh.get("/seed/bulk?status=failed").Body.String()
+		csrf := csrfRE.FindStringSubmatch(body)[1]
+		cutoff := regexp.MustCompile(`name="cutoff" value="([^"]+)"`).FindStringSubmatch(body)[1]
+		// Dead-lettered after the count: a made-up cut-off would take it.
+		Expect(c.LPush(context.Background(), "t:dead_letter", seedEntry("late", 9, "late failure")).Err()).To(Succeed())
+		payload, _, _ := strings.Cut(cutoff, ".")
+		raw, err := base64.RawURLEncoding.DecodeString(payload)
+		Expect(err).NotTo(HaveOccurred())
+		var cut seedlayout.Cutoff
+		Expect(json.Unmarshal(raw, &cut)).To(Succeed())
+		for i := range cut.Lists {
+			cut.Lists[i].Length += 100
+		}
+		raised, err := json.Marshal(cut)
+		Expect(err).NotTo(HaveOccurred())
+		for _, forged := range []string{
+			base64.RawURLEncoding.EncodeToString(raised),                         // unsigned
+			base64.RawURLEncoding.EncodeToString(raised) + cutoff[len(payload):], // another cut-off's signature
+		} {
+			rec := sh.postForm("/seed/bulk", url.Values{"csrf": {csrf}, "status": {"failed"}, "cutoff": {forged}, "stated": {"3"}})
+			Expect(rec.Code).To(Equal(http.StatusBadRequest))
+			Expect(rec.Body.String()).To(ContainSubstring("cutoff"))
+		}
+		Expect(c.LLen(context.Background(), "t:default").Val()).To(BeZero())
+		rec := sh.postForm("/seed/bulk", url.Values{"csrf": {csrf}, "status": {"failed"}, "cutoff": {cutoff}, "stated": {"3"}})
+		Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+		Expect(c.LRange(context.Background(), "t:default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("late")))
 	})
 })

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -325,16 +324,20 @@ func seedReasons(r seed.BulkResult) map[string]int {
 }
 
 // encodeCutoff and decodeCutoff carry a cut-off through a form or a JSON
-// body as opaque text.
-func encodeCutoff(c seed.Cutoff) string {
+// body as opaque text, signed under the server's secret: a run takes only a
+// cut-off this server's count returned, never one a request made up.
+func (s *server) encodeCutoff(c seed.Cutoff) string {
 	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return s.sealText("seed-cutoff", b)
 }
 
-func decodeCutoff(s string) (seed.Cutoff, error) {
+func (s *server) decodeCutoff(text string) (seed.Cutoff, error) {
 	var c seed.Cutoff
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
+	b, ok := s.openText("seed-cutoff", text)
+	var err error
+	if !ok {
+		err = errors.New("not signed by this server")
+	} else {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || len(c.Lists) == 0 {
@@ -353,7 +356,7 @@ func (s *server) seedCount(ctx context.Context, f seed.Filter) (_ SeedBulk, ferr
 		return SeedBulk{}, fmt.Errorf("count the entries to requeue: %w", err)
 	}
 	return SeedBulk{DryRun: true, Filter: seedFilterText(f), Stated: res.Requeued, Matched: res.Matched,
-		Skipped: res.Matched - res.Requeued, Reasons: seedReasons(res), Cutoff: encodeCutoff(res.Cutoff)}, nil
+		Skipped: res.Matched - res.Requeued, Reasons: seedReasons(res), Cutoff: s.encodeCutoff(res.Cutoff)}, nil
 }
 
 // seedRunBulk requeues what f selects among the entries the cut-off saw,
@@ -361,7 +364,7 @@ func (s *server) seedCount(ctx context.Context, f seed.Filter) (_ SeedBulk, ferr
 func (s *server) seedRunBulk(ctx context.Context, f seed.Filter, cutoff seed.Cutoff, stated int, who, via string) (_ SeedBulk, ferr error) {
 	defer func() { s.countErr(actionRequeue, ferr) }()
 	sc := s.cfg.Seed
-	out := SeedBulk{Filter: seedFilterText(f), Stated: stated, Cutoff: encodeCutoff(cutoff)}
+	out := SeedBulk{Filter: seedFilterText(f), Stated: stated, Cutoff: s.encodeCutoff(cutoff)}
 	if !sc.Requeue {
 		return out, ErrReadOnly
 	}
@@ -538,7 +541,7 @@ func (s *server) pgSeedBulkConfirm(w http.ResponseWriter, r *http.Request, v *vi
 }
 
 func (s *server) pgSeedBulk(w http.ResponseWriter, r *http.Request, v *view) {
-	f, cutoff, stated, err := seedBulkForm(r.PostForm)
+	f, cutoff, stated, err := s.seedBulkForm(r.PostForm)
 	if err != nil {
 		s.actionFail(w, r, v, "requeue", err)
 		return
@@ -554,12 +557,12 @@ func (s *server) pgSeedBulk(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 // seedBulkForm reads a bulk run's filter, cut-off and stated count.
-func seedBulkForm(vals url.Values) (seed.Filter, seed.Cutoff, int, error) {
+func (s *server) seedBulkForm(vals url.Values) (seed.Filter, seed.Cutoff, int, error) {
 	f, err := seedFilterOf(vals)
 	if err != nil {
 		return f, seed.Cutoff{}, 0, err
 	}
-	c, err := decodeCutoff(vals.Get("cutoff"))
+	c, err := s.decodeCutoff(vals.Get("cutoff"))
 	if err != nil {
 		return f, c, 0, err
 	}
@@ -679,7 +682,7 @@ func (s *server) apiSeedRequeue(w http.ResponseWriter, r *http.Request, who stri
 		err = &InputError{Field: "stated", Reason: "required: the count a dry run answered (with its cutoff)"}
 	default:
 		var c seed.Cutoff
-		if c, err = decodeCutoff(b.Cutoff); err == nil {
+		if c, err = s.decodeCutoff(b.Cutoff); err == nil {
 			out, err = s.seedRunBulk(r.Context(), f, c, *b.Stated, who, viaAPI)
 		}
 	}

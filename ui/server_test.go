@@ -211,7 +211,7 @@ var _ = Describe("faultline's web UI", func() {
 					late := entryAt("ord-late", "charge", classify.Medium, classify.Transient, -time.Second, `{}`, "late")
 					_, err := hs.store.Add(context.Background(), late, time.Now())
 					Expect(err).NotTo(HaveOccurred())
-					rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "severity": {"medium"}, "cut_off": {cut[1]}, "stated": {"2"}, "budget": {"one"}})
+					rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "severity": {"medium"}, "cut_off": {cut[1]}, "stated": {"2"}, "budget": {"one"}, "plan": {planIn(body)}})
 					Expect(rec.Code).To(Equal(http.StatusOK))
 					Expect(rec.Body.String()).To(ContainSubstring(`stated <strong id="r-stated">2</strong>, moved <strong id="r-moved">2</strong>, skipped <strong id="r-skipped">0</strong>`))
 					Expect(hs.status("ord-2")).To(Equal("requeued"))
@@ -229,7 +229,7 @@ var _ = Describe("faultline's web UI", func() {
 					body := hs.get("/bulk?action=delete&id=ord-1&id=ord-2&id=nope").Body.String()
 					Expect(body).To(ContainSubstring(`<strong id="stated">2</strong>`))
 					tok := csrfRE.FindStringSubmatch(body)[1]
-					rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"delete"}, "id": {"ord-1", "ord-2"}, "stated": {"2"}})
+					rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"delete"}, "id": {"ord-1", "ord-2", "nope"}, "stated": {"2"}, "plan": {planIn(body)}})
 					Expect(rec.Code).To(Equal(http.StatusOK))
 					Expect(rec.Body.String()).To(ContainSubstring(`moved <strong id="r-moved">2</strong>`))
 					Expect(hs.status("ord-1")).To(Equal("deleted"))
@@ -345,7 +345,7 @@ var _ = Describe("the JSON API", func() {
 		Expect(hs.status("ord-1")).To(Equal("failed"))
 		rec := hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": filter})
 		Expect(rec.Code).To(Equal(http.StatusBadRequest), "no stated count")
-		rec = hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": filter, "stated": 3, "cut_off": dry["cut_off"], "budget": "reset"})
+		rec = hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": filter, "stated": 3, "cut_off": dry["cut_off"], "plan": dry["plan"], "budget": "reset"})
 		Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
 		Expect(decodeJSON(rec)).To(And(HaveKeyWithValue("moved", 3.0), HaveKeyWithValue("stated", 3.0)))
 		page, err := hs.store.AuditLog(context.Background(), "", 10)
@@ -414,7 +414,7 @@ var _ = Describe("an audit stream that cannot be written", func() {
 		Expect(body).To(ContainSubstring(`<strong id="stated">3</strong>`))
 		cut := regexp.MustCompile(`name="cut_off" value="([^"]+)"`).FindStringSubmatch(body)[1]
 		tok := csrfRE.FindStringSubmatch(body)[1]
-		rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"charge"}, "cut_off": {cut}, "stated": {"3"}})
+		rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"charge"}, "cut_off": {cut}, "stated": {"3"}, "plan": {planIn(body)}})
 		Expect(rec.Code).To(Equal(http.StatusInternalServerError))
 		Expect(rec.Body.String()).To(ContainSubstring("nothing moved"))
 		Expect(hs.status("ord-1")).To(Equal("failed"))
@@ -449,13 +449,13 @@ var _ = Describe("two bulk requeues of the same set at once", func() {
 			var apiOut map[string]any
 			wg.Go(func() {
 				defer GinkgoRecover()
-				rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"bulk"}, "cut_off": {cut}, "stated": {strconv.Itoa(n)}})
+				rec := hs.postForm("/bulk", url.Values{"csrf": {tok}, "action": {"requeue"}, "task": {"bulk"}, "cut_off": {cut}, "stated": {strconv.Itoa(n)}, "plan": {planIn(body)}})
 				Expect(rec.Code).To(Equal(http.StatusOK))
 				uiBody = rec.Body.String()
 			})
 			wg.Go(func() {
 				defer GinkgoRecover()
-				rec := hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": map[string][]string{"task": {"bulk"}}, "stated": n, "cut_off": dry["cut_off"]})
+				rec := hs.api(http.MethodPost, "/api/v1/requeue", aliceToken, map[string]any{"filter": map[string][]string{"task": {"bulk"}}, "stated": n, "cut_off": dry["cut_off"], "plan": dry["plan"]})
 				Expect(rec.Code).To(Equal(http.StatusOK))
 				apiOut = decodeJSON(rec)
 			})

@@ -193,7 +193,7 @@ func uiRaceLane(name string, n int, start func() string) {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			uiCode, uiOut = post(fmt.Sprintf(`{"cut_off": %q, "stated": %d}`, count["cut_off"], n))
+			uiCode, uiOut = post(fmt.Sprintf(`{"cut_off": %q, "stated": %d, "plan": %q}`, count["cut_off"], n, count["plan"]))
 		})
 		close(release)
 		wg.Wait()

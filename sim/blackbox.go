@@ -191,6 +191,10 @@ func judgeExternal(sc Scenario, h *History) *reports.Result {
 	for _, n := range notObservable {
 		invs = append(invs, reports.InvariantResult{Name: n.name, Verdict: reports.NotObservable, Note: n.why})
 	}
+	if len(sc.Invariants.Secrets) > 0 {
+		invs = append(invs, reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.NotObservable,
+			Note: "not observable from outside the system: a black-box drill does not judge what its notifications and its DLQ's texts carry"})
+	}
 	res.Invariants = invs
 	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	if !judged {

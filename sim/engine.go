@@ -161,6 +161,10 @@ type world struct {
 	critFPs   map[string]bool
 	firstPage time.Duration
 	hasPage   bool
+	// planted are the payloads of the jobs created with a planted secret
+	// (InvNoSecretLeaves), by job ID, in plantedOrder.
+	planted      map[string][]byte
+	plantedOrder []string
 	// mon is the DLQ monitor, when the scenario has one: it hears the
 	// store's overflow reports as they happen.
 	mon *worker.Monitor
@@ -593,6 +597,9 @@ func (w *world) newJob(t *taskGen, pj PlannedJob, now time.Time) (job.Job, int64
 	}
 	if payload != "" {
 		j.Payload = []byte(strings.NewReplacer("{n}", strconv.FormatInt(w.seq, 10), "{id}", j.ID).Replace(payload))
+		if len(w.sc.Invariants.Secrets) > 0 {
+			w.plant(j.ID, j.Payload)
+		}
 	}
 	return j, n
 }
@@ -1085,6 +1092,7 @@ func (w *world) critical(r *rec, fp string) {
 
 // deliver records a notification a sink accepted.
 func (w *world) deliver(receiver string, n alert.Notification) {
+	w.checkNotificationSecrets(receiver, n)
 	off := w.now()
 	w.alerts.Notifications++
 	if w.alerts.ByReceiver == nil {

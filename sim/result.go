@@ -85,6 +85,7 @@ func (w *world) result() *reports.Result {
 			stopped = "the run was interrupted at " + fmtOffset(w.now())
 		}
 	}
+	w.checkResultSecrets(res)
 	res.Violations = append(res.Violations, w.led.violations...)
 	res.Invariants = w.invariants(stopped)
 
@@ -130,6 +131,9 @@ func (w *world) invariants(stopped string) []reports.InvariantResult {
 		case stopped != "":
 			ir.Verdict, ir.Note = reports.Skipped, "not checked to the end: "+stopped
 		}
+		out = append(out, ir)
+	}
+	if ir, ok := w.secretResult(stopped); ok {
 		out = append(out, ir)
 	}
 	return out

@@ -74,6 +74,14 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		return out
 	}
 
+	It("lists the planted-secrets invariant as not observable, never passed, when the scenario plants secrets", func() {
+		sc := scenario()
+		sc.Invariants.Secrets = []string{"4242 4242 4242 4242"}
+		r := judge(sc, history())
+		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvNoSecretLeaves, reports.NotObservable))
+		Expect(verdicts(judge(scenario(), history()))).NotTo(HaveKey(sim.InvNoSecretLeaves))
+	})
+
 	It("passes a system that handled every job, and lists what it cannot see as not observable, never passed", func() {
 		r := judge(scenario(), history())
 		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)

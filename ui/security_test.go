@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -238,5 +239,71 @@ var _ = Describe("the web UI against issue 16's attacks", func() {
 		rec := sh.postForm("/seed/bulk", url.Values{"csrf": {csrf}, "status": {"failed"}, "cutoff": {cutoff}, "stated": {"3"}})
 		Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
 		Expect(c.LRange(context.Background(), "t:default", 0, -1).Val()).NotTo(ContainElement(ContainSubstring("late")))
+	})
+
+	Describe("the CSRF token", func() {
+		It("is bound to who signed in: a token another operator obtained for a planted cookie is refused", func() {
+			toks := map[string]string{"alice": aliceToken, "bob": bobToken}
+			alice := newHarnessOn(hs, func(c *ui.Config) { c.Tokens = toks })
+			fixed := &http.Cookie{Name: "faultline_csrf", Value: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
+			bob := &harness{store: hs.store, h: alice.h, cookies: []*http.Cookie{fixed},
+				auth: func(r *http.Request) { r.SetBasicAuth("bob", bobToken) }}
+			bobTok := bob.csrf()
+			alice.cookies = []*http.Cookie{fixed}
+			alice.auth = func(r *http.Request) { r.SetBasicAuth("alice", aliceToken) }
+			rec := alice.postForm("/entries/ord-2/delete", url.Values{"csrf": {bobTok}})
+			Expect(rec.Code).To(Equal(http.StatusForbidden))
+			Expect(hs.status("ord-2")).To(Equal("failed"))
+			rec = alice.postForm("/entries/ord-2/delete", url.Values{"csrf": {alice.csrf()}})
+			Expect(rec.Code).To(Equal(http.StatusSeeOther))
+			Expect(hs.status("ord-2")).To(Equal("deleted"))
+		})
+
+		It("rides a __Host- cookie, Secure, HttpOnly and SameSite=Strict, when the browser comes over HTTPS", func() {
+			for i, mut := range []func(*ui.Config){
+				func(c *ui.Config) { c.TLS = true },
+				func(c *ui.Config) { c.InsecureHTTP = true }, // a proxy serves HTTPS
+			} {
+				b := newHarnessOn(hs, mut)
+				rec := b.get("/entries/ord-2")
+				Expect(rec.Code).To(Equal(http.StatusOK))
+				Expect(rec.Result().Cookies()).To(ConsistOf(And(
+					HaveField("Name", "__Host-faultline_csrf"), HaveField("Secure", true), HaveField("HttpOnly", true),
+					HaveField("SameSite", http.SameSiteStrictMode), HaveField("Path", "/"), HaveField("Domain", ""))))
+				tok := csrfRE.FindStringSubmatch(rec.Body.String())[1]
+				id := []string{"ord-2", "ord-3"}[i]
+				Expect(b.postForm("/entries/"+id+"/quarantine", url.Values{"csrf": {tok}, "reason": {"spec"}}).Code).To(Equal(http.StatusSeeOther))
+				Expect(hs.status(id)).To(Equal("quarantined"))
+			}
+			// Plain-HTTP loopback: a browser refuses a __Host- cookie that is not Secure.
+			Expect(hs.get("/entries/ord-2").Result().Cookies()).To(ConsistOf(And(
+				HaveField("Name", "faultline_csrf"), HaveField("HttpOnly", true), HaveField("SameSite", http.SameSiteStrictMode))))
+		})
+
+		It("refuses, even with a valid token, a POST the browser says came from another site or origin", func() {
+			tok := hs.csrf()
+			for _, hdr := range []map[string]string{
+				{"Sec-Fetch-Site": "cross-site"},
+				{"Sec-Fetch-Site": "same-site"}, // another port of 127.0.0.1
+				{"Origin": "http://evil.example"},
+				{"Origin": "http://127.0.0.1:3000"},
+				{"Origin": "null"},
+			} {
+				req := httptest.NewRequest(http.MethodPost, "/entries/ord-2/delete", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				rec := hs.do(req)
+				Expect(rec.Code).To(Equal(http.StatusForbidden), "%v", hdr)
+				Expect(hs.status("ord-2")).To(Equal("failed"), "%v", hdr)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/entries/ord-2/delete", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "http://"+specHost)
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			Expect(hs.do(req).Code).To(Equal(http.StatusSeeOther))
+			Expect(hs.status("ord-2")).To(Equal("deleted"))
+		})
 	})
 })

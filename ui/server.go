@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
@@ -16,6 +15,8 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,10 +29,14 @@ import (
 var assets embed.FS
 
 // The cookie that binds a browser's CSRF token, and the form field that
-// carries the token.
+// carries the token. Served over HTTPS (TLS, or a proxy's with
+// InsecureHTTP) the cookie is Secure and carries the __Host- prefix, so no
+// sibling host and no plain-HTTP page can plant it; on plain-HTTP loopback a
+// browser refuses a __Host- cookie, so it goes by its plain name.
 const (
-	csrfCookie = "faultline_csrf"
-	csrfField  = "csrf"
+	csrfCookieHost  = "__Host-faultline_csrf"
+	csrfCookiePlain = "faultline_csrf"
+	csrfField       = "csrf"
 )
 
 // server is the handler New returns.
@@ -246,11 +251,24 @@ func (s *server) who(r *http.Request, bearerOnly bool) (string, bool) {
 	return name, true
 }
 
-// csrfToken returns the browser's CSRF token, setting its cookie when the
-// browser has none: the token is an HMAC of the cookie under the process's
-// secret, so a page from another site can neither read nor forge it.
-func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	c, err := r.Cookie(csrfCookie)
+// secureCookie says the browser reaches the UI over HTTPS: TLS here, or a
+// proxy's (InsecureHTTP: the proxy terminates TLS).
+func (s *server) secureCookie() bool { return s.cfg.TLS || s.cfg.InsecureHTTP }
+
+func (s *server) csrfCookieName() string {
+	if s.secureCookie() {
+		return csrfCookieHost
+	}
+	return csrfCookiePlain
+}
+
+// csrfToken returns the CSRF token of the browser's cookie and who,
+// setting the cookie when the browser has none: the token is an HMAC of
+// who and the cookie under the process's secret, so a page from another
+// site can neither read nor forge it, and a token obtained under one
+// identity is no use to another.
+func (s *server) csrfToken(w http.ResponseWriter, r *http.Request, who string) string {
+	c, err := r.Cookie(s.csrfCookieName())
 	val := ""
 	if err == nil && len(c.Value) >= 22 {
 		val = c.Value
@@ -258,26 +276,59 @@ func (s *server) csrfToken(w http.ResponseWriter, r *http.Request) string {
 		b := make([]byte, 18)
 		_, _ = rand.Read(b)
 		val = base64.RawURLEncoding.EncodeToString(b)
-		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: val, Path: "/", HttpOnly: true,
-			Secure: s.cfg.TLS, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: s.csrfCookieName(), Value: val, Path: "/", HttpOnly: true,
+			Secure: s.secureCookie(), SameSite: http.SameSiteStrictMode})
 	}
-	return s.sign(val)
+	return s.sign(who, val)
 }
 
-func (s *server) sign(v string) string {
-	m := hmac.New(sha256.New, s.secret)
-	m.Write([]byte("csrf\x00" + v))
-	return hex.EncodeToString(m.Sum(nil))
+// sign is the CSRF token of who and cookie value v (who is length-prefixed,
+// so no two pairs share a message).
+func (s *server) sign(who, v string) string {
+	return s.mac("csrf", []byte(strconv.Itoa(len(who))+":"+who+"\x00"+v))
 }
 
-// csrfOK checks a POST's token against its cookie.
-func (s *server) csrfOK(r *http.Request) bool {
-	c, err := r.Cookie(csrfCookie)
+// csrfOK checks a POST's token against its cookie and who.
+func (s *server) csrfOK(r *http.Request, who string) bool {
+	c, err := r.Cookie(s.csrfCookieName())
 	if err != nil || c.Value == "" {
 		return false
 	}
 	got := r.PostFormValue(csrfField)
-	return got != "" && hmac.Equal([]byte(got), []byte(s.sign(c.Value)))
+	return got != "" && hmac.Equal([]byte(got), []byte(s.sign(who, c.Value)))
+}
+
+// crossSite says why a state-changing POST comes from another site (""
+// when it does not): defence in depth behind the token, for a browser
+// that sends Sec-Fetch-Site or Origin. Another port of the same host is
+// "same-site" to a browser, yet another server: only same-origin passes.
+func (s *server) crossSite(r *http.Request) string {
+	switch site := strings.ToLower(r.Header.Get("Sec-Fetch-Site")); site {
+	case "cross-site", "same-site":
+		return "the browser says the form came from another site (Sec-Fetch-Site: " + site + ")"
+	case "same-origin":
+		// The browser's own word; its Origin is "null" under this UI's
+		// Referrer-Policy: no-referrer.
+		return ""
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return ""
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("the form's Origin %q is not this server", cutText(o, 80))
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return ""
+	}
+	// A proxy's name (--host) may differ from the Host the proxy forwards.
+	for _, h := range s.cfg.Hosts {
+		if strings.EqualFold(u.Hostname(), strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the form's Origin %q is not this server (%s)", cutText(o, 80), r.Host)
 }
 
 // nonce returns a fresh CSP nonce.
@@ -319,7 +370,7 @@ func (s *server) page(h func(http.ResponseWriter, *http.Request, *view)) http.Ha
 		}
 		v := &view{Nonce: nonce(), Who: who, Namespace: s.cfg.Namespace, Target: s.cfg.Target, Seed: s.cfg.Seed != nil}
 		_, v.Auditing = s.auditor()
-		v.CSRF = s.csrfToken(w, r)
+		v.CSRF = s.csrfToken(w, r, who)
 		setCSP(w, v.Nonce)
 		h(w, r, v)
 	}
@@ -334,7 +385,12 @@ func (s *server) post(h func(http.ResponseWriter, *http.Request, *view)) http.Ha
 			s.fail(w, r, v, http.StatusBadRequest, "Bad request", "The form could not be read: "+err.Error())
 			return
 		}
-		if !s.csrfOK(r) {
+		if why := s.crossSite(r); why != "" {
+			s.fail(w, r, v, http.StatusForbidden, "Refused: a form from another site",
+				"This UI takes changes only from its own pages: "+why+". Nothing changed.")
+			return
+		}
+		if !s.csrfOK(r, v.Who) {
 			s.fail(w, r, v, http.StatusForbidden, "Refused: missing or wrong CSRF token",
 				"Every change is a form of this UI carrying its token. Reload the page you came from and try again; nothing changed.")
 			return

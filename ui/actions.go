@@ -101,6 +101,10 @@ func (s *server) record(ctx context.Context, rec dlq.AuditRecord, failed error) 
 	if len(rec.IDs) > auditIDs {
 		rec.IDs = rec.IDs[:auditIDs]
 	}
+	// An operator's note or filter may quote a secret (a reason pasting a
+	// password, --error-text holding a key): neither the stream nor the
+	// log keeps it.
+	rec.Note, rec.Filter = maskText(rec.Note), maskText(rec.Filter)
 	line := actionLine{AuditRecord: rec}
 	var aerr error
 	if a, ok := s.auditor(); ok {

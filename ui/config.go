@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -194,6 +195,11 @@ func ReadTokens(path string) (map[string]string, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("the --tokens file %s, line %d: the name %q is given twice", path, n, name)
 		}
+		for other, t := range out {
+			if t == tok {
+				return nil, fmt.Errorf("the --tokens file %s, line %d: %q has the token of %q: each name needs its own token", path, n, name, other)
+			}
+		}
 		out[name] = tok
 	}
 	if err := sc.Err(); err != nil {
@@ -208,9 +214,13 @@ func ReadTokens(path string) (map[string]string, error) {
 // tokenName returns the name of tok, comparing every token in constant
 // time, or "" when no token matches.
 func tokenName(tokens map[string]string, tok string) string {
+	// Digests of equal length: the comparison's time says nothing of the
+	// token's length or of where it first differs.
+	got := sha256.Sum256([]byte(tok))
 	found := ""
 	for name, t := range tokens {
-		if subtle.ConstantTimeCompare([]byte(t), []byte(tok)) == 1 {
+		want := sha256.Sum256([]byte(t))
+		if subtle.ConstantTimeCompare(want[:], got[:]) == 1 {
 			found = name
 		}
 	}

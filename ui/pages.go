@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/dlq"
 )
 
@@ -152,12 +153,7 @@ func (s *server) entryData(r *http.Request, e *dlq.Entry, reveal bool) entryData
 	if d.CanEdit {
 		d.EditText, _ = payloadOf(e.Job.Payload, true)
 	}
-	if done := r.URL.Query().Get("done"); done != "" {
-		d.Notice = done
-		if o := r.URL.Query().Get("outcome"); o != "" {
-			d.Notice += ": " + o
-		}
-	}
+	d.Notice = noticeOf(r.URL.Query())
 	return d
 }
 
@@ -178,21 +174,54 @@ func (s *server) pgEntry(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 // done redirects to the entry page saying what happened (POST, redirect,
-// GET: a reload does not repeat the action).
-func done(w http.ResponseWriter, r *http.Request, id, what, outcome string) {
+// GET: a reload does not repeat the action). The redirect carries codes
+// only; the page shows fixed texts for them (noticeOf), so a crafted link
+// cannot make this UI say something of an attacker's choosing.
+func done(w http.ResponseWriter, r *http.Request, id, what, outcome, auditErr string) {
 	q := url.Values{"done": {what}}
 	if outcome != "" {
 		q.Set("outcome", outcome)
 	}
+	if auditErr != "" {
+		q.Set("audit", "failed")
+	}
 	http.Redirect(w, r, "/entries/"+string(idPath(id))+"?"+q.Encode(), http.StatusSeeOther)
 }
 
-// withAudit adds an audit failure to an outcome shown to the operator.
-func withAudit(outcome, auditErr string) string {
-	if auditErr == "" {
-		return outcome
+// noticeActions and noticeOutcomes are the codes a notice may carry.
+var (
+	noticeActions  = map[string]bool{"requeue": true, "edit": true, actionDelete: true, "restore": true, "quarantine": true}
+	noticeOutcomes = func() map[string]bool {
+		m := map[string]bool{"saved": true}
+		for o := dlq.OutcomeRequeued; o <= dlq.OutcomeNotRequeueable; o++ {
+			m[o.String()] = true
+			m["saved, requeue "+o.String()] = true
+		}
+		for st := dlq.Failed; st <= dlq.Quarantined; st++ {
+			m[st.String()] = true
+		}
+		for o := seed.Requeued; !strings.HasPrefix(o.String(), "outcome("); o++ {
+			m[o.String()] = true // the seed layout's
+		}
+		return m
+	}()
+)
+
+// noticeOf is the entry page's notice for a redirect's codes: an action's
+// name and outcome this UI gives, nothing else ("" for an unknown code).
+func noticeOf(q url.Values) string {
+	what := q.Get("done")
+	if !noticeActions[what] {
+		return ""
 	}
-	return outcome + " (but not audited: " + auditErr + ")"
+	n := what
+	if o := q.Get("outcome"); noticeOutcomes[o] {
+		n += ": " + o
+	}
+	if q.Get("audit") == "failed" {
+		n += " (but not audited: the audit record could not be written; the server log line has the error)"
+	}
+	return n
 }
 
 // actionFail renders an action's error on the error page.
@@ -226,7 +255,7 @@ func (s *server) pgRequeue(w http.ResponseWriter, r *http.Request, v *view) {
 		s.actionFail(w, r, v, "requeue "+id, err)
 		return
 	}
-	done(w, r, id, "requeue", withAudit(res.Outcome, res.AuditError))
+	done(w, r, id, "requeue", res.Outcome, res.AuditError)
 }
 
 func (s *server) pgMove(action string) func(http.ResponseWriter, *http.Request, *view) {
@@ -237,7 +266,7 @@ func (s *server) pgMove(action string) func(http.ResponseWriter, *http.Request, 
 			s.actionFail(w, r, v, action+" "+id, err)
 			return
 		}
-		done(w, r, id, action, withAudit(res.Status, res.AuditError))
+		done(w, r, id, action, res.Status, res.AuditError)
 	}
 }
 
@@ -257,7 +286,7 @@ func (s *server) pgEdit(w http.ResponseWriter, r *http.Request, v *view) {
 		if req.Requeue {
 			outcome = "saved, requeue " + res.Requeued
 		}
-		done(w, r, id, "edit", withAudit(outcome, res.AuditError))
+		done(w, r, id, "edit", outcome, res.AuditError)
 		return
 	}
 	status, field := httpStatus(err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -304,6 +307,69 @@ var _ = Describe("the web UI against issue 16's attacks", func() {
 			req.Header.Set("Sec-Fetch-Site", "same-origin")
 			Expect(hs.do(req).Code).To(Equal(http.StatusSeeOther))
 			Expect(hs.status("ord-2")).To(Equal("deleted"))
+		})
+	})
+
+	Describe("lesser defects", func() {
+		It("masks a secret quoted in a note or a filter, in the log line and the audit record", func() {
+			tok := hs.csrf()
+			Expect(hs.postForm("/entries/ord-1/quarantine", url.Values{"csrf": {tok}, "reason": {"customer password=hunter2 leaked"}}).Code).To(Equal(http.StatusSeeOther))
+			e := entryAt("leak-1", "charge", classify.Medium, classify.Transient, time.Minute, `{}`, "gateway rejected key sk_live_abcdefghijklmnop")
+			_, err := hs.store.Add(context.Background(), e, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			body := hs.get("/bulk?action=requeue&error-text=sk_live_abcdefghijklmnop").Body.String()
+			form := url.Values{}
+			for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(body, -1) {
+				form.Add(m[1], html.UnescapeString(m[2]))
+			}
+			Expect(form.Get("stated")).To(Equal("1"))
+			rec := hs.postForm("/bulk", form)
+			Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+			Expect(hs.status("leak-1")).To(Equal("requeued"))
+			page, err := hs.store.AuditLog(context.Background(), "", 100)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page.Records).To(ContainElements(HaveField("Action", "quarantine"), HaveField("Phase", "done")))
+			for _, rec := range page.Records {
+				Expect(rec.Note).NotTo(ContainSubstring("hunter2"))
+				Expect(rec.Filter).NotTo(ContainSubstring("sk_live_abcdefghijklmnop"))
+			}
+			Expect(hs.log.lines()).NotTo(BeEmpty())
+			lines := hs.log.lines()
+			Expect(lines).To(ContainElement(HaveKeyWithValue("note", ContainSubstring("[REDACTED]"))))
+			for _, l := range lines {
+				Expect(fmt.Sprint(l["note"], l["filter"])).NotTo(Or(ContainSubstring("hunter2"), ContainSubstring("sk_live_abcdefghijklmnop")))
+			}
+		})
+
+		It("shows only its own texts for a redirect's codes: a crafted ?done= or &outcome= is not echoed", func() {
+			body := hs.get("/entries/ord-1?done=" + url.QueryEscape("Session expired: call +1 555 0100")).Body.String()
+			Expect(body).NotTo(ContainSubstring("Session expired"))
+			body = hs.get("/entries/ord-1?done=requeue&outcome=" + url.QueryEscape("call +1 555 0100")).Body.String()
+			Expect(body).To(ContainSubstring(`<p class="notice" id="notice">requeue</p>`))
+			Expect(body).NotTo(ContainSubstring("555 0100"))
+		})
+
+		It("sets a Content-Security-Policy on redirects and plain errors too", func() {
+			tok := hs.csrf()
+			rec := hs.postForm("/entries/ord-2/quarantine", url.Values{"csrf": {tok}, "reason": {"r"}})
+			Expect(rec.Code).To(Equal(http.StatusSeeOther))
+			Expect(rec.Header().Get("Content-Security-Policy")).To(ContainSubstring("default-src 'none'"))
+			for _, p := range []string{"/entries/../audit", "/static/layout.html"} {
+				Expect(hs.get(p).Header().Get("Content-Security-Policy")).To(ContainSubstring("default-src 'none'"), p)
+			}
+		})
+
+		It("takes the bearer scheme in any case, and refuses a tokens file giving two names one token", func() {
+			api := newHarnessOn(hs, func(c *ui.Config) { c.Tokens = map[string]string{"alice": aliceToken} })
+			for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+				req := httptest.NewRequest(http.MethodGet, "/api/v1/stats", nil)
+				req.Header.Set("Authorization", scheme+" "+aliceToken)
+				Expect(api.do(req).Code).To(Equal(http.StatusOK), scheme)
+			}
+			path := filepath.Join(GinkgoT().TempDir(), "tokens")
+			Expect(os.WriteFile(path, []byte("alice:"+aliceToken+"\nbob:"+aliceToken+"\n"), 0o600)).To(Succeed())
+			_, err := ui.ReadTokens(path)
+			Expect(err).To(MatchError(And(ContainSubstring("line 2"), ContainSubstring("own token"))))
 		})
 	})
 })

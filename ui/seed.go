@@ -482,7 +482,7 @@ func (s *server) pgSeedEntry(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	reveal := r.URL.Query().Get("reveal") == "1"
 	d := seedEntryData{Row: seedRowOf(s.cfg.Seed.Prefix, &e), Ref: ref.String(), Reveal: reveal, Requeue: s.cfg.Seed.Requeue, WorkList: s.workList(),
-		Changed: where == seed.ChangedAt, Restatused: where == seed.Restatused, Notice: r.URL.Query().Get("done")}
+		Changed: where == seed.ChangedAt, Restatused: where == seed.Restatused, Notice: noticeOf(r.URL.Query())}
 	if where == seed.Moved || where == seed.Restatused && e.Position != ref.pos {
 		d.MovedFrom = ref.String()
 	}
@@ -503,7 +503,11 @@ func (s *server) pgSeedRequeue(w http.ResponseWriter, r *http.Request, v *view) 
 		s.actionFail(w, r, v, "requeue "+ref.String(), err)
 		return
 	}
-	http.Redirect(w, r, "/seed/entry?"+url.Values{"ref": {ref.String()}, "done": {"requeue: " + withAudit(res.Outcome, res.AuditError)}}.Encode(), http.StatusSeeOther)
+	q := url.Values{"ref": {ref.String()}, "done": {"requeue"}, "outcome": {res.Outcome}}
+	if res.AuditError != "" {
+		q.Set("audit", "failed")
+	}
+	http.Redirect(w, r, "/seed/entry?"+q.Encode(), http.StatusSeeOther)
 }
 
 // seedBulkData is the seed confirmation and result pages'.

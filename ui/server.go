@@ -195,6 +195,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	// Every answer carries a policy, redirects and plain errors too; a page
+	// replaces it with its nonce's, the API with its own.
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
 	if s.cfg.TLS {
 		h.Set("Strict-Transport-Security", "max-age=31536000")
 	}
@@ -231,7 +234,7 @@ func (s *server) who(r *http.Request, bearerOnly bool) (string, bool) {
 	if len(s.cfg.Tokens) == 0 {
 		return s.cfg.User, !bearerOnly
 	}
-	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+	if tok, ok := bearer(r.Header.Get("Authorization")); ok {
 		if name := tokenName(s.cfg.Tokens, strings.TrimSpace(tok)); name != "" {
 			return name, true
 		}
@@ -260,6 +263,16 @@ func (s *server) csrfCookieName() string {
 		return csrfCookieHost
 	}
 	return csrfCookiePlain
+}
+
+// bearer returns the token of an Authorization header of the Bearer scheme
+// (a scheme's name is case-insensitive, RFC 9110).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return tok, true
 }
 
 // csrfToken returns the CSRF token of the browser's cookie and who,

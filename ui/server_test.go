@@ -420,7 +420,7 @@ var _ = Describe("an audit stream that cannot be written", func() {
 		Expect(hs.status("ord-1")).To(Equal("failed"))
 		rec = hs.postForm("/entries/ord-1/requeue", url.Values{"csrf": {tok}})
 		Expect(rec.Code).To(Equal(http.StatusSeeOther))
-		Expect(hs.get(rec.Header().Get("Location")).Body.String()).To(ContainSubstring("requeued (but not audited: write the audit record: audit stream is read-only)"))
+		Expect(hs.get(rec.Header().Get("Location")).Body.String()).To(ContainSubstring("requeued (but not audited: the audit record could not be written; the server log line has the error)"))
 		Expect(hs.log.lines()).To(ContainElement(HaveKeyWithValue("audit_error", "write the audit record: audit stream is read-only")))
 	})
 })

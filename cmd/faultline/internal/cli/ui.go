@@ -158,7 +158,9 @@ func runUI(c *cobra.Command, g *dlqGlobal, f *uiFlags) error {
 
 // serveUI serves h on ln until ctx ends, then shuts down gracefully.
 func serveUI(ctx context.Context, c *cobra.Command, ln net.Listener, h http.Handler, cfg ui.Config) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// ReadTimeout bounds a slow client's whole request (a payload edit is
+	// the largest body); no WriteTimeout, so a long bulk run still answers.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if cfg.TLS {
 		scheme = "https"

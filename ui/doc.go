@@ -7,8 +7,11 @@
 // `faultline ui` serves it. It is secure by default: it refuses a listen
 // address off loopback without named tokens and TLS (Config.Validate), and
 // foreign Host headers (DNS rebinding); every change is a POST carrying a
-// CSRF token (an HMAC of a per-browser cookie under a per-process secret);
-// the API (/api/v1/) takes bearer tokens instead; pages render payloads
+// CSRF token (an HMAC of who signed in and a per-browser cookie under a
+// per-process secret; the cookie is __Host- and Secure over HTTPS) and
+// not sent from another site or origin (Sec-Fetch-Site, Origin); a bulk
+// move runs only the plan its confirmation signed (action, filter, IDs,
+// cut-off, count, who) and refuses a request that differs; the API (/api/v1/) takes bearer tokens instead; pages render payloads
 // and error texts as text under a Content-Security-Policy that allows
 // only the binary's own script and style, by nonce. Every action is
 // written to the store's audit stream (dlq.Auditor) and as one JSON line
@@ -22,8 +25,8 @@
 // restore, quarantine), /audit. API: GET /api/v1/stats, GET /api/v1/depth[?hours], GET
 // /api/v1/entries[?filters&cursor&limit], GET /api/v1/entries/{id},
 // POST /api/v1/entries/{id}/{requeue,delete,restore,quarantine,edit},
-// POST /api/v1/{requeue,delete} (bulk: dry_run answers the count and the
-// cut-off the run then carries), GET /api/v1/audit; GET
+// POST /api/v1/{requeue,delete} (bulk: dry_run answers the count, the
+// cut-off and the signed plan the run then carries), GET /api/v1/audit; GET
 // /api/v1/openapi.json (no token needed) describes them all (OpenAPI 3.1).
 //
 // With Config.Seed instead of Config.Store it serves a DLQ in the
@@ -32,7 +35,7 @@
 // seed layout's filters), /seed/entry?ref=LIST@POSITION#DIGEST, and the
 // safe requeue of one entry (only if it is still the one listed) or of the
 // filtered set after a confirmation stating the count, carrying its
-// cut-off; the API's /api/v1/seed/ routes mirror them. Its moves are
+// cut-off (signed: a run takes no other); the API's /api/v1/seed/ routes mirror them. Its moves are
 // written to SeedConfig.Audit (a namespace's audit stream) and the log.
 //
 // /metrics serves Prometheus metrics under the names and labels of package

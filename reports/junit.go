@@ -21,6 +21,10 @@ type Invariant struct {
 	// system: the calls, the alerts, the DLQ's reads): the simulator does
 	// not, and a version-1 report never did.
 	BlackBox bool
+	// Optional says the simulator lists it only for a scenario that asks
+	// for it: no-planted-secret-leaves, for one that plants secrets
+	// (invariants.secrets).
+	Optional bool
 }
 
 // invariants are the simulator's invariants, in the order sim declares
@@ -38,6 +42,7 @@ var invariants = []Invariant{
 	{Name: "one-page-per-repeat-interval", Rule: "a receiver gets at most one page per alert fingerprint per repeat interval"},
 	{Name: "breaker-transitions-legal", Rule: "every circuit-breaker transition is one the breaker's state machine allows"},
 	{Name: "no-rerun-after-dead-letter", Rule: "once a job's dead letter is decided, its handler never runs again (a lease that expired included) until the job is requeued from the DLQ"},
+	{Name: "no-planted-secret-leaves", Rule: "no text the scenario plants as a secret (invariants.secrets) leaves the process in a delivered notification or a report field, and the DLQ keeps the payload of a job created with one", Optional: true},
 	{Name: "not-both-succeeded-and-dead-lettered", Rule: "no job both succeeded and sits in the DLQ", BlackBox: true},
 	{Name: "dlq-never-shrinks", Rule: "an entry leaves the DLQ only by a mechanism the scenario declares (system.external.dlqShrinks)", BlackBox: true},
 	{Name: "dlq-entry-severity", Rule: "where the DLQ's layout carries a severity, a critical failure's entry says high (or critical)", BlackBox: true},

@@ -185,14 +185,12 @@ func uiRaceLane(name string, n int, start func() string) {
 		// runs overlap (the CLI's count and confirmation take a while).
 		watch := raceStore(url, 0)
 		wg.Go(func() {
+			defer GinkgoRecover()
 			<-release
-			for range 10_000 {
+			Eventually(func() (int, error) {
 				st, err := watch.Stats(context.Background())
-				if err != nil || st.ByStatus["requeued"] > 0 {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+				return st.ByStatus["requeued"], err
+			}).WithTimeout(time.Minute).WithPolling(time.Millisecond).Should(BeNumerically(">", 0), "the CLI moves its first entry")
 			uiCode, uiOut = post(fmt.Sprintf(`{"cut_off": %q, "stated": %d, "plan": %q}`, count["cut_off"], n, count["plan"]))
 		})
 		close(release)

@@ -156,12 +156,18 @@ type SeedRow struct {
 	Invalid   string `json:"invalid,omitempty"`
 }
 
-func seedRefOf(prefix string, e *seed.Entry) string {
+// SeedRefOf is the ref of a seed entry under prefix: LIST@POSITION#DIGEST,
+// its list without the prefix and the first SeedRefDigest hex digits of its
+// bytes' digest (`faultline dlq --layout seed` prints and takes the same).
+func SeedRefOf(prefix string, e *seed.Entry) string {
 	return strings.TrimPrefix(e.Key, prefix) + "@" + strconv.FormatInt(e.Position, 10) + "#" + seed.Digest(e.Bytes)[:SeedRefDigest]
 }
 
-func seedRowOf(prefix string, e *seed.Entry) SeedRow {
-	r := SeedRow{Ref: seedRefOf(prefix, e), List: strings.TrimPrefix(e.Key, prefix), Position: e.Position}
+// SeedRowOf is a seed entry as a row of a listing: its fields masked, a
+// corrupt entry's reason kept (`faultline dlq list --layout seed` prints
+// the same rows).
+func SeedRowOf(prefix string, e *seed.Entry) SeedRow {
+	r := SeedRow{Ref: SeedRefOf(prefix, e), List: strings.TrimPrefix(e.Key, prefix), Position: e.Position}
 	if e.Invalid != "" {
 		r.Status, r.Corrupt, r.Invalid = "corrupt", true, e.Invalid
 		return r
@@ -440,7 +446,7 @@ func (s *server) pgSeedList(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	for i := range page.Entries {
-		d.Rows = append(d.Rows, seedRowOf(sc.Prefix, &page.Entries[i]))
+		d.Rows = append(d.Rows, SeedRowOf(sc.Prefix, &page.Entries[i]))
 	}
 	if page.Next != "" {
 		nv := seedValues(f)
@@ -481,7 +487,7 @@ func (s *server) pgSeedEntry(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	reveal := r.URL.Query().Get("reveal") == "1"
-	d := seedEntryData{Row: seedRowOf(s.cfg.Seed.Prefix, &e), Ref: ref.String(), Reveal: reveal, Requeue: s.cfg.Seed.Requeue, WorkList: s.workList(),
+	d := seedEntryData{Row: SeedRowOf(s.cfg.Seed.Prefix, &e), Ref: ref.String(), Reveal: reveal, Requeue: s.cfg.Seed.Requeue, WorkList: s.workList(),
 		Changed: where == seed.ChangedAt, Restatused: where == seed.Restatused, Notice: noticeOf(r.URL.Query())}
 	if where == seed.Moved || where == seed.Restatused && e.Position != ref.pos {
 		d.MovedFrom = ref.String()
@@ -610,7 +616,7 @@ func (s *server) apiSeedList(w http.ResponseWriter, r *http.Request, _ string) {
 		Filter  string    `json:"filter,omitempty"`
 	}{Entries: []SeedRow{}, Next: page.Next, Filter: seedFilterText(f)}
 	for i := range page.Entries {
-		body.Entries = append(body.Entries, seedRowOf(sc.Prefix, &page.Entries[i]))
+		body.Entries = append(body.Entries, SeedRowOf(sc.Prefix, &page.Entries[i]))
 	}
 	writeJSON(w, http.StatusOK, body)
 }
@@ -637,7 +643,7 @@ func (s *server) apiSeedGet(w http.ResponseWriter, r *http.Request, _ string) {
 		Entry      string `json:"entry"`
 		Changed    bool   `json:"changed_since_listed,omitempty"`
 		Restatused bool   `json:"status_changed_since_listed,omitempty"`
-	}{seedRowOf(s.cfg.Seed.Prefix, &e), text, where == seed.ChangedAt, where == seed.Restatused})
+	}{SeedRowOf(s.cfg.Seed.Prefix, &e), text, where == seed.ChangedAt, where == seed.Restatused})
 }
 
 // seedRequeueBody is a seed requeue: one ref, or a filter (a dry run

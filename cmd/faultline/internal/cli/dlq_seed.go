@@ -23,6 +23,7 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/ui"
 )
 
 // seedStatuses are the statuses the tutorial's entries carry (an entry of
@@ -31,7 +32,7 @@ var seedStatuses = []string{"failed", seed.Reprocessing, "deleted"}
 
 // seedRefDigest is how many hex digits of the SHA-256 of an entry's bytes a
 // ref carries.
-const seedRefDigest = 12
+const seedRefDigest = ui.SeedRefDigest
 
 func addLayoutFlags(pf *pflag.FlagSet, g *dlqGlobal) {
 	pf.StringVar(&g.layout, "layout", layout.PresetFaultline, "the DLQ's layout: "+layout.PresetFaultline+
@@ -176,59 +177,17 @@ func seedFilter(c *cobra.Command, ff *filterFlags) (seed.Filter, error) {
 	return f, nil
 }
 
-// seedRow is one seed entry as list prints it.
-type seedRow struct {
-	// Ref is what show and requeue take: LIST@POSITION#DIGEST.
-	Ref      string `json:"ref"`
-	List     string `json:"list"`
-	Position int64  `json:"position"`
-	Task     string `json:"task,omitempty"`
-	JobID    string `json:"job_id,omitempty"`
-	// NoID says the entry is valid but its job carries no ID (most of
-	// the tutorial's do): its Ref is its name.
-	NoID      bool   `json:"no_id,omitempty"`
-	Error     string `json:"error,omitempty"`
-	ErrorType string `json:"error_type,omitempty"`
-	Severity  string `json:"severity,omitempty"`
-	Status    string `json:"status"`
-	Retries   int    `json:"retries"`
-	FailedAt  string `json:"failed_at,omitempty"`
-	Corrupt   bool   `json:"corrupt,omitempty"`
-	// Invalid says why the entry is corrupt.
-	Invalid string `json:"invalid,omitempty"`
-}
+// seedRow is a seed entry as list prints it: the web UI's row, one
+// rendering for both tools.
+type seedRow = ui.SeedRow
 
 func seedDigest(b []byte) string { return seed.Digest(b)[:seedRefDigest] }
 
-// seedRefOf is e's ref, its list named without the prefix.
-func seedRefOf(prefix string, e *seed.Entry) string {
-	return strings.TrimPrefix(e.Key, prefix) + "@" + strconv.FormatInt(e.Position, 10) + "#" + seedDigest(e.Bytes)
-}
-
-func seedRowOf(prefix string, e *seed.Entry) seedRow {
-	r := seedRow{Ref: seedRefOf(prefix, e), List: strings.TrimPrefix(e.Key, prefix), Position: e.Position}
-	if e.Invalid != "" {
-		r.Status, r.Corrupt, r.Invalid = "corrupt", true, e.Invalid
-		return r
-	}
-	r.Error, r.ErrorType, r.Severity = masked(e.Parsed.Error), e.Parsed.Class, strings.ToLower(e.Parsed.Severity)
-	r.Status, r.Retries, r.JobID, r.NoID = e.Status(), e.Parsed.Retries, masked(e.Parsed.JobID), e.Parsed.NoID != ""
-	var doc map[string]any
-	if json.Unmarshal(e.Bytes, &doc) == nil {
-		if j, ok := doc["job"].(map[string]any); ok {
-			if t, ok := j["task"].(string); ok {
-				r.Task = masked(t)
-			}
-		}
-		for _, k := range []string{"failed_at", "timestamp"} {
-			if s, ok := doc[k].(string); ok && s != "" {
-				r.FailedAt = s
-				break
-			}
-		}
-	}
-	return r
-}
+// seedRefOf and seedRowOf are the web UI's (ui.SeedRefOf, ui.SeedRowOf).
+var (
+	seedRefOf = ui.SeedRefOf
+	seedRowOf = ui.SeedRowOf
+)
 
 // seedListView is list --layout seed as --output json prints it.
 type seedListView struct {

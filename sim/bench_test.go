@@ -61,6 +61,50 @@ func BenchmarkSim100k(b *testing.B) { runBench(b, busy(1000, 101*time.Second)) }
 // its own process to read its peak RSS).
 func BenchmarkSim1M(b *testing.B) { runBench(b, busy(1000, 1001*time.Second)) }
 
+// BenchmarkBareLoop1M runs BenchmarkSim1M's workload (its Poisson
+// arrivals, job count and retry draws) as a bare event loop: a typed binary
+// heap of value events and nothing else, the yardstick of the simulator's
+// speed (see ratio_test.go).
+func BenchmarkBareLoop1M(b *testing.B) {
+	b.ReportAllocs()
+	var jobs int64
+	for b.Loop() {
+		jobs += bareLoop(1000, 1001*time.Second)
+	}
+	b.ReportMetric(float64(jobs)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkSim1MRatio runs BenchmarkSim1M's scenario and the bare loop one
+// after the other in each round and reports both rates and the simulator's
+// share of the bare loop's (the aim: at least 0.25, aiming for 0.33):
+//
+//	go test ./sim -run '^$' -bench 'Sim1MRatio' -benchtime 3x -benchmem
+func BenchmarkSim1MRatio(b *testing.B) {
+	b.ReportAllocs()
+	var simJobs, bareJobs int64
+	var simTime, bareTime time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := sim.Run(context.Background(), busy(1000, 1001*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Failed() {
+			b.Fatalf("the run failed: %+v %+v", res.Violations, res.Expectations)
+		}
+		simTime += time.Since(start)
+		simJobs += res.Ledger.Created
+		start = time.Now()
+		bareJobs += bareLoop(1000, 1001*time.Second)
+		bareTime += time.Since(start)
+	}
+	simRate := float64(simJobs) / simTime.Seconds()
+	bareRate := float64(bareJobs) / bareTime.Seconds()
+	b.ReportMetric(simRate, "sim-jobs/s")
+	b.ReportMetric(bareRate, "bare-jobs/s")
+	b.ReportMetric(simRate/bareRate, "ratio")
+}
+
 // BenchmarkSim24h runs a 24-hour day at 100 jobs/s: 8.64 M jobs.
 func BenchmarkSim24h(b *testing.B) { runBench(b, busy(100, 24*time.Hour+time.Minute)) }
 

@@ -1,0 +1,214 @@
+package sim_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/sim"
+)
+
+// The bare event loop is the simulator's yardstick: the same workload as
+// busy (Poisson arrivals, 64 worker slots, a 20 ms service time, 30 % of
+// attempts failing and retried with full-jitter backoff up to 10 attempts),
+// with nothing but a typed binary heap of value events, a FIFO of job
+// numbers and the random draws. The simulator does everything it does and
+// also keeps a store, a ledger, a classifier, a retry policy, an alerter and
+// every invariant; how far it stays from this loop, measured in the same
+// process at the same moment, is a figure that does not depend on how fast
+// or how loaded the machine is.
+
+// bareKind is what a bare event does.
+type bareKind uint8
+
+const (
+	bareDone  bareKind = iota // an attempt ends
+	bareRetry                 // a failed job's backoff is over
+)
+
+// bareEvent is one value in the heap: (at, seq) orders it.
+type bareEvent struct {
+	at   int64
+	seq  uint64
+	kind bareKind
+	job  int32
+}
+
+// bareHeap is a binary min-heap of bareEvent values, by (at, seq).
+type bareHeap []bareEvent
+
+func (h bareHeap) less(i, j int) bool {
+	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].seq < h[j].seq
+}
+
+func (h *bareHeap) push(e bareEvent) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *bareHeap) pop() bareEvent {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(s) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(s) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// bareLoop runs busy(rate, d)'s workload as a bare event loop and returns the
+// number of jobs it created (the simulator's Ledger.Created for the same
+// scenario, give or take the arrival draws).
+func bareLoop(rate float64, d time.Duration) int64 {
+	const (
+		workers     = 64
+		service     = int64(20 * time.Millisecond)
+		failP       = 0.3
+		maxAttempts = 10
+		baseDelay   = int64(100 * time.Millisecond)
+		maxDelay    = int64(5 * time.Second)
+	)
+	until := int64(d - time.Minute)
+	end := int64(d)
+	arrivals := rand.New(rand.NewPCG(1, 1))
+	faultRand := rand.New(rand.NewPCG(1, 2))
+	retryRand := rand.New(rand.NewPCG(1, 3))
+
+	var (
+		h        = make(bareHeap, 0, 1024)
+		seq      uint64
+		attempts []uint8 // per job, indexed by job number
+		queue    []int32 // FIFO of queued jobs
+		head     int
+		idle     = workers
+		created  int64
+		arrT     float64
+	)
+	nextArrival := func() int64 {
+		arrT += arrivals.ExpFloat64() / rate
+		return int64(math.Floor(arrT*1000)) * int64(time.Millisecond)
+	}
+	arrAt := nextArrival()
+	now := int64(0)
+	for {
+		// Dispatch: idle workers take the jobs at the head of the queue.
+		for idle > 0 && head < len(queue) {
+			j := queue[head]
+			head++
+			idle--
+			attempts[j]++
+			seq++
+			h.push(bareEvent{at: now + service, seq: seq, kind: bareDone, job: j})
+		}
+		if head > 4096 && head*2 > len(queue) { // keep the FIFO's memory flat
+			queue = append(queue[:0], queue[head:]...)
+			head = 0
+		}
+		arrival := arrAt < until
+		if len(h) > 0 && (!arrival || h[0].at <= arrAt) {
+			e := h.pop()
+			now = e.at
+			if now > end {
+				break
+			}
+			switch e.kind {
+			case bareDone:
+				idle++
+				if faultRand.Float64() < failP && attempts[e.job] < maxAttempts {
+					n := int64(attempts[e.job]) - 1
+					limit := maxDelay
+					if n < 32 && baseDelay<<n < maxDelay {
+						limit = baseDelay << n
+					}
+					seq++
+					h.push(bareEvent{at: now + int64(retryRand.Uint64N(uint64(limit)+1)), seq: seq, kind: bareRetry, job: e.job})
+				}
+			case bareRetry:
+				queue = append(queue, e.job)
+			}
+			continue
+		}
+		if !arrival {
+			break
+		}
+		now = arrAt
+		queue = append(queue, int32(len(attempts)))
+		attempts = append(attempts, 0)
+		created++
+		arrAt = nextArrival()
+	}
+	return created
+}
+
+// ratioRun times the simulator and the bare loop on the same workload and
+// returns each one's jobs per second.
+func ratioRun(rate float64, d time.Duration) (simJobsPerSec, bareJobsPerSec float64, err error) {
+	sc := busy(rate, d)
+	start := time.Now()
+	res, err := sim.Run(context.Background(), sc)
+	if err != nil {
+		return 0, 0, err
+	}
+	simJobsPerSec = float64(res.Ledger.Created) / time.Since(start).Seconds()
+	start = time.Now()
+	n := bareLoop(rate, d)
+	bareJobsPerSec = float64(n) / time.Since(start).Seconds()
+	return simJobsPerSec, bareJobsPerSec, nil
+}
+
+var _ = Describe("The simulator's speed beside a bare event loop", func() {
+	// A ratio, not a time: both run in this process, one after the other,
+	// so a loaded or slow CI machine slows both and the ratio stays put,
+	// where an absolute bound would fail on a busy runner and pass a real
+	// regression on a fast one. The threshold (1/20) is generous, far
+	// below the aim (1/4) and below today's figure, so that only a real
+	// regression (an allocation or a map lookup too many per event, say)
+	// trips it; the best of a few rounds takes the noise of a short run out.
+	It("keeps at least 1/20 of the bare loop's jobs per second", func() {
+		const rounds = 5
+		bestSim, bestBare := 0.0, 0.0
+		for range rounds {
+			s, b, err := ratioRun(1000, 41*time.Second+time.Minute) // ~41,000 jobs
+			Expect(err).NotTo(HaveOccurred())
+			bestSim, bestBare = max(bestSim, s), max(bestBare, b)
+		}
+		ratio := bestSim / bestBare
+		GinkgoWriter.Printf("simulator %.0f jobs/s, bare loop %.0f jobs/s, ratio 1/%.1f\n", bestSim, bestBare, 1/ratio)
+		Expect(ratio).To(BeNumerically(">=", 1.0/20),
+			"the simulator runs %.0f jobs/s against the bare loop's %.0f: 1/%.1f", bestSim, bestBare, 1/ratio)
+	})
+
+	It("has the bare loop create the simulator's number of jobs, to within the arrival draws", func() {
+		res, err := sim.Run(context.Background(), busy(1000, 11*time.Second+time.Minute))
+		Expect(err).NotTo(HaveOccurred())
+		n := bareLoop(1000, 11*time.Second+time.Minute)
+		Expect(float64(n)).To(BeNumerically("~", float64(res.Ledger.Created), 0.05*float64(res.Ledger.Created)))
+	})
+})

@@ -732,7 +732,9 @@ func (s *Store) unchanged(d *dent, res *dlq.BulkResult) bool {
 // entries, each step under the lock once; between steps other callers run.
 // move moves one unchanged entry and reports whether it did (else it
 // counted the skip); the moves are counted in res.Requeued.
-func (s *Store) bulk(ctx context.Context, op string, picked []*dent, res *dlq.BulkResult, move func(d *dent) (bool, error)) error {
+// The step hook h (op named hop for it), when set, is called after each
+// step that leaves entries to move.
+func (s *Store) bulk(ctx context.Context, op string, h StepHook, hop string, picked []*dent, res *dlq.BulkResult, move func(d *dent) (bool, error)) error {
 	for len(picked) > 0 {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: after %d of %d: %w", op, res.Requeued, res.Matched, err)
@@ -741,6 +743,11 @@ func (s *Store) bulk(ctx context.Context, op string, picked []*dent, res *dlq.Bu
 		picked = picked[len(batch):]
 		if err := s.bulkStep(batch, res, move); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
+		}
+		if len(picked) > 0 {
+			if err := s.interleave(ctx, h, hop, res.Batches, picked); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
 		}
 	}
 	return nil
@@ -782,6 +789,10 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 		return res, fmt.Errorf("requeue matching: %w", err)
 	}
 	f = folded(f)
+	h := s.hookOf()
+	if err := s.interleave(ctx, h, OpRequeueMatching, 0, nil); err != nil {
+		return res, fmt.Errorf("requeue matching: %w", err)
+	}
 	picked := s.pickAll(func(d *dent) bool { return picks(d, &f, opts.Auto, now) })
 	res.Matched = len(picked)
 	if dryRun {
@@ -805,11 +816,11 @@ func (s *Store) RequeueMatching(ctx context.Context, f dlq.Filter, opts dlq.Requ
 		// The mutant re-picks each batch by its position in the matches.
 		cur := s.pickAll(func(d *dent) bool { return picks(d, &f, opts.Auto, now) })
 		picked = cur[min(done, len(cur)):min(done+s.cfg.BatchSize, len(cur))]
-		if err := s.bulk(ctx, "requeue matching", picked, &res, move); err != nil || done+s.cfg.BatchSize >= res.Matched {
+		if err := s.bulk(ctx, "requeue matching", h, OpRequeueMatching, picked, &res, move); err != nil || done+s.cfg.BatchSize >= res.Matched {
 			return res, err
 		}
 	}
-	err := s.bulk(ctx, "requeue matching", picked, &res, move)
+	err := s.bulk(ctx, "requeue matching", h, OpRequeueMatching, picked, &res, move)
 	return res, err
 }
 

@@ -27,12 +27,16 @@ func (s *Store) DeleteMatching(ctx context.Context, f dlq.Filter, by string, now
 		return res, err
 	}
 	f = folded(f)
+	h := s.hookOf()
+	if err := s.interleave(ctx, h, OpDeleteMatching, 0, nil); err != nil {
+		return res, fmt.Errorf("delete matching: %w", err)
+	}
 	picked := s.pickAll(func(d *dent) bool { return picks(d, &f, false, now) })
 	res.Matched = len(picked)
 	if dryRun {
 		return res, nil
 	}
-	err := s.bulk(ctx, "delete matching", picked, &res, func(d *dent) (bool, error) {
+	err := s.bulk(ctx, "delete matching", h, OpDeleteMatching, picked, &res, func(d *dent) (bool, error) {
 		e := dlq.Decode(d.id, d.raw)
 		e.Changes = append(e.Changes, newChange(now, e.Status, dlq.Deleted, by, ""))
 		e.Status = dlq.Deleted

@@ -77,6 +77,10 @@ type Store struct {
 	turns uint64
 	done  atomic.Uint64
 	more  atomic.Bool
+
+	// stepHook is the test hook a multi-step operation calls between its
+	// steps (interleave.go); nil in production.
+	stepHook StepHook
 }
 
 var (

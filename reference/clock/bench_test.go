@@ -24,3 +24,18 @@ func BenchmarkVirtualSchedule(b *testing.B) {
 		v.Step()
 	}
 }
+
+// BenchmarkVirtualScheduleNoTimer is BenchmarkVirtualSchedule with
+// Schedule, the simulator's path for events it never stops: no allocation.
+func BenchmarkVirtualScheduleNoTimer(b *testing.B) {
+	v := clock.NewVirtual(time.Unix(0, 0))
+	noop := func() {}
+	for i := range 10_000 {
+		v.Schedule(time.Duration(i)*time.Millisecond, noop)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		v.Schedule(10*time.Second, noop)
+		v.Step()
+	}
+}

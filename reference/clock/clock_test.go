@@ -154,6 +154,40 @@ var _ = Describe("Virtual", func() {
 		Expect(order).To(BeEmpty())
 	})
 
+	It("runs Schedule's callbacks in (time, sequence) order among AfterFunc's", func() {
+		v.AfterFunc(time.Second, note("a"))
+		v.Schedule(time.Second, note("b"))
+		v.Schedule(-time.Second, note("now"))
+		v.AfterFunc(500*time.Millisecond, note("half"))
+		Expect(v.Pending()).To(Equal(4))
+		Expect(v.Advance(time.Second)).To(Equal(4))
+		Expect(order).To(Equal([]string{"now", "half", "a", "b"}))
+	})
+
+	It("re-arms a timer with Reset as Stop then AfterFunc would, reusing it", func() {
+		t := v.AfterFunc(time.Second, note("first"))
+		v.AfterFunc(2*time.Second, note("other"))
+		t2 := v.Reset(t, 2*time.Second, note("re-armed"))
+		Expect(t2).To(BeIdenticalTo(t))
+		Expect(v.Pending()).To(Equal(2), "the first callback is gone")
+		v.Advance(2 * time.Second)
+		Expect(order).To(Equal([]string{"other", "re-armed"}), "a later sequence than other")
+		Expect(t.Stop()).To(BeFalse(), "it ran")
+
+		t3 := v.Reset(t, time.Second, note("again"))
+		Expect(t3).To(BeIdenticalTo(t))
+		Expect(t3.Stop()).To(BeTrue())
+		Expect(v.Advance(time.Hour)).To(BeZero())
+
+		fresh := v.Reset(nil, 0, note("fresh"))
+		Expect(fresh).NotTo(BeNil())
+		foreign := clock.NewVirtual(epoch).AfterFunc(0, note("foreign"))
+		Expect(v.Reset(foreign, 0, note("mine"))).NotTo(BeIdenticalTo(foreign))
+		v.Advance(0)
+		Expect(order).To(Equal([]string{"other", "re-armed", "fresh", "mine"}))
+		Expect(fresh.Stop()).To(BeFalse())
+	})
+
 	It("is safe for concurrent scheduling and stopping", func() {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -187,7 +221,18 @@ var _ = Describe("Virtual", func() {
 			n := rapid.IntRange(1, 60).Draw(t, "timers")
 			for i := range n {
 				d := time.Duration(rapid.IntRange(-2, 20).Draw(t, "d")) * time.Millisecond
-				timers = append(timers, v.AfterFunc(d, func() { fired = append(fired, fire{v.Now(), i}) }))
+				f := func() { fired = append(fired, fire{v.Now(), i}) }
+				switch rapid.IntRange(0, 2).Draw(t, "how") {
+				case 0:
+					timers = append(timers, v.AfterFunc(d, f))
+				case 1: // re-armed: a first schedule stopped, then the real one
+					tm := v.AfterFunc(time.Hour, func() { t.Fatalf("timer %d ran its first callback", i) })
+					timers = append(timers, v.Reset(tm, d, f))
+				default: // never stopped
+					v.Schedule(d, f)
+					timers = append(timers, nil)
+					continue
+				}
 				if rapid.Bool().Draw(t, "stop") {
 					stopped[i] = timers[i].Stop()
 				}

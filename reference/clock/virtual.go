@@ -27,6 +27,10 @@ type Virtual struct {
 	now  atomic.Int64
 	seq  uint64
 	heap []entry
+	// unstoppable stands in for the timer of every Schedule entry, so
+	// that sifting keeps timers' indexes without a branch; its own index
+	// is never read.
+	unstoppable virtualTimer
 }
 
 var _ Clock = (*Virtual)(nil)
@@ -48,12 +52,52 @@ func (v *Virtual) AfterFunc(d time.Duration, f func()) Timer {
 	if d < 0 {
 		d = 0
 	}
+	t := &virtualTimer{clock: v, index: -1}
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	v.seq++
-	t := &virtualTimer{clock: v, f: f}
-	v.push(entry{at: addSaturating(v.now.Load(), int64(d)), seq: v.seq, t: t})
+	v.push(entry{at: addSaturating(v.now.Load(), int64(d)), seq: v.seq, f: f, t: t})
+	v.mu.Unlock()
 	return t
+}
+
+// Schedule is AfterFunc for a callback that is never stopped: it returns no
+// Timer and allocates nothing, which is what the simulator's hottest events
+// (an attempt's end, a retry's wake) want. The callback runs in the same
+// (time, sequence) order as AfterFunc's, taking a sequence number as
+// AfterFunc would.
+func (v *Virtual) Schedule(d time.Duration, f func()) {
+	if d < 0 {
+		d = 0
+	}
+	v.mu.Lock()
+	v.seq++
+	v.push(entry{at: addSaturating(v.now.Load(), int64(d)), seq: v.seq, f: f, t: &v.unstoppable})
+	v.mu.Unlock()
+}
+
+// Reset stops t if it is pending and schedules f d from now, as Stop then
+// AfterFunc would (the same sequence number, the same order), but reuses t
+// when it is one of v's own timers: a caller that alone holds a timer and
+// re-arms it for each of its events (a simulated worker's attempt) does not
+// allocate one per event. It returns the timer to keep, t itself when it was
+// reused; a t that is nil or not v's is left alone and a new timer is
+// returned.
+func (v *Virtual) Reset(t Timer, d time.Duration, f func()) Timer {
+	vt, ok := t.(*virtualTimer)
+	if !ok || vt == nil || vt.clock != v {
+		return v.AfterFunc(d, f)
+	}
+	if d < 0 {
+		d = 0
+	}
+	v.mu.Lock()
+	if vt.index >= 0 {
+		v.remove(vt.index)
+	}
+	v.seq++
+	v.push(entry{at: addSaturating(v.now.Load(), int64(d)), seq: v.seq, f: f, t: vt})
+	v.mu.Unlock()
+	return vt
 }
 
 // Advance moves the clock forward by d, running every callback due up to and
@@ -155,7 +199,7 @@ func (v *Virtual) popLocked() func() {
 	if e.at > v.now.Load() {
 		v.now.Store(e.at)
 	}
-	return e.t.f
+	return e.f
 }
 
 func addSaturating(a, b int64) int64 {
@@ -165,19 +209,22 @@ func addSaturating(a, b int64) int64 {
 	return a + b
 }
 
-// virtualTimer is one pending callback. index is its place in the heap, or -1
-// once it has run or been stopped.
+// virtualTimer is the handle of an AfterFunc callback. index is its entry's
+// place in the heap, or -1 once it has run or been stopped (or before Reset
+// first schedules it).
 type virtualTimer struct {
 	clock *Virtual
-	f     func()
 	index int
 }
 
-// entry is a heap slot: the ordering key is held inline so that sifting
-// compares integers without following pointers.
+// entry is a heap slot, a value: the ordering key is held inline so that
+// sifting compares integers without following pointers, and the callback
+// with it, so that firing one reads no timer. t is the handle Stop finds the
+// entry by (v.unstoppable for Schedule's).
 type entry struct {
 	at  int64
 	seq uint64
+	f   func()
 	t   *virtualTimer
 }
 

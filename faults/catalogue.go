@@ -46,7 +46,7 @@ func catalogue() []Model {
 	return []Model{
 		GatewayTimeout{}, Latency{}, HTTPStatus{}, AuthFailure{}, CardDeclined{}, RateLimit{},
 		Indeterminate5xx{}, Flapping{}, Outage{}, StoreOutage{}, SinkOutage{},
-		WorkerCrash{}, WorkerStall{}, SlowStore{},
+		WorkerCrash{}, WorkerStall{}, SlowStore{}, Interleave{},
 	}
 }
 
@@ -78,7 +78,7 @@ func dur(d time.Duration) string { return d.String() }
 // Catalogue describes every model, in a stable order: gateway-timeout,
 // latency, http-status, auth-failure, card-declined, rate-limit,
 // indeterminate-5xx, flapping, outage, store-outage, sink-outage,
-// worker-crash, worker-stall, slow-store.
+// worker-crash, worker-stall, slow-store, interleave.
 func Catalogue() []Entry {
 	summaries := map[string]struct {
 		summary string
@@ -135,6 +135,11 @@ func Catalogue() []Entry {
 		}},
 		"worker-stall": {"The worker process freezes: its in-flight completions arrive `for` later.", []Param{
 			{Name: "for", Type: "duration", Default: dur(DefaultStall), Doc: "How long the worker freezes."},
+		}},
+		"interleave": {"Another client writes to the DLQ store inside one multi-step operation (a bulk requeue or delete): after its `afterStep`-th step (0: before it picks its entries; n: after its n-th batch) it deletes, edits, requeues or dead-letters again the next entry the operation picked, or the operation fails or is canceled there. Needs a store with a step hook (the in-memory store); no call outside an operation hits it.", []Param{
+			{Name: "operation", Type: "string", Default: OpRequeueMatching, Enum: append([]string(nil), interleaveOps...), Doc: "The operation struck."},
+			{Name: "afterStep", Type: "int", Default: "0", Doc: "The step after which the other client writes: 0 before the pick, n after the n-th batch."},
+			{Name: "write", Type: "string", Default: WriteDelete, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the other client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick); or the operation fails (a lost connection) or is canceled."},
 		}},
 		"slow-store": {"The queue store or the DLQ store answers slowly: every call takes `latency` more.", []Param{
 			{Name: "latency", Type: "duration", Default: dur(DefaultSlowStoreLatency), Doc: "The added time per call."},

@@ -28,7 +28,7 @@ var _ = Describe("Catalogue", func() {
 		Expect(names).To(Equal([]string{
 			"gateway-timeout", "latency", "http-status", "auth-failure", "card-declined", "rate-limit",
 			"indeterminate-5xx", "flapping", "outage", "store-outage", "sink-outage",
-			"worker-crash", "worker-stall", "slow-store",
+			"worker-crash", "worker-stall", "slow-store", "interleave",
 		}))
 		Expect(faults.Catalogue()).To(Equal(faults.Catalogue()))
 	})
@@ -68,6 +68,6 @@ var _ = Describe("Catalogue", func() {
 		Expect(err).To(MatchError(ContainSubstring(`did you mean "worker-crash"?`)))
 		_, err = faults.New("nonsense-entirely")
 		Expect(err).NotTo(MatchError(ContainSubstring("did you mean")))
-		Expect(strings.Count(err.Error(), ",")).To(Equal(13))
+		Expect(strings.Count(err.Error(), ",")).To(Equal(14))
 	})
 })

@@ -101,7 +101,9 @@ func NewInjector(seed uint64, fs []Fault) (*Injector, error) {
 			s.gate = g.gate(b)
 		}
 		in.st[i] = s
-		in.byKind[f.Target.Kind] = append(in.byKind[f.Target.Kind], int32(i))
+		if !isInside(f.Model) { // struck through Strike, never by a call
+			in.byKind[f.Target.Kind] = append(in.byKind[f.Target.Kind], int32(i))
+		}
 	}
 	return in, nil
 }

@@ -47,6 +47,7 @@ func catalogue() []Model {
 		GatewayTimeout{}, Latency{}, HTTPStatus{}, AuthFailure{}, CardDeclined{}, RateLimit{},
 		Indeterminate5xx{}, Flapping{}, Outage{}, StoreOutage{}, SinkOutage{},
 		WorkerCrash{}, WorkerStall{}, SlowStore{}, Interleave{},
+		GracefulStop{},
 	}
 }
 
@@ -78,7 +79,7 @@ func dur(d time.Duration) string { return d.String() }
 // Catalogue describes every model, in a stable order: gateway-timeout,
 // latency, http-status, auth-failure, card-declined, rate-limit,
 // indeterminate-5xx, flapping, outage, store-outage, sink-outage,
-// worker-crash, worker-stall, slow-store, interleave.
+// worker-crash, worker-stall, slow-store, interleave, graceful-stop.
 func Catalogue() []Entry {
 	summaries := map[string]struct {
 		summary string
@@ -140,6 +141,9 @@ func Catalogue() []Entry {
 			{Name: "operation", Type: "string", Default: OpRequeueMatching, Enum: append([]string(nil), interleaveOps...), Doc: "The operation struck."},
 			{Name: "afterStep", Type: "int", Default: "0", Doc: "The step after which the other client writes: 0 before the pick, n after the n-th batch."},
 			{Name: "write", Type: "string", Default: WriteDelete, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the other client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick); or the operation fails (a lost connection) or is canceled."},
+		}},
+		"graceful-stop": {"The worker process is told to stop (a SIGTERM) at the start of each of the fault's windows: its attempt in flight is canceled as a shutdown and the job handed back without using an attempt; a new process starts `restartAfter` later.", []Param{
+			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
 		}},
 		"slow-store": {"The queue store or the DLQ store answers slowly: every call takes `latency` more.", []Param{
 			{Name: "latency", Type: "duration", Default: dur(DefaultSlowStoreLatency), Doc: "The added time per call."},

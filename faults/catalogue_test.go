@@ -29,6 +29,7 @@ var _ = Describe("Catalogue", func() {
 			"gateway-timeout", "latency", "http-status", "auth-failure", "card-declined", "rate-limit",
 			"indeterminate-5xx", "flapping", "outage", "store-outage", "sink-outage",
 			"worker-crash", "worker-stall", "slow-store", "interleave",
+			"graceful-stop",
 		}))
 		Expect(faults.Catalogue()).To(Equal(faults.Catalogue()))
 	})
@@ -68,6 +69,6 @@ var _ = Describe("Catalogue", func() {
 		Expect(err).To(MatchError(ContainSubstring(`did you mean "worker-crash"?`)))
 		_, err = faults.New("nonsense-entirely")
 		Expect(err).NotTo(MatchError(ContainSubstring("did you mean")))
-		Expect(strings.Count(err.Error(), ",")).To(Equal(14))
+		Expect(strings.Count(err.Error(), ",")).To(Equal(15))
 	})
 })

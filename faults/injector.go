@@ -152,9 +152,9 @@ func (in *Injector) Call(t Target, c Call) Effect {
 			errFault = int(i)
 			out.Err, out.Class, out.Charged = e.Err, e.Class, e.Charged
 		}
-		if e.Crash && crashFault < 0 {
+		if (e.Crash || e.Stop) && crashFault < 0 {
 			crashFault = int(i)
-			out.Crash, out.RestartAfter = true, e.RestartAfter
+			out.Crash, out.Stop, out.RestartAfter = e.Crash, e.Stop, e.RestartAfter
 		}
 		if e.StallFor > 0 && stallFault < 0 {
 			stallFault = int(i)
@@ -188,7 +188,7 @@ func (in *Injector) CallFault(i int, t Target, c Call) Effect {
 	if !ok {
 		return Effect{}
 	}
-	if e.Err != nil || e.Crash || e.StallFor > 0 || e.Latency > 0 {
+	if e.Err != nil || e.Crash || e.Stop || e.StallFor > 0 || e.Latency > 0 {
 		e.Fault = f.name
 	}
 	return e

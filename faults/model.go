@@ -45,8 +45,12 @@ type Effect struct {
 	Fault string
 	// Crash says the worker crashes now (Worker targets).
 	Crash bool
-	// RestartAfter is, with Crash, how long until the worker is back.
+	// RestartAfter is, with Crash or Stop, how long until the worker is
+	// back.
 	RestartAfter time.Duration
+	// Stop says the worker is stopped gracefully now (Worker targets): its
+	// attempt in flight is canceled as a shutdown.
+	Stop bool
 	// StallFor is how long the worker freezes (Worker targets): its
 	// in-flight completions arrive this much later.
 	StallFor time.Duration

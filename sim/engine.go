@@ -1011,6 +1011,8 @@ func (w *world) workerFault(i int, name string) {
 					w.setIdle(s)
 				}
 			})
+		case eff.Stop:
+			w.gracefulStop(s, eff)
 		case eff.StallFor > 0:
 			s.stallUntil = max(s.stallUntil, off+eff.StallFor)
 			if s.busy && s.rec != nil {

@@ -57,7 +57,15 @@ func New(client redis.UniversalClient, cfg store.Config) (*Store, error) {
 	}
 	cfg = cfg.WithDefaults()
 	prefix := Prefix(cfg.Namespace)
-	return &Store{rdb: client, cfg: cfg, prefix: prefix, keys: []string{prefix}}, nil
+	// Two keys that no script writes: KEYS[1], the prefix every key name
+	// is derived from, and a guard. On a Redis Cluster, a script with
+	// several keys that are not all there is refused with TRYAGAIN by the
+	// node a slot migrates from and by the node it migrates to, where a
+	// script with one missing key would be sent (ASK) to the new node and
+	// run there on half of the namespace's keys: so while a namespace's
+	// slot moves, no script of it runs anywhere, and the client tries again
+	// (NewClusterClient). On one Redis the guard costs nothing.
+	return &Store{rdb: client, cfg: cfg, prefix: prefix, keys: []string{prefix, prefix + ":slot-guard"}}, nil
 }
 
 // Prefix returns the prefix, and hash tag, of every key of a namespace:
@@ -129,7 +137,7 @@ func (s *Store) runAt(ctx context.Context, now time.Time, sc *redis.Script, args
 		return nil, err
 	}
 	args = append(args, at, s.cfg.EventStream)
-	return sc.Run(ctx, s.rdb, s.keys, args...).Result()
+	return sc.Run(ctx, scripter{s.rdb}, s.keys, args...).Result()
 }
 
 // emit hands events to the observer, in order, after the move happened.

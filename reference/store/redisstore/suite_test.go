@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	redistest.StopShared()
+	redistest.StopSharedCluster()
 	os.Exit(code)
 }
 
@@ -92,7 +93,7 @@ var heardBy = struct {
 // observer wrapped: when the spec ends, the namespace's stream must hold
 // exactly the events its observers heard (as a multiset: concurrent callers
 // hear their replies in any order).
-func streamed(c *redis.Client, cfg store.Config) *redisstore.Store {
+func streamed(c redis.UniversalClient, cfg store.Config) *redisstore.Store {
 	GinkgoHelper()
 	if cfg.Namespace == "" {
 		cfg.Namespace = fmt.Sprintf("spec%d", namespaces.Add(1))

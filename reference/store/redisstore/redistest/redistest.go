@@ -84,7 +84,8 @@ func StartServer() (*Server, error) {
 	return nil, last
 }
 
-func start(bin string) (*Server, error) {
+// start starts one redis-server with extra arguments after faultline's own.
+func start(bin string, extra ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -95,6 +96,7 @@ func start(bin string) (*Server, error) {
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "notice", "--logfile", "")
+	cmd.Args = append(cmd.Args, extra...)
 	setParentDeath(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -90,6 +90,24 @@
 // indexed by the next List, Stats or Purge; bytes replaced in place are
 // re-indexed as corrupt when a List or Get reads them.
 //
+// # Redis Cluster
+//
+// A namespace is one hash slot, so one node: New takes any
+// redis.UniversalClient, and on a cluster (NewClusterClient) every script
+// of a namespace runs on the node that serves its slot; several namespaces
+// spread over the nodes. Scripts declare two keys that are never written:
+// the prefix, and the prefix's ":slot-guard". While a namespace's slot
+// migrates, both the node it leaves and the node it joins answer a script
+// whose declared keys are not all there with TRYAGAIN, so no script ever
+// runs on half of a namespace's keys; the cluster client waits and tries
+// again (ClusterRedirects), and a resharding is, to the namespace's
+// callers, a pause. MOVED and ASK are followed, TRYAGAIN and CLUSTERDOWN
+// retried (the node ran nothing); a lost connection or a timeout is not
+// retried (the script may have run: the caller hears the error and its own
+// retry gets the script's guarded answer). The specs run the conformance
+// suites, a resharding in the middle of a run and a lost reply on a real
+// three-node cluster.
+//
 // # Key layout
 //
 // Every key of namespace NS starts with the prefix {faultline:NS}, its hash

@@ -47,7 +47,12 @@ func (e *HTTPError) Error() string {
 	if e == nil {
 		return "http error <nil>"
 	}
-	// One allocation: a failure storm builds this text for every attempt.
+	if e.Body == "" && e.Err == nil {
+		if s, ok := statusTexts[e.Code]; ok {
+			return s // no allocation: a failure storm builds this for every attempt
+		}
+	}
+	// One allocation.
 	var b strings.Builder
 	text := http.StatusText(e.Code)
 	b.Grow(16 + len(text) + len(e.Body))
@@ -65,6 +70,18 @@ func (e *HTTPError) Error() string {
 	}
 	return b.String()
 }
+
+// statusTexts holds the texts of bodyless HTTP errors of every status code
+// net/http names, "http 503 Service Unavailable", built once.
+var statusTexts = func() map[int]string {
+	m := make(map[int]string)
+	for code := 100; code < 600; code++ {
+		if text := http.StatusText(code); text != "" {
+			m[code] = "http " + strconv.Itoa(code) + " " + text
+		}
+	}
+	return m
+}()
 
 // StatusCode returns the HTTP status code.
 func (e *HTTPError) StatusCode() int {

@@ -28,6 +28,15 @@ var _ = Describe("dependency errors", func() {
 		Expect((&failure.HTTPError{Code: 500}).RetryAfterHeader()).To(BeEmpty())
 	})
 
+	It("describe a bodyless HTTP error without allocating, and any code at all", func() {
+		e := &failure.HTTPError{Code: 503}
+		Expect(e.Error()).To(Equal("http 503 Service Unavailable"))
+		Expect(testing.AllocsPerRun(100, func() { _ = e.Error() })).To(BeZero())
+		Expect((&failure.HTTPError{Code: 429, Body: "slow down"}).Error()).To(Equal("http 429 Too Many Requests: slow down"))
+		Expect((&failure.HTTPError{Code: 799}).Error()).To(Equal("http 799 "), "a code net/http does not name")
+		Expect((&failure.HTTPError{Code: -1}).Error()).To(Equal("http -1 "))
+	})
+
 	It("describe a card decline like a card processor does", func() {
 		e := &failure.CardError{Code: "card_declined", Decline: "insufficient_funds", Message: "Your card has insufficient funds."}
 		Expect(e.Error()).To(Equal("card_declined (insufficient_funds): Your card has insufficient funds."))

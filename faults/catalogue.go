@@ -137,13 +137,10 @@ func Catalogue() []Entry {
 		"worker-stall": {"The worker process freezes: its in-flight completions arrive `for` later.", []Param{
 			{Name: "for", Type: "duration", Default: dur(DefaultStall), Doc: "How long the worker freezes."},
 		}},
-		"interleave": {"Another client writes to the DLQ store inside one multi-step operation (a bulk requeue or delete): after its `afterStep`-th step (0: before it picks its entries; n: after its n-th batch) it deletes, edits, requeues or dead-letters again the next entry the operation picked, or the operation fails or is canceled there. Needs a store with a step hook (the in-memory store); no call outside an operation hits it.", []Param{
+		"interleave": {"Another client writes to the DLQ store inside one multi-step operation (a bulk requeue or delete): after its `afterStep`-th step (0: before it picks its entries; n: after its n-th batch) the operation fails (a lost connection: transient) or is canceled, or another client deletes, edits, requeues or dead-letters again the next entry the operation picked. Needs a store with a step hook (the in-memory store); no call outside an operation hits it.", []Param{
 			{Name: "operation", Type: "string", Default: OpRequeueMatching, Enum: append([]string(nil), interleaveOps...), Doc: "The operation struck."},
 			{Name: "afterStep", Type: "int", Default: "0", Doc: "The step after which the other client writes: 0 before the pick, n after the n-th batch."},
-			{Name: "write", Type: "string", Default: WriteDelete, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the other client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick); or the operation fails (a lost connection) or is canceled."},
-		}},
-		"graceful-stop": {"The worker process is told to stop (a SIGTERM) at the start of each of the fault's windows: its attempt in flight is canceled as a shutdown and the job handed back without using an attempt; a new process starts `restartAfter` later.", []Param{
-			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
+			{Name: "write", Type: "string", Default: WriteFail, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the operation fails (a lost connection: transient) or is canceled; or another client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick)."},
 		}},
 		"slow-store": {"The queue store or the DLQ store answers slowly: every call takes `latency` more.", []Param{
 			{Name: "latency", Type: "duration", Default: dur(DefaultSlowStoreLatency), Doc: "The added time per call."},

@@ -57,9 +57,10 @@ type Interleave struct {
 	// AfterStep is the step after which the other client writes: 0 before
 	// the pick, n after the n-th batch.
 	AfterStep int
-	// Write is what happens: delete (default), edit-payload, requeue,
-	// dead-letter (the job fails again at the operation's own instant),
-	// fail or cancel.
+	// Write is what happens: fail (default: the operation's connection is
+	// lost there), cancel, or another client's delete, edit-payload,
+	// requeue or dead-letter (the job fails again at the operation's own
+	// instant) of the next entry the operation picked.
 	Write string
 }
 
@@ -71,8 +72,10 @@ var (
 // Name returns "interleave".
 func (Interleave) Name() string { return "interleave" }
 
-// Class returns classify.None: the fault injects no error a job sees.
-func (Interleave) Class() classify.Class { return classify.None }
+// Class returns classify.Transient, the class of the error a failed
+// operation returns (the default write, fail: a lost connection); the
+// other writes inject no error.
+func (Interleave) Class() classify.Class { return classify.Transient }
 
 // Targets returns DLQStore.
 func (Interleave) Targets() []TargetKind { return []TargetKind{DLQStore} }
@@ -84,7 +87,7 @@ func (m Interleave) WithDefaults() Interleave {
 		m.Operation = OpRequeueMatching
 	}
 	if m.Write == "" {
-		m.Write = WriteDelete
+		m.Write = WriteFail
 	}
 	return m
 }

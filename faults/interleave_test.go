@@ -18,7 +18,7 @@ var _ = Describe("Interleave (a fault inside one store operation)", func() {
 		Expect(err).To(MatchError(ContainSubstring(`did you mean "requeue-matching"?`)))
 		Expect(err).To(MatchError(ContainSubstring("afterStep: must be ≥ 0")))
 		Expect(err).To(MatchError(ContainSubstring(`write: expected one of delete, edit-payload, requeue, dead-letter, fail, cancel, got "delet"`)))
-		Expect(faults.Interleave{}.WithDefaults()).To(Equal(faults.Interleave{Operation: faults.OpRequeueMatching, Write: faults.WriteDelete}))
+		Expect(faults.Interleave{}.WithDefaults()).To(Equal(faults.Interleave{Operation: faults.OpRequeueMatching, Write: faults.WriteFail}))
 	})
 
 	It("is never hit by a call, strikes by its schedule, and shifts no other fault's draws", func() {

@@ -116,6 +116,7 @@ type world struct {
 	policy   *swapPolicy
 	alerter  Alerter
 	inj      *faults.Injector
+	il       *interleaver // the interleave faults (interleave.go), or nil
 	led      *ledger
 
 	deps   map[string]Dependency
@@ -314,6 +315,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	w.dlqW = &faultyDLQ{Store: w.backend, w: w}
+	w.il = newInterleaver(w)
 
 	// The classifier, the retry policy, the breakers and fallbacks: built
 	// where a drill's worker processes build them.
@@ -1409,7 +1411,7 @@ func (f *faultyDLQ) RequeueMatching(ctx context.Context, flt dlq.Filter, opts dl
 	if err := f.fault(""); err != nil {
 		return dlq.BulkResult{}, err
 	}
-	return f.Store.RequeueMatching(ctx, flt, opts, now, dry)
+	return f.w.il.requeueMatching(ctx, f.Store, flt, opts, now, dry)
 }
 
 // Requeue requeues one entry unless the store is down.

@@ -23,10 +23,11 @@ const (
 // it returns the error wrapped.
 type StepHook func(ctx context.Context, op string, step int, pending []string) error
 
-// SetStepHook installs h (nil removes it). It is a test hook: no production
-// code path sets one, and without one an operation costs nothing more.
-// Set it before the store is used.
-func (s *Store) SetStepHook(h StepHook) {
+// SetStepHook installs h, a StepHook (nil removes it). It is a test hook:
+// no production code path sets one, and without one an operation costs
+// nothing more. Set it before the store is used. (h's type is written out
+// so that a harness may ask any store for the method.)
+func (s *Store) SetStepHook(h func(ctx context.Context, op string, step int, pending []string) error) {
 	s.mu.Lock()
 	s.stepHook = h
 	s.mu.Unlock()

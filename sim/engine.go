@@ -402,6 +402,16 @@ func (w *world) at(at time.Duration, f func()) clock.Timer {
 	return w.clk.AfterFunc(max(at-w.now(), 0), f)
 }
 
+// wake is at for a callback never stopped: no timer, no allocation.
+func (w *world) wake(at time.Duration, f func()) {
+	w.clk.Schedule(max(at-w.now(), 0), f)
+}
+
+// rearm is at for a slot's own timer t, reused rather than allocated.
+func (w *world) rearm(t clock.Timer, at time.Duration, f func()) clock.Timer {
+	return w.clk.Reset(t, max(at-w.now(), 0), f)
+}
+
 // run drives the clock until the scenario's end: a violation is recorded
 // and the run goes on; only an error (a store failure, a canceled context,
 // a limit) stops it early.
@@ -709,7 +719,7 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	s.busy, s.job, s.lease, s.att, s.eff, s.rec = true, j, l, a, eff, r
 	s.gen++
 	s.doneAt = off + d
-	s.timer = w.at(s.doneAt, s.fire)
+	s.timer = w.rearm(s.timer, s.doneAt, s.fire)
 	// A long attempt keeps its lease alive, as the live runner's
 	// heartbeats do (every third of the lease).
 	if every := w.sc.Workers.LeaseTTL / 3; d > every {
@@ -769,7 +779,7 @@ func (w *world) complete(s *slot) {
 	now := w.clk.Now()
 	off := now.Sub(w.start)
 	if s.stallUntil > off {
-		s.timer = w.at(s.stallUntil, s.fire)
+		s.timer = w.rearm(s.timer, s.stallUntil, s.fire)
 		return
 	}
 	s.busy = false
@@ -852,7 +862,7 @@ func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
 		if o.Action == worker.Retry {
 			// The wake is on a whole millisecond, the store's resolution
 			// (Redis scripts get integer milliseconds).
-			w.at(ceilMs(o.At.Sub(w.start)), w.forwardFn)
+			w.wake(ceilMs(o.At.Sub(w.start)), w.forwardFn)
 		}
 		if o.Action == worker.DeadLetter && r != nil && r.state == disposition.Held {
 			w.led.note(r, "the DLQ did not take the dead letter: it is held with its entry; only the write is retried")

@@ -51,13 +51,27 @@ func (s *Store) load(ctx context.Context, id string) (stored, bool, error) {
 // metaArgs are the fields of an entry the scripts keep beside its opaque
 // JSON, for counters, capacity and filters: status, severity, class, task,
 // attempts, last error type, folded last error text (metaErrText).
-func metaArgs(e *dlq.Entry) []any {
+func metaArgs(e *dlq.Entry) []any { return appendMeta(make([]any, 0, 7), e) }
+
+// appendMeta appends metaArgs(e) to args.
+func appendMeta(args []any, e *dlq.Entry) []any {
 	if e.Corrupt {
-		return []any{"corrupt", "", "", "", 0, "", ""}
+		return append(args, "corrupt", "", "", "", 0, "", "")
 	}
-	return []any{e.Status.String(), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts, e.ErrorType(),
-		metaErrText(e)}
+	return append(args, statusArg(e.Status), e.Verdict.Severity.String(), e.Verdict.Class.String(), e.Job.Task, e.Job.Attempts,
+		e.ErrorType(), metaErrText(e))
 }
+
+// statusArg is st's name as a script argument: the common ones boxed once.
+func statusArg(st dlq.Status) any {
+	if st == dlq.Failed {
+		return failedArg
+	}
+	return st.String()
+}
+
+// failedArg is dlq.Failed's name, boxed once.
+var failedArg any = dlq.Failed.String()
 
 // ErrTextCap bounds the copy of an entry's last error text the store keeps
 // for the error-text filter, in bytes of folded text.
@@ -99,30 +113,41 @@ type fenceArg struct {
 }
 
 // putArgs are dlqPut's leading ARGV: capacity, policy, the fence and what
-// parking needs.
-func (s *Store) putArgs(f *fenceArg, now time.Time) []any {
-	inactive, policy := "0", "reject"
+// parking needs. extra is the room to leave for the items and the two ARGV
+// runAt appends, so that one slice carries the whole call.
+func (s *Store) putArgs(f *fenceArg, now time.Time, extra int) []any {
+	args := make([]any, 0, 9+extra+2)
+	args = append(args, s.cfg.DLQCapacity)
+	// constants, boxed without allocating
 	if s.cfg.CountInactive {
-		inactive = "1"
+		args = append(args, "1")
+	} else {
+		args = append(args, "0")
 	}
 	if s.cfg.Overflow == store.EvictOldest {
-		policy = "evict"
+		args = append(args, "evict")
+	} else {
+		args = append(args, "reject")
 	}
-	var fa fenceArg
-	if f != nil {
-		fa = *f
+	if f == nil {
+		return append(args, "", "", "", s.cfg.HeldCapacity, millis(now), "")
 	}
-	return []any{s.cfg.DLQCapacity, inactive, policy, fa.id, fa.tok, fa.kind, s.cfg.HeldCapacity, millis(now), fa.held}
+	return append(args, f.id, f.tok, f.kind, s.cfg.HeldCapacity, millis(now), f.held)
 }
 
-// putItem is one dlqPut item: the entry encoded, expecting revision rev.
-func putItem(e *dlq.Entry, rev string) ([]any, error) {
+// putItemLen is how many ARGV a dlqPut item takes.
+const putItemLen = 11
+
+// appendPutItem appends the dlqPut item of entry e, encoded, expecting
+// revision rev, to args.
+func appendPutItem(args []any, e *dlq.Entry, rev string) ([]any, error) {
 	raw, err := dlq.Encode(*e)
 	if err != nil {
-		return nil, err
+		return args, err
 	}
-	item := append([]any{e.Job.ID, rev, raw}, metaArgs(e)...)
-	return append(item, millis(e.LastFailedAt)), nil
+	args = append(args, e.Job.ID, rev, raw)
+	args = appendMeta(args, e)
+	return append(args, millis(e.LastFailedAt)), nil
 }
 
 // Add records a dead job: a new entry, or the history of its existing entry
@@ -283,11 +308,11 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 				next.Superseded = f.superseded // a corrupt held entry's bytes (heldEntry)
 			}
 		}
-		item, err := putItem(&next, rev)
+		args, err := appendPutItem(s.putArgs(f, now, putItemLen), &next, rev)
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
-		r, err := s.runAt(ctx, now, dlqPutScript, append(s.putArgs(f, now), item...)...)
+		r, err := s.runAt(ctx, now, dlqPutScript, args...)
 		if err != nil {
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, err)
 		}
@@ -386,7 +411,7 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 	results := make([]dlq.AddResult, len(entries))
 	var errs []error
 	for start := 0; start < len(entries); start += s.cfg.BatchSize {
-		args := s.putArgs(nil, now)
+		args := s.putArgs(nil, now, putItemLen*min(s.cfg.BatchSize, len(entries)-start))
 		var idx []int
 		var batch []dlq.Entry
 		for i := start; i < min(start+s.cfg.BatchSize, len(entries)); i++ {
@@ -396,12 +421,11 @@ func (s *Store) AddBatch(ctx context.Context, entries []dlq.Entry, now time.Time
 				continue
 			}
 			e = normalize(e, now)
-			item, err := putItem(&e, "0")
-			if err != nil {
+			var err error
+			if args, err = appendPutItem(args, &e, "0"); err != nil {
 				errs = append(errs, fmt.Errorf("add %s: %w", e.Job.ID, err))
 				continue
 			}
-			args = append(args, item...)
 			idx = append(idx, i)
 			batch = append(batch, e)
 		}

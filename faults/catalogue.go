@@ -142,6 +142,9 @@ func Catalogue() []Entry {
 			{Name: "afterStep", Type: "int", Default: "0", Doc: "The step after which the other client writes: 0 before the pick, n after the n-th batch."},
 			{Name: "write", Type: "string", Default: WriteFail, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the operation fails (a lost connection: transient) or is canceled; or another client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick)."},
 		}},
+		"graceful-stop": {"The worker process is told to stop (a SIGTERM) at the start of each of the fault's windows: its attempt in flight is canceled as a shutdown and the job handed back without using an attempt; a new process starts `restartAfter` later.", []Param{
+			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
+		}},
 		"slow-store": {"The queue store or the DLQ store answers slowly: every call takes `latency` more.", []Param{
 			{Name: "latency", Type: "duration", Default: dur(DefaultSlowStoreLatency), Doc: "The added time per call."},
 		}},

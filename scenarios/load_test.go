@@ -105,7 +105,7 @@ var _ = Describe("Loading broken scenario files", func() {
 		Entry("an unknown fault model, with the nearest model", "unknown-model.yaml",
 			dir+`unknown-model.yaml:12:12: faults[0].model: unknown fault model "gatway-timeout"; did you mean "gateway-timeout"? `+
 				"(known: gateway-timeout, latency, http-status, auth-failure, card-declined, rate-limit, indeterminate-5xx, flapping, "+
-				"outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store)"),
+				"outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store, interleave, graceful-stop)"),
 		Entry("an unknown fault parameter, at its name, with the model's parameters", "unknown-param.yaml",
 			dir+`unknown-param.yaml:15:7: faults[0].params.afterr: unknown parameter of model gateway-timeout; expected one of op, after, chargedProbability; did you mean "after"?`),
 		Entry("a fault's parameter and schedule out of range, and a target its model cannot hit, each at its value", "bad-param-value.yaml",
@@ -476,7 +476,7 @@ var _ = Describe("Load", func() {
 			)
 			_, err := scenarios.LoadFS(fsys, "s.yaml")
 			Expect(err).To(reportExactly(
-				`f.yaml:6:12: faults[0].model: unknown fault model "gateway-timout"; did you mean "gateway-timeout"? (known: gateway-timeout, latency, http-status, auth-failure, card-declined, rate-limit, indeterminate-5xx, flapping, outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store)`,
+				`f.yaml:6:12: faults[0].model: unknown fault model "gateway-timout"; did you mean "gateway-timeout"? (known: gateway-timeout, latency, http-status, auth-failure, card-declined, rate-limit, indeterminate-5xx, flapping, outage, store-outage, sink-outage, worker-crash, worker-stall, slow-store, interleave, graceful-stop)`,
 				`f.yaml:7:76: faults[1].schedule.from: expected a duration like 30s, 2m or 250ms, got "soon"`,
 			))
 		})

@@ -24,6 +24,19 @@ import (
 // The seeds every built-in must pass on, as CI runs them.
 const firstSeed, lastSeed uint64 = 1, 100
 
+// ScaleTag marks a heavy built-in (ten thousand jobs and more, seconds of
+// CPU a run): it runs in a lane of its own, on scaleLastSeed seeds instead
+// of lastSeed, and says so in its spec's name. The mutation score runs it
+// like any other built-in.
+const scaleTag = "scale"
+
+// scaleLastSeed is the last seed a scale built-in is run on (from
+// firstSeed).
+const scaleLastSeed uint64 = 3
+
+// isScale says whether the built-in b is tagged scale.
+func isScale(b scenarios.Builtin) bool { return slices.Contains(b.Tags, scaleTag) }
+
 // requiredBuiltins are the scenarios issue 6 asks the library for.
 var requiredBuiltins = []string{
 	"dlq-basics", "classification-and-alerting", "graceful-degradation", "manual-reprocessing", "mini-project",
@@ -176,11 +189,36 @@ var _ = Describe("The built-in library", func() {
 
 	Describe(fmt.Sprintf("on every seed from %d to %d", firstSeed, lastSeed), func() {
 		for _, b := range scenarios.Builtins() {
+			if isScale(b) {
+				continue // the scale lane below runs it, on fewer seeds
+			}
 			It(b.Name+" passes, with expectations that can fail", func() {
 				sc := mustLoadBuiltin(b.Name)
 				Expect(len(sc.Expect)).To(BeNumerically(">=", 3), "a built-in asserts at least three things")
 				Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}), "every built-in checks that no job is lost")
 				Expect(sc).To(passOnSeeds(firstSeed, lastSeed))
+			})
+		}
+	})
+
+	// A scale built-in takes seconds a run: on 100 seeds it would take
+	// minutes of CI, so its lane runs a few, and its spec's name says so.
+	Describe(fmt.Sprintf("tagged %s, on seeds %d to %d only", scaleTag, firstSeed, scaleLastSeed), func() {
+		It("holds at least one scale built-in, past 10,000 dead letters", func() {
+			Expect(slices.ContainsFunc(scenarios.Builtins(), isScale)).To(BeTrue())
+			sc := mustLoadBuiltin("dlq-past-ten-thousand")
+			Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.DeadLettered, Op: sim.Exactly, N: 10050}))
+			Expect(sc.System.DLQ.Capacity).To(BeNumerically(">=", 20000))
+		})
+		for _, b := range scenarios.Builtins() {
+			if !isScale(b) {
+				continue
+			}
+			It(fmt.Sprintf("%s passes on seeds %d..%d (a scale built-in: not the %d seeds), with expectations that can fail", b.Name, firstSeed, scaleLastSeed, lastSeed), func() {
+				sc := mustLoadBuiltin(b.Name)
+				Expect(len(sc.Expect)).To(BeNumerically(">=", 3), "a built-in asserts at least three things")
+				Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}), "every built-in checks that no job is lost")
+				Expect(sc).To(passOnSeeds(firstSeed, scaleLastSeed))
 			})
 		}
 	})

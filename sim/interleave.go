@@ -242,3 +242,14 @@ func (il *interleaver) fail(w ilWrite, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	il.w.led.fail(InvLegalMove, il.w.led.jobs[w.id], "job %s, %s (fault %s: %s %s): %s", w.id, il.op, w.fault, w.write, where, msg)
 }
+
+// interleaveSimulated refuses an interleave fault on an operation the
+// simulator never runs: its operator's delete step deletes entry by entry,
+// so no bulk delete (delete-matching) runs.
+func interleaveSimulated(f faults.Fault) error {
+	m, ok := f.Model.(faults.Interleave)
+	if !ok || m.WithDefaults().Operation == faults.OpRequeueMatching {
+		return nil
+	}
+	return fmt.Errorf("%w: model interleave strikes operation %s, which the simulator never runs (its delete step deletes entry by entry); use operation requeue-matching (an operator's requeue, the auto-retry)", ErrNotSimulated, m.Operation)
+}

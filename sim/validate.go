@@ -752,6 +752,9 @@ func (validationSink) Send(context.Context, alert.Notification) error { return n
 // queue store only slows down (its outages are the live drills' Toxiproxy
 // work), the DLQ store only refuses writes.
 func simulated(f faults.Fault) error {
+	if err := interleaveSimulated(f); err != nil {
+		return err
+	}
 	if f.Model == nil || Simulates(f.Model.Class(), f.Target.Kind) {
 		return nil // a missing model: Validate reports it
 	}

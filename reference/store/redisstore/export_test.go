@@ -9,3 +9,6 @@ func ScriptHashes() []string {
 	}
 	return out
 }
+
+// Link returns the prelude parts a script body uses (link).
+func Link(body string) string { return link(body) }

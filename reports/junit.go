@@ -42,6 +42,8 @@ var invariants = []Invariant{
 	{Name: "one-page-per-repeat-interval", Rule: "a receiver gets at most one page per alert fingerprint per repeat interval"},
 	{Name: "breaker-transitions-legal", Rule: "every circuit-breaker transition is one the breaker's state machine allows"},
 	{Name: "no-rerun-after-dead-letter", Rule: "once a job's dead letter is decided, its handler never runs again (a lease that expired included) until the job is requeued from the DLQ"},
+	{Name: "attempt-outcome-is-the-move", Rule: "every attempt's outcome is the move the store made: a success is acked unless fenced off because its lease was recovered, a dead letter is written or held (never acked), a completion the store takes moves the job, and a lost lease's late answer is fenced off"},
+	{Name: "no-lease-left-expired", Rule: "no job stays in flight under a lease that expired more than a lease TTL ago: an expired lease is recovered and its job runs again"},
 	{Name: "no-planted-secret-leaves", Rule: "no text the scenario plants as a secret (invariants.secrets) leaves the process in a delivered notification or a report field, and the DLQ keeps the payload of a job created with one", Optional: true},
 	{Name: "not-both-succeeded-and-dead-lettered", Rule: "no job both succeeded and sits in the DLQ", BlackBox: true},
 	{Name: "dlq-never-shrinks", Rule: "an entry leaves the DLQ only by a mechanism the scenario declares (system.external.dlqShrinks)", BlackBox: true},

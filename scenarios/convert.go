@@ -50,6 +50,9 @@ type converter struct {
 	// programs resolves and checks the programs and folders of the
 	// document's commands; nil leaves them as written, unchecked.
 	programs programs
+	// deps are the document's dependencies (declared, or named by a
+	// task), for the expectations that name one.
+	deps []string
 }
 
 // programs resolves the programs and working directories a document's
@@ -191,6 +194,15 @@ func (c *converter) convert(d *Document) sim.Scenario {
 	}
 	for i, s := range d.Steps {
 		sc.Steps = append(sc.Steps, c.step(fmt.Sprintf("steps[%d]", i), s))
+	}
+	c.deps = c.deps[:0]
+	for _, dep := range d.Dependencies {
+		c.deps = append(c.deps, dep.Name)
+	}
+	for _, t := range d.Workload.Tasks {
+		if t.Dependency != "" && !slices.Contains(c.deps, t.Dependency) {
+			c.deps = append(c.deps, t.Dependency)
+		}
 	}
 	for i, e := range d.Expect {
 		if x := c.expect(fmt.Sprintf("expect[%d]", i), e); x != nil {
@@ -741,6 +753,9 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 				c.bad(path+"."+fl.name, "count %s takes %s", e.Count, takes)
 			}
 		}
+		if e.Dependency != "" || e.From != 0 || e.Window != 0 {
+			return c.retryRate(path, e, op, n)
+		}
 		x := sim.Count{Metric: sim.Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
 		if e.Severity != "" {
 			x.Severity = c.severity(path+".severity", e.Severity)
@@ -750,6 +765,9 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		}
 		return x
 	case "job":
+		if e.Attempts != nil || e.AttemptGapsAtLeast != 0 || hasOp {
+			return c.jobAttempts(path, e)
+		}
 		x := sim.JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
 		if e.Route != "" && !slices.Contains(moveReasons, e.Route) {
 			c.bad(path+".route", "expected one of %s, got %q%s", strings.Join(moveReasons, ", "), e.Route, suggest(e.Route, moveReasons))
@@ -783,7 +801,16 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 	case "pageWithin":
 		return sim.PageWithin{Within: e.PageWithin.D()}
 	case "drainedBy":
-		return sim.DrainedBy{At: e.DrainedBy.D()}
+		switch e.Queue {
+		case "", "dlq", sim.QueueFallback:
+		default:
+			c.bad(path+".queue", "expected dlq or fallback, got %q%s", e.Queue, suggest(e.Queue, []string{"dlq", sim.QueueFallback}))
+		}
+		q := e.Queue
+		if q == "dlq" {
+			q = ""
+		}
+		return sim.DrainedBy{At: e.DrainedBy.D(), Queue: q}
 	case "breakerOpened":
 		if !hasOp || op != sim.AtLeast {
 			c.bad(path, "expected atLeast with breakerOpened")
@@ -795,10 +822,10 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		}
 		return sim.BreakerClosedBy{Breaker: e.BreakerClosedBy, At: e.At.D()}
 	case "breakerTransitions":
-		if !hasOp || op != sim.AtMost {
-			c.bad(path, "expected atMost with breakerTransitions")
+		if !hasOp {
+			c.bad(path, "expected one of equals, atLeast, atMost with breakerTransitions")
 		}
-		return sim.BreakerTransitions{Breaker: e.BreakerTransitions, AtMost: int(n)}
+		return sim.BreakerTransitions{Breaker: e.BreakerTransitions, Op: op, N: int(n)}
 	default: // confusion
 		x := sim.Confusion{True: c.class(path+".confusion", e.Confusion), Op: op, N: n}
 		if e.Said != "" {
@@ -829,13 +856,13 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 // not read: never silently ignored.
 func (c *converter) irrelevant(path, kind string, e Expect) {
 	uses := map[string][]string{
-		"count":              {"task", "severity", "class", "receiver", "fingerprint", "equals", "atLeast", "atMost"},
-		"job":                {"state", "route", "severity", "history"},
+		"count":              {"task", "severity", "class", "receiver", "fingerprint", "dependency", "from", "window", "equals", "atLeast", "atMost"},
+		"job":                {"state", "route", "severity", "history", "attempts", "attemptGapsAtLeast", "atLeast", "atMost"},
 		"pageWithin":         {},
-		"drainedBy":          {},
+		"drainedBy":          {"queue"},
 		"breakerOpened":      {"atLeast"},
 		"breakerClosedBy":    {"at"},
-		"breakerTransitions": {"atMost"},
+		"breakerTransitions": {"equals", "atLeast", "atMost"},
 		"confusion":          {"said", "route", "equals", "atLeast", "atMost"},
 	}[kind]
 	for _, k := range []struct {
@@ -843,7 +870,9 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 		set  bool
 	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"history", len(e.History) > 0}, {"at", e.At != 0}, {"said", e.Said != ""},
 		{"task", e.Task != ""}, {"severity", e.Severity != ""}, {"class", e.Class != ""}, {"receiver", e.Receiver != ""},
-		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil}} {
+		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil},
+		{"attempts", e.Attempts != nil}, {"attemptGapsAtLeast", e.AttemptGapsAtLeast != 0}, {"queue", e.Queue != ""},
+		{"dependency", e.Dependency != ""}, {"from", e.From != 0}, {"window", e.Window != 0}} {
 		if k.set && !slices.Contains(uses, k.name) {
 			if len(uses) == 0 {
 				c.bad(path+"."+k.name, "a %s expectation takes no other key", kind)
@@ -852,6 +881,58 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 			}
 		}
 	}
+}
+
+// retryRate converts count retried with dependency, from and window: the
+// busiest window's retries of the dependency's jobs.
+func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Expectation {
+	if e.Count != string(sim.Retried) {
+		c.bad(path+".count", "dependency, from and window read the retries due per window: expected count retried, got %q", e.Count)
+	}
+	if e.Dependency == "" {
+		c.bad(path+".dependency", "expected the dependency whose jobs' retries are read (with from and window)")
+	} else if !slices.Contains(c.deps, e.Dependency) {
+		c.bad(path+".dependency", "expected one of the scenario's dependencies (%s), got %q%s", strings.Join(c.deps, ", "), e.Dependency, suggest(e.Dependency, c.deps))
+	}
+	if e.Window == 0 {
+		c.bad(path+".window", "expected the length of the window the retries are counted in, like 1s")
+	}
+	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Window: e.Window.D(), Op: op, N: n}
+}
+
+// jobAttempts converts a job expectation that reads the job's attempts:
+// their number (attempts, or atLeast / atMost) and their spacing
+// (attemptGapsAtLeast).
+func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"severity", e.Severity != ""}, {"history", len(e.History) > 0}} {
+		if k.set {
+			c.bad(path+"."+k.name, "a job expectation reads where the job ended (state, route, severity, history) or its attempts (attempts, atLeast, atMost, attemptGapsAtLeast), not both: write two expectations")
+		}
+	}
+	if e.Equals != nil {
+		c.bad(path+".equals", "with job, the exact number of attempts is attempts")
+	}
+	x := sim.JobAttempts{JobID: e.Job, MinGap: e.AttemptGapsAtLeast.D()}
+	var ops []string
+	if e.Attempts != nil {
+		ops, x.CheckCount, x.Op, x.N = append(ops, "attempts"), true, sim.Exactly, *e.Attempts
+		if *e.Attempts < 0 {
+			c.bad(path+".attempts", "expected a count of at least 0, got %d", *e.Attempts)
+		}
+	}
+	if e.AtLeast != nil {
+		ops, x.CheckCount, x.Op, x.N = append(ops, "atLeast"), true, sim.AtLeast, *e.AtLeast
+	}
+	if e.AtMost != nil {
+		ops, x.CheckCount, x.Op, x.N = append(ops, "atMost"), true, sim.AtMost, *e.AtMost
+	}
+	if len(ops) > 1 {
+		c.bad(path, "expected one of attempts, atLeast, atMost; got %s", strings.Join(ops, " and "))
+	}
+	return x
 }
 
 func (c *converter) comparison(path string, e Expect) (sim.Op, int64, bool) {

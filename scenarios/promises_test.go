@@ -36,7 +36,7 @@ type promiseRow struct {
 var ledgerInvariants = []string{
 	sim.InvConservation, sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvOneDLQEntry, sim.InvNoRetryOfFinal,
 	sim.InvAttempts, sim.InvNoDoubleCharge, sim.InvCriticalPaged, sim.InvOnePage, sim.InvBreakerLegal,
-	sim.InvNoRerunAfterDead, sim.InvNoSecretLeaves,
+	sim.InvNoRerunAfterDead, sim.InvNoSecretLeaves, sim.InvOutcomeIsMove, sim.InvNoLeaseLeftExpired,
 }
 
 var (

@@ -438,7 +438,7 @@ type Filter struct {
 type Expect struct {
 	// Count is a metric (sim.Metric): created, succeeded, dead-lettered,
 	// dead-letters, requeued, retried, in-fallback, diverted, pending,
-	// pages, notifications, lost, fenced, held, evicted, charges.
+	// pages, notifications, lost, fenced, held, evicted, charges, alerts….
 	Count string `yaml:"count,omitempty" json:"count,omitempty"`
 	// Job expects the job with this ID to end in State (and Route, the
 	// reason of its last move, and Severity, when given).
@@ -449,11 +449,20 @@ type Expect struct {
 	// failures, by class, oldest first (so their count and order too);
 	// severity then reads the entry's verdict as well.
 	History []string `yaml:"history,omitempty" json:"history,omitempty"`
+	// Attempts, with job, expects the job's attempts (each lease of it,
+	// a crashed or fenced attempt included) to number exactly this;
+	// atLeast or atMost instead bound them. AttemptGapsAtLeast, with job,
+	// expects each attempt to begin at least this long after the one
+	// before (a retry waits out its backoff and a Retry-After hint).
+	Attempts           *int64   `yaml:"attempts,omitempty" json:"attempts,omitempty"`
+	AttemptGapsAtLeast Duration `yaml:"attemptGapsAtLeast,omitempty" json:"attemptGapsAtLeast,omitempty"`
 	// PageWithin expects a page within this long of the first critical
 	// failure.
 	PageWithin Duration `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
-	// DrainedBy expects the DLQ empty at this offset.
+	// DrainedBy expects the DLQ empty at this offset; with Queue
+	// "fallback", the fallback (batch) queue instead.
 	DrainedBy Duration `yaml:"drainedBy,omitempty" json:"drainedBy,omitempty"`
+	Queue     string   `yaml:"queue,omitempty" json:"queue,omitempty"`
 	// BreakerOpened, BreakerClosedBy (with At) and BreakerTransitions name
 	// a breaker's dependency.
 	BreakerOpened      string   `yaml:"breakerOpened,omitempty" json:"breakerOpened,omitempty"`
@@ -471,8 +480,14 @@ type Expect struct {
 	Class       string `yaml:"class,omitempty" json:"class,omitempty"`
 	Receiver    string `yaml:"receiver,omitempty" json:"receiver,omitempty"`
 	Fingerprint string `yaml:"fingerprint,omitempty" json:"fingerprint,omitempty"`
+	// Dependency, From and Window turn count retried into a rate: the
+	// retries of the dependency's jobs that came due in the busiest
+	// window of this length from this offset on.
+	Dependency string   `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	From       Duration `yaml:"from,omitempty" json:"from,omitempty"`
+	Window     Duration `yaml:"window,omitempty" json:"window,omitempty"`
 	// The comparison of a count, breakerOpened (atLeast),
-	// breakerTransitions (atMost) or confusion: exactly one.
+	// breakerTransitions, confusion or a job's attempts: exactly one.
 	Equals  *int64 `yaml:"equals,omitempty" json:"equals,omitempty"`
 	AtLeast *int64 `yaml:"atLeast,omitempty" json:"atLeast,omitempty"`
 	AtMost  *int64 `yaml:"atMost,omitempty" json:"atMost,omitempty"`

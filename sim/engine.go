@@ -796,6 +796,7 @@ func (w *world) complete(s *slot) {
 			w.critical(r, o.Fingerprint)
 		}
 	}
+	w.attemptEnded(s, r, &o)
 	w.apply(s.lease, o, r)
 	if r != nil && r.kept {
 		// Those no longer kept (written or parked since) are let go of

@@ -207,11 +207,15 @@ const (
 	BudgetDelayed Metric = "budget-delayed"
 	// BudgetExceeded: retries that ran over the budget.
 	BudgetExceeded Metric = "budget-exceeded"
+	// Alerts: alerts raised (a new fingerprint firing, or one firing again
+	// after it resolved), whether or not they page anyone: a storm of
+	// failures with one fingerprint is one alert.
+	Alerts Metric = "alerts"
 )
 
 // Metrics lists every metric, in a stable order.
 var Metrics = []Metric{Created, Succeeded, DeadLettered, DeadLetters, Requeued, Retried, InFallback, Diverted, Pending,
-	Pages, Notifications, Lost, Fenced, Held, Evicted, Charges, Refused, LeaseExpiries, AlertsRefused, BudgetDelayed, BudgetExceeded}
+	Pages, Notifications, Lost, Fenced, Held, Evicted, Charges, Refused, LeaseExpiries, AlertsRefused, BudgetDelayed, BudgetExceeded, Alerts}
 
 // Filters returns the Count filters metric m takes: "task", "severity",
 // "class" (dead-lettered, dead-letters), "receiver", "fingerprint",
@@ -342,6 +346,8 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 		n = led.BudgetDelayed
 	case BudgetExceeded:
 		n = led.BudgetExceeded
+	case Alerts:
+		n = o.Result.Alerts.Raised
 	default:
 		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "unknown metric " + string(c.Metric), Verdict: reports.Failed}
 	}
@@ -467,17 +473,36 @@ func (p PageWithin) Evaluate(o *Observation) reports.Expectation {
 }
 
 // DrainedBy expects the DLQ to hold no entry (failed, quarantined or
-// deleted) at offset At.
-type DrainedBy struct{ At time.Duration }
+// deleted) at offset At; with Queue "fallback", the fallback (batch) queue
+// to hold no job instead.
+type DrainedBy struct {
+	At time.Duration
+	// Queue is "" (or "dlq") for the DLQ, "fallback" for the fallback
+	// queue.
+	Queue string
+}
+
+// QueueFallback is DrainedBy's Queue for the fallback (batch) queue.
+const QueueFallback = "fallback"
 
 func (d DrainedBy) probes() []time.Duration { return []time.Duration{d.At} }
 
 // Evaluate reads the snapshot at At.
 func (d DrainedBy) Evaluate(o *Observation) reports.Expectation {
 	e := reports.Expectation{Name: "the DLQ is drained by " + fmtOffset(d.At), Expected: "0 entries"}
+	if d.Queue == QueueFallback {
+		e = reports.Expectation{Name: "the fallback queue is drained by " + fmtOffset(d.At), Expected: "0 jobs"}
+	}
 	s, ok := o.Snapshot(d.At)
 	if !ok {
 		e.Actual, e.Verdict = "the run ended before "+fmtOffset(d.At), reports.Failed
+		return e
+	}
+	if d.Queue == QueueFallback {
+		e.Actual, e.Verdict = fmt.Sprintf("%d jobs", s.Fallback), verdict(s.Fallback == 0)
+		if s.Fallback > 0 {
+			e.Actual += ": the fallback queue did not drain back once the breaker closed"
+		}
 		return e
 	}
 	e.Actual, e.Verdict = fmt.Sprintf("%d entries", s.DeadLettered), verdict(s.DeadLettered == 0)
@@ -526,12 +551,24 @@ func (b BreakerClosedBy) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-// BreakerTransitions expects breaker Breaker to change state at most
-// AtMost times (hysteresis keeps a flapping dependency from flapping the
-// breaker).
+// BreakerTransitions expects breaker Breaker's changes of state to
+// compare with Op and N: at most (hysteresis keeps a flapping dependency
+// from flapping the breaker), at least (it opened and closed again) or
+// exactly. AtMost, when Op and N are zero, is the older form of
+// {Op: AtMost, N: AtMost}.
 type BreakerTransitions struct {
 	Breaker string
+	Op      Op
+	N       int
 	AtMost  int
+}
+
+// cmp returns the comparison, the older AtMost form read.
+func (b BreakerTransitions) cmp() (Op, int) {
+	if b.Op == Exactly && b.N == 0 && b.AtMost > 0 {
+		return AtMost, b.AtMost
+	}
+	return b.Op, b.N
 }
 
 // Evaluate counts the transitions: of the one breaker in the simulator;
@@ -554,8 +591,10 @@ func (b BreakerTransitions) Evaluate(o *Observation) reports.Expectation {
 	if busiest != "" {
 		actual += " (worker " + busiest + ", the busiest)"
 	}
-	return reports.Expectation{Name: fmt.Sprintf("breaker %s changes state at most %d times", b.Breaker, b.AtMost),
-		Expected: fmt.Sprintf("≤ %d", b.AtMost), Actual: actual, Verdict: verdict(n <= b.AtMost)}
+	op, want := b.cmp()
+	words := map[Op]string{Exactly: "exactly", AtLeast: "at least", AtMost: "at most"}[op]
+	return reports.Expectation{Name: fmt.Sprintf("breaker %s changes state %s %d times", b.Breaker, words, want),
+		Expected: fmt.Sprintf("%s %d", op, want), Actual: actual, Verdict: verdict(op.holds(int64(n), int64(want)))}
 }
 
 // Confusion gates the classifier confusion matrix: of the failures whose

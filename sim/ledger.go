@@ -40,7 +40,8 @@ type Violation = reports.Violation
 // invariantNames are the invariants in declaration order: a rec keeps one
 // bit per invariant its job has violated.
 var invariantNames = []string{InvConservation, InvLegalMove, InvNoMoveAfterDone, InvOneDLQEntry, InvNoRetryOfFinal,
-	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal, InvNoRerunAfterDead}
+	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal, InvNoRerunAfterDead,
+	InvOutcomeIsMove, InvNoLeaseLeftExpired}
 
 func invariantBit(name string) uint16 {
 	for i, n := range invariantNames {
@@ -242,6 +243,8 @@ type ledger struct {
 	// store's counts and the ledger's, per check: reported once until it
 	// changes.
 	lastMismatch [3][4]int64
+	// ow follows attempts' outcomes and leases (see outcome.go).
+	ow outcomeWatch
 }
 
 func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *ledger {
@@ -415,6 +418,7 @@ func (l *ledger) observe(e disposition.Event) {
 	}
 	at := l.now() // the store's events carry the simulator's now
 	r.add(trailItem{kind: trailMove, at: at, from: e.From, to: e.To, text: string(e.Reason), attempts: int32(e.Attempts)})
+	l.outcomeMove(r, e, at)
 	state := r.state
 	if state == removed { // a purged or evicted job may come back (an import)
 		state = disposition.None
@@ -542,6 +546,7 @@ func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.O
 // settle ends an attempt's pending verdict: the job's own when its outcome
 // was applied, dropped when the move was fenced off or refused.
 func (l *ledger) settle(r *rec, applied bool) {
+	l.outcomeSettled(r, applied)
 	if r == nil || !r.hasPend {
 		return
 	}
@@ -605,6 +610,7 @@ func (l *ledger) inDLQ(task string, sev classify.Severity, class classify.Class)
 // every event moves one job from one to another; the store's own counts
 // are checked against them by reconcile).
 func (l *ledger) checkCreated(made int64) {
+	l.resolveRefusal()
 	if l.created != made {
 		l.fail(InvConservation, nil, "%d jobs were enqueued, but the store reported %d enqueue events", made, l.created)
 	}

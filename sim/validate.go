@@ -861,6 +861,8 @@ func (v *validator) expectations() {
 			v.job(f+".JobID", x.JobID, taskNames)
 		case *JobFate:
 			v.job(f+".JobID", x.JobID, taskNames)
+		case JobAttempts:
+			v.job(f+".JobID", x.JobID, taskNames)
 		case Count:
 			v.count(f, x, taskNames)
 		case *Count:

@@ -1,0 +1,78 @@
+package sim_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+// judged runs sc with expectations xs in place of its own and returns how
+// each was judged.
+func judged(sc sim.Scenario, xs ...sim.Expectation) []reports.Expectation {
+	GinkgoHelper()
+	sc.Expect = xs
+	res := run(sc)
+	return res.Expectations[:len(xs)]
+}
+
+var _ = Describe("An attempt's outcome and its lease (issue 15)", func() {
+	It("fences a stale failure off while the successor's success is the store's move: both invariants listed and held", func() {
+		res := run(builtin("stale-answer-fenced"))
+		Expect(res.Verdict).To(Equal(reports.Passed), "%v", res.Violations)
+		Expect(res.Invariants).To(ContainElements(
+			reports.InvariantResult{Name: sim.InvOutcomeIsMove, Verdict: reports.Passed},
+			reports.InvariantResult{Name: sim.InvNoLeaseLeftExpired, Verdict: reports.Passed}))
+		Expect(res.Ledger.Fenced).To(BeEquivalentTo(1))
+	})
+
+	It("holds on a run with crashes and a stall, where every expired lease is recovered", func() {
+		res := run(builtin("worker-crash"))
+		Expect(res.Violations).To(BeEmpty())
+		Expect(res.Ledger.LeaseExpiries).To(BeNumerically(">", 0))
+	})
+})
+
+var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers and retry timing (issue 15)", func() {
+	It("reads a job's attempts and their spacing, naming when each began", func() {
+		got := judged(builtin("stale-answer-fenced"),
+			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 2},
+			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.AtMost, N: 1},
+			sim.JobAttempts{JobID: "ledger-sync", MinGap: 15 * time.Second})
+		Expect(got[0].Verdict).To(Equal(reports.Passed))
+		Expect(got[0].Actual).To(Equal("2 attempts (at +0s, +10s)"))
+		Expect(got[1].Verdict).To(Equal(reports.Failed))
+		Expect(got[2].Verdict).To(Equal(reports.Failed))
+		Expect(got[2].Actual).To(ContainSubstring("attempt 2 began 10s after attempt 1, under 15s"))
+	})
+
+	It("reads the retries due per window after a recovery, naming the busiest window", func() {
+		got := judged(builtin("retry-storm-on-recovery"),
+			sim.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: sim.AtMost, N: 26},
+			sim.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: sim.AtMost, N: 2})
+		Expect(got[0].Verdict).To(Equal(reports.Passed))
+		Expect(got[1].Verdict).To(Equal(reports.Failed))
+		Expect(got[1].Actual).To(MatchRegexp(`^\d+ \(the 1s from \+\S+; \d+ due from \+2m30s on\): the retries came back together`))
+	})
+
+	It("reads the fallback queue drained by an offset, breaker transitions at least, and the alerts raised", func() {
+		got := judged(builtin("graceful-degradation"),
+			sim.DrainedBy{At: 5 * time.Minute, Queue: sim.QueueFallback},
+			sim.DrainedBy{At: 90 * time.Second, Queue: sim.QueueFallback},
+			sim.BreakerTransitions{Breaker: "primary", Op: sim.AtLeast, N: 2},
+			sim.BreakerTransitions{Breaker: "primary", Op: sim.AtLeast, N: 1000},
+			sim.BreakerTransitions{Breaker: "primary", AtMost: 1000},
+			sim.Count{Metric: sim.Alerts, Op: sim.AtLeast, N: 1})
+		Expect(got[0].Verdict).To(Equal(reports.Passed))
+		Expect(got[1].Verdict).To(Equal(reports.Failed))
+		Expect(got[1].Actual).To(HaveSuffix("jobs: the fallback queue did not drain back once the breaker closed"))
+		Expect(got[2].Verdict).To(Equal(reports.Passed))
+		Expect(got[3].Verdict).To(Equal(reports.Failed))
+		Expect(got[3].Name).To(Equal("breaker primary changes state at least 1000 times"))
+		Expect(got[4].Verdict).To(Equal(reports.Passed), "the older AtMost form")
+		Expect(got[5].Verdict).To(Equal(reports.Passed))
+	})
+})

@@ -40,6 +40,7 @@ type runFlags struct {
 	shrunkOut string
 	shard     string
 	limits    limitFlags
+	store     runBackendFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -69,12 +70,20 @@ passwords, card numbers); --shrunk-out writes the shrunk scenario as it was.
 — pair p (scenarios first, then seeds) goes to shard p mod N + 1 — and writes to
 --report-dir a summary.json naming the shard and what identifies the run, junit.xml
 and the failing runs' reports; faultline report merge puts the N directories
-together. With --shard, --seeds may hold N × 1,000,000 seeds (the cap is per shard).`,
+together. With --shard, --seeds may hold N × 1,000,000 seeds (the cap is per shard).
+
+--backend picks the store the simulator runs on: memory (the default, embedded),
+miniredis (the Redis store's Lua scripts on an embedded miniredis) or redis (a
+real server at --redis-url, on loopback unless --allow-remote with --namespace).
+On redis each run uses a namespace of its own, <prefix>-<n> (prefix: --namespace,
+else a fresh run-<random>), refuses one that already holds keys, and removes its
+keys when it ends. The report is the same on every backend, byte for byte.`,
 		Example: `  faultline run --all
   faultline run payment-challenge --seed 7
   faultline run drills/ --seeds 1..1000 --parallel 2
   faultline run my-scenario.yaml --report json --report-dir out/
-  faultline run --all --seeds 1..100000 --shard 2/8 --report-dir shard-2/`,
+  faultline run --all --seeds 1..100000 --shard 2/8 --report-dir shard-2/
+  faultline run --all --backend redis --redis-url redis://127.0.0.1:6379/0`,
 		Args: func(c *cobra.Command, args []string) error {
 			if f.all && len(args) > 0 {
 				return usage(c, errors.New("give scenarios or --all, not both"))
@@ -101,6 +110,7 @@ together. With --shard, --seeds may hold N × 1,000,000 seeds (the cap is per sh
 	fl.StringVar(&f.shard, "shard", "", "run the I-th of N shares of the (scenario, seed) pairs, 1-based (e.g. 2/8), for report merge")
 	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
 	f.limits.register(fl)
+	f.store.register(c)
 	return c
 }
 
@@ -351,6 +361,11 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 			return err
 		}
 	}
+	openStore, closeStore, err := openRunBackend(c, f.store)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	sink, err := newRunSink(f.reportDir, sinkFormats, sweep && !sharded)
 	if err != nil {
 		if shardOut != nil {
@@ -358,7 +373,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		}
 		return err
 	}
-	execute(ctx, jobs, f.parallel, func(done []*job) {
+	execute(ctx, jobs, f.parallel, openStore, func(done []*job) {
 		if bar != nil {
 			_ = bar.Clear() // a result line starts on a line of its own
 		}
@@ -460,7 +475,7 @@ func plural(n int, one, many string) string {
 // aheadPerWorker·n jobs past the first one not yet reported, so that the
 // results waiting for a slow run to be reported stay bounded, whatever
 // the number of runs.
-func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
+func execute(ctx context.Context, jobs []*job, n int, open runStore, report func([]*job)) {
 	var mu sync.Mutex
 	caughtUp := sync.NewCond(&mu)
 	next, reported := 0, 0
@@ -500,7 +515,7 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 				next++
 				mu.Unlock()
 
-				res, err := sim.Run(ctx, j.t.loaded.Scenario, sim.WithSeed(j.seed), sim.WithReproduce(j.reproduce()))
+				res, err := runOne(ctx, j, open)
 
 				if err == nil {
 					scenarios.Annotate(res, j.t.loaded, j.t.file)
@@ -522,6 +537,20 @@ func execute(ctx context.Context, jobs []*job, n int, report func([]*job)) {
 	}
 	wg.Wait()
 	flush(true)
+}
+
+// runOne runs job j on the store open gives it (nil: in memory).
+func runOne(ctx context.Context, j *job, open runStore) (*reports.Result, error) {
+	opts := []sim.Option{sim.WithSeed(j.seed), sim.WithReproduce(j.reproduce())}
+	if open != nil {
+		opt, done, err := open(ctx, j.index)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		opts = append(opts, opt)
+	}
+	return sim.Run(ctx, j.t.loaded.Scenario, opts...)
 }
 
 // aheadPerWorker bounds how far past the first unreported job the workers

@@ -366,7 +366,8 @@ func BenchmarkStats(b *testing.B) {
 // moves of a job id from one list to another with its hash written
 // (LMOVE and HSET, pipelined a thousand at a time, "s/baseline"), with the
 // requeue's time as a multiple of it ("x-baseline"), since absolute figures
-// drift with the machine's load. Run it with -benchtime 1x: each iteration
+// drift with the machine's load; and the commands the scripts ran per
+// entry ("cmds/entry"), which do not. Run it with -benchtime 1x: each iteration
 // refills the DLQ, outside the timer.
 func BenchmarkRequeueAll100k(b *testing.B) { requeueAll(b, 100_000) }
 
@@ -375,7 +376,7 @@ func requeueAll(b *testing.B, n int) {
 	ctx := context.Background()
 	var longest, total, dry, base, server time.Duration
 	var dryServer time.Duration
-	scripts, over, logged, dryCalls := 0, 0, 0, 0
+	scripts, over, logged, dryCalls, cmds := 0, 0, 0, 0, 0
 	for range b.N {
 		b.StopTimer()
 		if err := c.FlushDB(ctx).Err(); err != nil {
@@ -411,6 +412,7 @@ func requeueAll(b *testing.B, n int) {
 			b.Fatalf("requeued %d of %d", r.Requeued, n)
 		}
 		calls, usec := evalStats(b, c)
+		cmds += scriptCommands(b, c)
 		scripts += calls
 		server += time.Duration(usec) * time.Microsecond
 		sl := pager.stop()
@@ -430,6 +432,7 @@ func requeueAll(b *testing.B, n int) {
 	b.ReportMetric(float64(over), "scripts>50ms")
 	b.ReportMetric(float64(logged)/float64(b.N), "scripts>1ms/run")
 	b.ReportMetric(float64(scripts)/float64(b.N), "scripts/requeue-all")
+	b.ReportMetric(float64(cmds)/float64(b.N*n), "cmds/entry")
 }
 
 // baselineMoves times n plain moves of a job id from one list to another

@@ -96,8 +96,11 @@ func Validate(j *Job, maxPayload int) error {
 }
 
 func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+	// Bytes, not runes: a control character is one byte in UTF-8, and no
+	// byte of a multi-byte sequence is below 0x80, so this finds the same
+	// characters without decoding (it runs for every job enqueued).
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
 			return true
 		}
 	}

@@ -43,6 +43,19 @@ var _ = Describe("Validate", func() {
 		Entry("negative attempts", func(j *job.Job) { j.Attempts = -1 }, 0, "invalid job: Attempts: is negative"),
 	)
 
+	It("tells control characters from any other text, UTF-8 or not", func() {
+		for _, id := range []string{"jöb-1", "支払い-2", "emoji-🙂", "\xff\xfe-invalid-utf8", "tab\u00a0nbsp", "\u0085-C1-next-line"} {
+			j := ok()
+			j.ID = id
+			Expect(job.Validate(&j, 0)).To(Succeed(), "%q", id)
+		}
+		for _, id := range []string{"\x00", "a\tb", "del\x7f", "\x1f-unit", "jöb\r"} {
+			j := ok()
+			j.Queue = id
+			Expect(job.Validate(&j, 0)).To(MatchError("invalid job: Task/Queue: contains control characters"), "%q", id)
+		}
+	})
+
 	It("refuses a nil job", func() {
 		Expect(job.Validate(nil, 0)).To(MatchError("invalid job: job: is nil"))
 	})

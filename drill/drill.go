@@ -71,6 +71,9 @@ func Live(sc *sim.Scenario) error {
 		part := fmt.Sprintf("faults[%d] (%s)", i, f.Name)
 		switch f.Target.Kind {
 		case faults.Store, faults.DLQStore:
+			if f.Model.Name() == "interleave" {
+				return refuse(part, "model interleave strikes inside one store operation (before a bulk requeue's pick, between its batches), which a drill's proxy cannot time: the simulator runs it, on every store")
+			}
 			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 || len(f.Schedule.Jobs) > 0 {
 				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls/jobs, or give it from/until")
 			}

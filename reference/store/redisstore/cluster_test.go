@@ -17,11 +17,9 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
-	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reference/internal/conformance"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
-	"github.com/faultline/faultline/reference/queue/queuetest"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
@@ -41,24 +39,13 @@ var _ = Describe("on a Redis Cluster", Label("cluster"), func() {
 	client := func() *redis.ClusterClient {
 		GinkgoHelper()
 		if shared == nil {
-			shared = redistest.RealCluster().Client()
+			shared = redisstore.NewClusterClient(redistest.RealCluster().Addrs)
 			DeferCleanup(shared.Close)
 		}
 		return shared
 	}
 
-	queuetest.Exercise(func(cfg store.Config) queuetest.Harness {
-		s := streamed(client(), cfg)
-		return queuetest.Harness{Queue: s, DLQ: s}
-	})
-
-	dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
-		s := streamed(client(), cfg)
-		return dlqtest.Harness{Queue: s, DLQ: s, Corrupt: func(id string, raw []byte) {
-			GinkgoHelper()
-			Expect(s.WriteRaw(context.Background(), id, raw)).To(Succeed())
-		}}
-	})
+	conformanceSuites(func() redis.UniversalClient { return client() })
 })
 
 var _ = Describe("a namespace on a Redis Cluster", Label("cluster"), func() {

@@ -154,22 +154,26 @@ var _ = Describe("redisstore", func() {
 			}
 			BeforeEach(func() { shared = nil })
 
-			// The conformance suites run with the event stream on, as
-			// drills run: every script's stream-on path is held to them,
-			// and each spec ends by checking that the stream carries
-			// exactly the events the observer heard.
-			queuetest.Exercise(func(cfg store.Config) queuetest.Harness {
-				s := streamed(client(), cfg)
-				return queuetest.Harness{Queue: s, DLQ: s}
-			})
-
-			dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
-				s := streamed(client(), cfg)
-				return dlqtest.Harness{Queue: s, DLQ: s, Corrupt: func(id string, raw []byte) {
-					GinkgoHelper()
-					Expect(s.WriteRaw(context.Background(), id, raw)).To(Succeed())
-				}}
-			})
+			conformanceSuites(func() redis.UniversalClient { return client() })
 		})
 	}
 })
+
+// conformanceSuites registers the conformance suites on the Redis client
+// gives, with the event stream on, as drills run: every script's stream-on
+// path is held to them, and each spec ends by checking that the stream
+// carries exactly the events the observer heard.
+func conformanceSuites(client func() redis.UniversalClient) {
+	queuetest.Exercise(func(cfg store.Config) queuetest.Harness {
+		s := streamed(client(), cfg)
+		return queuetest.Harness{Queue: s, DLQ: s}
+	})
+
+	dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
+		s := streamed(client(), cfg)
+		return dlqtest.Harness{Queue: s, DLQ: s, Corrupt: func(id string, raw []byte) {
+			GinkgoHelper()
+			Expect(s.WriteRaw(context.Background(), id, raw)).To(Succeed())
+		}}
+	})
+}

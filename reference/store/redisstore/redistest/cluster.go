@@ -99,12 +99,6 @@ func (c *Cluster) waitOK(timeout time.Duration) error {
 	}
 }
 
-// Client returns a cluster client of c as faultline uses one (see
-// redisstore.NewClusterClient).
-func (c *Cluster) Client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs})
-}
-
 // Stop kills every node and removes their directories.
 func (c *Cluster) Stop() error {
 	var errs []error

@@ -195,6 +195,50 @@ var _ = Describe("Supervisor", func() {
 		Expect(s.Unexpected()).To(BeZero())
 	})
 
+	It("terminates a worker (SIGTERM to its group), records its exit as expected and restarts it after the delay", func() {
+		s := start(sh("w1", "trap 'exit 0' TERM; sleep 60 & sleep 60 & wait"))
+		old := s.PIDs()["w1"]
+		Eventually(states(old)).WithTimeout(settle).Should(HaveLen(3))
+		const after = 300 * time.Millisecond
+		Expect(s.Terminate("w1", after)).To(Succeed())
+		Expect(s.Terminate("w1", after)).To(MatchError(supervisor.ErrNotRunning), "a worker stopping is not told twice")
+		Expect(s.Kill("w1", after)).To(MatchError(supervisor.ErrNotRunning), "nor killed while it stops")
+		Eventually(states(old)).WithTimeout(settle).Should(BeEmpty(), "no process of the old group")
+
+		pid := newPID(s, "w1", old)
+		evs := s.Events()
+		Expect(evs).To(ContainElement(And(event("w1", supervisor.Exited), HaveField("PID", old),
+			HaveField("ExitCode", 0), HaveField("Signal", ""), HaveField("Unexpected", false))), "it exited on its own, as told")
+		Expect(evs).NotTo(ContainElement(event("w1", supervisor.Killed)), "nothing was killed")
+		var termed, restarted supervisor.Event
+		for _, ev := range evs {
+			switch ev.Kind {
+			case supervisor.Terminated:
+				termed = ev
+			case supervisor.Restarted:
+				restarted = ev
+			}
+		}
+		Expect(termed.PID).To(Equal(old))
+		Expect(restarted.PID).To(Equal(pid))
+		Expect(restarted.Time.Sub(termed.Time)).To(BeNumerically(">=", after))
+		Expect(s.Unexpected()).To(BeZero())
+	})
+
+	It("kills a terminated worker that does not exit within the bound, and restarts it", func() {
+		s := start(sh("w1", "trap '' TERM; sleep 60 & sleep 60 & wait"))
+		old := s.PIDs()["w1"]
+		Eventually(states(old)).WithTimeout(settle).Should(HaveLen(3))
+		Expect(s.Terminate("w1", 0)).To(Succeed())
+		Consistently(states(old)).WithTimeout(supervisor.TerminateBound/2).Should(HaveLen(3), "it ignores the SIGTERM")
+		pid := newPID(s, "w1", old)
+		Expect(pid).NotTo(Equal(old))
+		Expect(s.Events()).To(ContainElements(
+			And(event("w1", supervisor.Killed), HaveField("PID", old)),
+			And(event("w1", supervisor.Exited), HaveField("PID", old), HaveField("Signal", "killed"), HaveField("Unexpected", false))))
+		Expect(s.Unexpected()).To(BeZero())
+	})
+
 	It("leaves a worker down when killed with a negative restart delay", func() {
 		s := start(sleeper("w1"), sleeper("w2"))
 		Expect(s.Kill("w1", -1)).To(Succeed())

@@ -1,7 +1,8 @@
 // Package supervisor runs a drill's worker processes and applies process
 // faults to them: a crash is a real SIGKILL of the worker's process group,
-// followed by a replacement as a supervisor would start one; a stall is
-// SIGSTOP of the group and SIGCONT when it ends.
+// followed by a replacement as a supervisor would start one; a graceful
+// stop is SIGTERM of the group, and a replacement once it is due; a stall
+// is SIGSTOP of the group and SIGCONT when it ends.
 //
 // It needs Linux (signals, process groups, the parent-death signal); on
 // other systems New returns ErrNeedsLinux. Each worker runs in a process
@@ -20,6 +21,10 @@ import (
 
 	"github.com/faultline/faultline/reference/clock"
 )
+
+// TerminateBound is the least time Terminate gives a worker to exit on its
+// own before it kills it.
+const TerminateBound = 5 * time.Second
 
 // DefaultRestartDelay is Options.RestartDelay when it is zero.
 const DefaultRestartDelay = time.Second
@@ -118,7 +123,8 @@ const (
 	Stalled EventKind = "stalled"
 	// Resumed: SIGCONT sent to the process group.
 	Resumed EventKind = "resumed"
-	// Terminated: SIGTERM sent to the process group by Stop.
+	// Terminated: SIGTERM sent to the process group, by Terminate (its
+	// exit expected, a replacement due) or by Stop.
 	Terminated EventKind = "terminated"
 	// Exited: the process ended (ExitCode or Signal; Unexpected when the
 	// supervisor did not cause it).
@@ -141,7 +147,7 @@ type Event struct {
 	// Signal names the signal that ended an Exited process ("killed").
 	Signal string
 	// Unexpected marks an Exited event the supervisor did not cause: not a
-	// Kill, not during Stop.
+	// Kill or a Terminate, not during Stop.
 	Unexpected bool
 	// Err is the error of a StartFailed event.
 	Err string

@@ -30,6 +30,7 @@ const (
 	causeNone cause = iota // an exit would be unexpected
 	causeKill              // Kill sent SIGKILL
 	causeStop              // Stop is ending it
+	causeTerm              // Terminate sent SIGTERM
 )
 
 // child is one worker and its current process.
@@ -191,7 +192,7 @@ func (s *Supervisor) reap(c *child, cmd *exec.Cmd, done chan struct{}) {
 	case ev.Unexpected:
 		s.unexpected++
 		s.scheduleRestart(c, s.opts.RestartDelay)
-	case c.cause == causeKill && c.restartAfter >= 0:
+	case (c.cause == causeKill || c.cause == causeTerm) && c.restartAfter >= 0:
 		s.scheduleRestart(c, c.killedAt.Add(c.restartAfter).Sub(s.opts.Clock.Now()))
 	}
 }
@@ -243,6 +244,48 @@ func (s *Supervisor) Kill(name string, restartAfter time.Duration) error {
 	}
 	c.cause, c.killedAt, c.restartAfter = causeKill, s.opts.Clock.Now(), restartAfter
 	s.record(Event{Worker: name, Kind: Killed, PID: c.pid})
+	return nil
+}
+
+// Terminate tells the worker to stop, as a deploy or a scale-in does:
+// SIGTERM to its process group. The worker shuts down on its own (the
+// reference worker cancels its attempts in flight as a shutdown, so their
+// jobs are released without using an attempt) and its exit is expected;
+// its replacement starts restartAfter after the SIGTERM, or once the
+// process is reaped if that is later. A process still alive when its
+// replacement is due — or TerminateBound after the SIGTERM, when that is
+// later — is killed (SIGKILL, recorded), as a supervisor's stop timeout
+// does. A stalled worker gets the SIGTERM when its stall ends. A negative
+// restartAfter leaves the worker down for the rest of the drill.
+func (s *Supervisor) Terminate(name string, restartAfter time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.running(name)
+	if err != nil {
+		return err
+	}
+	if err := signalGroup(c.pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("supervisor: terminate %s (pid %d): %w", name, c.pid, err)
+	}
+	c.cause, c.killedAt, c.restartAfter = causeTerm, s.opts.Clock.Now(), restartAfter
+	s.record(Event{Worker: name, Kind: Terminated, PID: c.pid})
+	pid, done := c.pid, c.done
+	s.opts.Clock.AfterFunc(max(restartAfter, TerminateBound), func() {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c.pid != pid || !c.running {
+			return
+		}
+		_ = signalGroup(pid, syscall.SIGCONT)
+		if err := signalGroup(pid, syscall.SIGKILL); err == nil {
+			s.record(Event{Worker: name, Kind: Killed, PID: pid})
+		}
+	})
 	return nil
 }
 

@@ -21,6 +21,9 @@ func (s *Supervisor) Start(ctx context.Context) error { return ErrNeedsLinux }
 // Kill returns ErrNeedsLinux.
 func (s *Supervisor) Kill(name string, restartAfter time.Duration) error { return ErrNeedsLinux }
 
+// Terminate returns ErrNeedsLinux.
+func (s *Supervisor) Terminate(name string, restartAfter time.Duration) error { return ErrNeedsLinux }
+
 // Stall returns ErrNeedsLinux.
 func (s *Supervisor) Stall(name string, d time.Duration) error { return ErrNeedsLinux }
 

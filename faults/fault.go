@@ -67,9 +67,14 @@ func (f Fault) Validate() error {
 		}
 	}
 	errs = append(errs, within(f.Schedule.Validate(), f.Name, "schedule"))
-	if len(f.Schedule.Jobs) > 0 && f.Target.Kind.valid() && !f.Target.Kind.carriesJobs() {
-		field("schedule.jobs", fmt.Sprintf("%s faults cannot be limited to jobs: no job makes their calls", f.Target.Kind),
-			"only dependency and dlq-store faults take jobs; use from/until to aim it")
+	for _, sel := range []struct {
+		key string
+		set bool
+	}{{"jobs", len(f.Schedule.Jobs) > 0}, {"tasks", len(f.Schedule.Tasks) > 0}, {"attempts", len(f.Schedule.Attempts) > 0}} {
+		if sel.set && f.Target.Kind.valid() && !f.Target.Kind.carriesJobs() {
+			field("schedule."+sel.key, fmt.Sprintf("%s faults cannot be limited to %s: no job makes their calls", f.Target.Kind, sel.key),
+				"only dependency and dlq-store faults take "+sel.key+"; use from/until to aim it")
+		}
 	}
 	return errors.Join(errs...)
 }

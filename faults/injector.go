@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
@@ -29,7 +28,7 @@ type faultState struct {
 	target  Target
 	sched   compiled
 	gate    *periodic // the model's own windows (a flapping primary), or nil
-	jobs    jobSet    // Schedule.Jobs; zero when every job is hit
+	sel     selector  // Schedule.Jobs, Tasks and Attempts; zero when every call is hit
 	limited bool      // FirstCalls is set
 	budget  int       // calls left when limited
 	drawP   bool      // a probability draw is needed
@@ -74,7 +73,7 @@ func NewInjector(seed uint64, fs []Fault) (*Injector, error) {
 	}
 	in := &Injector{seed: seed, faults: append([]Fault(nil), fs...), st: make([]faultState, len(fs))}
 	for i := range in.faults {
-		in.faults[i].Schedule.Jobs = slices.Clone(in.faults[i].Schedule.Jobs)
+		in.faults[i].Schedule = in.faults[i].Schedule.clone()
 	}
 	for i, f := range fs {
 		key := NameHash(f.Name)
@@ -84,7 +83,7 @@ func NewInjector(seed uint64, fs []Fault) (*Injector, error) {
 			name:    f.Name,
 			target:  f.Target,
 			sched:   sched,
-			jobs:    newJobSet(f.Schedule.Jobs),
+			sel:     newSelector(f.Schedule),
 			limited: f.Schedule.FirstCalls > 0,
 			budget:  f.Schedule.FirstCalls,
 			p:       f.Schedule.Probability,
@@ -114,7 +113,8 @@ func (in *Injector) Seed() uint64 { return in.seed }
 // Call returns what happens to call c on target t. The faults hitting t (a
 // fault whose target has Name "" hits every name of its kind, one naming "x"
 // only "x") are evaluated in the order given. A fault is active for the call
-// when c is made by one of its schedule's Jobs (when it names any), its
+// when c is made by one of its schedule's Jobs, Tasks and Attempts (those
+// it names), its
 // schedule's time conditions hold at c.At (and, for a flapping primary, the
 // primary is down), its FirstCalls budget is not spent, and its
 // probability draw hits; each active fault's hit is counted, even when an
@@ -195,11 +195,12 @@ func (in *Injector) CallFault(i int, t Target, c Call) Effect {
 }
 
 // hit decides whether the fault is active for call c at tm — the call is
-// by one of its jobs, its time conditions hold, its call budget is not
-// spent, its probability draw hits — and, if so, counts the hit and applies
-// the model. A call by another job spends no budget and draws nothing.
+// by one of its jobs, of its tasks and attempts, its time conditions hold,
+// its call budget is not spent, its probability draw hits — and, if so,
+// counts the hit and applies the model. A call the selectors leave out
+// spends no budget and draws nothing.
 func (f *faultState) hit(c Call, tm int64) (Effect, bool) {
-	if f.jobs.limited() && !f.jobs.has(c.JobID) {
+	if !f.sel.selects(c) {
 		return Effect{}, false
 	}
 	if !f.sched.on(tm) || (f.gate != nil && !f.gate.on(tm)) {
@@ -231,12 +232,12 @@ func satAdd(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// Faults returns the faults, in order (copies: changing one's Jobs changes
-// nothing in the Injector).
+// Faults returns the faults, in order (copies: changing one's Jobs, Tasks
+// or Attempts changes nothing in the Injector).
 func (in *Injector) Faults() []Fault {
 	out := append([]Fault(nil), in.faults...)
 	for i := range out {
-		out[i].Schedule.Jobs = slices.Clone(out[i].Schedule.Jobs)
+		out[i].Schedule = out[i].Schedule.clone()
 	}
 	return out
 }

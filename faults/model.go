@@ -20,6 +20,15 @@ type Call struct {
 	At time.Duration
 	// JobID is the job making the call, "" for infrastructure calls.
 	JobID string
+	// Task is the task of the job making the call, "" when the call does
+	// not say (Schedule.Tasks then never selects it).
+	Task string
+	// Attempt is the number of the job's attempt making the call: 1 + the
+	// attempts that used the retry budget before it (job.Job.Attempts + 1
+	// as the attempt begins; a released or lease-lost attempt does not
+	// count). 0 when the call does not say (Schedule.Attempts then never
+	// selects it).
+	Attempt int
 }
 
 // Effect is what happens to one call. The zero Effect is "nothing happens".

@@ -11,8 +11,8 @@ import (
 // Schedule says when a fault is active. Every condition that is set must hold
 // (AND). The time conditions (From, Until, Every) are stateless: whether they
 // hold at an instant depends on the instant, the scenario seed and the
-// fault's name only. Jobs, FirstCalls and Probability are applied by the
-// Injector, per call, in call order.
+// fault's name only. Jobs, Tasks, Attempts, FirstCalls and Probability are
+// applied by the Injector, per call, in call order.
 type Schedule struct {
 	// From is the offset from which the fault is active (default 0).
 	From time.Duration
@@ -28,10 +28,20 @@ type Schedule struct {
 	// calls carry a job may be limited (Dependency, DLQStore). Jobs change
 	// no window: Windows and ActiveAt ignore them.
 	Jobs []string
+	// Tasks, when not empty, limits the fault to the calls made by jobs of
+	// these tasks (Call.Task is one of them). Like Jobs, only Dependency
+	// and DLQStore faults take it, and it changes no window.
+	Tasks []string
+	// Attempts, when not empty, limits the fault to the calls made by
+	// these attempts of a job (Call.Attempt is one of them; 1 is a job's
+	// first attempt): "the gateway times out on the first attempt only".
+	// Like Jobs, only Dependency and DLQStore faults take it, and it
+	// changes no window. A call that carries no attempt (0) is never hit.
+	Attempts []int
 	// FirstCalls, when above 0, limits the fault to the first N calls that
-	// reach it while its time conditions hold (and, with Jobs, that are
-	// made by one of those jobs), over the whole scenario (whether or not
-	// the Probability draw then hits).
+	// reach it while its time conditions hold (and, with Jobs, Tasks or
+	// Attempts, that those select), over the whole scenario (whether or
+	// not the Probability draw then hits).
 	FirstCalls int
 	// Probability is the chance that a call reaching the fault while its
 	// time conditions hold (and its FirstCalls budget lasts) is hit. 0 means
@@ -72,7 +82,8 @@ func (w Window) String() string { return "[" + w.From.String() + ", " + w.Until.
 // Validate checks the schedule: durations ≥ 0 and whole milliseconds, Until
 // after From when set, a period > 0 with a duty in (0,1] lasting at least a
 // millisecond and a jitter of at most half the period, job IDs that are
-// neither empty nor repeated, FirstCalls ≥ 0 and a probability in [0,1].
+// neither empty nor repeated, likewise task names, attempts ≥ 1 and not
+// repeated, FirstCalls ≥ 0 and a probability in [0,1].
 // Every problem is reported, each a *FieldError naming
 // its field ("every.duty"), joined with errors.Join.
 func (s Schedule) Validate() error {
@@ -96,6 +107,22 @@ func (s Schedule) Validate() error {
 			add(&FieldError{Field: fmt.Sprintf("jobs[%d]", i), Msg: "empty job ID", Hint: "name an explicit job's ID; leave jobs out to hit every job"})
 		case slices.Contains(s.Jobs[:i], id):
 			add(&FieldError{Field: fmt.Sprintf("jobs[%d]", i), Msg: fmt.Sprintf("duplicate job ID %q", id)})
+		}
+	}
+	for i, t := range s.Tasks {
+		switch {
+		case t == "":
+			add(&FieldError{Field: fmt.Sprintf("tasks[%d]", i), Msg: "empty task name", Hint: "name a task of the workload; leave tasks out to hit every task"})
+		case slices.Contains(s.Tasks[:i], t):
+			add(&FieldError{Field: fmt.Sprintf("tasks[%d]", i), Msg: fmt.Sprintf("duplicate task %q", t)})
+		}
+	}
+	for i, n := range s.Attempts {
+		switch {
+		case n < 1:
+			add(&FieldError{Field: fmt.Sprintf("attempts[%d]", i), Msg: fmt.Sprintf("must be ≥ 1, got %d", n), Hint: "1 is a job's first attempt, 2 its first retry"})
+		case slices.Contains(s.Attempts[:i], n):
+			add(&FieldError{Field: fmt.Sprintf("attempts[%d]", i), Msg: fmt.Sprintf("duplicate attempt %d", n)})
 		}
 	}
 	if s.FirstCalls < 0 {
@@ -133,7 +160,8 @@ func (p Periodic) validate(prefix string) error {
 
 // valid reports what Validate does about the time conditions, FirstCalls
 // and Probability, without building errors: the cheap check ActiveAt and
-// Windows make on every call. Jobs change no window and are not looked at.
+// Windows make on every call. Jobs, Tasks and Attempts change no window and
+// are not looked at.
 func (s Schedule) valid() bool {
 	return wholeMillis(s.From) && wholeMillis(s.Until) && !(s.Until > 0 && s.Until <= s.From) &&
 		(s.Every == nil || s.Every.valid()) && s.FirstCalls >= 0 && s.Probability >= 0 && s.Probability <= 1
@@ -400,4 +428,38 @@ func (s *jobSet) has(id string) bool {
 		}
 	}
 	return false
+}
+
+// selector is a schedule's Jobs, Tasks and Attempts, prepared for the hot
+// path. The zero selector selects every call.
+type selector struct {
+	jobs, tasks jobSet
+	attempts    []int
+}
+
+func newSelector(s Schedule) selector {
+	return selector{jobs: newJobSet(s.Jobs), tasks: newJobSet(s.Tasks), attempts: slices.Clone(s.Attempts)}
+}
+
+// selects reports whether call c is one the schedule's Jobs, Tasks and
+// Attempts let through (all that are set must hold).
+func (s *selector) selects(c Call) bool {
+	if s.jobs.limited() && !s.jobs.has(c.JobID) {
+		return false
+	}
+	if s.tasks.limited() && !s.tasks.has(c.Task) {
+		return false
+	}
+	return len(s.attempts) == 0 || slices.Contains(s.attempts, c.Attempt)
+}
+
+// clone returns s with its slices copied, so that a caller changing the
+// copy's lists changes nothing in s.
+func (s Schedule) clone() Schedule {
+	s.Jobs, s.Tasks, s.Attempts = slices.Clone(s.Jobs), slices.Clone(s.Tasks), slices.Clone(s.Attempts)
+	if s.Every != nil {
+		p := *s.Every
+		s.Every = &p
+	}
+	return s
 }

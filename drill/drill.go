@@ -56,7 +56,8 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // Live reports whether sc (defaults applied) can be drilled, and if not,
 // the first part that has no live form. What runs live: every dependency
 // fault (the gateway answers from the model); alert-sink faults (the
-// receiver); worker crashes and stalls (SIGKILL, SIGSTOP); store faults as
+// receiver); worker crashes, graceful stops and stalls (SIGKILL, SIGTERM,
+// SIGSTOP); store faults as
 // windows (store-outage, outage: the proxy cut; latency, slow-store: the
 // proxy's latency), on the queue store or on the DLQ store's own proxy;
 // operator steps that requeue, delete or purge; the monitor and the
@@ -84,9 +85,9 @@ func Live(sc *sim.Scenario) error {
 			}
 		case faults.Worker:
 			switch f.Model.Name() {
-			case "worker-crash", "worker-stall":
+			case "worker-crash", "worker-stall", "graceful-stop":
 			default:
-				return refuse(part, fmt.Sprintf("model %s on a worker has no process form (worker-crash and worker-stall do)", f.Model.Name()))
+				return refuse(part, fmt.Sprintf("model %s on a worker has no process form (worker-crash, graceful-stop and worker-stall do)", f.Model.Name()))
 			}
 		}
 	}
@@ -182,8 +183,11 @@ func describe(f faults.Fault) (start, end string) {
 		}
 		return "cut the " + role + "'s proxy", "restore the " + role + "'s proxy"
 	case faults.Worker:
-		if f.Model.Name() == "worker-crash" {
+		switch f.Model.Name() {
+		case "worker-crash":
 			return "SIGKILL " + workerName(f) + " (" + f.Model.Name() + ")", ""
+		case "graceful-stop":
+			return "SIGTERM " + workerName(f) + " (" + f.Model.Name() + ")", ""
 		}
 		return "SIGSTOP " + workerName(f) + ", SIGCONT after the stall", ""
 	case faults.AlertSink:

@@ -571,6 +571,15 @@ func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
 			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: at})
 		})
 		switch {
+		case eff.Stop:
+			// A graceful stop: the worker cancels its attempts in flight
+			// as a shutdown (their jobs released) and exits; the
+			// supervisor starts its replacement RestartAfter later.
+			if err := d.sup.Terminate(n, d.clk.ToWall(eff.RestartAfter)); err != nil {
+				d.log.Error("terminate", "worker", n, "err", err)
+				continue
+			}
+			d.faultHit(f.Name, at, at)
 		case eff.Crash:
 			if err := d.sup.Kill(n, d.clk.ToWall(eff.RestartAfter)); err != nil {
 				d.log.Error("kill", "worker", n, "err", err)

@@ -20,8 +20,11 @@ import (
 type Handler func(ctx context.Context, j job.Job) error
 
 // ErrShutdown is the cause of a handler's context canceled because the
-// runner is stopping.
-var ErrShutdown = errors.New("worker shutting down")
+// runner is stopping. It wraps context.Canceled, so a handler that returns
+// its context's cause (context.Cause(ctx)) is classified as a cancellation
+// (by the default rules, with Scope.ShuttingDown, a shutdown: the job is
+// released without using an attempt), as one that returns ctx.Err() is.
+var ErrShutdown = fmt.Errorf("worker shutting down: %w", context.Canceled)
 
 // ErrRunning: Run was called while the runner was already running.
 var ErrRunning = errors.New("runner already running")

@@ -34,6 +34,8 @@ var notObservable = []struct{ name, why string }{
 	{InvNoMoveAfterDone, "a run after a success shows only as another call (the double charges it could cause are checked by no-double-charge)"},
 	{InvAttempts, "the system's retry policy is its own; the calls of every job are in the call log"},
 	{InvBreakerLegal, "the system's circuit breakers, if any, are inside it"},
+	{InvOutcomeIsMove, "an attempt's outcome and the move its store made are both inside the system; the drill sees the calls and the DLQ, not what each attempt decided"},
+	{InvNoLeaseLeftExpired, "the system's leases (if it has any) and their recovery are inside it; a job stuck in flight shows only as a job never settled (conservation, judged after the drain)"},
 }
 
 // blackJob is one injected job as the black-box oracle follows it.

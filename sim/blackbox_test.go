@@ -90,7 +90,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 			sim.InvNoRetryOfFinal, sim.InvNoRerunAfterDead, sim.InvCriticalPaged, sim.InvOnePage, sim.InvDLQSeverity} {
 			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
 		}
-		for _, name := range []string{sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvAttempts, sim.InvBreakerLegal} {
+		for _, name := range []string{sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvAttempts, sim.InvBreakerLegal, sim.InvOutcomeIsMove, sim.InvNoLeaseLeftExpired} {
 			Expect(v).To(HaveKeyWithValue(name, reports.NotObservable), name)
 		}
 		Expect(r.Ledger.Created).To(BeEquivalentTo(3))

@@ -326,6 +326,17 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		}
 		items = append(items, judged{at: ms(p.AtMs), do: func() { w.judgeRestart(p.Worker, ms(p.AtMs)) }})
 	}
+	// attempt-outcome-is-the-move and no-lease-left-expired, from the
+	// attempts' reports against the stream (the simulator checks them as
+	// its attempts end: attemptEnded).
+	lo := judgeLiveOutcomes(&sc, h)
+	for _, c := range lo.checks {
+		it := judged{at: c.at, do: func() { w.led.fail(c.inv, w.led.jobs[c.job], "%s", c.msg) }}
+		if c.pos >= 0 {
+			it.at, it.prio, it.pos = evAt[int(c.pos)], 1, c.pos
+		}
+		items = append(items, it)
+	}
 	slices.SortStableFunc(items, func(a, b judged) int {
 		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
@@ -365,6 +376,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 	}
 	w.stepLog = h.Steps
 	res := w.result()
+	liveOutcomeNotes(res, lo, h)
 	res.Engine.Events = int64(len(h.Events))
 	if h.EventsLost {
 		res.Warnings = append(res.Warnings, "the store's event stream was trimmed before the drill read all of it: conservation is not observable for this drill")

@@ -117,6 +117,7 @@ type world struct {
 	alerter  Alerter
 	inj      *faults.Injector
 	il       *interleaver // the interleave faults (interleave.go), or nil
+	calls    callWatch    // the dependency calls an expectation reads (selectors.go)
 	led      *ledger
 
 	deps   map[string]Dependency
@@ -309,7 +310,11 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	case o.store != nil:
 		w.backend, err = o.store(ctx, w.env, cfg)
 	default:
-		w.backend, err = memstore.New(cfg)
+		var ms *memstore.Store
+		if ms, err = memstore.New(cfg); err == nil {
+			ms.Unshared() // the world is one goroutine
+			w.backend = ms
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
@@ -693,7 +698,8 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		if t != nil && t.Dependency == j.Dependency {
 			target = t.target
 		}
-		eff = w.inj.Call(target, faults.Call{At: off, JobID: j.ID})
+		eff = w.inj.Call(target, dependencyCall(off, j))
+		w.noteCall(j.Dependency, off)
 	}
 	slow := w.inj.Call(faults.Target{Kind: faults.Store}, faults.Call{At: off, JobID: j.ID})
 	if eff.Err == nil || eff.Charged {
@@ -1402,7 +1408,7 @@ func (f *faultyDLQ) fault(id string) error {
 
 // DeadLetter writes the entry unless the store is down.
 func (f *faultyDLQ) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now time.Time) (dlq.AddResult, error) {
-	if err := f.fault(e.Job.ID); err != nil {
+	if err := f.faultDeadLetter(e.Job); err != nil {
 		return dlq.AddResult{}, err
 	}
 	return f.Store.DeadLetter(ctx, l, e, now)

@@ -30,6 +30,11 @@ type Store struct {
 	// scheduled or in the fallback queue, by ID.
 	jobs      map[string]*rec
 	queues    map[string]*fifo
+	// lastQ is the fifo of the queue named lastQName, the one used last:
+	// the simulator's jobs mostly share one queue, whose lookup this
+	// spares.
+	lastQ     *fifo
+	lastQName string
 	queued    int
 	leases    recHeap // in flight, by expiry
 	scheduled recHeap // waiting to retry, by due time
@@ -77,6 +82,12 @@ type Store struct {
 	turns uint64
 	done  atomic.Uint64
 	more  atomic.Bool
+
+	// solo says one goroutine alone calls the store (see Unshared): the
+	// queue's moves take no lock, and delivering marks a delivery under
+	// way (callbacks queued by a callback wait for it).
+	solo       bool
+	delivering bool
 
 	// stepHook is the test hook a multi-step operation calls between its
 	// steps (interleave.go); nil in production.
@@ -128,12 +139,92 @@ func (s *Store) emit(j *job.Job, from, to disposition.State, reason disposition.
 	}})
 }
 
+// emitLast is emit for the last change of a single move (Enqueue, Dequeue,
+// Ack, Retry, Release, Divert): an unshared store with nothing queued and
+// no delivery under way delivers the event at once, without queueing a
+// copy; the caller's release delivers whatever the observer's own moves
+// queued meanwhile, after it, as unlock does. Otherwise it queues as emit
+// does.
+func (s *Store) emitLast(j *job.Job, from, to disposition.State, reason disposition.Reason, now time.Time) {
+	if s.cfg.Observer == nil {
+		return
+	}
+	if !s.solo || s.delivering || len(s.outbox) > 0 {
+		s.emit(j, from, to, reason, now)
+		return
+	}
+	s.delivering = true
+	defer func() { s.delivering = false }()
+	s.cfg.Observer(disposition.Event{
+		JobID: j.ID, Task: j.Task, From: from, To: to, Reason: reason, At: now, Attempts: j.Attempts,
+	})
+}
+
 // report queues an overflow report; the caller holds the lock.
 func (s *Store) report(o store.Overflow) {
 	if s.cfg.OnOverflow == nil {
 		return
 	}
 	s.outbox = append(s.outbox, note{overflow: &o})
+}
+
+// Unshared tells the store that from now on one goroutine alone calls it,
+// its callbacks included: the simulator's world, which runs every worker,
+// timer and step in one goroutine. The queue's moves (Enqueue, Dequeue,
+// Ack, Retry, Release, Divert, ForwardDue, RecoverExpired, DrainBatch) then
+// take no lock, and the callbacks are delivered by the caller without the
+// handshake between concurrent deliverers: the same events, in the same
+// order. Call it before the store is used; a store told so must not be
+// shared between goroutines.
+func (s *Store) Unshared() {
+	s.mu.Lock()
+	s.solo = true
+	s.mu.Unlock()
+}
+
+// lock takes the lock for a move of the queue's: none when the store is
+// unshared. Released with release.
+func (s *Store) lock() {
+	if !s.solo {
+		s.mu.Lock()
+	}
+}
+
+// release ends what lock began, and delivers the queued callbacks (see
+// unlock).
+func (s *Store) release() {
+	if s.solo {
+		s.deliverSolo()
+		return
+	}
+	s.unlock()
+}
+
+// deliverSolo delivers the queued callbacks of an unshared store, in order,
+// and whatever they queue meanwhile; a callback's own moves, queued while
+// a delivery is under way, are delivered by it after the batch (as deliver
+// does). A callback that panics loses the rest of its batch; the panic
+// reaches the caller and the store goes on working.
+func (s *Store) deliverSolo() {
+	if s.delivering || len(s.outbox) == 0 {
+		return
+	}
+	s.delivering = true
+	defer func() { s.delivering = false }()
+	for len(s.outbox) > 0 {
+		batch := s.outbox
+		s.outbox, s.spare = s.spare, nil
+		for i := range batch {
+			if n := &batch[i]; n.overflow != nil {
+				s.cfg.OnOverflow(*n.overflow)
+				*n = note{}
+			} else {
+				s.cfg.Observer(n.event)
+				*n = note{}
+			}
+		}
+		s.spare = batch[:0]
+	}
 }
 
 // unlock releases the lock and delivers the queued callbacks, in order,
@@ -144,6 +235,11 @@ func (s *Store) report(o store.Overflow) {
 // callback that panics loses the rest of its batch (the moves stand) and
 // the panic reaches the caller; the store goes on working.
 func (s *Store) unlock() {
+	if s.solo {
+		s.mu.Unlock()
+		s.deliverSolo()
+		return
+	}
 	if len(s.outbox) == 0 {
 		s.mu.Unlock()
 		return
@@ -221,10 +317,27 @@ func (s *Store) deliver() {
 
 // queueOf returns the fifo of the named queue, creating it.
 func (s *Store) queueOf(name string) *fifo {
+	if q := s.lastQ; q != nil && name == s.lastQName {
+		return q
+	}
 	q := s.queues[name]
 	if q == nil {
 		q = &fifo{}
 		s.queues[name] = q
+	}
+	s.lastQ, s.lastQName = q, name
+	return q
+}
+
+// queueNamed returns the fifo of the named queue, or nil when there is
+// none.
+func (s *Store) queueNamed(name string) *fifo {
+	if q := s.lastQ; q != nil && name == s.lastQName {
+		return q
+	}
+	q := s.queues[name]
+	if q != nil {
+		s.lastQ, s.lastQName = q, name
 	}
 	return q
 }
@@ -343,8 +456,8 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 		return fmt.Errorf("enqueue: %w", err)
 	}
 	j = ownPayload(j)
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	if s.jobs[j.ID] != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, queue.ErrDuplicate)
 	}
@@ -355,7 +468,7 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 	s.jobs[j.ID] = r
 	s.queueOf(j.QueueName()).pushBack(r)
 	s.queued++
-	s.emit(&r.job, disposition.None, disposition.Queued, disposition.Enqueued, now)
+	s.emitLast(&r.job, disposition.None, disposition.Queued, disposition.Enqueued, now)
 	return nil
 }
 
@@ -372,9 +485,9 @@ func (s *Store) Dequeue(ctx context.Context, name string, now time.Time, ttl tim
 	if name == "" {
 		name = job.DefaultQueue
 	}
-	s.mu.Lock()
-	defer s.unlock()
-	q := s.queues[name]
+	s.lock()
+	defer s.release()
+	q := s.queueNamed(name)
 	if q == nil || q.n == 0 {
 		return job.Job{}, queue.Lease{}, false, nil
 	}
@@ -384,8 +497,11 @@ func (s *Store) Dequeue(ctx context.Context, name string, now time.Time, ttl tim
 	r.state, r.token = disposition.InFlight, s.token
 	r.setAt(now.Add(ttl))
 	s.leases.push(r)
-	s.emit(&r.job, disposition.Queued, disposition.InFlight, disposition.Leased, now)
-	return r.job, queue.Lease{JobID: r.job.ID, Queue: name, Token: r.token, Expires: r.at}, true, nil
+	// The results are taken before the event is delivered: an unshared
+	// store's observer hears it at once, and may move the job.
+	j, l := r.job, queue.Lease{JobID: r.job.ID, Queue: name, Token: r.token, Expires: r.at}
+	s.emitLast(&r.job, disposition.Queued, disposition.InFlight, disposition.Leased, now)
+	return j, l, true, nil
 }
 
 // Heartbeat extends a lease to now+ttl, keeping its token.
@@ -396,8 +512,8 @@ func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl
 	if ttl <= 0 {
 		return queue.Lease{}, fmt.Errorf("heartbeat %s: %w", l.JobID, errTTL)
 	}
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	r, err := s.leased(l)
 	if err != nil {
 		return queue.Lease{}, fmt.Errorf("heartbeat: %w", err)
@@ -413,16 +529,16 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	r, _, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}
 	s.leases.remove(r)
 	delete(s.jobs, r.job.ID)
-	s.emit(&j, disposition.InFlight, disposition.Succeeded, disposition.Acked, now)
 	s.freeRec(r)
+	s.emitLast(&j, disposition.InFlight, disposition.Succeeded, disposition.Acked, now)
 	return nil
 }
 
@@ -432,8 +548,8 @@ func (s *Store) Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Tim
 		return err
 	}
 	j = ownPayload(j)
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("retry: %w", err)
@@ -442,7 +558,7 @@ func (s *Store) Retry(ctx context.Context, l queue.Lease, j job.Job, at time.Tim
 	r.job, r.checked, r.state = j, checked, disposition.Scheduled
 	r.setAt(at)
 	s.scheduled.push(r)
-	s.emit(&r.job, disposition.InFlight, disposition.Scheduled, disposition.RetryLater, now)
+	s.emitLast(&r.job, disposition.InFlight, disposition.Scheduled, disposition.RetryLater, now)
 	return nil
 }
 
@@ -452,8 +568,8 @@ func (s *Store) Release(ctx context.Context, l queue.Lease, j job.Job, now time.
 		return err
 	}
 	j = ownPayload(j)
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
@@ -462,7 +578,7 @@ func (s *Store) Release(ctx context.Context, l queue.Lease, j job.Job, now time.
 	r.job, r.checked, r.state = j, checked, disposition.Queued
 	s.queueOf(j.QueueName()).pushFront(r)
 	s.queued++
-	s.emit(&r.job, disposition.InFlight, disposition.Queued, disposition.Released, now)
+	s.emitLast(&r.job, disposition.InFlight, disposition.Queued, disposition.Released, now)
 	return nil
 }
 
@@ -472,8 +588,8 @@ func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.T
 		return err
 	}
 	j = ownPayload(j)
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	r, checked, err := s.completion(l, &j)
 	if err != nil {
 		return fmt.Errorf("divert: %w", err)
@@ -485,7 +601,7 @@ func (s *Store) Divert(ctx context.Context, l queue.Lease, j job.Job, now time.T
 		return nil
 	}
 	s.fallback.pushBack(r)
-	s.emit(&r.job, disposition.InFlight, disposition.Fallback, disposition.Diverted, now)
+	s.emitLast(&r.job, disposition.InFlight, disposition.Fallback, disposition.Diverted, now)
 	return nil
 }
 
@@ -496,8 +612,8 @@ func (s *Store) ForwardDue(ctx context.Context, now time.Time, limit int) (int, 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	n := 0
 	for ; n < limit; n++ {
 		r := s.scheduled.min()
@@ -522,8 +638,8 @@ func (s *Store) RecoverExpired(ctx context.Context, now time.Time, limit int) (i
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	var expired []*rec
 	for len(expired) < limit && !mutant.On("memstore/leases-never-recovered") {
 		r := s.leases.min()
@@ -556,8 +672,8 @@ func (s *Store) DrainBatch(ctx context.Context, now time.Time, max int) (int, bo
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	s.mu.Lock()
-	defer s.unlock()
+	s.lock()
+	defer s.release()
 	n := 0
 	for ; n < max && s.fallback.n > 0; n++ {
 		r := s.fallback.popFront()

@@ -28,8 +28,8 @@ type Store struct {
 
 	// The queue side. jobs holds every job that is queued, in flight,
 	// scheduled or in the fallback queue, by ID.
-	jobs      map[string]*rec
-	queues    map[string]*fifo
+	jobs   map[string]*rec
+	queues map[string]*fifo
 	// lastQ is the fifo of the queue named lastQName, the one used last:
 	// the simulator's jobs mostly share one queue, whose lookup this
 	// spares.

@@ -255,7 +255,8 @@ func (s *Supervisor) Kill(name string, restartAfter time.Duration) error {
 // process is reaped if that is later. A process still alive when its
 // replacement is due — or TerminateBound after the SIGTERM, when that is
 // later — is killed (SIGKILL, recorded), as a supervisor's stop timeout
-// does. A stalled worker gets the SIGTERM when its stall ends. A negative
+// does. A stalled worker gets the SIGTERM when its stall ends (and the
+// bound runs from then). A negative
 // restartAfter leaves the worker down for the rest of the drill.
 func (s *Supervisor) Terminate(name string, restartAfter time.Duration) error {
 	s.mu.Lock()
@@ -269,8 +270,15 @@ func (s *Supervisor) Terminate(name string, restartAfter time.Duration) error {
 	}
 	c.cause, c.killedAt, c.restartAfter = causeTerm, s.opts.Clock.Now(), restartAfter
 	s.record(Event{Worker: name, Kind: Terminated, PID: c.pid})
-	pid, done := c.pid, c.done
-	s.opts.Clock.AfterFunc(max(restartAfter, TerminateBound), func() {
+	s.killLate(c, c.pid, c.done, max(restartAfter, TerminateBound))
+	return nil
+}
+
+// killLate kills c's process pid (SIGKILL to its group, recorded) if it
+// has not exited d from now — or, while it is stalled, TerminateBound
+// after its stall ends. s.mu is held.
+func (s *Supervisor) killLate(c *child, pid int, done chan struct{}, d time.Duration) {
+	s.opts.Clock.AfterFunc(d, func() {
 		select {
 		case <-done:
 			return
@@ -281,12 +289,17 @@ func (s *Supervisor) Terminate(name string, restartAfter time.Duration) error {
 		if c.pid != pid || !c.running {
 			return
 		}
+		if c.stalled && !c.stallUntil.IsZero() && !s.stopping {
+			// It gets the SIGTERM when it resumes, as a stalled worker
+			// answers when its stall ends.
+			s.killLate(c, pid, done, c.stallUntil.Sub(s.opts.Clock.Now())+TerminateBound)
+			return
+		}
 		_ = signalGroup(pid, syscall.SIGCONT)
 		if err := signalGroup(pid, syscall.SIGKILL); err == nil {
-			s.record(Event{Worker: name, Kind: Killed, PID: pid})
+			s.record(Event{Worker: c.spec.Name, Kind: Killed, PID: pid})
 		}
 	})
-	return nil
 }
 
 // Stall stops the worker: SIGSTOP to its process group, and SIGCONT d

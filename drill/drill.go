@@ -62,7 +62,8 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // proxy's latency), on the queue store or on the DLQ store's own proxy;
 // operator steps that requeue, delete or purge; the monitor and the
 // auto-retry. What does not: store faults thrown per call (probability,
-// firstCalls, jobs: the proxy acts on connections over time, not calls), and
+// firstCalls, jobs, tasks, attempts: the proxy acts on connections over
+// time, not calls), and
 // the steps that reconfigure workers mid-run (set-workers, set-retry).
 func Live(sc *sim.Scenario) error {
 	refuse := func(part, reason string) error {
@@ -75,8 +76,8 @@ func Live(sc *sim.Scenario) error {
 			if f.Model.Name() == "interleave" {
 				return refuse(part, "model interleave strikes inside one store operation (before a bulk requeue's pick, between its batches), which a drill's proxy cannot time: the simulator runs it, on every store")
 			}
-			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 || len(f.Schedule.Jobs) > 0 {
-				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls/jobs, or give it from/until")
+			if f.Schedule.Probability > 0 && f.Schedule.Probability < 1 || f.Schedule.FirstCalls > 0 || len(f.Schedule.Jobs) > 0 || len(f.Schedule.Tasks) > 0 || len(f.Schedule.Attempts) > 0 {
+				return refuse(part, "a store fault in a drill is a window of the Redis proxy (cut or slowed), so it cannot be thrown per call: remove probability/firstCalls/jobs/tasks/attempts, or give it from/until")
 			}
 			switch f.Model.Name() {
 			case "store-outage", "outage", "latency", "slow-store":

@@ -570,7 +570,7 @@ func (c *converter) fault(path string, f Fault) faults.Fault {
 	}
 	out.Model = c.params(path+".params", m, f.Params)
 	s := f.Schedule
-	out.Schedule = faults.Schedule{From: s.From.D(), Until: s.Until.D(), Jobs: slices.Clone(s.Jobs), FirstCalls: s.FirstCalls, Probability: s.Probability}
+	out.Schedule = faults.Schedule{From: s.From.D(), Until: s.Until.D(), Jobs: slices.Clone(s.Jobs), Tasks: slices.Clone(s.Tasks), Attempts: slices.Clone(s.Attempts), FirstCalls: s.FirstCalls, Probability: s.Probability}
 	if s.Every != nil {
 		out.Schedule.Every = &faults.Periodic{Period: s.Every.Period.D(), Duty: s.Every.Duty, Jitter: s.Every.Jitter.D(), Phase: s.Every.Phase.D()}
 	}
@@ -736,8 +736,11 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		for i, m := range sim.Metrics {
 			metrics[i] = string(m)
 		}
-		if !slices.Contains(metrics, e.Count) {
-			c.bad(path+".count", "expected one of %s, got %q%s", strings.Join(metrics, ", "), e.Count, suggest(e.Count, metrics))
+		windowed := e.Dependency != "" || e.From != 0 || e.Until != 0 || e.Window != 0
+		if e.Count == callsMetric && !windowed {
+			c.bad(path+".count", "count calls reads the calls made to a dependency per window: add dependency, from and window (e.g. window: 1s)")
+		} else if !slices.Contains(metrics, e.Count) && e.Count != callsMetric {
+			c.bad(path+".count", "expected one of %s, got %q%s", strings.Join(metrics, ", "), e.Count, suggest(e.Count, append(metrics, callsMetric)))
 		}
 		if !hasOp {
 			c.bad(path, "expected one of equals, atLeast, atMost")
@@ -753,7 +756,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 				c.bad(path+"."+fl.name, "count %s takes %s", e.Count, takes)
 			}
 		}
-		if e.Dependency != "" || e.From != 0 || e.Window != 0 {
+		if windowed {
 			return c.retryRate(path, e, op, n)
 		}
 		x := sim.Count{Metric: sim.Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
@@ -856,7 +859,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 // not read: never silently ignored.
 func (c *converter) irrelevant(path, kind string, e Expect) {
 	uses := map[string][]string{
-		"count":              {"task", "severity", "class", "receiver", "fingerprint", "dependency", "from", "window", "equals", "atLeast", "atMost"},
+		"count":              {"task", "severity", "class", "receiver", "fingerprint", "dependency", "from", "until", "window", "equals", "atLeast", "atMost"},
 		"job":                {"state", "route", "severity", "history", "attempts", "attemptGapsAtLeast", "atLeast", "atMost"},
 		"pageWithin":         {},
 		"drainedBy":          {"queue"},
@@ -872,7 +875,7 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 		{"task", e.Task != ""}, {"severity", e.Severity != ""}, {"class", e.Class != ""}, {"receiver", e.Receiver != ""},
 		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil},
 		{"attempts", e.Attempts != nil}, {"attemptGapsAtLeast", e.AttemptGapsAtLeast != 0}, {"queue", e.Queue != ""},
-		{"dependency", e.Dependency != ""}, {"from", e.From != 0}, {"window", e.Window != 0}} {
+		{"dependency", e.Dependency != ""}, {"from", e.From != 0}, {"until", e.Until != 0}, {"window", e.Window != 0}} {
 		if k.set && !slices.Contains(uses, k.name) {
 			if len(uses) == 0 {
 				c.bad(path+"."+k.name, "a %s expectation takes no other key", kind)
@@ -886,8 +889,8 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 // retryRate converts count retried with dependency, from and window: the
 // busiest window's retries of the dependency's jobs.
 func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Expectation {
-	if e.Count != string(sim.Retried) {
-		c.bad(path+".count", "dependency, from and window read the retries due per window: expected count retried, got %q", e.Count)
+	if e.Count != string(sim.Retried) && e.Count != callsMetric {
+		c.bad(path+".count", "dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got %q", e.Count)
 	}
 	if e.Dependency == "" {
 		c.bad(path+".dependency", "expected the dependency whose jobs' retries are read (with from and window)")
@@ -897,8 +900,15 @@ func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Exp
 	if e.Window == 0 {
 		c.bad(path+".window", "expected the length of the window the retries are counted in, like 1s")
 	}
-	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Window: e.Window.D(), Op: op, N: n}
+	if e.Until != 0 && e.Until <= e.From {
+		c.bad(path+".until", "expected an offset after from (%s), got %s", e.From.D(), e.Until.D())
+	}
+	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Until: e.Until.D(), Window: e.Window.D(), Op: op, N: n, Calls: e.Count == callsMetric}
 }
+
+// callsMetric is the count that, with dependency, from and window, reads
+// the calls made to the dependency per window (sim.RetryRate's Calls).
+const callsMetric = "calls"
 
 // jobAttempts converts a job expectation that reads the job's attempts:
 // their number (attempts, or atLeast / atMost) and their spacing

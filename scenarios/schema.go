@@ -147,7 +147,7 @@ var (
 	dlqStatusNames  = []string{"failed", "requeued", "deleted", "quarantined"}
 	jobStateNames   = []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
 	confusionRoutes = []string{"retry", "dead-letter", "release", "divert"}
-	countMetrics    = metricNames()
+	countMetrics    = append(metricNames(), "calls") // calls: only with dependency, from and window
 	// moveReasons are the reasons of a job's last move (disposition),
 	// which a job expectation's route names.
 	moveReasons = []string{string(disposition.Enqueued), string(disposition.Leased), string(disposition.Acked),
@@ -452,7 +452,9 @@ var keyDocs = map[string]keyDoc{
 	"Schedule.until":       {doc: "The offset before which the fault is on (default: the end of the run)."},
 	"Schedule.every":       {doc: "Makes the fault on for a part of every period."},
 	"Schedule.jobs":        {doc: "Limits the fault to the calls made by these explicit jobs (`workload.jobs[].id`), whenever they come: the way to aim a fault at one job, on the simulator and on the wall clock alike. Only dependency and dlq-store faults take it; it changes no window."},
-	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold (with jobs, only those jobs' calls count), over the whole run.", min: bound(0)},
+	"Schedule.tasks":       {doc: "Limits the fault to the calls made by jobs of these tasks (`workload.tasks[].name`); a dependency fault's tasks must call its dependency. Only dependency and dlq-store faults take it (a dlq-store call carries a task when it writes a job's dead letter); it changes no window. In a drill, the gateway reads the task from the `X-Faultline-Task` header: a black-box worker that does not send it is never hit."},
+	"Schedule.attempts":    {doc: "Limits the fault to the calls made by these attempts of a job: 1 is its first attempt, 2 its first retry (the attempts that used the retry budget before it, plus one; a crashed or released attempt does not count). Only dependency and dlq-store faults take it (a dlq-store call carries the attempt that dead-lettered the job); it changes no window. In a drill, the gateway reads it from the `X-Faultline-Attempt` header: a black-box worker that does not send it is never hit.", min: bound(1)},
+	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold (with jobs, tasks or attempts, only the calls they select count), over the whole run.", min: bound(0)},
 	"Schedule.probability": {doc: "The chance in [0,1] that a call reaching the fault is hit; 0 means 1.", min: bound(0), max: bound(1)},
 
 	"Periodic.period": {doc: "The length of one cycle.", required: true},
@@ -473,7 +475,7 @@ var keyDocs = map[string]keyDoc{
 	"Filter.classes":    {doc: "The classes of the entries' latest failure.", enum: classNames()},
 	"Filter.statuses":   {doc: "The entries' statuses.", enum: dlqStatusNames},
 
-	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost; dead-lettered and dead-letters take the filters task, severity and class, pages receiver, fingerprint and severity, notifications receiver; alerts counts the alerts raised, paging or not; retried with dependency, from and window reads the busiest window's retries of the dependency's jobs.", enum: countMetrics},
+	"Expect.count":              {doc: "Expects a count of this metric, compared with equals, atLeast or atMost; dead-lettered and dead-letters take the filters task, severity and class, pages receiver, fingerprint and severity, notifications receiver; alerts counts the alerts raised, paging or not; retried with dependency, from and window reads the busiest window's retries of the dependency's jobs; calls (only with dependency, from and window) the busiest window's calls to the dependency, every attempt's.", enum: countMetrics},
 	"Expect.job":                {doc: "Expects the job with this ID to end in state (and, when given, with route as its last move and severity as its latest failure's); or, with attempts, atLeast, atMost or attemptGapsAtLeast instead, reads its attempts."},
 	"Expect.state":              {doc: "A job expectation's state.", enum: jobStateNames},
 	"Expect.attempts":           {doc: "With job: the job's attempts (each lease of it, a crashed or fenced attempt included) number exactly this (at least 0, which the loader checks); atLeast or atMost bound them instead."},
@@ -496,6 +498,7 @@ var keyDocs = map[string]keyDoc{
 	"Expect.fingerprint":        {doc: "Counts only pages of alerts with this fingerprint."},
 	"Expect.dependency":         {doc: "With count retried, from and window: the dependency whose jobs' retries are read."},
 	"Expect.from":               {doc: "With count retried, dependency and window: the offset from which the windows are read (e.g. a recovery's)."},
+	"Expect.until":              {doc: "With count retried or calls, dependency and window: the offset before which the windows are read (default: the end of the run), e.g. the end of a breaker's ramp-up."},
 	"Expect.window":             {doc: "With count retried, dependency and from: the count becomes the retries of the dependency's jobs that came due in the busiest window of this length, e.g. 1s for retries per second."},
 	"Expect.equals":             {doc: "The count must be exactly this.", min: bound(0)},
 	"Expect.atLeast":            {doc: "The count must be at least this.", min: bound(0)},

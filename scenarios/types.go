@@ -399,6 +399,8 @@ type Schedule struct {
 	Until       Duration  `yaml:"until,omitempty" json:"until,omitempty"`
 	Every       *Periodic `yaml:"every,omitempty" json:"every,omitempty"`
 	Jobs        []string  `yaml:"jobs,omitempty" json:"jobs,omitempty"`
+	Tasks       []string  `yaml:"tasks,omitempty" json:"tasks,omitempty"`
+	Attempts    []int     `yaml:"attempts,omitempty" json:"attempts,omitempty"`
 	FirstCalls  int       `yaml:"firstCalls,omitempty" json:"firstCalls,omitempty"`
 	Probability float64   `yaml:"probability,omitempty" json:"probability,omitempty"`
 }
@@ -482,9 +484,11 @@ type Expect struct {
 	Fingerprint string `yaml:"fingerprint,omitempty" json:"fingerprint,omitempty"`
 	// Dependency, From and Window turn count retried into a rate: the
 	// retries of the dependency's jobs that came due in the busiest
-	// window of this length from this offset on.
+	// window of this length from this offset on (and before Until, when
+	// given); count calls reads the calls made to the dependency instead.
 	Dependency string   `yaml:"dependency,omitempty" json:"dependency,omitempty"`
 	From       Duration `yaml:"from,omitempty" json:"from,omitempty"`
+	Until      Duration `yaml:"until,omitempty" json:"until,omitempty"`
 	Window     Duration `yaml:"window,omitempty" json:"window,omitempty"`
 	// The comparison of a count, breakerOpened (atLeast),
 	// breakerTransitions, confusion or a job's attempts: exactly one.

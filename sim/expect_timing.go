@@ -81,12 +81,23 @@ func (a JobAttempts) Evaluate(o *Observation) reports.Expectation {
 // from offset From on to compare with Op and N: the busiest window is
 // read, so "at most 12 per second after the recovery" holds a retry
 // budget, and a synchronized wave (backoff without jitter) breaks it.
+//
+// With Calls set it reads the calls made to the dependency instead (every
+// attempt that called it, first attempts, retries and drained fallback
+// jobs alike): "at most 40 calls per second after the breaker closed"
+// holds the breaker's ramp-up and the retry budget together.
+//
+// Until, when set, reads only the retries or calls before it: "at most 15
+// calls per second in the 30s after the breaker closed" reads its ramp-up
+// alone, before the fallback's backlog drains.
 type RetryRate struct {
 	Dependency string
 	From       time.Duration
+	Until      time.Duration
 	Window     time.Duration
 	Op         Op
 	N          int64
+	Calls      bool
 }
 
 func (r RetryRate) wantsDue() bool { return true }
@@ -109,9 +120,17 @@ func (o *Observation) RetriesDue(dep string) []time.Duration {
 
 // Evaluate finds the busiest window.
 func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
-	name := fmt.Sprintf("retries of %s's jobs due per %s from %s %s %d", r.Dependency, r.Window, fmtOffset(r.From), r.Op, r.N)
+	what, all := fmt.Sprintf("retries of %s's jobs due", r.Dependency), o.RetriesDue
+	if r.Calls {
+		what, all = "calls to "+r.Dependency, o.DependencyCalls
+	}
+	span := "from " + fmtOffset(r.From)
+	if r.Until > 0 {
+		span += " until " + fmtOffset(r.Until)
+	}
+	name := fmt.Sprintf("%s per %s %s %s %d", what, r.Window, span, r.Op, r.N)
 	e := reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d per %s", r.Op, r.N, r.Window)}
-	times := r.window(o.RetriesDue(r.Dependency))
+	times := r.window(all(r.Dependency))
 	var most int64
 	var at time.Duration
 	for i, j := 0, 0; j < len(times); j++ {
@@ -124,10 +143,23 @@ func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
 	}
 	e.Actual = fmt.Sprintf("%d", most)
 	if most > 0 {
-		e.Actual += fmt.Sprintf(" (the %s from %s; %d due from %s on)", r.Window, fmtOffset(at), len(times), fmtOffset(r.From))
+		seen := "due"
+		if r.Calls {
+			seen = "made"
+		}
+		if r.Until == 0 {
+			seen += " from " + fmtOffset(r.From) + " on"
+		} else {
+			seen += " " + span
+		}
+		e.Actual += fmt.Sprintf(" (the %s from %s; %d %s)", r.Window, fmtOffset(at), len(times), seen)
 	}
 	e.Verdict = verdict(r.Op.holds(most, r.N))
-	if e.Verdict == reports.Failed && r.Op != AtLeast {
+	switch {
+	case e.Verdict != reports.Failed || r.Op == AtLeast:
+	case r.Calls:
+		e.Actual += ": the calls stampeded back instead of ramping up behind the breaker and the dependency's retry budget"
+	default:
 		e.Actual += ": the retries came back together instead of spread out by backoff jitter and the dependency's retry budget"
 	}
 	return e
@@ -135,7 +167,11 @@ func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
 
 func (r RetryRate) window(times []time.Duration) []time.Duration {
 	i, _ := slices.BinarySearch(times, r.From)
-	return times[i:]
+	j := len(times)
+	if r.Until > 0 {
+		j, _ = slices.BinarySearch(times, r.Until)
+	}
+	return times[i:max(i, j)]
 }
 
 // noteAttempt keeps the attempt times of watched jobs and the due times

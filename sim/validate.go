@@ -801,6 +801,7 @@ func (v *validator) faults() {
 		}
 		v.beforeEnd(p+".Schedule.From", "a fault starting", f.Schedule.From)
 		v.faultJobs(p+".Schedule.Jobs", f.Schedule.Jobs)
+		v.faultTasks(p+".Schedule.Tasks", f)
 		n := f.Target.Name
 		if n == "" {
 			continue

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,6 +73,21 @@ func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 // caller too. The Answer holds what arrived, the fault's name and class
 // included (from a 103 hint when no answer came).
 func (c *Client) Call(ctx context.Context, jobID, key string) (Answer, error) {
+	return c.CallFor(ctx, Caller{Job: jobID, Key: key})
+}
+
+// Caller is who makes a call: the job, its idempotency key, and, for the
+// faults whose schedule names tasks or attempts, the job's task and the
+// attempt's number (1 for the first).
+type Caller struct {
+	Job, Key, Task string
+	Attempt        int
+}
+
+// CallFor is Call made by caller, whose task and attempt travel in
+// X-Faultline-Task and X-Faultline-Attempt when set.
+func (c *Client) CallFor(ctx context.Context, caller Caller) (Answer, error) {
+	jobID, key := caller.Job, caller.Key
 	start := time.Now()
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
@@ -90,7 +106,7 @@ func (c *Client) Call(ctx context.Context, jobID, key string) (Answer, error) {
 		}
 		return nil
 	}}
-	body, _ := json.Marshal(request{Job: jobID, IdempotencyKey: key})
+	body, _ := json.Marshal(request{Job: jobID, IdempotencyKey: key, Task: caller.Task, Attempt: caller.Attempt})
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return Answer{}, fmt.Errorf("call %s: %w", c.url, err)
@@ -102,6 +118,12 @@ func (c *Client) Call(ctx context.Context, jobID, key string) (Answer, error) {
 	}
 	if key != "" {
 		req.Header.Set(HeaderIdempotencyKey, key)
+	}
+	if caller.Task != "" {
+		req.Header.Set(HeaderTask, caller.Task)
+	}
+	if caller.Attempt > 0 {
+		req.Header.Set(HeaderAttempt, strconv.Itoa(caller.Attempt))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -7,7 +7,11 @@
 //
 // A call is POST /call carrying the job's ID in X-Faultline-Job and its
 // idempotency key in Idempotency-Key (or the same two in a JSON body,
-// {"job": "...", "idempotencyKey": "..."}; the headers win). The gateway
+// {"job": "...", "idempotencyKey": "..."}; the headers win), and, for the
+// faults whose schedule names tasks or attempts, the job's task in
+// X-Faultline-Task and its attempt's number (1 for the first) in
+// X-Faultline-Attempt (or "task" and "attempt" in the body): a call that
+// does not say is never hit by those faults. The gateway
 // asks its Injector what happens to the call at the scenario offset Now()
 // and answers:
 //

@@ -244,6 +244,8 @@ func (g *Gateway) Calls() []Call {
 type request struct {
 	Job            string `json:"job"`
 	IdempotencyKey string `json:"idempotencyKey"`
+	Task           string `json:"task,omitempty"`
+	Attempt        int    `json:"attempt,omitempty"`
 }
 
 // serveCall answers one call.
@@ -262,6 +264,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	if key == "" {
 		key = body.IdempotencyKey
 	}
+	task, attempt := callerOf(r.Header, body)
 
 	// Decide and book under the lock, so the log's order is the order the
 	// injector saw.
@@ -270,7 +273,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	var eff faults.Effect
 	healthy, healed := g.healthy, g.healed
 	if !healthy {
-		eff = g.cfg.Faults.Call(g.target, faults.Call{At: at, JobID: job})
+		eff = g.cfg.Faults.Call(g.target, faults.Call{At: at, JobID: job, Task: task, Attempt: attempt})
 	}
 	i := len(g.log)
 	c := Call{

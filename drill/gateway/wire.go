@@ -20,6 +20,14 @@ const (
 	CallPath = "/call"
 	// HeaderJob carries the calling job's ID.
 	HeaderJob = "X-Faultline-Job"
+	// HeaderTask carries the calling job's task, for faults whose
+	// schedule names tasks; a call without it is never hit by them.
+	HeaderTask = "X-Faultline-Task"
+	// HeaderAttempt carries the number of the calling job's attempt (1 is
+	// its first: the attempts that used the retry budget before it, plus
+	// one), for faults whose schedule names attempts; a call without it
+	// is never hit by them.
+	HeaderAttempt = "X-Faultline-Attempt"
 	// HeaderIdempotencyKey carries the call's idempotency key.
 	HeaderIdempotencyKey = "Idempotency-Key"
 	// HeaderFault names the fault that decided the answer ("" or absent:
@@ -216,3 +224,18 @@ func (a hostAddr) Network() string { return "tcp" }
 
 // String returns the dependency's name.
 func (a hostAddr) String() string { return string(a) }
+
+// callerOf reads the task and attempt a call says it comes from: the
+// headers, else the body; an attempt that is not a positive number is 0
+// (no attempt), which no attempts-limited fault hits.
+func callerOf(h http.Header, body request) (task string, attempt int) {
+	task = h.Get(HeaderTask)
+	if task == "" {
+		task = body.Task
+	}
+	attempt = body.Attempt
+	if v := h.Get(HeaderAttempt); v != "" {
+		attempt, _ = strconv.Atoi(strings.TrimSpace(v))
+	}
+	return task, max(attempt, 0)
+}

@@ -411,7 +411,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		if c == nil {
 			return nil
 		}
-		a, err := c.Call(ctx, j.ID, j.IdempotencyKey)
+		a, err := c.CallFor(ctx, gateway.Caller{Job: j.ID, Key: j.IdempotencyKey, Task: j.Task, Attempt: j.Attempts + 1})
 		calls.put(j.ID, a)
 		return err
 	}

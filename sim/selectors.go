@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/reference/job"
+)
+
+// dependencyCall is the faults.Call of job j's call to its dependency as
+// its attempt begins at offset at: the job, its task and the attempt's
+// number (the attempts that used the retry budget before it, plus one), so
+// that a fault's schedule can select it by jobs, tasks or attempts.
+func dependencyCall(at time.Duration, j job.Job) faults.Call {
+	return faults.Call{At: at, JobID: j.ID, Task: j.Task, Attempt: j.Attempts + 1}
+}
+
+// faultDeadLetter is fault for the write of job j's dead letter: the call
+// carries the job's task and the attempt that dead-lettered it (j.Attempts,
+// which counts it), so dlq-store faults select it by tasks and attempts too.
+func (f *faultyDLQ) faultDeadLetter(j job.Job) error {
+	eff := f.w.inj.Call(faults.Target{Kind: faults.DLQStore}, faults.Call{At: f.w.now(), JobID: j.ID, Task: j.Task, Attempt: j.Attempts})
+	if eff.Err != nil {
+		return fmt.Errorf("dlq store (fault %s): %w", eff.Fault, eff.Err)
+	}
+	return nil
+}
+
+// callWatch keeps when each dependency was called, by dependency name,
+// when an expectation reads it (a RetryRate of calls): nothing otherwise.
+type callWatch struct {
+	inited, want bool
+	at           map[string][]time.Duration
+}
+
+// noteCall records a call to dependency dep at offset at, for the
+// expectations that read the calls per window.
+func (w *world) noteCall(dep string, at time.Duration) {
+	c := &w.calls
+	if !c.inited {
+		c.inited = true
+		for _, e := range w.sc.Expect {
+			switch x := e.(type) {
+			case RetryRate:
+				c.want = c.want || x.Calls
+			case *RetryRate:
+				c.want = c.want || (x != nil && x.Calls)
+			}
+		}
+	}
+	if !c.want {
+		return
+	}
+	if c.at == nil {
+		c.at = make(map[string][]time.Duration)
+	}
+	c.at[dep] = append(c.at[dep], at)
+}
+
+// DependencyCalls returns when dependency dep was called (each attempt's
+// call as it began, in order), if an expectation asked the run to keep
+// them; nil otherwise.
+func (o *Observation) DependencyCalls(dep string) []time.Duration {
+	if o.w == nil {
+		return nil
+	}
+	return o.w.calls.at[dep]
+}
+
+// faultTasks checks that a fault's schedule tasks are tasks of the
+// workload and, for a fault on a named dependency, that each calls it:
+// otherwise the fault never fires for that task.
+func (v *validator) faultTasks(field string, f faults.Fault) {
+	names := make([]string, 0, len(v.sc.Workload.Tasks))
+	for _, t := range v.sc.Workload.Tasks {
+		names = append(names, t.Name)
+	}
+	for k, name := range f.Schedule.Tasks {
+		at := fmt.Sprintf("%s[%d]", field, k)
+		if !v.tasks[name] {
+			v.bad(at, "%q is not a task of the workload (the tasks are %s), so the fault never fires for it%s", name, strings.Join(names, ", "), suggest(name, names))
+			continue
+		}
+		if f.Target.Kind != faults.Dependency || f.Target.Name == "" {
+			continue
+		}
+		for _, t := range v.sc.Workload.Tasks {
+			if t.Name == name && t.Dependency != f.Target.Name {
+				calls := "calls no dependency"
+				if t.Dependency != "" {
+					calls = fmt.Sprintf("calls %q", t.Dependency)
+				}
+				v.bad(at, "task %q %s, not %q, so the fault never fires for it", name, calls, f.Target.Name)
+			}
+		}
+	}
+}

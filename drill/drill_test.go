@@ -82,7 +82,7 @@ func namespaceKeys(url, ns string) int {
 }
 
 var _ = Describe("a drill of the built-ins on a real Redis, with real worker processes", Ordered, func() {
-	for _, name := range []string{"payment-challenge", "flapping-primary", "dlq-store-outage", "worker-crash"} {
+	for _, name := range []string{"payment-challenge", "flapping-primary", "dlq-store-outage", "worker-crash", "graceful-shutdown"} {
 		It("holds every invariant of "+name+", loses and doubles nothing, and gives the explicit jobs the simulator's dispositions", func(ctx SpecContext) {
 			url := redistest.Real()
 			l := load("builtin:" + name)
@@ -116,6 +116,30 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 				// heartbeated, parked on a later try: kept, then written,
 				// never run again (no-rerun-after-dead-letter held above).
 				Expect(res.Ledger.Queued+res.Ledger.InFlight+res.Ledger.Scheduled).To(BeZero(), "every job done")
+			}
+			if name == "graceful-shutdown" {
+				// SIGTERM, not SIGKILL: every worker process exited on its
+				// own, as told, and each attempt it canceled released its
+				// job without spending an attempt (nothing retried), as on
+				// the simulator; the two new invariants were judged.
+				Expect(res.Ledger.Released).To(BeNumerically(">", 0), summary(res))
+				Expect(res.Ledger.Retries).To(BeZero(), summary(res))
+				Expect(res.Ledger.DeadLettered).To(BeZero(), summary(res))
+				kinds := map[string]int{}
+				for _, p := range h.Processes {
+					if p.AtMs <= h.FrozenMs { // the drill's own stop at the end aside
+						kinds[p.Kind]++
+					}
+				}
+				Expect(kinds).To(And(HaveKeyWithValue("terminated", 18), HaveKeyWithValue("restarted", 18)), "three stops of six workers, each replaced")
+				Expect(kinds).NotTo(HaveKey("killed"), "no worker needed a SIGKILL")
+				Expect(h.Notes).NotTo(ContainElement(ContainSubstring("exit(s) the drill did not cause")))
+				for _, inv := range res.Invariants {
+					if inv.Name == sim.InvOutcomeIsMove || inv.Name == sim.InvNoLeaseLeftExpired {
+						Expect(inv.Verdict).To(Equal(reports.Passed), inv.Name)
+						Expect(inv.Note).To(HavePrefix("judged from the history"), inv.Name)
+					}
+				}
 			}
 			Expect(h.Events).NotTo(BeEmpty())
 			Expect(h.EventsLost).To(BeFalse())

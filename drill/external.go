@@ -788,7 +788,7 @@ func (d *drill) finishExternal(h *sim.History) {
 		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the faults' schedules ran %v× faster, but the system runs on its own clock: its timeouts, backoffs and Retry-After waits took %v× longer in scenario time", d.opts.Scale, d.opts.Scale, d.opts.Scale))
 	}
 	if x.Running {
-		h.Notes = append(h.Notes, "the system was already running: the drill started no copy, so no worker fault (crash, stall) was drilled")
+		h.Notes = append(h.Notes, "the system was already running: the drill started no copy, so no worker fault (crash, graceful stop, stall) was drilled")
 	}
 	if d.sup != nil {
 		// Exits the drill did not cause: a copy that keeps crashing on

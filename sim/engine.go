@@ -132,6 +132,7 @@ type world struct {
 	kick  bool
 
 	made, seq int64
+	ids       idArena // the generated jobs' IDs
 	taskRand  *rand.Rand
 	arrRand   *rand.Rand
 	arrivals  int64
@@ -596,8 +597,7 @@ func (w *world) newJob(t *taskGen, pj PlannedJob, now time.Time) (job.Job, int64
 		j.ID = pj.ID
 	} else {
 		n = w.seq
-		var buf [64]byte
-		j.ID = string(strconv.AppendInt(append(append(buf[:0], t.Name...), '-'), n, 10))
+		j.ID = w.ids.id(t.Name, n)
 	}
 	switch {
 	case pj.IdempotencyKey != "":
@@ -783,7 +783,7 @@ func (w *world) complete(s *slot) {
 		return
 	}
 	now := w.clk.Now()
-	off := now.Sub(w.start)
+	off := w.now() // now's offset
 	if s.stallUntil > off {
 		s.timer = w.rearm(s.timer, s.stallUntil, s.fire)
 		return
@@ -803,7 +803,7 @@ func (w *world) complete(s *slot) {
 		}
 	}
 	w.attemptEnded(s, r, &o)
-	w.apply(s.lease, o, r)
+	w.apply(s.lease, &o, r, now)
 	if r != nil && r.kept {
 		// Those no longer kept (written or parked since) are let go of
 		// here, so the list stays as short as what the worker keeps.
@@ -860,9 +860,10 @@ func (w *world) dropKept(s *slot) {
 // apply carries an outcome out. A dead letter the DLQ refused (full, reject)
 // or could not take (its store away) is parked in the store's held set by
 // the pipeline, or kept by it in memory when the held set is full too; its
-// handler never runs again, and retryHolds writes it later.
-func (w *world) apply(l queue.Lease, o worker.Outcome, r *rec) {
-	err := w.pipeline.Apply(w.ctx, l, o, w.clk.Now())
+// handler never runs again, and retryHolds writes it later. now is the
+// clock's now (the attempt's end): o is large, and passed by reference.
+func (w *world) apply(l queue.Lease, o *worker.Outcome, r *rec, now time.Time) {
+	err := w.pipeline.Apply(w.ctx, l, *o, now)
 	switch {
 	case err == nil:
 		w.led.settle(r, true)

@@ -889,7 +889,7 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 // retryRate converts count retried with dependency, from and window: the
 // busiest window's retries of the dependency's jobs.
 func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Expectation {
-	if e.Count != string(sim.Retried) && e.Count != callsMetric {
+	if e.Count != string(sim.Retried) && e.Count != callsMetric && slices.Contains(sim.Metrics, sim.Metric(e.Count)) {
 		c.bad(path+".count", "dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got %q", e.Count)
 	}
 	if e.Dependency == "" {

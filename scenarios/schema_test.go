@@ -156,6 +156,9 @@ var _ = Describe("The JSON Schema", func() {
 			return scenarioHead + pingWorkload + "system: {alerts: {receivers: [a], defaultReceiver: a, routes: [{receiver: a, severities: [" + v + "]}]}}\n"
 		}),
 		Entry(nil, "Expect", "count", func(v string) string {
+			if v == "calls" { // read per window only
+				return scenarioHead + "workload: {tasks: [{name: ping, dependency: d}], arrivals: {rate: 1/s}}\nexpect: [{count: calls, dependency: d, window: 1s, atLeast: 0}]\n"
+			}
 			return scenarioHead + pingWorkload + "expect: [{count: " + v + ", atLeast: 0}]\n"
 		}),
 		Entry(nil, "Expect", "state", func(v string) string {

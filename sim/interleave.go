@@ -251,5 +251,21 @@ func interleaveSimulated(f faults.Fault) error {
 	if !ok || m.WithDefaults().Operation == faults.OpRequeueMatching {
 		return nil
 	}
-	return fmt.Errorf("%w: model interleave strikes operation %s, which the simulator never runs (its delete step deletes entry by entry); use operation requeue-matching (an operator's requeue, the auto-retry)", ErrNotSimulated, m.Operation)
+	return fmt.Errorf("%w: model interleave strikes operation %s, which the simulator never runs (its delete step deletes entry by entry); use operation requeue-matching (an operator's requeue step)", ErrNotSimulated, m.Operation)
+}
+
+// interleaveStruck refuses an interleave fault in a scenario with no
+// operator's requeue step: nothing it could strike runs (the auto-retry
+// requeues entry by entry, never through a bulk requeue), so the fault
+// would never fire.
+func interleaveStruck(sc *Scenario, f faults.Fault) error {
+	if _, ok := f.Model.(faults.Interleave); !ok {
+		return nil
+	}
+	for _, st := range sc.Steps {
+		if st.Kind == Requeue {
+			return nil
+		}
+	}
+	return errors.New("model interleave strikes an operator's bulk requeue, and the scenario has no requeue step, so the fault never fires (the auto-retry requeues entry by entry and is not struck): add a step {action: requeue}")
 }

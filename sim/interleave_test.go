@@ -75,4 +75,12 @@ var _ = Describe("Faults inside an operation (interleave)", func() {
 		Expect(err).To(MatchError(sim.ErrNotSimulated))
 		Expect(err).To(MatchError(ContainSubstring("delete-matching")))
 	})
+
+	It("refuses an interleave in a scenario with no requeue step, which it could never strike", func() {
+		sc := between(faults.WriteDelete)
+		sc.Steps = nil
+		err := sc.WithDefaults().Validate()
+		Expect(err).To(MatchError(ContainSubstring("Faults[2].Model")))
+		Expect(err).To(MatchError(ContainSubstring("no requeue step, so the fault never fires")))
+	})
 })

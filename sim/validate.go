@@ -798,6 +798,8 @@ func (v *validator) faults() {
 		}
 		if err := simulated(f); err != nil {
 			v.badErr(p+".Model", err, "fault %q: %v", f.Name, err)
+		} else if err := interleaveStruck(v.sc, f); err != nil {
+			v.bad(p+".Model", "fault %q: %v", f.Name, err)
 		}
 		v.beforeEnd(p+".Schedule.From", "a fault starting", f.Schedule.From)
 		v.faultJobs(p+".Schedule.Jobs", f.Schedule.Jobs)
@@ -864,6 +866,16 @@ func (v *validator) expectations() {
 			v.job(f+".JobID", x.JobID, taskNames)
 		case JobAttempts:
 			v.job(f+".JobID", x.JobID, taskNames)
+			if sc.Duration > 0 && x.MinGap >= sc.Duration {
+				v.bad(f+".MinGap", "a gap of %s between attempts never happens: the run ends at %s", x.MinGap, sc.Duration)
+			}
+		case RetryRate:
+			v.beforeEnd(f+".From", "a window starting", x.From)
+		case DrainedBy:
+			v.beforeEnd(f+".At", "a drained queue", x.At)
+			if x.Queue == QueueFallback && len(v.breakers) == 0 {
+				v.bad(f+".Queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
+			}
 		case Count:
 			v.count(f, x, taskNames)
 		case *Count:
@@ -893,15 +905,41 @@ func (v *validator) job(field, id string, taskNames []string) {
 	if slices.Contains(v.ids, id) {
 		return
 	}
-	if i := strings.LastIndexByte(id, '-'); i > 0 && v.tasks[id[:i]] && isDigits(id[i+1:]) && v.generated {
-		if n, err := strconv.ParseInt(id[i+1:], 10, 64); err == nil && n >= 1 {
-			return
-		}
-	}
+	hint := "no job of the run has this ID: explicit jobs have theirs (workload.jobs[].id), generated ones TASK-N"
 	cands := slices.Clone(v.ids)
 	for _, t := range taskNames {
 		cands = append(cands, t+"-1")
 	}
-	hint := "no job of the run has this ID: explicit jobs have theirs (workload.jobs[].id), generated ones TASK-N"
+	if i := strings.LastIndexByte(id, '-'); i > 0 && v.tasks[id[:i]] && isDigits(id[i+1:]) && v.generated {
+		n, err := strconv.ParseInt(id[i+1:], 10, 64)
+		most, known := v.generatedJobs()
+		switch {
+		case err != nil || n < 1:
+		case strconv.FormatInt(n, 10) != id[i+1:]:
+			hint = "generated IDs are TASK-N with N written without leading zeros"
+			cands = []string{id[:i+1] + strconv.FormatInt(n, 10)}
+		case known && n > most:
+			hint = fmt.Sprintf("the run makes %d jobs, so generated IDs end at N=%d", most, most)
+			cands = []string{id[:i+1] + strconv.FormatInt(most, 10)}
+		default:
+			return
+		}
+	}
 	v.bad(field, "%q: %s%s", id, hint, suggest(id, cands))
+}
+
+// generatedJobs returns how many jobs the run makes (so the highest N of a
+// generated ID TASK-N: every job, with an explicit ID or not, takes the
+// next N) when it is known before the run: planned jobs and fixed bursts
+// only, no arrivals at a rate.
+func (v *validator) generatedJobs() (int64, bool) {
+	w := v.sc.Workload
+	if w.Arrivals.Kind != NoArrivals {
+		return 0, false
+	}
+	n := int64(len(w.Jobs))
+	for _, b := range w.Arrivals.Bursts {
+		n += int64(b.Count)
+	}
+	return n, true
 }

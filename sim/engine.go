@@ -353,8 +353,10 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
+	hist := worker.NewMemoryHistory()
+	hist.Unshared() // the world is one goroutine
 	w.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: w.core, Queue: w.backend, DLQ: w.dlqW,
-		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept})
+		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept, History: hist})
 	if err != nil {
 		return nil, err
 	}

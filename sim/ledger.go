@@ -217,6 +217,7 @@ type ledger struct {
 	created   int64
 	taskNames []string
 	taskIndex map[string]int32
+	lastTask  int32 // the index task returned last
 	byTask    [][numStates]int64
 	taskMade  []int64
 	dlqBySev  [classify.High + 1]int64
@@ -260,7 +261,11 @@ func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttemp
 }
 
 func (l *ledger) task(name string) int32 {
+	if len(l.taskNames) > 0 && l.taskNames[l.lastTask] == name {
+		return l.lastTask // jobs mostly come in runs of one task
+	}
 	if i, ok := l.taskIndex[name]; ok {
+		l.lastTask = i
 		return i
 	}
 	i := int32(len(l.taskNames))

@@ -133,7 +133,10 @@ type History interface {
 // between a failed attempt and their success or death; a job that succeeds
 // first time costs nothing.
 type MemoryHistory struct {
-	mu   sync.Mutex
+	mu sync.Mutex
+	// solo says one goroutine alone uses the history (see Unshared): it
+	// takes no lock.
+	solo bool
 	jobs map[string][]dlq.Failure
 }
 
@@ -144,13 +147,37 @@ func NewMemoryHistory() *MemoryHistory {
 	return &MemoryHistory{jobs: make(map[string][]dlq.Failure)}
 }
 
+// Unshared tells the history that from now on one goroutine alone uses it
+// (the simulator's world, which runs every worker in one goroutine): it
+// then takes no lock. Call it before the history is used; a history told
+// so must not be shared between goroutines.
+func (h *MemoryHistory) Unshared() {
+	h.mu.Lock()
+	h.solo = true
+	h.mu.Unlock()
+}
+
+// lock takes the lock, unless the history is unshared.
+func (h *MemoryHistory) lock() {
+	if !h.solo {
+		h.mu.Lock()
+	}
+}
+
+// unlock releases what lock took.
+func (h *MemoryHistory) unlock() {
+	if !h.solo {
+		h.mu.Unlock()
+	}
+}
+
 // Failures returns the job's failures without copying them: the slice is
 // capped at its length, so an append by the caller copies, and Record only
 // ever appends beyond it.
 func (h *MemoryHistory) Failures(jobID string) []dlq.Failure {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.lock()
 	fs := h.jobs[jobID]
+	h.unlock()
 	if len(fs) == 0 {
 		return nil
 	}
@@ -159,16 +186,16 @@ func (h *MemoryHistory) Failures(jobID string) []dlq.Failure {
 
 // Record appends f to the job's failures.
 func (h *MemoryHistory) Record(jobID string, f dlq.Failure) {
-	h.mu.Lock()
+	h.lock()
 	h.jobs[jobID] = append(h.jobs[jobID], f)
-	h.mu.Unlock()
+	h.unlock()
 }
 
 // Forget drops the job's failures.
 func (h *MemoryHistory) Forget(jobID string) {
-	h.mu.Lock()
+	h.lock()
 	delete(h.jobs, jobID)
-	h.mu.Unlock()
+	h.unlock()
 }
 
 // Len returns the number of jobs with recorded failures.

@@ -400,3 +400,37 @@ var _ = Describe("The runner's shutdown grace", func() {
 		Expect(c).To(Equal(queue.Counts{}), "succeeded: nothing queued, in flight, scheduled or diverted")
 	})
 })
+
+var _ = Describe("The runner's shutdown without a grace", func() {
+	// A handler that returns its context's cause at a shutdown returns
+	// ErrShutdown, which wraps context.Canceled: the job is released
+	// without spending an attempt, as the simulator's graceful stop does.
+	It("releases a job whose handler returns context.Cause(ctx), its attempt not spent", func() {
+		st, err := memstore.New(store.Config{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Enqueue(context.Background(), job.Job{ID: "export-1", Task: "export"}, time.Now())).To(Succeed())
+		started := make(chan struct{})
+		r, err := worker.NewRunner(worker.RunnerConfig{
+			Pipeline: runnerPipeline(st), Source: st, Workers: 1,
+			Handler: func(ctx context.Context, j job.Job) error {
+				close(started)
+				<-ctx.Done()
+				return context.Cause(ctx)
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		Eventually(started, runnerReacts, poll).Should(BeClosed())
+		cancel() // SIGTERM while the export is in flight
+		Eventually(done, runnerReacts, poll).Should(Receive(BeNil()))
+		c, err := st.Counts(context.Background())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c).To(Equal(queue.Counts{Queued: 1}), "released to its queue, not retried or dead-lettered")
+		j, _, ok, err := st.Dequeue(context.Background(), job.DefaultQueue, time.Now(), time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ok).To(BeTrue())
+		Expect(j.Attempts).To(Equal(0), "a shutdown spends no attempt")
+	})
+})

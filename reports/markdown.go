@@ -44,11 +44,17 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 // failed runs' details and the first warnings, all capped — so a sweep of
 // many seeds need not keep its results.
 type MarkdownWriter struct {
-	runs, failed int
-	rows         []string
-	details      []string
-	warnings     []string
-	moreWarnings int
+	// runs counts the runs added; notPassed those that did not pass, of
+	// which failed failed, errored errored and interrupted were stopped.
+	runs, notPassed              int
+	failed, errored, interrupted int
+	// notMade and total are what NotMade was told: of total runs
+	// planned, notMade were never made.
+	notMade, total uint64
+	rows           []string
+	details        []string
+	warnings       []string
+	moreWarnings   int
 	// unseen are the passing runs' not-observable items, capped like
 	// the warnings.
 	unseen     []string
@@ -60,6 +66,11 @@ func NewMarkdownWriter() *MarkdownWriter { return &MarkdownWriter{} }
 
 // mdWarningCap is how many warnings of passing runs the summary lists.
 const mdWarningCap = 20
+
+// NotMade says that of total runs planned, n were never made (a run
+// stopped by Ctrl-C, a shard stopped): the summary says so, as the command
+// line's last line does, instead of reading as if every run was made.
+func (mw *MarkdownWriter) NotMade(n, total uint64) { mw.notMade, mw.total = n, total }
 
 // Add adds one run to the summary.
 func (mw *MarkdownWriter) Add(r *Result) error {
@@ -89,7 +100,15 @@ func (mw *MarkdownWriter) Add(r *Result) error {
 		}
 		return nil
 	}
-	mw.failed++
+	mw.notPassed++
+	switch r.Verdict {
+	case Errored:
+		mw.errored++
+	case Interrupted:
+		mw.interrupted++
+	default:
+		mw.failed++
+	}
 	if len(mw.details) < mdDetailCap {
 		var b strings.Builder
 		bw := bufio.NewWriter(&b)
@@ -104,14 +123,7 @@ func (mw *MarkdownWriter) Add(r *Result) error {
 func (mw *MarkdownWriter) Finish(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	m := mdWriter{bw}
-	switch {
-	case mw.runs == 0:
-		m.printf("## faultline: no runs\n")
-	case mw.failed == 0:
-		m.printf("## faultline: ✅ %d %s passed\n", mw.runs, plural(mw.runs, "run", "runs"))
-	default:
-		m.printf("## faultline: ❌ %d of %d %s failed\n", mw.failed, mw.runs, plural(mw.runs, "run", "runs"))
-	}
+	m.printf("%s", mw.headline())
 	if mw.runs > 0 {
 		m.printf("\n| Scenario | Seed | Verdict | Jobs | Lost | DLQ | Pages |\n")
 		m.printf("| --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
@@ -119,14 +131,14 @@ func (mw *MarkdownWriter) Finish(w io.Writer) error {
 			m.printf("%s", row)
 		}
 		if mw.runs > mdRowCap {
-			m.printf("\n… and %d more runs (%d failed in all).\n", mw.runs-mdRowCap, mw.failed)
+			m.printf("\n… and %d more runs (%d did not pass in all).\n", mw.runs-mdRowCap, mw.notPassed)
 		}
 	}
 	for _, d := range mw.details {
 		m.printf("%s", d)
 	}
-	if mw.failed > mdDetailCap {
-		m.printf("\n… and %d more failed runs, not shown.\n", mw.failed-mdDetailCap)
+	if mw.notPassed > mdDetailCap {
+		m.printf("\n… and %d more runs that did not pass, not shown.\n", mw.notPassed-mdDetailCap)
 	}
 	if len(mw.warnings) > 0 {
 		m.printf("\n**Warnings:**\n\n")
@@ -150,6 +162,42 @@ func (mw *MarkdownWriter) Finish(w io.Writer) error {
 		return fmt.Errorf("write Markdown: %w", err)
 	}
 	return nil
+}
+
+// headline is the summary's first line: the runs' counts by verdict, and
+// the runs not made, as the command line's last line gives them.
+func (mw *MarkdownWriter) headline() string {
+	runs := plural(mw.runs, "run", "runs")
+	if mw.notPassed == 0 && mw.notMade == 0 {
+		if mw.runs == 0 {
+			return "## faultline: no runs\n"
+		}
+		return fmt.Sprintf("## faultline: ✅ %d %s passed\n", mw.runs, runs)
+	}
+	var b strings.Builder
+	switch {
+	case mw.failed > 0 || mw.errored > 0:
+		b.WriteString("## faultline: ❌ ")
+	default:
+		b.WriteString("## faultline: ⚠️ ")
+	}
+	switch {
+	case mw.failed > 0:
+		fmt.Fprintf(&b, "%d of %d %s failed", mw.failed, mw.runs, runs)
+	default:
+		fmt.Fprintf(&b, "%d of %d %s passed", mw.runs-mw.notPassed, mw.runs, runs)
+	}
+	if mw.errored > 0 {
+		fmt.Fprintf(&b, ", %d errored", mw.errored)
+	}
+	if mw.interrupted > 0 {
+		fmt.Fprintf(&b, ", %d interrupted (expectations not evaluated)", mw.interrupted)
+	}
+	if mw.notMade > 0 {
+		fmt.Fprintf(&b, "; %d of %d runs not made", mw.notMade, mw.total)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 type mdWriter struct{ w *bufio.Writer }

@@ -112,10 +112,30 @@ var _ = Describe("WriteMarkdown", func() {
 	It("shows an interrupted run as such, its expectations not evaluated rather than failed", func() {
 		r := interruptedRun()
 		md := markdownOf(passingRun(), r)
-		Expect(md).To(HavePrefix("## faultline: ❌ 1 of 2 runs failed\n"))
+		Expect(md).To(HavePrefix("## faultline: ⚠️ 1 of 2 runs passed, 1 interrupted (expectations not evaluated)\n"))
 		Expect(md).To(ContainSubstring("| dlq-basics | 1 | ⚠️ interrupted |"))
 		Expect(md).To(ContainSubstring(fmt.Sprintf("**Interrupted:**\n\n```text\nrun stopped at +1m0s: context canceled\n```\n\n%d expectations not evaluated: the run did not reach its end.\n", len(r.Expectations))))
 		Expect(md).NotTo(ContainSubstring("Failed expectation"))
+	})
+
+	It("says, as the command line does, how many runs failed, were interrupted and were not made", func() {
+		mw := reports.NewMarkdownWriter()
+		for _, r := range []*reports.Result{passingRun(), failingRun(), failingRun(), interruptedRun()} {
+			Expect(mw.Add(r)).To(Succeed())
+		}
+		mw.NotMade(216, 220)
+		var b bytes.Buffer
+		Expect(mw.Finish(&b)).To(Succeed())
+		Expect(b.String()).To(HavePrefix("## faultline: ❌ 2 of 4 runs failed, 1 interrupted (expectations not evaluated); 216 of 220 runs not made\n"))
+	})
+
+	It("does not call a run with only runs not made a pass", func() {
+		mw := reports.NewMarkdownWriter()
+		Expect(mw.Add(passingRun())).To(Succeed())
+		mw.NotMade(3, 4)
+		var b bytes.Buffer
+		Expect(mw.Finish(&b)).To(Succeed())
+		Expect(b.String()).To(HavePrefix("## faultline: ⚠️ 1 of 1 run passed; 3 of 4 runs not made\n"))
 	})
 
 	It("counts an invariant's violations and names its turned-off invariants", func() {
@@ -156,7 +176,7 @@ var _ = Describe("WriteMarkdown", func() {
 		}
 		md := markdownOf(rs...)
 		Expect(len(md)).To(BeNumerically("<", 65_536), "GitHub's comment limit")
-		Expect(md).To(ContainSubstring("… and 400 more runs (500 failed in all)."))
-		Expect(md).To(ContainSubstring("… and 490 more failed runs, not shown."))
+		Expect(md).To(ContainSubstring("… and 400 more runs (500 did not pass in all)."))
+		Expect(md).To(ContainSubstring("… and 490 more runs that did not pass, not shown."))
 	})
 })

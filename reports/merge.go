@@ -2,11 +2,14 @@ package reports
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 )
 
 // SummaryVersion is the version of a sharded sweep's summary.json (the
@@ -193,23 +196,143 @@ func (sw *SummaryWriter) Finish() error {
 // SummaryReader reads a sharded summary.json one row at a time.
 type SummaryReader struct {
 	dec    *json.Decoder
+	head   *headTee
 	header SummaryHeader
 	counts SummaryCounts
 	done   bool
+	rows   int
+}
+
+// SummaryError is a summary.json that cannot be read: where (its line and
+// column, when known), which field, and what is wrong with it. The reader
+// does not know the file's name: its caller sets File.
+type SummaryError struct {
+	// File is the summary's path, when the caller set it.
+	File string
+	// Line and Col locate the bad value (1-based); 0 when not known.
+	Line, Col int
+	// Field is the bad field's path: "totalRuns", "runs[3].seed".
+	Field string
+	// Msg says what is wrong and what was expected.
+	Msg string
+	// Err is the decoder's error.
+	Err error
+}
+
+// Error reads "FILE:LINE:COL: FIELD: MSG", with what is known.
+func (e *SummaryError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+		}
+		b.WriteString(": ")
+	} else if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d, col %d: ", e.Line, e.Col)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap returns the decoder's error.
+func (e *SummaryError) Unwrap() error { return e.Err }
+
+// headTee keeps the bytes read while on: the summary's header, so that an
+// error in it can be given a line and a column. It is turned off at the
+// first row, so that memory stays flat in the number of rows.
+type headTee struct {
+	r   io.Reader
+	buf []byte
+	on  bool
+}
+
+func (t *headTee) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if t.on {
+		t.buf = append(t.buf, p[:n]...)
+	}
+	return n, err
+}
+
+// position is the line and column of the value that starts after offset
+// off (past the ':' after a key, and blanks); 0, 0 when not known.
+func (t *headTee) position(off int64) (int, int) {
+	if off < 0 || off > int64(len(t.buf)) {
+		return 0, 0
+	}
+	i := int(off)
+	for i < len(t.buf) && strings.IndexByte(" \t\r\n:", t.buf[i]) >= 0 {
+		i++
+	}
+	line := 1 + bytes.Count(t.buf[:i], []byte("\n"))
+	col := i - (bytes.LastIndexByte(t.buf[:i], '\n') + 1) + 1
+	return line, col
+}
+
+// summaryError turns a decoder's error about field (whose value follows
+// offset off, -1 when not known) into a *SummaryError saying what is
+// wrong: a file that ends too early is truncated; a value of the wrong
+// type names what was expected.
+func (sr *SummaryReader) summaryError(field string, off int64, err error) error {
+	se := &SummaryError{Field: field, Err: err}
+	var (
+		ute *json.UnmarshalTypeError
+		syn *json.SyntaxError
+	)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		se.Msg = "the file is truncated: it ends before the summary does (was it copied whole, and did its run finish?)"
+		off = -1
+	case errors.As(err, &ute):
+		if ute.Field != "" {
+			if field == "" {
+				se.Field = ute.Field
+			} else if !strings.HasSuffix(field, ute.Field) {
+				se.Field = field + "." + ute.Field
+			}
+		}
+		se.Msg = fmt.Sprintf("expected %s, got a %s", summaryWant(ute.Type), ute.Value)
+	case errors.As(err, &syn):
+		se.Msg = "not valid JSON: " + syn.Error()
+	default:
+		se.Msg = err.Error()
+	}
+	if off >= 0 && sr.head != nil && sr.head.on {
+		se.Line, se.Col = sr.head.position(off)
+	}
+	return se
+}
+
+// summaryWant says in words what JSON value a Go type of the summary
+// takes.
+func summaryWant(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return wantKind(t)
 }
 
 // NewSummaryReader reads the header of the summary r holds, up to its
 // first row. A summary that is not a sharded one is ErrNotShardSummary.
 func NewSummaryReader(r io.Reader) (*SummaryReader, error) {
-	sr := &SummaryReader{dec: json.NewDecoder(bufio.NewReader(r))}
+	head := &headTee{r: r, on: true}
+	sr := &SummaryReader{dec: json.NewDecoder(bufio.NewReader(head)), head: head}
 	tok, err := sr.dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("read summary: %w", err)
+		return nil, fmt.Errorf("read summary: %w", sr.summaryError("", 0, err))
 	}
 	if tok != json.Delim('{') {
 		return nil, fmt.Errorf("read summary: %w", ErrNotShardSummary)
 	}
 	fields := map[string]json.RawMessage{}
+	offsets := map[string]int64{}
 	for {
 		key, err := sr.key()
 		if err != nil {
@@ -221,26 +344,42 @@ func NewSummaryReader(r io.Reader) (*SummaryReader, error) {
 		if key == "runs" {
 			break
 		}
+		offsets[key] = sr.dec.InputOffset()
 		var v json.RawMessage
 		if err := sr.dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("read summary: %s: %w", key, err)
+			return nil, fmt.Errorf("read summary: %w", sr.summaryError(key, offsets[key], err))
 		}
 		fields[key] = v
 	}
 	if _, ok := fields["summaryVersion"]; !ok {
 		return nil, fmt.Errorf("read summary: %w", ErrNotShardSummary)
 	}
-	b, _ := json.Marshal(fields)
-	if err := json.Unmarshal(b, &sr.header); err != nil {
-		return nil, fmt.Errorf("read summary: %w", err)
+	// Field by field, so that a bad one is named with its place.
+	hv := reflect.ValueOf(&sr.header).Elem()
+	for i := range hv.NumField() {
+		name, _, _ := strings.Cut(hv.Type().Field(i).Tag.Get("json"), ",")
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, hv.Field(i).Addr().Interface()); err != nil {
+			if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) && ute.Field == "" {
+				ute.Field = name
+			}
+			return nil, fmt.Errorf("read summary: %w", sr.summaryError(name, offsets[name], err))
+		}
 	}
 	if sr.header.SummaryVersion > SummaryVersion {
 		return nil, fmt.Errorf("read summary: summaryVersion %d is newer than this faultline's (%d): %w",
 			sr.header.SummaryVersion, SummaryVersion, ErrNewerVersion)
 	}
 	if tok, err := sr.dec.Token(); err != nil || tok != json.Delim('[') {
+		if err != nil {
+			return nil, fmt.Errorf("read summary: %w", sr.summaryError("runs", -1, err))
+		}
 		return nil, fmt.Errorf("read summary: runs: expected an array: %w", ErrNotShardSummary)
 	}
+	head.on, head.buf = false, nil
 	return sr, nil
 }
 
@@ -248,7 +387,7 @@ func NewSummaryReader(r io.Reader) (*SummaryReader, error) {
 func (sr *SummaryReader) key() (string, error) {
 	tok, err := sr.dec.Token()
 	if err != nil {
-		return "", fmt.Errorf("read summary: %w", err)
+		return "", fmt.Errorf("read summary: %w", sr.summaryError("", -1, err))
 	}
 	if tok == json.Delim('}') {
 		return "", nil
@@ -272,13 +411,14 @@ func (sr *SummaryReader) Next() (SummaryRun, bool, error) {
 	if sr.dec.More() {
 		var row SummaryRun
 		if err := sr.dec.Decode(&row); err != nil {
-			return SummaryRun{}, false, fmt.Errorf("read summary: runs: %w", err)
+			return SummaryRun{}, false, fmt.Errorf("read summary: %w", sr.summaryError(fmt.Sprintf("runs[%d]", sr.rows), -1, err))
 		}
+		sr.rows++
 		return row, true, nil
 	}
 	sr.done = true
 	if _, err := sr.dec.Token(); err != nil { // ']'
-		return SummaryRun{}, false, fmt.Errorf("read summary: %w", err)
+		return SummaryRun{}, false, fmt.Errorf("read summary: %w", sr.summaryError("runs", -1, err))
 	}
 	for {
 		key, err := sr.key()
@@ -295,7 +435,7 @@ func (sr *SummaryReader) Next() (SummaryRun, bool, error) {
 			err = sr.dec.Decode(&skip)
 		}
 		if err != nil {
-			return SummaryRun{}, false, fmt.Errorf("read summary: %s: %w", key, err)
+			return SummaryRun{}, false, fmt.Errorf("read summary: %w", sr.summaryError(key, -1, err))
 		}
 	}
 }

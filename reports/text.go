@@ -40,7 +40,8 @@ const textCap = 20
 
 // WriteText writes the terminal report of one run: a verdict line and the
 // run's totals, then, for a run that did not pass, the violation with its
-// trail, the failed expectations and the reproduce command; what a
+// trail, the failed expectations and the reproduce command; the operator
+// steps that failed, whatever the verdict; what a
 // black-box drill could not observe from outside, with why, whatever the
 // verdict; for a drill, how it ran and, for a black-box drill, the system
 // under test with its lost and trimmed jobs. With Verbose it
@@ -56,7 +57,8 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	t.verdict(r)
 	failed := failedExpectations(r)
 	unseen := notObservable(r)
-	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 || len(unseen) > 0 {
+	stepErrs := failedSteps(r)
+	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 || len(unseen) > 0 || len(stepErrs) > 0 {
 		t.line(0, "")
 	}
 	switch r.Verdict {
@@ -75,6 +77,15 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	}
 	for _, w := range r.Warnings {
 		t.line(2, t.paint(ansiYellow, "⚠ warning: ")+w)
+	}
+	// A failed operator step is shown whatever the verdict: a run can pass
+	// with a step that did nothing.
+	for _, s := range stepErrs {
+		what := s.Kind
+		if s.Detail != "" {
+			what += " (" + oneLine(s.Detail) + ")"
+		}
+		t.line(2, t.paint(ansiYellow, "⚠ operator step failed: ")+what+" at "+fmtOffset(s.AtMs)+": "+oneLine(s.Error))
 	}
 	if len(unseen) > 0 {
 		t.line(2, t.paint(ansiBold, fmt.Sprintf("Not observable from outside (%d): judged neither passed nor failed", len(unseen))))
@@ -381,6 +392,17 @@ func (t textWriter) verbose(r *Result) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// failedSteps are the operator steps that failed (Error set), in order.
+func failedSteps(r *Result) []Step {
+	var out []Step
+	for _, s := range r.Steps {
+		if s.Error != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (t textWriter) table(indent int) *tabwriter.Writer {

@@ -41,6 +41,15 @@ var _ = Describe("WriteText", func() {
 		Expect(out).NotTo(ContainSubstring("ledger"))
 	})
 
+	It("shows a failed operator step even when the run passes", func() {
+		r := passingRun()
+		r.Steps = append(r.Steps, reports.Step{AtMs: 90_000, Kind: "requeue", Detail: "matched 0", Error: "dlq store: connection refused"})
+		out := textOf(r, reports.TextOptions{})
+		Expect(out).To(HavePrefix("PASS  dlq-basics  seed 1\n"))
+		Expect(out).To(ContainSubstring("\n  ⚠ operator step failed: requeue (matched 0) at +1m30s: dlq store: connection refused\n"))
+		Expect(textOf(r, reports.TextOptions{Verbose: true})).To(ContainSubstring("⚠ operator step failed: requeue"))
+	})
+
 	It("writes an errored run's error", func() {
 		out := textOf(erroredRun(), reports.TextOptions{})
 		Expect(out).To(HavePrefix("ERROR  dlq-basics  seed 1\n"))

@@ -54,11 +54,14 @@ var ErrChecksFailed = errors.New("checks failed")
 // ExitCode maps an error returned by the command tree to the process's exit
 // code.
 func ExitCode(err error) int {
-	var invalid *InvalidInputError
+	var (
+		invalid *InvalidInputError
+		refused *RedisRefusedError
+	)
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &invalid):
+	case errors.As(err, &invalid), errors.As(err, &refused):
 		return ExitInvalid
 	case unreachable(err):
 		return ExitUnavailable

@@ -180,8 +180,13 @@ func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error
 	client := t.client()
 	if err := client.Ping(c.Context()).Err(); err != nil {
 		_ = client.Close()
-		var ue *UnavailableError
+		var (
+			ue      *UnavailableError
+			refused *RedisRefusedError
+		)
 		switch {
+		case errors.As(err, &refused):
+			return t, nil, usage(c, refused)
 		case errors.As(err, &ue):
 			return t, nil, ue
 		case redisRefusedUs(err):

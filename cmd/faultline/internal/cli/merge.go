@@ -77,7 +77,7 @@ func (d *shardDir) close() {
 func (d *shardDir) next() error {
 	row, ok, err := d.sum.Next()
 	if err != nil {
-		return &InvalidInputError{Err: fmt.Errorf("%s: %w", filepath.Join(d.dir, "summary.json"), err)}
+		return &InvalidInputError{Err: summaryFileError(filepath.Join(d.dir, "summary.json"), err)}
 	}
 	d.head, d.more = row, ok
 	return nil
@@ -98,7 +98,7 @@ func openShard(dir string) (*shardDir, error) {
 	d.files = append(d.files, f)
 	if d.sum, err = reports.NewSummaryReader(f); err != nil {
 		d.close()
-		return nil, &InvalidInputError{Err: fmt.Errorf("%s: %w", path, err), Hint: "Try: faultline run … --shard I/N --report-dir DIR writes one"}
+		return nil, &InvalidInputError{Err: summaryFileError(path, err), Hint: "Try: faultline run … --shard I/N --report-dir DIR writes one"}
 	}
 	d.header = d.sum.Header()
 	if d.header.Shard == nil {
@@ -113,6 +113,17 @@ func openShard(dir string) (*shardDir, error) {
 	d.files = append(d.files, j)
 	d.junit = reports.NewJUnitSuiteReader(j)
 	return d, nil
+}
+
+// summaryFileError names the summary.json an error of its reader is
+// about: "PATH:LINE:COL: FIELD: what is wrong" when the reader said where.
+func summaryFileError(path string, err error) error {
+	var se *reports.SummaryError
+	if errors.As(err, &se) {
+		se.File = path
+		return se
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // runKey is what identifies a run: shards of one run agree on it.
@@ -212,7 +223,15 @@ func mergeShards(ctx context.Context, w io.Writer, dirs []string, out string) er
 	h := shards[0].header
 	h.Shard, h.MergedShards = nil, n
 
-	m, err := newMergeSink(out, h)
+	// Everything is written to a staging directory inside out, moved into
+	// out only once every shard was read whole: a bad shard leaves out as
+	// it was.
+	stage, err := os.MkdirTemp(out, ".merge-*")
+	if err != nil {
+		return outputError(out, err)
+	}
+	defer os.RemoveAll(stage)
+	m, err := newMergeSink(stage, h)
 	if err != nil {
 		return err
 	}
@@ -255,6 +274,9 @@ func mergeShards(ctx context.Context, w io.Writer, dirs []string, out string) er
 	if err != nil {
 		return err
 	}
+	if err := publish(stage, out); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "merged %d shards of %s × %s: %d of %d runs: %d passed, %d failed", n,
 		plural2(h.Scenarios, "scenario", "scenarios"), h.SeedSpec, counts.Runs, h.TotalRuns, counts.Passed, counts.Failed)
 	if counts.Errored > 0 {
@@ -277,6 +299,20 @@ func mergeShards(ctx context.Context, w io.Writer, dirs []string, out string) er
 		return fmt.Errorf("%d %s could not be carried out: %w", counts.Errored, plural(int(counts.Errored), "run", "runs"), ErrChecksFailed)
 	case counts.Interrupted > 0 || counts.NotRun > 0:
 		return fmt.Errorf("%w: %d of %d runs made and finished: not a pass: %w", ErrInterrupted, counts.Passed, h.TotalRuns, ErrChecksFailed)
+	}
+	return nil
+}
+
+// publish moves the files of the staging directory stage into out.
+func publish(stage, out string) error {
+	entries, err := os.ReadDir(stage)
+	if err != nil {
+		return outputError(out, err)
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(stage, e.Name()), filepath.Join(out, e.Name())); err != nil {
+			return outputError(filepath.Join(out, e.Name()), err)
+		}
 	}
 	return nil
 }
@@ -338,7 +374,13 @@ func (m *mergeSink) add(d *shardDir, row reports.SummaryRun) error {
 			return &InvalidInputError{Err: fmt.Errorf("%s: run %d (%s, seed %d) failed but names no report beside it",
 				filepath.Join(d.dir, "summary.json"), row.Index, masked(row.Scenario), row.Seed)}
 		}
-		if r, err = readReport(filepath.Join(d.dir, row.Report)); err != nil {
+		path := filepath.Join(d.dir, row.Report)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return &InvalidInputError{Err: fmt.Errorf("shard %s (%s) lacks %s, the report of its run %d (%s, seed %d, %s), which its summary.json names: nothing was written to --out",
+				d.header.Shard, d.dir, row.Report, row.Index, masked(row.Scenario), row.Seed, row.Verdict),
+				Hint: "Try: copy each shard's whole report directory (its summary.json, junit.xml and every *.seed-N.json) before merging"}
+		}
+		if r, err = readReport(path); err != nil {
 			return err
 		}
 		stem := strings.TrimSuffix(row.Report, ".json")
@@ -383,6 +425,9 @@ func (m *mergeSink) finish() (reports.SummaryCounts, error) {
 	m.sumFile = nil
 	if err != nil {
 		return counts, outputError(m.sumPath, err)
+	}
+	if counts.NotRun > 0 {
+		m.md.NotMade(counts.NotRun, counts.NotRun+counts.Runs)
 	}
 	if err := writeFile(filepath.Join(m.dir, "junit.xml"), m.junit.Finish); err != nil {
 		return counts, err

@@ -20,7 +20,18 @@ const defaultRedisURL = "redis://localhost:6379"
 // Redis it uses: a redis:// (or rediss://) URL, or a bare host:port.
 // --redis-addr, its name before, is accepted as an alias.
 func addRedisFlag(c *cobra.Command, p *string, usage string) {
-	c.Flags().StringVar(p, "redis-url", defaultRedisURL, usage+" (a redis:// URL, or host:port; alias --redis-addr)")
+	addRedisFlagDefault(c, p, defaultRedisURL, usage)
+}
+
+// addRequiredRedisFlag adds --redis-url with no default, for a command
+// that needs it given whenever it uses Redis (run --backend redis): its
+// help shows no default that would never be used.
+func addRequiredRedisFlag(c *cobra.Command, p *string, usage string) {
+	addRedisFlagDefault(c, p, "", usage)
+}
+
+func addRedisFlagDefault(c *cobra.Command, p *string, def, usage string) {
+	c.Flags().StringVar(p, "redis-url", def, usage+" (a redis:// URL, or host:port; alias --redis-addr)")
 	c.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "redis-addr" {
 			name = "redis-url"
@@ -49,6 +60,10 @@ func (rt redisTarget) printable() string {
 // redisURLForm says what --redis-url takes (in words the redactor leaves
 // alone).
 const redisURLForm = "expected redis://HOST:PORT/DB, or a bare HOST:PORT; a password goes in the redis:// URL, before the host"
+
+// redisPasswordForm says where a password goes (in words the redactor
+// leaves alone).
+const redisPasswordForm = "a password goes in the redis:// URL, before the host, as :PASSWORD@ (or USER:PASSWORD@)"
 
 // hideUserinfo is a --redis-url value as it may be printed: whatever
 // stands before its last '@' (a user and password, typed right or wrong)
@@ -112,6 +127,40 @@ func checkPort(addr string) error {
 // *UnavailableError naming the address.
 func (t redisTarget) client() *redis.Client {
 	c := redisstore.NewClient(t.url)
-	c.AddHook(unavailableHook{addr: t.addr})
+	db := 0
+	if o, err := redis.ParseURL(t.url); err == nil {
+		db = o.DB
+	}
+	c.AddHook(unavailableHook{addr: t.addr, db: db})
 	return c
 }
+
+// RedisRefusedError says Redis was reached and refused what --redis-url
+// gave it: the password (WRONGPASS), no password where one is needed
+// (NOAUTH), or a database number past the server's last (ERR DB index is
+// out of range). It is a configuration error, not an unreachable Redis:
+// it maps to ExitInvalid.
+type RedisRefusedError struct {
+	// Addr is the server's host:port, with no credentials.
+	Addr string
+	// DB is the database number of the URL.
+	DB int
+	// Err is Redis's reply.
+	Err error
+}
+
+// Error says what is wrong with the URL and how to fix it.
+func (e *RedisRefusedError) Error() string {
+	reply := oneLine(masked(e.Err.Error()))
+	switch {
+	case strings.Contains(reply, "NOAUTH"):
+		return fmt.Sprintf("--redis-url: Redis at %s needs a password, and the URL gives none (%s): %s", e.Addr, reply, redisPasswordForm)
+	case strings.Contains(reply, "DB index"):
+		return fmt.Sprintf("--redis-url: Redis at %s has no database %d: the database number is out of range (%s); a server has 16 (0..15) unless its `databases` setting says otherwise", e.Addr, e.DB, reply)
+	default:
+		return fmt.Sprintf("--redis-url: Redis at %s refused the password (%s): check the user and password the URL gives; %s", e.Addr, reply, redisPasswordForm)
+	}
+}
+
+// Unwrap returns Redis's reply.
+func (e *RedisRefusedError) Unwrap() error { return e.Err }

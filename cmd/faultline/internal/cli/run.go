@@ -119,6 +119,36 @@ type target struct {
 	arg    string // as the user would type it
 	file   string // for reports: the path as given, or "builtin:NAME"
 	loaded *scenarios.Loaded
+	// stem is what its report files are named after (stem.seed-N.json):
+	// the scenario's name, with a suffix when an earlier target of the
+	// run has that name too (see assignStems).
+	stem string
+}
+
+// assignStems names each target's report files: its scenario's name made
+// safe for a file name, and for the second (third, …) target of one name
+// that name with -2 (-3, …), so that two scenarios sharing metadata.name
+// never write one file. Targets come in the order the command line gives
+// them, in every shard alike: a sharded run names its files as the
+// unsharded one does. It returns a note for each renamed target.
+func assignStems(targets []target) []string {
+	used := map[string]bool{}
+	var notes []string
+	for i := range targets {
+		t := &targets[i]
+		base := safeName(t.loaded.Scenario.Name)
+		stem := base
+		for k := 2; used[strings.ToLower(stem)]; k++ {
+			stem = fmt.Sprintf("%s-%d", base, k)
+		}
+		used[strings.ToLower(stem)] = true
+		t.stem = stem
+		if stem != base {
+			notes = append(notes, fmt.Sprintf("note: %s is not the first scenario named %q in this run: its reports are named %s.seed-N.json",
+				masked(t.arg), masked(t.loaded.Scenario.Name), stem))
+		}
+	}
+	return notes
 }
 
 // seedRange parses "A..B" (inclusive) or "N", of at most maxSeeds·shards
@@ -324,6 +354,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 	if err != nil {
 		return err
 	}
+	for _, note := range assignStems(targets) {
+		fmt.Fprintln(errw, note)
+	}
 	if f.dryRun {
 		return dryRun(out, targets)
 	}
@@ -414,6 +447,9 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		default:
 			failed++
 		}
+	}
+	if interrupted && ran < len(jobs) {
+		sink.notMade(len(jobs)-ran, len(jobs))
 	}
 	shrunk := &shrunkOut{path: f.shrunkOut}
 	if !interrupted && !f.noShrink {

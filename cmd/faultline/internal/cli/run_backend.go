@@ -40,7 +40,7 @@ type runBackendFlags struct {
 func (f *runBackendFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.backend, "backend", runOnMemory, "the store the simulator runs on: "+strings.Join(runBackendNames, ", ")+" (the same scenario and seed give the same report on each)")
-	addRedisFlag(c, &f.redisURL, "the Redis server of --backend redis (required with it)")
+	addRequiredRedisFlag(c, &f.redisURL, "the Redis server of --backend redis (required with it)")
 	fl.StringVar(&f.namespace, "namespace", "", "with --backend redis: the namespace prefix of the runs (default: a fresh run-<random>); each run uses <prefix>-<n>, which must hold no keys")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "with --backend redis: allow a Redis off loopback (needs --namespace)")
 }

@@ -17,11 +17,12 @@ func newValidateCommand() *cobra.Command {
 	var lf limitFlags
 	var external string
 	c := &cobra.Command{
-		Use:   "validate (FILE | DIR)...",
+		Use:   "validate (FILE | DIR | BUILTIN)...",
 		Short: "Check scenario files; every problem is reported with file:line:col",
 		Long: `Check scenario files (includes followed) without running them. Every problem in a
 file is reported with file:line:col, what was expected, and a suggestion for a misspelt
-key. Exit codes: 0 every file is valid; 2 a file is invalid.`,
+key. A built-in scenario's name (faultline list) is checked as faultline run reads it.
+Exit codes: 0 every file is valid; 2 a file is invalid.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(c, errors.New("validate needs scenario files or directories"))
@@ -44,7 +45,8 @@ key. Exit codes: 0 every file is valid; 2 a file is invalid.`,
 func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, external string) error {
 	var files []string
 	for _, a := range args {
-		if st, err := os.Stat(a); err == nil && st.IsDir() {
+		st, err := os.Stat(a)
+		if err == nil && st.IsDir() {
 			fs, err := scenarioFiles(a, lim)
 			if err != nil {
 				return &InvalidInputError{Err: err}
@@ -56,11 +58,23 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, ext
 			files = append(files, fs...)
 			continue
 		}
+		if err != nil && isBuiltinName(a) {
+			// A name with no file of that name is a built-in, as run
+			// reads it.
+			files = append(files, builtinPrefix+a)
+			continue
+		}
 		files = append(files, a)
 	}
 	bad := 0
 	for _, f := range files {
-		l, err := lim.Load(f)
+		var l *scenarios.Loaded
+		var err error
+		if name, ok := strings.CutPrefix(f, builtinPrefix); ok {
+			l, err = lim.LoadBuiltin(name)
+		} else {
+			l, err = lim.Load(f)
+		}
 		if err == nil && external != "" {
 			if l, err = scenarios.WithExternal(l, external); err != nil {
 				err = fmt.Errorf("%s with --external %s:\n%w", f, external, err)
@@ -77,6 +91,21 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, ext
 		return &InvalidInputError{Err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(files))}
 	}
 	return nil
+}
+
+// builtinPrefix marks a built-in scenario among validate's files, as run
+// names its file.
+const builtinPrefix = "builtin:"
+
+// isBuiltinName reports whether a, which names no file, is a built-in
+// scenario's name.
+func isBuiltinName(a string) bool {
+	for _, b := range scenarios.Builtins() {
+		if b.Name == a {
+			return true
+		}
+	}
+	return false
 }
 
 func newListCommand() *cobra.Command {

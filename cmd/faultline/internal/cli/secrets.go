@@ -55,6 +55,16 @@ type UnavailableError struct {
 
 // Error says, in one line, what could not be reached and why.
 func (e *UnavailableError) Error() string {
+	// A cause that already says it all (the same failure wrapped twice,
+	// or a Redis that answered and refused the URL) is not repeated.
+	var inner *UnavailableError
+	if errors.As(e.Err, &inner) {
+		return inner.Error()
+	}
+	var refused *RedisRefusedError
+	if errors.As(e.Err, &refused) {
+		return refused.Error()
+	}
 	cause := oneLine(masked(e.Err.Error()))
 	if errors.Is(e.Err, io.EOF) || errors.Is(e.Err, io.ErrUnexpectedEOF) {
 		cause = "the connection was closed (" + cause + ")"
@@ -95,13 +105,27 @@ func connectionLost(err error) bool {
 // *UnavailableError naming the command and the address, so that a Redis
 // killed mid-run is exit 4 with one clear line, whatever the caller was
 // doing.
-type unavailableHook struct{ addr string }
+// A Redis that answers and refuses the URL's password or database is a
+// *RedisRefusedError instead: a configuration error.
+type unavailableHook struct {
+	addr string
+	db   int
+}
 
 var _ redis.Hook = unavailableHook{}
 
 func (h unavailableHook) wrap(op string, err error) error {
-	var ue *UnavailableError
-	if !connectionLost(err) || errors.As(err, &ue) {
+	var (
+		ue      *UnavailableError
+		refused *RedisRefusedError
+	)
+	if err == nil || errors.As(err, &ue) || errors.As(err, &refused) {
+		return err
+	}
+	if redisRefusedUs(err) {
+		return &RedisRefusedError{Addr: h.addr, DB: h.db, Err: err}
+	}
+	if !connectionLost(err) {
 		return err
 	}
 	return &UnavailableError{Service: "Redis", Addr: h.addr, Op: op, Err: err}

@@ -133,7 +133,7 @@ func (s *shardSink) add(j *job) {
 	}
 	if r.Failed() {
 		row.Failure = masked(scenarios.Signature(r))
-		stem := fmt.Sprintf("%s.seed-%d", safeName(r.Scenario), r.Seed)
+		stem := fmt.Sprintf("%s.seed-%d", j.stem(), r.Seed)
 		formats := []string{"json"}
 		if s.html {
 			formats = append(formats, "html")

@@ -95,7 +95,7 @@ func (s *runSink) add(j *job) {
 			if s.sweep && !r.Failed() {
 				continue
 			}
-			name := fmt.Sprintf("%s.seed-%d.%s", safeName(r.Scenario), r.Seed, format)
+			name := fmt.Sprintf("%s.seed-%d.%s", j.stem(), r.Seed, format)
 			if err := writeFile(filepath.Join(s.dir, name), func(w io.Writer) error { return writeFormat(w, format, []*reports.Result{r}, false) }); err != nil {
 				s.err = err
 				return
@@ -125,6 +125,25 @@ func (s *runSink) add(j *job) {
 		s.rows++
 		if _, err := fmt.Fprintf(s.summary, "%s%s", sep, b); err != nil {
 			s.err = outputError(s.sumPath, err)
+		}
+	}
+}
+
+// stem is what j's report files are named after: its target's stem, else
+// its scenario's name.
+func (j *job) stem() string {
+	if j.t != nil && j.t.stem != "" {
+		return j.t.stem
+	}
+	return safeName(j.res.Scenario)
+}
+
+// notMade tells the Markdown summaries that of total runs, n were never
+// made (the command was interrupted).
+func (s *runSink) notMade(n, total int) {
+	for _, md := range []*reports.MarkdownWriter{s.md, s.step} {
+		if md != nil {
+			md.NotMade(uint64(n), uint64(total))
 		}
 	}
 }

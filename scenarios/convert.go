@@ -118,7 +118,19 @@ func docPath(d *Document, p string) string {
 	rest, ok := strings.CutPrefix(p, "expect[")
 	num, key, _ := strings.Cut(rest, "]")
 	i, err := strconv.Atoi(num)
-	if !ok || err != nil || key != ".breaker" || i < 0 || i >= len(d.Expect) {
+	if !ok || err != nil || i < 0 || i >= len(d.Expect) {
+		return p
+	}
+	switch key {
+	case ".minGap":
+		return "expect[" + num + "].attemptGapsAtLeast"
+	case ".at":
+		if d.Expect[i].DrainedBy != nil {
+			return "expect[" + num + "].drainedBy"
+		}
+		return p
+	case ".breaker":
+	default:
 		return p
 	}
 	switch e := d.Expect[i]; {
@@ -717,7 +729,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 	for _, k := range []struct {
 		name string
 		set  bool
-	}{{"count", e.Count != ""}, {"job", e.Job != ""}, {"pageWithin", e.PageWithin != 0}, {"drainedBy", e.DrainedBy != 0},
+	}{{"count", e.Count != ""}, {"job", e.Job != ""}, {"pageWithin", e.PageWithin != 0}, {"drainedBy", e.DrainedBy != nil},
 		{"breakerOpened", e.BreakerOpened != ""}, {"breakerClosedBy", e.BreakerClosedBy != ""},
 		{"breakerTransitions", e.BreakerTransitions != ""}, {"confusion", e.Confusion != ""}} {
 		if k.set {
@@ -728,7 +740,12 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		c.bad(path, "expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got %d (%s)", len(kinds), strings.Join(kinds, ", "))
 		return nil
 	}
-	op, n, hasOp := c.comparison(path, e)
+	var op sim.Op
+	var n int64
+	hasOp := e.Equals != nil || e.AtLeast != nil || e.AtMost != nil
+	if kinds[0] != "job" { // a job's attempts take attempts, atLeast or atMost: jobAttempts checks them
+		op, n, hasOp = c.comparison(path, e)
+	}
 	c.irrelevant(path, kinds[0], e)
 	switch kinds[0] {
 	case "count":
@@ -736,7 +753,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		for i, m := range sim.Metrics {
 			metrics[i] = string(m)
 		}
-		windowed := e.Dependency != "" || e.From != 0 || e.Until != 0 || e.Window != 0
+		windowed := e.Dependency != "" || e.From != 0 || e.Until != 0 || e.Window != nil
 		if e.Count == callsMetric && !windowed {
 			c.bad(path+".count", "count calls reads the calls made to a dependency per window: add dependency, from and window (e.g. window: 1s)")
 		} else if !slices.Contains(metrics, e.Count) && e.Count != callsMetric {
@@ -768,7 +785,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		}
 		return x
 	case "job":
-		if e.Attempts != nil || e.AttemptGapsAtLeast != 0 || hasOp {
+		if e.Attempts != nil || e.AttemptGapsAtLeast != nil || hasOp {
 			return c.jobAttempts(path, e)
 		}
 		x := sim.JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
@@ -791,6 +808,8 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 			x.State = disposition.Succeeded
 		case "none":
 			x.State = disposition.None
+		case "":
+			c.bad(path+".state", "expected where the job ends (state: one of %s) or its attempts (attempts, atLeast, atMost or attemptGapsAtLeast) with job", strings.Join(states, ", "))
 		default:
 			c.bad(path+".state", "expected one of %s, got %q%s", strings.Join(states, ", "), st, suggest(st, states))
 		}
@@ -813,7 +832,10 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if q == "dlq" {
 			q = ""
 		}
-		return sim.DrainedBy{At: e.DrainedBy.D(), Queue: q}
+		if *e.DrainedBy == 0 {
+			c.bad(path+".drainedBy", "expected an offset after the start, like 1m, got 0s: no job has run at 0s, so the queue is empty then whatever the system does")
+		}
+		return sim.DrainedBy{At: e.DrainedBy.orZero(), Queue: q}
 	case "breakerOpened":
 		if !hasOp || op != sim.AtLeast {
 			c.bad(path, "expected atLeast with breakerOpened")
@@ -874,10 +896,12 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 	}{{"state", e.State != ""}, {"route", e.Route != ""}, {"history", len(e.History) > 0}, {"at", e.At != 0}, {"said", e.Said != ""},
 		{"task", e.Task != ""}, {"severity", e.Severity != ""}, {"class", e.Class != ""}, {"receiver", e.Receiver != ""},
 		{"fingerprint", e.Fingerprint != ""}, {"equals", e.Equals != nil}, {"atLeast", e.AtLeast != nil}, {"atMost", e.AtMost != nil},
-		{"attempts", e.Attempts != nil}, {"attemptGapsAtLeast", e.AttemptGapsAtLeast != 0}, {"queue", e.Queue != ""},
-		{"dependency", e.Dependency != ""}, {"from", e.From != 0}, {"until", e.Until != 0}, {"window", e.Window != 0}} {
+		{"attempts", e.Attempts != nil}, {"attemptGapsAtLeast", e.AttemptGapsAtLeast != nil}, {"queue", e.Queue != ""},
+		{"dependency", e.Dependency != ""}, {"from", e.From != 0}, {"until", e.Until != 0}, {"window", e.Window != nil}} {
 		if k.set && !slices.Contains(uses, k.name) {
-			if len(uses) == 0 {
+			if kind == "job" && k.name == "equals" {
+				c.bad(path+".equals", "a job expectation does not read equals: the exact number of a job's attempts is attempts (e.g. attempts: 2)")
+			} else if len(uses) == 0 {
 				c.bad(path+"."+k.name, "a %s expectation takes no other key", kind)
 			} else {
 				c.bad(path+"."+k.name, "a %s expectation does not read %s; it takes %s", kind, k.name, strings.Join(uses, ", "))
@@ -889,21 +913,26 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 // retryRate converts count retried with dependency, from and window: the
 // busiest window's retries of the dependency's jobs.
 func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Expectation {
-	if e.Count != string(sim.Retried) && e.Count != callsMetric && slices.Contains(sim.Metrics, sim.Metric(e.Count)) {
-		c.bad(path+".count", "dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got %q", e.Count)
+	if e.Count != string(sim.Retried) && e.Count != callsMetric {
+		if slices.Contains(sim.Metrics, sim.Metric(e.Count)) {
+			c.bad(path+".count", "dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got %q", e.Count)
+		}
+		return nil // not a rate: its window is not the problem
 	}
 	if e.Dependency == "" {
 		c.bad(path+".dependency", "expected the dependency whose jobs' retries are read (with from and window)")
 	} else if !slices.Contains(c.deps, e.Dependency) {
 		c.bad(path+".dependency", "expected one of the scenario's dependencies (%s), got %q%s", strings.Join(c.deps, ", "), e.Dependency, suggest(e.Dependency, c.deps))
 	}
-	if e.Window == 0 {
+	if e.Window == nil {
 		c.bad(path+".window", "expected the length of the window the retries are counted in, like 1s")
+	} else if *e.Window == 0 {
+		c.bad(path+".window", "expected the length of the window the retries are counted in, like 1s, got 0s: a window of no length holds nothing to count")
 	}
 	if e.Until != 0 && e.Until <= e.From {
 		c.bad(path+".until", "expected an offset after from (%s), got %s", e.From.D(), e.Until.D())
 	}
-	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Until: e.Until.D(), Window: e.Window.D(), Op: op, N: n, Calls: e.Count == callsMetric}
+	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Until: e.Until.D(), Window: e.Window.orZero(), Op: op, N: n, Calls: e.Count == callsMetric}
 }
 
 // callsMetric is the count that, with dependency, from and window, reads
@@ -922,10 +951,10 @@ func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
 			c.bad(path+"."+k.name, "a job expectation reads where the job ended (state, route, severity, history) or its attempts (attempts, atLeast, atMost, attemptGapsAtLeast), not both: write two expectations")
 		}
 	}
-	if e.Equals != nil {
-		c.bad(path+".equals", "with job, the exact number of attempts is attempts")
+	x := sim.JobAttempts{JobID: e.Job, MinGap: e.AttemptGapsAtLeast.orZero()}
+	if e.AttemptGapsAtLeast != nil && *e.AttemptGapsAtLeast == 0 {
+		c.bad(path+".attemptGapsAtLeast", "expected a gap longer than 0s, like 10s, got 0s: every gap between attempts is at least 0s, so it would check nothing")
 	}
-	x := sim.JobAttempts{JobID: e.Job, MinGap: e.AttemptGapsAtLeast.D()}
 	var ops []string
 	if e.Attempts != nil {
 		ops, x.CheckCount, x.Op, x.N = append(ops, "attempts"), true, sim.Exactly, *e.Attempts
@@ -935,9 +964,15 @@ func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
 	}
 	if e.AtLeast != nil {
 		ops, x.CheckCount, x.Op, x.N = append(ops, "atLeast"), true, sim.AtLeast, *e.AtLeast
+		if *e.AtLeast < 0 {
+			c.bad(path+".atLeast", "expected a count of at least 0, got %d", *e.AtLeast)
+		}
 	}
 	if e.AtMost != nil {
 		ops, x.CheckCount, x.Op, x.N = append(ops, "atMost"), true, sim.AtMost, *e.AtMost
+		if *e.AtMost < 0 {
+			c.bad(path+".atMost", "expected a count of at least 0, got %d", *e.AtMost)
+		}
 	}
 	if len(ops) > 1 {
 		c.bad(path, "expected one of attempts, atLeast, atMost; got %s", strings.Join(ops, " and "))
@@ -974,4 +1009,12 @@ func suggest(s string, candidates []string) string {
 		return "; did you mean " + strconv.Quote(best) + "?"
 	}
 	return ""
+}
+
+// orZero returns the duration d points at, or 0 when it is not given.
+func (d *Duration) orZero() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.D()
 }

@@ -456,15 +456,15 @@ type Expect struct {
 	// atLeast or atMost instead bound them. AttemptGapsAtLeast, with job,
 	// expects each attempt to begin at least this long after the one
 	// before (a retry waits out its backoff and a Retry-After hint).
-	Attempts           *int64   `yaml:"attempts,omitempty" json:"attempts,omitempty"`
-	AttemptGapsAtLeast Duration `yaml:"attemptGapsAtLeast,omitempty" json:"attemptGapsAtLeast,omitempty"`
+	Attempts           *int64    `yaml:"attempts,omitempty" json:"attempts,omitempty"`
+	AttemptGapsAtLeast *Duration `yaml:"attemptGapsAtLeast,omitempty" json:"attemptGapsAtLeast,omitempty"`
 	// PageWithin expects a page within this long of the first critical
 	// failure.
 	PageWithin Duration `yaml:"pageWithin,omitempty" json:"pageWithin,omitempty"`
 	// DrainedBy expects the DLQ empty at this offset; with Queue
 	// "fallback", the fallback (batch) queue instead.
-	DrainedBy Duration `yaml:"drainedBy,omitempty" json:"drainedBy,omitempty"`
-	Queue     string   `yaml:"queue,omitempty" json:"queue,omitempty"`
+	DrainedBy *Duration `yaml:"drainedBy,omitempty" json:"drainedBy,omitempty"`
+	Queue     string    `yaml:"queue,omitempty" json:"queue,omitempty"`
 	// BreakerOpened, BreakerClosedBy (with At) and BreakerTransitions name
 	// a breaker's dependency.
 	BreakerOpened      string   `yaml:"breakerOpened,omitempty" json:"breakerOpened,omitempty"`
@@ -486,10 +486,10 @@ type Expect struct {
 	// retries of the dependency's jobs that came due in the busiest
 	// window of this length from this offset on (and before Until, when
 	// given); count calls reads the calls made to the dependency instead.
-	Dependency string   `yaml:"dependency,omitempty" json:"dependency,omitempty"`
-	From       Duration `yaml:"from,omitempty" json:"from,omitempty"`
-	Until      Duration `yaml:"until,omitempty" json:"until,omitempty"`
-	Window     Duration `yaml:"window,omitempty" json:"window,omitempty"`
+	Dependency string    `yaml:"dependency,omitempty" json:"dependency,omitempty"`
+	From       Duration  `yaml:"from,omitempty" json:"from,omitempty"`
+	Until      Duration  `yaml:"until,omitempty" json:"until,omitempty"`
+	Window     *Duration `yaml:"window,omitempty" json:"window,omitempty"`
 	// The comparison of a count, breakerOpened (atLeast),
 	// breakerTransitions, confusion or a job's attempts: exactly one.
 	Equals  *int64 `yaml:"equals,omitempty" json:"equals,omitempty"`

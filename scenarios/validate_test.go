@@ -595,3 +595,66 @@ type reportsResult = reports.Result
 func runResult(l *scenarios.Loaded) (*reports.Result, error) {
 	return sim.Run(context.Background(), l.Scenario)
 }
+
+// ledgerScenario is a 2-minute run of one explicit job, ledger-sync,
+// calling ledger-api; a spec appends its system and expect keys.
+const ledgerScenario = "apiVersion: faultline/v1\nkind: Scenario\nmetadata: {name: s}\nduration: 2m\n" +
+	"workload:\n  tasks: [{name: sync-ledger, dependency: ledger-api}]\n  jobs: [{at: 0s, id: ledger-sync, task: sync-ledger}]\n"
+
+var _ = Describe("Expectations that cannot check anything, or name what cannot be (tester's round 4)", func() {
+	DescribeTable("are refused at load, one problem at the key at fault",
+		func(keys string, lines ...string) {
+			_, err := scenarios.LoadFS(mapFS("s.yaml", ledgerScenario+keys), "s.yaml")
+			Expect(err).To(reportExactly(lines...))
+		},
+		// 1: a zero duration is a value given, refused at its key, saying why.
+		Entry("attemptGapsAtLeast: 0s", "expect: [{job: ledger-sync, attemptGapsAtLeast: 0s}]\n",
+			"s.yaml:8:49: expect[0].attemptGapsAtLeast: expected a gap longer than 0s, like 10s, got 0s: every gap between attempts is at least 0s, so it would check nothing"),
+		Entry("drainedBy: 0s", "expect: [{drainedBy: 0s}]\n",
+			"s.yaml:8:22: expect[0].drainedBy: expected an offset after the start, like 1m, got 0s: no job has run at 0s, so the queue is empty then whatever the system does"),
+		Entry("window: 0s", "expect: [{count: retried, dependency: ledger-api, window: 0s, atMost: 5}]\n",
+			"s.yaml:8:59: expect[0].window: expected the length of the window the retries are counted in, like 1s, got 0s: a window of no length holds nothing to count"),
+		// 2: a gap no run this long can hold.
+		Entry("a gap between attempts longer than the run", "expect: [{job: ledger-sync, attemptGapsAtLeast: 3h}]\n",
+			"s.yaml:8:49: expect[0].attemptGapsAtLeast: a gap of 3h0m0s between attempts never happens: the run ends at 2m0s"),
+		// 3: offsets past the run's end, like schedule.from and jobs[].at.
+		Entry("a retry window from past the end", "expect: [{count: retried, dependency: ledger-api, from: 5m, window: 1s, atMost: 5}]\n",
+			"s.yaml:8:57: expect[0].from: a window starting at 5m0s never happens: the run ends at 2m0s"),
+		Entry("drainedBy past the end", "expect: [{drainedBy: 5m}]\n",
+			"s.yaml:8:22: expect[0].drainedBy: a check that the queue is drained at 5m0s never happens: the run ends at 2m0s"),
+		// 4: a fallback queue no breaker ever fills.
+		Entry("a drained fallback queue without breakers", "expect: [{drainedBy: 1m, queue: fallback}]\n",
+			"s.yaml:8:33: expect[0].queue: no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained"),
+		// 5: one problem, at the key at fault.
+		Entry("a job with neither a state nor attempts", "expect: [{job: ledger-sync}]\n",
+			"s.yaml:8:10: expect[0].state: expected where the job ends (state: one of queued, in-flight, scheduled, fallback, dead-lettered, succeeded, none) or its attempts (attempts, atLeast, atMost or attemptGapsAtLeast) with job"),
+		Entry("a count with a dependency that is no rate", "expect: [{count: alerts, dependency: ledger-api, equals: 0}]\n",
+			`s.yaml:8:18: expect[0].count: dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got "alerts"`),
+		Entry("a job's attempts with equals", "expect: [{job: ledger-sync, attempts: 2, equals: 2}]\n",
+			"s.yaml:8:50: expect[0].equals: a job expectation does not read equals: the exact number of a job's attempts is attempts (e.g. attempts: 2)"),
+		Entry("a job's attempts both at least and at most", "expect: [{job: ledger-sync, atLeast: 3, atMost: 1}]\n",
+			"s.yaml:8:10: expect[0]: expected one of attempts, atLeast, atMost; got atLeast and atMost"),
+		Entry("a job's attempts at least -1", "expect: [{job: ledger-sync, atLeast: -1}]\n",
+			"s.yaml:8:38: expect[0].atLeast: expected a count of at least 0, got -1"),
+		// 7: a generated ID the run cannot make.
+		Entry("a generated ID past a fixed burst", "  arrivals: {bursts: [{at: 1s, count: 150, task: sync-ledger}]}\nexpect: [{job: sync-ledger-152, state: succeeded}]\n",
+			`s.yaml:9:16: expect[0].job: "sync-ledger-152": the run makes 151 jobs, so generated IDs end at N=151; did you mean "sync-ledger-151"?`),
+		Entry("a generated ID with leading zeros", "  arrivals: {bursts: [{at: 1s, count: 150, task: sync-ledger}]}\nexpect: [{job: sync-ledger-007, state: succeeded}]\n",
+			`s.yaml:9:16: expect[0].job: "sync-ledger-007": generated IDs are TASK-N with N written without leading zeros; did you mean "sync-ledger-7"?`),
+	)
+
+	It("accepts a generated ID the run can make, and any N under arrivals at a rate", func() {
+		for _, keys := range []string{
+			"  arrivals: {bursts: [{at: 1s, count: 150, task: sync-ledger}]}\nexpect: [{job: sync-ledger-151, state: succeeded}]\n",
+			"  arrivals: {rate: 1/s}\nexpect: [{job: sync-ledger-100000, state: succeeded}]\n",
+		} {
+			_, err := scenarios.LoadFS(mapFS("s.yaml", ledgerScenario+keys), "s.yaml")
+			Expect(err).NotTo(HaveOccurred(), keys)
+		}
+	})
+
+	It("accepts a drained fallback queue behind a breaker", func() {
+		_, err := scenarios.LoadFS(mapFS("s.yaml", ledgerScenario+"system: {breakers: [{dependency: ledger-api}]}\nexpect: [{drainedBy: 1m, queue: fallback}]\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+	})
+})

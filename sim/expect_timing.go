@@ -62,11 +62,17 @@ func (a JobAttempts) Evaluate(o *Observation) reports.Expectation {
 		e.Actual += " (at " + strings.Join(at, ", ") + ")"
 	}
 	pass := !a.CheckCount || a.Op.holds(int64(len(times)), a.N)
+	if a.MinGap > 0 && len(times) < 2 {
+		// A gap is a claim about retries: with no retry there is none to
+		// read, and that is not a pass.
+		pass = false
+		e.Actual += ": no retry, so no gap between attempts to check (attemptGapsAtLeast needs at least 2 attempts)"
+	}
 	if a.MinGap > 0 {
 		for i := 1; i < len(times); i++ {
 			if gap := times[i] - times[i-1]; gap < a.MinGap {
 				pass = false
-				e.Actual += fmt.Sprintf(": attempt %d began %s after attempt %d, under %s — the retry did not wait out its backoff or the dependency's Retry-After hint",
+				e.Actual += fmt.Sprintf(": attempt %d began %s after attempt %d, less than the %s expected (the backoff or the dependency's Retry-After hint may be shorter than that, or the retry did not wait one out)",
 					i+1, gap, i, a.MinGap)
 				break
 			}

@@ -46,7 +46,21 @@ var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers
 		Expect(got[0].Actual).To(Equal("2 attempts (at +0s, +10s)"))
 		Expect(got[1].Verdict).To(Equal(reports.Failed))
 		Expect(got[2].Verdict).To(Equal(reports.Failed))
-		Expect(got[2].Actual).To(ContainSubstring("attempt 2 began 10s after attempt 1, under 15s"))
+		Expect(got[2].Actual).To(ContainSubstring("attempt 2 began 10s after attempt 1, less than the 15s expected (the backoff or the dependency's Retry-After hint may be shorter than that, or the retry did not wait one out)"))
+	})
+
+	It("fails a gap between attempts of a job that was never retried: there is no gap to read", func() {
+		sc := builtin("stale-answer-fenced")
+		sc.Faults = nil // nothing fails: ledger-sync's one attempt succeeds
+		got := judged(sc,
+			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 1},
+			sim.JobAttempts{JobID: "ledger-sync", MinGap: 30 * time.Second},
+			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 1, MinGap: time.Second})
+		Expect(got[0].Verdict).To(Equal(reports.Passed), got[0].Actual)
+		for _, g := range got[1:] {
+			Expect(g.Verdict).To(Equal(reports.Failed))
+			Expect(g.Actual).To(Equal("1 attempts (at +0s): no retry, so no gap between attempts to check (attemptGapsAtLeast needs at least 2 attempts)"))
+		}
 	})
 
 	It("reads the retries due per window after a recovery, naming the busiest window", func() {

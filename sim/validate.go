@@ -872,7 +872,7 @@ func (v *validator) expectations() {
 		case RetryRate:
 			v.beforeEnd(f+".From", "a window starting", x.From)
 		case DrainedBy:
-			v.beforeEnd(f+".At", "a drained queue", x.At)
+			v.beforeEnd(f+".At", "a check that the queue is drained", x.At)
 			if x.Queue == QueueFallback && len(v.breakers) == 0 {
 				v.bad(f+".Queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
 			}

@@ -133,7 +133,7 @@ var _ = Describe("Loading broken scenario files", func() {
 			dir+`many-errors.yaml:18:39: faults[0].schedule.probability: expected a number, got "often"`,
 			dir+`many-errors.yaml:20:13: expect[0].count: expected one of created, succeeded, dead-lettered, dead-letters, requeued, retried, `+
 				`in-fallback, diverted, pending, pages, notifications, lost, fenced, held, evicted, charges, refused, lease-expiries, alerts-refused, `+
-				`budget-delayed, budget-exceeded, got "lots"; did you mean "lost"?`),
+				`budget-delayed, budget-exceeded, alerts, got "lots"; did you mean "lost"?`),
 	)
 
 	It("reports a file that cannot be read as the file's problem", func() {

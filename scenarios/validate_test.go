@@ -653,8 +653,14 @@ var _ = Describe("Expectations that cannot check anything, or name what cannot b
 		}
 	})
 
-	It("accepts a drained fallback queue behind a breaker", func() {
+	It("accepts a drained fallback queue behind a breaker, and a drained queue read at the run's end", func() {
 		_, err := scenarios.LoadFS(mapFS("s.yaml", ledgerScenario+"system: {breakers: [{dependency: ledger-api}]}\nexpect: [{drainedBy: 1m, queue: fallback}]\n"), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
+		l, err := scenarios.LoadFS(mapFS("s.yaml", ledgerScenario+"expect: [{drainedBy: 2m}]\n"), "s.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		res, err := sim.Run(context.Background(), l.Scenario)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Expectations).To(HaveLen(1))
+		Expect(res.Expectations[0].Verdict).To(Equal(reports.Passed), res.Expectations[0].Actual)
 	})
 })

@@ -866,13 +866,15 @@ func (v *validator) expectations() {
 			v.job(f+".JobID", x.JobID, taskNames)
 		case JobAttempts:
 			v.job(f+".JobID", x.JobID, taskNames)
-			if sc.Duration > 0 && x.MinGap >= sc.Duration {
+			if sc.Duration > 0 && x.MinGap > sc.Duration {
 				v.bad(f+".MinGap", "a gap of %s between attempts never happens: the run ends at %s", x.MinGap, sc.Duration)
 			}
 		case RetryRate:
 			v.beforeEnd(f+".From", "a window starting", x.From)
 		case DrainedBy:
-			v.beforeEnd(f+".At", "a check that the queue is drained", x.At)
+			if sc.Duration > 0 && x.At > sc.Duration { // at the end is read: the run's last snapshot
+				v.bad(f+".At", "a check that the queue is drained at %s never happens: the run ends at %s", x.At, sc.Duration)
+			}
 			if x.Queue == QueueFallback && len(v.breakers) == 0 {
 				v.bad(f+".Queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
 			}

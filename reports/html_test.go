@@ -244,8 +244,8 @@ var _ = Describe("WriteHTML", func() {
 		})
 
 		It("shows the job fates, the DLQ, the alerts, the transitions, the faults, the steps and the config", func() {
-			Expect(text).To(ContainSubstring("Where the 2,870 jobs created ended."))
-			Expect(text).To(ContainSubstring("succeeded 2,860 99.7 %"))
+			Expect(text).To(ContainSubstring("Where the 2,871 jobs created ended."))
+			Expect(text).To(ContainSubstring("succeeded 2,861 99.7 %"))
 			Expect(text).To(ContainSubstring("pay-auth charge dead-lettered dead-lettered high critical 0 0 yes"))
 			Expect(text).To(ContainSubstring(fmt.Sprintf("%d entries; showing the first %d by job ID", res.DLQ.Total, len(res.DLQ.Entries))))
 			Expect(text).To(ContainSubstring("http 401 Unauthorized: API key revoked or expired: authentication failed"))

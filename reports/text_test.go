@@ -61,13 +61,13 @@ var _ = Describe("WriteText", func() {
 		for _, s := range []string{
 			"✗ no-retry-of-permanent-or-critical: violated 1 time\n",
 			"✓ conservation: held\n",
-			"created 2870 = queued 0 + in flight 0 + scheduled 0",
+			"created 2871 = queued 0 + in flight 0 + scheduled 0",
 			"DLQ at the end: 38 entries",
 			"pay-declined",
 			"alerts: 5 notifications, 1 page, 0 rejected",
 			"critical       1    said transient 1",
 			"breaker transitions: 5",
-			"revoked-key       dependency/payment-gateway  auth-failure     1 hit (+3m0s … +3m0s)",
+			"revoked-key            dependency/payment-gateway  auth-failure     1 hit (+3m0s … +3m0s)",
 		} {
 			Expect(out).To(ContainSubstring(s))
 		}

@@ -58,9 +58,9 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, ext
 			files = append(files, fs...)
 			continue
 		}
-		if err != nil && isBuiltinName(a) {
+		if err != nil && (isBuiltinName(a) || errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(a, "/\\.")) {
 			// A name with no file of that name is a built-in, as run
-			// reads it.
+			// reads it (an unknown one is said as run says it).
 			files = append(files, builtinPrefix+a)
 			continue
 		}
@@ -71,7 +71,9 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, ext
 		var l *scenarios.Loaded
 		var err error
 		if name, ok := strings.CutPrefix(f, builtinPrefix); ok {
-			l, err = lim.LoadBuiltin(name)
+			if l, err = lim.LoadBuiltin(name); err != nil && !isBuiltinName(name) {
+				err = fmt.Errorf("%q is neither a file nor a built-in scenario: %w", name, err)
+			}
 		} else {
 			l, err = lim.Load(f)
 		}

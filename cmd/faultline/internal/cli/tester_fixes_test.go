@@ -188,10 +188,14 @@ var _ = Describe("faultline validate of a built-in's name", func() {
 		Expect(out).To(HavePrefix("ok  builtin:graceful-shutdown  graceful-shutdown: "))
 	})
 
-	It("still says a missing file is missing", func() {
-		_, errOut, code := run("validate", "no-such-scenario")
+	It("says a name that is neither a file nor a built-in is neither, as run says it", func() {
+		_, errOut, code := run("validate", "graceful-shutdow")
 		Expect(code).To(Equal(cli.ExitInvalid))
-		Expect(errOut).To(ContainSubstring("no-such-scenario: cannot read the file"))
+		Expect(errOut).To(ContainSubstring(`"graceful-shutdow" is neither a file nor a built-in scenario`))
+		Expect(errOut).To(ContainSubstring("graceful-shutdown"))
+		_, errOut, code = run("validate", "missing.yaml")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("missing.yaml: cannot read the file"))
 	})
 })
 

@@ -35,7 +35,10 @@ the number of runs.
 
 It refuses (exit 2) directories that are not the N shards of one run, saying which:
 shards of different runs (another scenario set, seed spec, shard count or faultline
-version), a shard missing, a shard given twice.
+version), a shard missing, a shard given twice, a shard lacking a failing run's report,
+a summary.json cut short or with a bad value (named with its line and column). The
+merged files are written to a staging directory and moved into --out only once every
+shard was read whole: a refused merge leaves --out as it was.
 
 Exit codes: 0 every run passed; 1 a run failed, errored or was interrupted, or a
 shard did not make all its runs; 2 invalid input (the directories, an unwritable

@@ -53,6 +53,9 @@ type converter struct {
 	// deps are the document's dependencies (declared, or named by a
 	// task), for the expectations that name one.
 	deps []string
+	// breakers says the document has system.breakers: the only way a job
+	// reaches the fallback queue.
+	breakers bool
 }
 
 // programs resolves the programs and working directories a document's
@@ -208,6 +211,7 @@ func (c *converter) convert(d *Document) sim.Scenario {
 		sc.Steps = append(sc.Steps, c.step(fmt.Sprintf("steps[%d]", i), s))
 	}
 	c.deps = c.deps[:0]
+	c.breakers = len(d.System.Breakers) > 0
 	for _, dep := range d.Dependencies {
 		c.deps = append(c.deps, dep.Name)
 	}
@@ -737,7 +741,11 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		}
 	}
 	if len(kinds) != 1 {
-		c.bad(path, "expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got %d (%s)", len(kinds), strings.Join(kinds, ", "))
+		got := "none"
+		if len(kinds) > 0 {
+			got = strings.Join(kinds, " and ")
+		}
+		c.bad(path, "expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got %s", got)
 		return nil
 	}
 	var op sim.Op
@@ -824,7 +832,11 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		return sim.PageWithin{Within: e.PageWithin.D()}
 	case "drainedBy":
 		switch e.Queue {
-		case "", "dlq", sim.QueueFallback:
+		case "", "dlq":
+		case sim.QueueFallback:
+			if !c.breakers {
+				c.bad(path+".queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
+			}
 		default:
 			c.bad(path+".queue", "expected dlq or fallback, got %q%s", e.Queue, suggest(e.Queue, []string{"dlq", sim.QueueFallback}))
 		}

@@ -636,6 +636,8 @@ var _ = Describe("Expectations that cannot check anything, or name what cannot b
 			"s.yaml:8:10: expect[0]: expected one of attempts, atLeast, atMost; got atLeast and atMost"),
 		Entry("a job's attempts at least -1", "expect: [{job: ledger-sync, atLeast: -1}]\n",
 			"s.yaml:8:38: expect[0].atLeast: expected a count of at least 0, got -1"),
+		Entry("an expectation of no kind", "expect: [{queue: fallback}]\n",
+			"s.yaml:8:10: expect[0]: expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got none"),
 		// 7: a generated ID the run cannot make.
 		Entry("a generated ID past a fixed burst", "  arrivals: {bursts: [{at: 1s, count: 150, task: sync-ledger}]}\nexpect: [{job: sync-ledger-152, state: succeeded}]\n",
 			`s.yaml:9:16: expect[0].job: "sync-ledger-152": the run makes 151 jobs, so generated IDs end at N=151; did you mean "sync-ledger-151"?`),

@@ -875,9 +875,6 @@ func (v *validator) expectations() {
 			if sc.Duration > 0 && x.At > sc.Duration { // at the end is read: the run's last snapshot
 				v.bad(f+".At", "a check that the queue is drained at %s never happens: the run ends at %s", x.At, sc.Duration)
 			}
-			if x.Queue == QueueFallback && len(v.breakers) == 0 {
-				v.bad(f+".Queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
-			}
 		case Count:
 			v.count(f, x, taskNames)
 		case *Count:

@@ -178,8 +178,10 @@ var _ = Describe("The JSON Schema", func() {
 			return scenarioHead + pingWorkload + "expect: [{count: dead-letters, severity: " + v + ", equals: 0}]\n"
 		}),
 		Entry(nil, "Fault", "model", func(v string) string {
+			// A requeue step: model interleave strikes one, and is refused
+			// in a scenario without.
 			return scenarioHead + "workload: {tasks: [{name: ping, dependency: ping}], arrivals: {rate: 1/s}}\n" +
-				"faults: [{name: f, target: " + targetFor(v) + ", model: " + v + "}]\n"
+				"faults: [{name: f, target: " + targetFor(v) + ", model: " + v + "}]\nsteps: [{at: 30s, action: requeue}]\n"
 		}),
 	)
 
@@ -692,7 +694,7 @@ var _ = Describe("The JSON Schema and the loader (issue 11 item 7)", func() {
 		for _, e := range faults.Catalogue() {
 			for _, target := range []string{"dependency/ping", "dlq-store", "alert-sink", "alert-sink/on-call", "worker", "worker/w1", "store"} {
 				text := scenarioHead + "workload: {tasks: [{name: ping, dependency: ping}], arrivals: {rate: 1/s}}\n" +
-					"faults: [{name: f, target: " + target + ", model: " + e.Name + "}]\n"
+					"faults: [{name: f, target: " + target + ", model: " + e.Name + "}]\nsteps: [{at: 30s, action: requeue}]\n"
 				what := e.Name + " on " + target
 				_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
 				if len(schemaErrors(s, []byte(text))) == 0 {

@@ -654,6 +654,9 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 		if eff.reported(pr.Path) || (pr.Path == "abortIf" && eff.reportedWithin(pr.Path)) {
 			continue // a guard left without a bound by a bad or misspelt key is that key's problem
 		}
+		if root := expectRoot(pr.Path); root != "" && eff.reportedWithin(root) && !eff.written(pr.Path, root) {
+			continue // an expectation missing a key because a bad or misspelt one was dropped: that key's problem
+		}
 		pl := eff.placeOf(pr.Path)
 		if eff.unknownParam(pr.Path) && pl.keyLine > 0 {
 			pl.line, pl.col = pl.keyLine, pl.keyCol // the name is wrong, not the value
@@ -789,6 +792,29 @@ func (p *parsed) reported(at string) bool {
 			return false
 		}
 	}
+}
+
+// expectRoot returns the expectation ("expect[3]") that path is, or is
+// in; "" when it is in none.
+func expectRoot(at string) string {
+	rest, ok := strings.CutPrefix(at, "expect[")
+	num, _, found := strings.Cut(rest, "]")
+	if !ok || !found || !isIndex(num) {
+		return ""
+	}
+	return "expect[" + num + "]"
+}
+
+func isIndex(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil && s != "" && s[0] != '-'
+}
+
+// written reports whether the value at path was written in the document
+// (a key of the expectation at root, not the expectation as a whole).
+func (p *parsed) written(at, root string) bool {
+	_, ok := p.index[at]
+	return ok && at != root
 }
 
 // reportedWithin reports whether the decoder reported a value or an

@@ -110,6 +110,8 @@ var _ = Describe("a namespace on a Redis Cluster", Label("cluster"), func() {
 		cl := redistest.RealCluster()
 		c := redisstore.NewClusterClient(cl.Addrs)
 		DeferCleanup(c.Close)
+		tryAgain := &tryAgains{}
+		c.OnNewNode(func(n *redis.Client) { n.AddHook(tryAgain) })
 		const ns, total, workers = "reshard", 1200, 4
 		s := newStore(c, store.Config{Namespace: ns})
 		now := conformance.T0
@@ -134,7 +136,11 @@ var _ = Describe("a namespace on a Redis Cluster", Label("cluster"), func() {
 					return err
 				}
 				failures.Add(1)
-				time.Sleep(5 * time.Millisecond)
+				select {
+				case <-stop: // the spec failed and ends: stop retrying
+					return err
+				case <-time.After(5 * time.Millisecond):
+				}
 			}
 		}
 		for range workers {
@@ -189,8 +195,12 @@ var _ = Describe("a namespace on a Redis Cluster", Label("cluster"), func() {
 			to = cl.Addrs[1]
 		}
 		atMove := done.Load()
-		Expect(cl.MigrateSlot(ctx, slot, to, 20, func(int) { time.Sleep(3 * time.Millisecond) })).To(Succeed())
-		GinkgoWriter.Printf("slot %d moved from %s to %s after %d of %d jobs, at %d\n", slot, from, to, atMove, total, done.Load())
+		// After each batch the slot is half moved: wait until the workers'
+		// scripts have met it (a TRYAGAIN) before the next batch goes.
+		Expect(cl.MigrateSlot(ctx, slot, to, 20, func(int) {
+			Eventually(tryAgain.n.Load).WithTimeout(10*time.Second).Should(BeNumerically(">", 0), "no script met the half-moved slot")
+		})).To(Succeed())
+		GinkgoWriter.Printf("slot %d moved from %s to %s after %d of %d jobs, at %d; %d scripts answered TRYAGAIN\n", slot, from, to, atMove, total, done.Load(), tryAgain.n.Load())
 		Expect(done.Load()).To(BeNumerically("<", total), "the workers finished before the slot moved: the spec proves nothing")
 		Eventually(done.Load).WithTimeout(time.Minute).Should(BeNumerically("==", total))
 
@@ -251,6 +261,36 @@ func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if err == nil && h.armed.CompareAndSwap(true, false) {
 			cmd.SetErr(io.EOF)
 			return io.EOF
+		}
+		return err
+	}
+}
+
+// tryAgains is a go-redis hook on a cluster's node clients that counts the
+// commands a node answered TRYAGAIN (a slot half moved).
+type tryAgains struct{ n atomic.Int64 }
+
+func (h *tryAgains) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessPipelineHook counts too: the cluster client sends a redirected
+// (ASK) command in a pipeline behind ASKING.
+func (h *tryAgains) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if c.Err() != nil && strings.HasPrefix(c.Err().Error(), "TRYAGAIN") {
+				h.n.Add(1)
+			}
+		}
+		return err
+	}
+}
+
+func (h *tryAgains) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN") {
+			h.n.Add(1)
 		}
 		return err
 	}

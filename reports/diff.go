@@ -16,7 +16,9 @@ const (
 	// regression: the comparison means nothing), or of a different seed
 	// or scenario document (noted, not a regression).
 	ChangeScenario = "scenario"
-	// ChangeVerdict: the run's verdict changed; worse is a regression.
+	// ChangeVerdict: the run's verdict changed; worse is a regression
+	// (passed, inconclusive, failed, then errored or interrupted, best
+	// first: passed to inconclusive is one, inconclusive to passed not).
 	ChangeVerdict = "verdict"
 	// ChangeExpectation: an expectation flipped, appeared or disappeared;
 	// one that now fails is a regression; one that became observable or
@@ -84,6 +86,14 @@ func Diff(old, new *Result) DiffResult {
 	if old.Verdict != new.Verdict {
 		add(Change{Kind: ChangeVerdict, What: "verdict", Old: string(old.Verdict), New: string(new.Verdict),
 			Regression: verdictRank(new.Verdict) > verdictRank(old.Verdict)})
+		// What made a drill inconclusive, said beside the verdict it
+		// came to or left: the slip, not the system, is what changed.
+		switch {
+		case new.Verdict == Inconclusive && new.Error != "":
+			add(Change{Kind: ChangeVerdict, What: "inconclusive", New: firstLine(new.Error)})
+		case old.Verdict == Inconclusive && old.Error != "":
+			add(Change{Kind: ChangeVerdict, What: "inconclusive", Old: firstLine(old.Error)})
+		}
 	}
 
 	if old.EndedAtMs != new.EndedAtMs {
@@ -231,15 +241,20 @@ func Comparable(old, new *Result) error {
 	return nil
 }
 
-// verdictRank orders verdicts from best to worst.
+// verdictRank orders verdicts from best to worst: passed; inconclusive
+// (judged, but the drill's harness fell behind: not a pass, yet no
+// failure of the system seen); failed; then the runs that were not
+// carried out to their end (errored, interrupted).
 func verdictRank(v Verdict) int {
 	switch v {
 	case Passed:
 		return 0
-	case Failed:
+	case Inconclusive:
 		return 1
+	case Failed:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // runEnd says where a run ended: "+10m0s", or "+3m0.031s of 10m0s".

@@ -139,6 +139,28 @@ func interruptedRun() *reports.Result {
 	return r
 }
 
+// inconclusiveSlip is the error of inconclusiveRun: what slipped, and by
+// how much.
+const inconclusiveSlip = "the harness could not keep pace with time scale 50: producer slipped 812ms at p99 (1500.5ms at most) past the 100ms tolerance, 37 of 1200 samples over"
+
+// inconclusiveRun is the passing run as a drill at time scale 50 whose
+// harness fell behind: the producer slipped past the tolerance, the
+// timers and the worker start did not. Its expectations were judged (and
+// held), and its verdict is inconclusive.
+func inconclusiveRun() *reports.Result {
+	GinkgoHelper()
+	r := passingRun()
+	r.Verdict, r.Error = reports.Inconclusive, inconclusiveSlip
+	r.Live = &reports.Live{TimeScale: 50, StartedAt: "2026-12-01T10:00:00Z", Workers: 2, Processes: map[string]int{"started": 2},
+		Latencies: []reports.Latency{},
+		Slip: &reports.Slip{ToleranceMs: 100, Parts: []reports.SlipPart{
+			{What: "producer", Samples: 1200, P99Ms: 812, MaxMs: 1500.5, Over: 37},
+			{What: "timers", Samples: 300, P99Ms: 4.25, MaxMs: 9, Over: 0},
+			{What: "worker start", Samples: 2, P99Ms: 40, MaxMs: 40, Over: 0},
+		}}}
+	return r
+}
+
 // manyViolations is the failing run with 250 double charges, of which the
 // report lists the first reports.MaxListedViolations.
 func manyViolations() *reports.Result {

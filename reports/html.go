@@ -300,6 +300,8 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 		v = htmlVerdict{Class: "errored", Label: "ERRORED", Symbol: "⚠"}
 	case Interrupted:
 		v = htmlVerdict{Class: "errored", Label: "INTERRUPTED", Symbol: "⏹"}
+	case Inconclusive:
+		v = htmlVerdict{Class: "errored", Label: "INCONCLUSIVE", Symbol: "⏱"}
 	default:
 		v = htmlVerdict{Class: "errored", Label: strings.ToUpper(string(r.Verdict)), Symbol: "?"}
 		if v.Label == "" {
@@ -317,6 +319,9 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 		} else {
 			parts = append(parts, fmt.Sprintf("all %d expectations held", n-unseen))
 		}
+	}
+	if r.Verdict == Inconclusive {
+		parts = append([]string{"neither a pass nor a fail: the drill's harness could not keep pace with its time scale"}, parts...)
 	}
 	var broken, violations int64
 	for _, inv := range r.InvariantResults() {

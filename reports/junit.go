@@ -112,7 +112,11 @@ type (
 // invariant is a <failure> with expected vs actual, the jobs' trails and
 // the reproduce command; an errored or interrupted run is an <error>
 // (type "errored" or "interrupted"), its expectations and the invariants
-// it did not check to the end <skipped>; an invariant turned off is
+// it did not check to the end <skipped>; an inconclusive drill (its
+// harness fell behind its time scale) is an <error> of type
+// "inconclusive" on its "run" test case, with what slipped, never
+// <skipped>, and its expectations and invariants as they were judged;
+// an invariant turned off is
 // <skipped> too, never passed, and so is an expectation or invariant a
 // black-box drill could not observe (message "not observable: why"). Every time is 0, so the bytes depend only on
 // the runs. For many runs, JUnitWriter writes the same bytes one run at a
@@ -236,11 +240,22 @@ func junitSuiteOf(r *Result) junitSuite {
 		}
 		s.Cases = append(s.Cases, c)
 	}
-	if r.Verdict == Errored || r.Verdict == Interrupted {
+	switch r.Verdict {
+	case Errored, Interrupted:
 		add(junitCase{Name: "run", Error: &junitProblem{
 			Message: string(r.Verdict) + ": " + firstLine(r.Error),
 			Type:    string(r.Verdict),
 			Text:    r.Error + "\n\nreproduce: " + repro + "\n",
+		}})
+	case Inconclusive:
+		text := r.Error + "\n\n" + inconclusiveNote(r) + "\n"
+		if r.Live != nil && r.Live.Slip != nil {
+			text += "\n" + slipText(r.Live.Slip)
+		}
+		add(junitCase{Name: "run", Error: &junitProblem{
+			Message: string(r.Verdict) + ": " + firstLine(r.Error),
+			Type:    string(r.Verdict),
+			Text:    text + "\nreproduce: " + repro + "\n",
 		}})
 	}
 	for _, e := range r.Expectations {
@@ -292,6 +307,9 @@ func junitSuiteOf(r *Result) junitSuite {
 			out += "  " + f.Label + ": " + f.Text + "\n"
 		}
 	}
+	if r.Live != nil && r.Live.Slip != nil {
+		out += slipText(r.Live.Slip)
+	}
 	s.SystemOut = &junitText{xmlSafe(out + "reproduce: " + repro + "\n")}
 	for i := range s.Cases {
 		for _, p := range []*junitProblem{s.Cases[i].Failure, s.Cases[i].Error} {
@@ -301,6 +319,18 @@ func junitSuiteOf(r *Result) junitSuite {
 		}
 	}
 	return s
+}
+
+// slipText is a drill's harness slip as plain lines, for the JUnit
+// <error> of an inconclusive run.
+func slipText(s *Slip) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "harness slip (wall; tolerance %s):\n", fmtMs(s.ToleranceMs))
+	for _, p := range s.Parts {
+		fmt.Fprintf(&b, "  %s: %d %s, p99 %s, max %s, %d over\n", p.What, p.Samples, plural(int(p.Samples), "sample", "samples"),
+			fmtMs(p.P99Ms), fmtMs(p.MaxMs), p.Over)
+	}
+	return b.String()
 }
 
 // junitViolationCap is how many violations of one invariant a <failure>

@@ -45,9 +45,10 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 // many seeds need not keep its results.
 type MarkdownWriter struct {
 	// runs counts the runs added; notPassed those that did not pass, of
-	// which failed failed, errored errored and interrupted were stopped.
-	runs, notPassed              int
-	failed, errored, interrupted int
+	// which failed failed, errored errored, interrupted were stopped and
+	// inconclusive were drills whose harness fell behind its time scale.
+	runs, notPassed                            int
+	failed, errored, interrupted, inconclusive int
 	// notMade and total are what NotMade was told: of total runs
 	// planned, notMade were never made.
 	notMade, total uint64
@@ -106,6 +107,8 @@ func (mw *MarkdownWriter) Add(r *Result) error {
 		mw.errored++
 	case Interrupted:
 		mw.interrupted++
+	case Inconclusive:
+		mw.inconclusive++
 	default:
 		mw.failed++
 	}
@@ -193,6 +196,9 @@ func (mw *MarkdownWriter) headline() string {
 	if mw.interrupted > 0 {
 		fmt.Fprintf(&b, ", %d interrupted (expectations not evaluated)", mw.interrupted)
 	}
+	if mw.inconclusive > 0 {
+		fmt.Fprintf(&b, ", %d inconclusive (the drill's harness fell behind its time scale)", mw.inconclusive)
+	}
 	if mw.notMade > 0 {
 		fmt.Fprintf(&b, "; %d of %d runs not made", mw.notMade, mw.total)
 	}
@@ -220,9 +226,15 @@ func (m mdWriter) run(r *Result) {
 			}
 		}
 	}
-	if (r.Verdict == Errored || r.Verdict == Interrupted) && r.Error != "" {
-		m.printf("\n**%s:**\n\n", map[Verdict]string{Errored: "Error", Interrupted: "Interrupted"}[r.Verdict])
+	if (r.Verdict == Errored || r.Verdict == Interrupted || r.Verdict == Inconclusive) && r.Error != "" {
+		m.printf("\n**%s:**\n\n", map[Verdict]string{Errored: "Error", Interrupted: "Interrupted", Inconclusive: "Inconclusive"}[r.Verdict])
 		m.code("text", r.Error)
+	}
+	if r.Verdict == Inconclusive {
+		m.printf("\n%s\n", mdEscape(upperFirst(inconclusiveNote(r))+"."))
+	}
+	if r.Live != nil && r.Live.Slip != nil {
+		m.slip(r.Live.Slip)
 	}
 	if n := len(skippedExpectations(r)); n > 0 {
 		m.printf("\n%d %s not evaluated: the run did not reach its end.\n", n, plural(n, "expectation", "expectations"))
@@ -301,6 +313,27 @@ func (m mdWriter) run(r *Result) {
 	}
 	m.printf("\nReproduce:\n\n")
 	m.code("sh", reproduceCommand(r))
+}
+
+// slip writes a drill's harness slip as a table, a part past the
+// tolerance marked.
+func (m mdWriter) slip(s *Slip) {
+	m.printf("\n| Harness slip (wall) | Samples | p99 | Max | Over %s |\n| --- | ---: | ---: | ---: | ---: |\n", mdEscape(fmtMs(s.ToleranceMs)))
+	for _, p := range s.Parts {
+		mark := ""
+		if p.Over > 0 {
+			mark = "❌ "
+		}
+		m.printf("| %s%s | %d | %s | %s | %d |\n", mark, mdEscape(p.What), p.Samples, fmtMs(p.P99Ms), fmtMs(p.MaxMs), p.Over)
+	}
+}
+
+// upperFirst is s with its first letter upper-case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // code writes s as a fenced code block, the fence longer than any run of

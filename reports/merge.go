@@ -103,9 +103,34 @@ type SummaryCounts struct {
 	Failed      uint64 `json:"failed"`
 	Errored     uint64 `json:"errored"`
 	Interrupted uint64 `json:"interrupted"`
+	// Inconclusive counts the drills whose harness fell behind their time
+	// scale: neither passed nor failed.
+	Inconclusive uint64 `json:"inconclusive,omitempty"`
 	// NotRun counts the pairs of the summary's share that have no row: the
 	// run was stopped (Ctrl-C) first, or they could not start.
 	NotRun uint64 `json:"notRun"`
+}
+
+// Verdict is the verdict of the runs counted, as one set: Failed when any
+// failed; else Errored when any errored; else Interrupted when any was
+// interrupted or not made; else Inconclusive when any was inconclusive;
+// else Passed when every run passed (an empty set included), Errored if
+// a row's verdict is one this faultline does not know. A set with an inconclusive run is
+// never a pass, and a failure elsewhere in it wins.
+func (c SummaryCounts) Verdict() Verdict {
+	switch {
+	case c.Failed > 0:
+		return Failed
+	case c.Errored > 0:
+		return Errored
+	case c.Interrupted > 0 || c.NotRun > 0:
+		return Interrupted
+	case c.Inconclusive > 0:
+		return Inconclusive
+	case c.Passed < c.Runs:
+		return Errored // a verdict this faultline does not know: never a pass
+	}
+	return Passed
 }
 
 // add counts one row.
@@ -120,6 +145,8 @@ func (c *SummaryCounts) add(v Verdict) {
 		c.Errored++
 	case Interrupted:
 		c.Interrupted++
+	case Inconclusive:
+		c.Inconclusive++
 	}
 }
 

@@ -152,16 +152,17 @@ func checkDurations(data []byte, res *Result) error {
 }
 
 // checkVerdicts refuses a verdict the report's version does not have: a
-// run is passed, failed, errored or (version 2) interrupted; an
-// expectation or invariant passed, failed, errored, (version 2) skipped
-// or (version 3) not-observable. Not-observable is never a run's verdict.
+// run is passed, failed, errored, (version 2) interrupted or (version 3)
+// inconclusive; an expectation or invariant passed, failed, errored,
+// (version 2) skipped or (version 3) not-observable. Not-observable is
+// never a run's verdict, inconclusive never an expectation's.
 func checkVerdicts(data []byte, res *Result) error {
 	run, item := []Verdict{Passed, Failed, Errored}, []Verdict{Passed, Failed, Errored}
 	if res.ReportVersion >= 2 {
 		run, item = append(run, Interrupted), append(item, Skipped)
 	}
 	if res.ReportVersion >= 3 {
-		item = append(item, NotObservable)
+		run, item = append(run, Inconclusive), append(item, NotObservable)
 	}
 	bad := func(path string, v Verdict, known []Verdict) error {
 		names := make([]string, len(known))

@@ -132,7 +132,7 @@ var _ = Describe("Read", func() {
 	It("refuses a verdict the report's version does not have", func() {
 		bad := strings.Replace(stored, `"verdict": "failed",`, `"verdict": "flaky",`, 1)
 		re := readError(bad)
-		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict of a version-3 report (passed, failed, errored or interrupted)`))
+		Expect(re.Msg).To(Equal(`verdict: "flaky" is not a verdict of a version-3 report (passed, failed, errored, interrupted or inconclusive)`))
 		Expect(re.Line).To(Equal(8))
 
 		bad = strings.Replace(stored, `"verdict": "passed"`, `"verdict": ""`, 1)
@@ -142,7 +142,7 @@ var _ = Describe("Read", func() {
 		Expect(readError(bad).Msg).To(Equal(`expectations[0].verdict: "interrupted" is not a verdict of a version-3 report (passed, failed, errored, skipped or not-observable)`))
 
 		bad = strings.Replace(stored, `"verdict": "failed",`, `"verdict": "not-observable",`, 1)
-		Expect(readError(bad).Msg).To(Equal(`verdict: "not-observable" is not a verdict of a version-3 report (passed, failed, errored or interrupted)`), "never a run's verdict")
+		Expect(readError(bad).Msg).To(Equal(`verdict: "not-observable" is not a verdict of a version-3 report (passed, failed, errored, interrupted or inconclusive)`), "never a run's verdict")
 
 		i := strings.Index(stored, `"invariants": [`)
 		j := i + strings.Index(stored[i:], `"verdict": "passed"`)

@@ -57,6 +57,12 @@ const (
 	// context, a limit such as the jobs in flight): its expectations were
 	// not evaluated, and it is not a pass. Since reportVersion 2.
 	Interrupted Verdict = "interrupted"
+	// Inconclusive: a drill whose harness could not keep pace with its
+	// time scale (Error says what slipped and by how much, Live.Slip the
+	// measurements): its expectations were evaluated and are shown, but
+	// the run is neither passed nor failed, and never a pass. A run's
+	// verdict only. Since reportVersion 3.
+	Inconclusive Verdict = "inconclusive"
 	// Skipped is an expectation or invariant that was not judged: the run
 	// was interrupted or errored, or the invariant is turned off. Never a
 	// run's verdict. Since reportVersion 2.
@@ -68,8 +74,8 @@ const (
 	NotObservable Verdict = "not-observable"
 )
 
-// String returns "passed", "failed", "errored", "interrupted", "skipped"
-// or "not-observable".
+// String returns "passed", "failed", "errored", "interrupted",
+// "inconclusive", "skipped" or "not-observable".
 func (v Verdict) String() string { return string(v) }
 
 // Result is one run of one scenario with one seed.
@@ -88,9 +94,12 @@ type Result struct {
 	Seed         uint64 `json:"seed"`
 	// Verdict is Failed when any expectation failed or any invariant was
 	// violated, Errored when the run could not be carried out, Interrupted
-	// when it was stopped before its end (Error says why in both).
+	// when it was stopped before its end, Inconclusive when a drill's
+	// harness could not keep pace with its time scale (Error says why in
+	// all three).
 	Verdict Verdict `json:"verdict"`
-	// Error says why an errored or interrupted run stopped.
+	// Error says why an errored or interrupted run stopped, or what
+	// slipped in an inconclusive drill and by how much.
 	Error string `json:"error,omitempty"`
 	// DurationMs is the virtual length of the scenario; EndedAtMs the
 	// offset the run reached (earlier when it was interrupted or errored;
@@ -152,6 +161,32 @@ type Live struct {
 	// External describes the system of a black-box drill; absent when the
 	// drill ran the reference worker.
 	External *External `json:"external,omitempty"`
+	// Slip is how far the drill's harness fell behind its time scale;
+	// absent when the drill did not measure it.
+	Slip *Slip `json:"slip,omitempty"`
+}
+
+// Slip is how far a drill's harness fell behind its time scale, per part.
+type Slip struct {
+	// ToleranceMs is the slip (wall-clock ms) the drill's scale allows.
+	ToleranceMs float64 `json:"toleranceMs"`
+	// Parts is each measured part: "producer", "timers", "gateway", "worker start", ...
+	Parts []SlipPart `json:"parts"`
+}
+
+// SlipPart is one part's measured slip.
+type SlipPart struct {
+	// What names the part, e.g. "producer" or "worker start".
+	What string `json:"what"`
+	// Samples is how many times the part's slip was measured.
+	Samples int64 `json:"samples"`
+	// P99Ms is the 99th percentile of the part's slip, in wall-clock
+	// milliseconds.
+	P99Ms float64 `json:"p99Ms"`
+	// MaxMs is the part's largest slip, in wall-clock milliseconds.
+	MaxMs float64 `json:"maxMs"`
+	// Over counts the samples past the tolerance.
+	Over int64 `json:"over"`
 }
 
 // External is the system a black-box drill judged from outside.
@@ -516,8 +551,10 @@ func (r *Result) JSON() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// Failed reports whether the run did not pass: failed, errored or
-// interrupted.
+// Failed reports whether the run did not pass: failed, errored,
+// interrupted or inconclusive. An inconclusive run is not a failure of the
+// system (its verdict is not Failed) but it is never a pass either: a
+// caller that tells the two apart checks Verdict == Inconclusive first.
 func (r *Result) Failed() bool { return r.Verdict != Passed }
 
 // InvariantResults returns what became of each invariant: r.Invariants,

@@ -221,7 +221,7 @@ func (g *schemaGen) defSchema(t reflect.Type) orderedObject {
 		return orderedObject{
 			{"description", g.docs.types[t.Name()]},
 			{"type", "string"},
-			{"enum", []Verdict{Passed, Failed, Errored, Interrupted, Skipped, NotObservable}},
+			{"enum", []Verdict{Passed, Failed, Errored, Interrupted, Inconclusive, Skipped, NotObservable}},
 		}
 	}
 	return g.structSchema(t)

@@ -218,7 +218,7 @@ var _ = Describe("The JSON Schema", func() {
 		s := schemaDoc()
 		defs := s["$defs"].(map[string]any)
 		Expect(defs).To(HaveKey("Verdict"))
-		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored", "interrupted", "skipped", "not-observable")))
+		Expect(defs["Verdict"]).To(HaveKeyWithValue("enum", ConsistOf("passed", "failed", "errored", "interrupted", "inconclusive", "skipped", "not-observable")))
 		all := map[string]any{"Result": s}
 		for name, d := range defs {
 			all[name] = d
@@ -250,7 +250,7 @@ var _ = Describe("The JSON Schema", func() {
 			Latencies: []reports.Latency{{What: "dependency smtp", Calls: 10, P50Ms: 0.4, P95Ms: 2, P99Ms: 3, MaxMs: 5}}, Aborted: "abortIf.dlqDepth 5 crossed"}
 		alreadyRunning := blackBoxPassing() // a system found running: no command
 		alreadyRunning.Live.External.Command, alreadyRunning.Live.External.Running, alreadyRunning.Live.External.Copies = "", true, 0
-		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), warned, drilled, blackBoxRun(), blackBoxPassing(), alreadyRunning} {
+		for _, r := range []*reports.Result{passingRun(), failingRun(), fixedRun(), fullResult(), largeResult(), interruptedRun(), inconclusiveRun(), warned, drilled, blackBoxRun(), blackBoxPassing(), alreadyRunning} {
 			data, err := r.JSON()
 			Expect(err).NotTo(HaveOccurred())
 			var v any
@@ -281,7 +281,7 @@ var _ = Describe("The JSON Schema", func() {
 		Expect(val.validate(s, v, "report", "Result")).To(ConsistOf(
 			`report: required key "seed" missing`,
 			`report: key "extra" is not in the schema`,
-			`report.verdict: flaky is not one of [passed failed errored interrupted skipped not-observable]`,
+			`report.verdict: flaky is not one of [passed failed errored interrupted inconclusive skipped not-observable]`,
 			`report.ledger.lost: want an integer, got none`,
 			`report.faults[0].windows[0]: 1 items, want at least 2`,
 		))

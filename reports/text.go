@@ -40,10 +40,12 @@ const textCap = 20
 
 // WriteText writes the terminal report of one run: a verdict line and the
 // run's totals, then, for a run that did not pass, the violation with its
-// trail, the failed expectations and the reproduce command; the operator
+// trail, the failed expectations and the reproduce command (for an
+// inconclusive drill, what slipped first); the operator
 // steps that failed, whatever the verdict; what a
 // black-box drill could not observe from outside, with why, whatever the
-// verdict; for a drill, how it ran and, for a black-box drill, the system
+// verdict; for a drill, how it ran (with its harness's slip, when
+// measured) and, for a black-box drill, the system
 // under test with its lost and trimmed jobs. With Verbose it
 // adds the ledger, the DLQ, the alerts, the breaker transitions, the
 // faults' hits and the operator steps.
@@ -58,7 +60,7 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 	failed := failedExpectations(r)
 	unseen := notObservable(r)
 	stepErrs := failedSteps(r)
-	if r.Verdict == Errored || r.Verdict == Interrupted || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 || len(unseen) > 0 || len(stepErrs) > 0 {
+	if r.Verdict == Errored || r.Verdict == Interrupted || r.Verdict == Inconclusive || len(r.Violations) > 0 || len(failed) > 0 || len(r.Warnings) > 0 || len(unseen) > 0 || len(stepErrs) > 0 {
 		t.line(0, "")
 	}
 	switch r.Verdict {
@@ -69,6 +71,9 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 		if n := len(skippedExpectations(r)); n > 0 {
 			t.line(4, fmt.Sprintf("%d %s not evaluated: a run that did not reach its end proves nothing either way", n, plural(n, "expectation", "expectations")))
 		}
+	case Inconclusive:
+		t.line(2, t.paint(ansiYellow, "inconclusive: ")+indentMore(r.Error, 4))
+		t.line(4, inconclusiveNote(r))
 	}
 	t.violations(r)
 	for _, e := range failed {
@@ -131,6 +136,9 @@ func (t textWriter) live(r *Result) {
 		t.line(4, fmt.Sprintf("%s: %d calls, p50 %s, p95 %s, p99 %s, max %s (wall)", lat.What, lat.Calls,
 			fmtMs(lat.P50Ms), fmtMs(lat.P95Ms), fmtMs(lat.P99Ms), fmtMs(lat.MaxMs)))
 	}
+	if l.Slip != nil {
+		t.slip(l.Slip)
+	}
 	if l.Aborted != "" {
 		t.line(2, t.paint(ansiYellow, "aborted: ")+l.Aborted)
 	}
@@ -143,6 +151,34 @@ func (t textWriter) live(r *Result) {
 			}
 		}
 	}
+}
+
+// slip writes how far the drill's harness fell behind its time scale: a
+// row per part, the parts past the tolerance marked.
+func (t textWriter) slip(s *Slip) {
+	t.line(4, fmt.Sprintf("harness slip (wall; tolerance %s):", fmtMs(s.ToleranceMs)))
+	if len(s.Parts) == 0 {
+		t.line(6, "(no part measured)")
+		return
+	}
+	tw := t.table(6)
+	for _, p := range s.Parts {
+		mark := " "
+		if p.Over > 0 {
+			mark = "✗"
+		}
+		fmt.Fprintf(tw, "%s %s\t%d %s\tp99 %s\tmax %s\t%d over\n", mark, p.What, p.Samples, plural(int(p.Samples), "sample", "samples"),
+			fmtMs(p.P99Ms), fmtMs(p.MaxMs), p.Over)
+	}
+	_ = tw.Flush()
+}
+
+// inconclusiveNote says what an inconclusive run's expectations are
+// worth: judged and shown, but neither a pass nor a fail.
+func inconclusiveNote(r *Result) string {
+	n := len(r.Expectations) - len(expectationsWith(r, NotObservable)) - len(skippedExpectations(r))
+	return fmt.Sprintf("%d %s judged and shown, but a drill whose harness fell behind its time scale is neither a pass nor a fail (a lower --time-scale or a less loaded machine gives it room)",
+		n, plural(n, "expectation", "expectations"))
 }
 
 func fmtMs(ms float64) string { return strconv.FormatFloat(ms, 'f', 2, 64) + "ms" }
@@ -172,14 +208,23 @@ func (t textWriter) heading(s string) {
 
 // verdict writes the verdict line and the run's totals.
 func (t textWriter) verdict(r *Result) {
-	word, code := "PASS", ansiGreen
+	var word, code string
 	switch r.Verdict {
+	case Passed:
+		word, code = "PASS", ansiGreen
 	case Failed:
 		word, code = "FAIL", ansiRed
 	case Errored:
 		word, code = "ERROR", ansiYellow
 	case Interrupted:
 		word, code = "INTERRUPTED", ansiYellow
+	case Inconclusive:
+		word, code = "INCONCLUSIVE", ansiYellow
+	default: // never read as a pass
+		word, code = strings.ToUpper(string(r.Verdict)), ansiYellow
+		if word == "" {
+			word = "NO VERDICT"
+		}
 	}
 	head := fmt.Sprintf("%s  %s  seed %d", t.paint(ansiBold+code, word), r.Scenario, r.Seed)
 	if r.ScenarioFile != "" && r.ScenarioFile != "builtin:"+r.Scenario {

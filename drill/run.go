@@ -480,6 +480,12 @@ func (d *drill) claim(ctx context.Context) error {
 	if err := d.rdb.Ping(pctx).Err(); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, maskURL(d.opts.RedisURL), err)
 	}
+	// The claim names this drill's process and host, so that `faultline
+	// drill cleanup` can tell, after the worst exit, that it is gone.
+	host, err := LocalHost()
+	if err != nil {
+		return fmt.Errorf("claim namespace %s: %w", d.ns, err)
+	}
 	// The namespace must be empty (every key scanned, not one page), and
 	// is then claimed: only a namespace this drill claimed is ever
 	// deleted, on any exit path.
@@ -490,13 +496,26 @@ func (d *drill) claim(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if len(keys) > 0 {
-			return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there, and it never deletes what it did not write", ErrSteadyState, d.ns, keys[0])
+			// Whose they are, and the command that removes them.
+			why := ""
+			if st, err := ReadClaim(pctx, d.rdb, d.ns, host); err == nil {
+				why = "; " + st.Describe()
+				if st.Liveness == Running {
+					why += " (stopped with SIGTERM or Ctrl-C, it removes its keys itself)"
+				}
+				why += ". " + CleanupHint(d.opts.RedisURL, d.opts.AllowRemote, st)
+			}
+			return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a drill starts from an empty namespace, so that nothing in its DLQ is anything it did not put there, and it never deletes what it did not write%s", ErrSteadyState, d.ns, keys[0], why)
 		}
 		if cursor = next; cursor == 0 {
 			break
 		}
 	}
-	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), fmt.Sprintf("faultline drill of %s, pid %d", sc.Name, os.Getpid()), 0).Result()
+	val, err := EncodeClaim(NewClaim(sc.Name, host, time.Now()))
+	if err != nil {
+		return err
+	}
+	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), val, 0).Result()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

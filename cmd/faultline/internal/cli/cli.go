@@ -27,6 +27,11 @@ const (
 	// Redis, a system under test. Every command that talks to one maps a
 	// network failure to it (see UnavailableError).
 	ExitUnavailable = 4
+	// ExitInconclusive means a drill could not judge the system: its
+	// harness could not keep pace with its time scale (the verdict
+	// inconclusive). Neither a pass nor a failure: a failed run in the
+	// same batch wins (ExitFailed).
+	ExitInconclusive = 5
 )
 
 // InvalidInputError marks an error caused by what the user gave: a bad flag,
@@ -51,6 +56,17 @@ func (e *InvalidInputError) Unwrap() error { return e.Err }
 // ErrChecksFailed is returned when a command ran and what it checked failed.
 var ErrChecksFailed = errors.New("checks failed")
 
+// ErrInconclusive is returned, wrapped, when a command's runs include an
+// inconclusive one (a drill whose harness could not keep pace with its
+// time scale) and none failed: not a pass, not a failure. It maps to
+// ExitInconclusive; an error that also wraps ErrChecksFailed maps to
+// ExitFailed.
+var ErrInconclusive = errors.New("inconclusive")
+
+// errInconclusiveDrill is what drill and report check return for an
+// inconclusive drill when none failed.
+var errInconclusiveDrill = fmt.Errorf("%w: a drill's harness could not keep pace with its time scale (the report's slip says what and by how much): not a pass", ErrInconclusive)
+
 // ExitCode maps an error returned by the command tree to the process's exit
 // code.
 func ExitCode(err error) int {
@@ -67,6 +83,8 @@ func ExitCode(err error) int {
 		return ExitUnavailable
 	case errors.Is(err, ErrChecksFailed):
 		return ExitFailed
+	case errors.Is(err, ErrInconclusive):
+		return ExitInconclusive
 	default:
 		return ExitInternal
 	}
@@ -85,7 +103,9 @@ Exit codes:
   1  a check ran and failed
   2  invalid input (a file or a flag)
   3  an internal error
-  4  a service faultline needs could not be reached (Redis, a system under test)`,
+  4  a service faultline needs could not be reached (Redis, a system under test)
+  5  inconclusive: a drill's harness could not keep pace with its time scale
+     (neither a pass nor a failure; a failed run in the same call wins: 1)`,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,

@@ -67,9 +67,13 @@ The report is marked "wall clock — not reproducible to the byte"; the history 
 was observed is written beside it (--report-dir), and faultline report check HISTORY
 judges it again. Linux only.
 
+A drill whose harness could not keep pace with --time-scale (producer lag, timer
+lateness, worker start past the scale's tolerance) is inconclusive: its expectations
+are judged and shown, with the slip measured, but it is neither a pass nor a failure.
+
 Exit codes: 0 every drill passed; 1 an expectation or invariant failed (or the drill
 was interrupted); 2 invalid input, or a drill refused; 3 an internal error; 4 Redis
-could not be reached.`,
+could not be reached; 5 a drill was inconclusive and none failed.`,
 		Example: `  faultline drill payment-challenge --redis-url redis://127.0.0.1:6379/0 --time-scale 10
   faultline drill worker-crash --redis-url 127.0.0.1:6379 --workers 4 --report json,html
   faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run
@@ -201,7 +205,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	quietRedisLogs()
-	failed := false
+	failed, inconclusive := false, false
 	used := map[string]int{}
 	for _, t := range targets {
 		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
@@ -280,7 +284,10 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 				fmt.Fprintf(stdout, "  kept: namespace %s on %s (its keys are under %s)\n", masked(ns), rt.addr, masked(redisstore.Prefix(ns)))
 			}
 		}
-		if res.Failed() || res.Verdict == reports.Interrupted {
+		switch {
+		case res.Verdict == reports.Inconclusive:
+			inconclusive = true
+		case res.Failed() || res.Verdict == reports.Interrupted:
 			failed = true
 		}
 		if ctx.Err() != nil {
@@ -292,6 +299,9 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	}
 	if failed {
 		return ErrChecksFailed
+	}
+	if inconclusive {
+		return errInconclusiveDrill
 	}
 	return nil
 }
@@ -429,7 +439,8 @@ func newCheckCommand() *cobra.Command {
 and expectation is a function of the history, so a verdict can be re-checked, and a new
 invariant applied to an old drill. The scenario is loaded from where the drill loaded it
 (the history names it), or from --scenario. Exit codes: 0 passed; 1 failed; 2 the file
-is not a history, or its scenario cannot be loaded.`,
+is not a history, or its scenario cannot be loaded; 5 inconclusive (the drill's harness
+could not keep pace with its time scale).`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usage(c, errors.New("report check needs one history file"))
@@ -483,6 +494,9 @@ is not a history, or its scenario cannot be loaded.`,
 			res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
 			if err := writeReportText(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {
 				return err
+			}
+			if res.Verdict == reports.Inconclusive {
+				return errInconclusiveDrill
 			}
 			if res.Failed() || res.Verdict == reports.Interrupted {
 				return ErrChecksFailed

@@ -42,7 +42,8 @@ shard was read whole: a refused merge leaves --out as it was.
 
 Exit codes: 0 every run passed; 1 a run failed, errored or was interrupted, or a
 shard did not make all its runs; 2 invalid input (the directories, an unwritable
---out).`,
+--out); 5 a run was inconclusive (a drill's harness fell behind its time scale) and
+none of the above.`,
 		Example: `  faultline report merge shard-1/ shard-2/ shard-3/ --out merged/
   faultline report merge shards/*/ --out merged/`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -288,6 +289,9 @@ func mergeShards(ctx context.Context, w io.Writer, dirs []string, out string) er
 	if counts.Interrupted > 0 {
 		fmt.Fprintf(w, ", %d interrupted (expectations not evaluated)", counts.Interrupted)
 	}
+	if counts.Inconclusive > 0 {
+		fmt.Fprintf(w, ", %d inconclusive (a drill's harness fell behind its time scale)", counts.Inconclusive)
+	}
 	if counts.NotRun > 0 {
 		fmt.Fprintf(w, "; %d not made (a shard was stopped, or runs could not start)", counts.NotRun)
 	}
@@ -295,15 +299,30 @@ func mergeShards(ctx context.Context, w io.Writer, dirs []string, out string) er
 	if err := m.closeStep(); err != nil {
 		fmt.Fprintln(w, "faultline:", masked(err.Error()))
 	}
-	switch {
-	case counts.Failed > 0:
+	return mergedVerdictError(counts, h.TotalRuns)
+}
+
+// mergedVerdictError is report merge's error for the merged runs' counts:
+// nil when every run passed; ErrChecksFailed when one failed or errored;
+// ErrInterrupted (with ErrChecksFailed) when one was interrupted or not
+// made; ErrInconclusive when one was inconclusive and none of the others
+// happened (a failure wins over inconclusive).
+func mergedVerdictError(counts reports.SummaryCounts, total uint64) error {
+	switch counts.Verdict() {
+	case reports.Passed:
+		return nil
+	case reports.Failed:
 		return fmt.Errorf("%d of %d runs failed: %w", counts.Failed, counts.Runs, ErrChecksFailed)
-	case counts.Errored > 0:
+	case reports.Errored:
+		if counts.Errored == 0 { // a row's verdict this faultline does not know
+			return fmt.Errorf("%d of %d runs neither passed nor failed as this faultline knows verdicts: %w", counts.Runs-counts.Passed, counts.Runs, ErrChecksFailed)
+		}
 		return fmt.Errorf("%d %s could not be carried out: %w", counts.Errored, plural(int(counts.Errored), "run", "runs"), ErrChecksFailed)
-	case counts.Interrupted > 0 || counts.NotRun > 0:
-		return fmt.Errorf("%w: %d of %d runs made and finished: not a pass: %w", ErrInterrupted, counts.Passed, h.TotalRuns, ErrChecksFailed)
+	case reports.Interrupted:
+		return fmt.Errorf("%w: %d of %d runs made and finished: not a pass: %w", ErrInterrupted, counts.Passed, total, ErrChecksFailed)
 	}
-	return nil
+	return fmt.Errorf("%w: %d of %d runs could not be judged (a drill's harness fell behind its time scale): not a pass",
+		ErrInconclusive, counts.Inconclusive, counts.Runs)
 }
 
 // publish moves the files of the staging directory stage into out.

@@ -59,10 +59,12 @@ says what is wrong and where).`,
 		Short: "Tell what changed between two runs of the same scenario; exit 1 on a regression",
 		Long: `Compare two reports of the same scenario (say, two versions of a team's handler):
 expectations that flipped, invariant violations that appeared or went, dispositions that
-moved, alert counts. Exit codes: 0 no regression; 1 a regression (an expectation now
-failing, a new violation, jobs lost, a worse verdict); 2 a file is not a readable report,
-or the two reports are of different scenarios (nothing to compare). Reports of version 1
-(before a run went on past its first violation) are read too.`,
+moved, alert counts, a verdict that changed (to or from inconclusive too, with what
+slipped). Exit codes: 0 no regression; 1 a regression (an expectation now failing, a new
+violation, jobs lost, a worse verdict: passed, inconclusive, failed, then errored or
+interrupted, best first); 2 a file is not a readable report, or the two reports are of
+different scenarios (nothing to compare). Reports of version 1 (before a run went on past
+its first violation) are read too.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage(c, errors.New("report diff needs two JSON reports: OLD NEW"))

@@ -105,7 +105,7 @@ func ParseClaim(v string) (Claim, error) {
 // host H, started T".
 func (c Claim) String() string {
 	if c.Legacy {
-		return fmt.Sprintf("drill of %s, pid %d (claimed by an older faultline, which did not record its host)", c.Scenario, c.PID)
+		return fmt.Sprintf("drill of %s, pid %d (its host not recorded)", c.Scenario, c.PID)
 	}
 	s := fmt.Sprintf("drill of %s, pid %d on host %s", c.Scenario, c.PID, c.Host)
 	if !c.Started.IsZero() {

@@ -105,6 +105,7 @@ could not be reached; 5 a drill was inconclusive and none failed.`,
 	fl.StringArrayVar(&f.listen, "listen", nil, "fix where a part listens, `PART=HOST:PORT` with PART dependency:NAME or receiver:NAME (repeatable; loopback unless --allow-remote): a system already running (running: true) is configured with these URLs before the drill")
 	fl.StringVar(&f.external, "external", "", "drill your own system as a black box: `FILE` gives its system.external (a Fragment, or a bare mapping of its keys; relative commands from FILE's folder), replacing each scenario's")
 	f.limits.register(fl)
+	c.AddCommand(newDrillCleanupCommand())
 	return c
 }
 

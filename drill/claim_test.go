@@ -178,7 +178,7 @@ var _ = Describe("a drill's claim of its namespace", func() {
 			_, err = drill.CleanNamespace(ctx, rdb, "bare", drill.CleanupOptions{Host: host})
 			Expect(err).To(MatchError(drill.ErrRefused))
 			Expect(err.Error()).To(ContainSubstring("no drill claim"))
-			Expect(namespaceKeys(url, "live") + namespaceKeys(url, "far") + namespaceKeys(url, "bare")).To(Equal(5), "nothing refused is touched")
+			Expect(namespaceKeys(url, "live")+namespaceKeys(url, "far")+namespaceKeys(url, "bare")).To(Equal(5), "nothing refused is touched")
 
 			for _, ns := range []string{"far", "bare"} {
 				_, err = drill.CleanNamespace(ctx, rdb, ns, drill.CleanupOptions{Host: host, Force: true})

@@ -131,10 +131,10 @@ func Catalogue() []Entry {
 			{Name: "code", Type: "int", Default: "0", Doc: "0 for connection refused, 429, or a status in 500..599."},
 			{Name: "retryAfter", Type: "duration", Doc: "When above 0, a Retry-After header and hint; for a 429, 1s by default."},
 		}},
-		"worker-crash": {"The worker process dies at the start of each of the fault's windows; a new one starts `restartAfter` later. Its job in flight, and any dead letter it kept in memory (the held set full), come back when their leases expire and run again.", []Param{
+		"worker-crash": {"The worker process dies at the start of each of the fault's windows (with `schedule.when`, at the first instant in the window it is in that state, e.g. mid-call at a dependency); a new one starts `restartAfter` later. Its job in flight, and any dead letter it kept in memory (the held set full), come back when their leases expire and run again.", []Param{
 			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
 		}},
-		"worker-stall": {"The worker process freezes: its in-flight completions arrive `for` later.", []Param{
+		"worker-stall": {"The worker process freezes at the start of each of the fault's windows (with `schedule.when`, at the first instant in the window it is in that state, e.g. mid-call at a dependency): its in-flight completions arrive `for` later.", []Param{
 			{Name: "for", Type: "duration", Default: dur(DefaultStall), Doc: "How long the worker freezes."},
 		}},
 		"interleave": {"Another client writes to the DLQ store inside one multi-step operation (a bulk requeue or delete): after its `afterStep`-th step (0: before it picks its entries; n: after its n-th batch) the operation fails (a lost connection: transient) or is canceled, or another client deletes, edits, requeues or dead-letters again the next entry the operation picked. It strikes on every store (the in-memory store and the Redis store through their step hooks; step 0 the simulator plays itself), in the simulator only: a drill's proxy cannot time it. No call outside an operation hits it.", []Param{
@@ -142,7 +142,7 @@ func Catalogue() []Entry {
 			{Name: "afterStep", Type: "int", Default: "0", Doc: "The step after which the other client writes: 0 before the pick, n after the n-th batch."},
 			{Name: "write", Type: "string", Default: WriteFail, Enum: append([]string(nil), interleaveWrites...), Doc: "What happens: the operation fails (a lost connection: transient) or is canceled; or another client deletes, edits the payload of, requeues, or dead-letters again at the operation's own instant the next entry the operation picked (before the pick: the newest it would pick)."},
 		}},
-		"graceful-stop": {"The worker process is told to stop (a SIGTERM) at the start of each of the fault's windows: its attempt in flight is canceled as a shutdown and the job handed back without using an attempt; a new process starts `restartAfter` later.", []Param{
+		"graceful-stop": {"The worker process is told to stop (a SIGTERM) at the start of each of the fault's windows (with `schedule.when`, at the first instant in the window it is in that state): its attempt in flight is canceled as a shutdown and the job handed back without using an attempt; a new process starts `restartAfter` later.", []Param{
 			{Name: "restartAfter", Type: "duration", Default: "0s", Doc: "How long until the worker is back; 0 means at once."},
 		}},
 		"slow-store": {"The queue store or the DLQ store answers slowly: every call takes `latency` more.", []Param{

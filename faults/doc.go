@@ -12,7 +12,8 @@
 // classifier), the latency it adds, whether the request took effect anyway,
 // and for workers a crash or a stall. A Fault gives a model a name, a Target
 // and a Schedule (from, until, a periodic on-phase with per-period jitter,
-// the calls of named jobs, the first N calls, a probability). How a fault is
+// the calls of named jobs, the first N calls, a probability; for a worker, a
+// state to wait for within each window: When). How a fault is
 // applied is separate: the simulator (package sim) asks an Injector about
 // each call on virtual time; the staging drills apply the same models to
 // real services on the wall clock.

@@ -32,7 +32,8 @@ type Fault struct {
 // Validate checks the fault: a name, a model that is valid, a target kind
 // among the model's Targets, a valid schedule, and schedule jobs only on a
 // target whose calls carry a job (a dependency or the DLQ store; a worker,
-// the store or an alert sink is called by no job). Every problem is
+// the store or an alert sink is called by no job), and a schedule's When
+// only on a worker (the only target with a state). Every problem is
 // reported, each a *FieldError naming the fault and the field
 // ("schedule.every.duty", "model.code", "target.kind"), joined with
 // errors.Join. Validate never panics, even on a model whose methods do.
@@ -75,6 +76,10 @@ func (f Fault) Validate() error {
 			field("schedule."+sel.key, fmt.Sprintf("%s faults cannot be limited to %s: no job makes their calls", f.Target.Kind, sel.key),
 				"only dependency and dlq-store faults take "+sel.key+"; use from/until to aim it")
 		}
+	}
+	if f.Schedule.When != nil && f.Target.Kind.valid() && f.Target.Kind != Worker {
+		field("schedule.when", fmt.Sprintf("%s faults cannot wait for a state: when aims a worker fault at a worker's state (a call in flight), and a %s is no worker", f.Target.Kind, f.Target.Kind),
+			"only worker faults take when; use from/until (and jobs, tasks or attempts on a dependency) to aim it")
 	}
 	return errors.Join(errs...)
 }

@@ -47,6 +47,12 @@ type Schedule struct {
 	// time conditions hold (and its FirstCalls budget lasts) is hit. 0 means
 	// 1; it must be in [0,1]. No draw is made when it is 0 or 1.
 	Probability float64
+	// When, when set, aims a worker fault at a state instead of its
+	// windows' first instants: in each window the fault strikes each
+	// targeted worker at the first instant the worker is in the state (see
+	// When), at most once; a worker never in it is not struck (a Miss).
+	// Only Worker faults take it, and it changes no window.
+	When *When
 }
 
 // Periodic turns a fault on for Duty of every Period. On-phases start at
@@ -83,7 +89,8 @@ func (w Window) String() string { return "[" + w.From.String() + ", " + w.Until.
 // after From when set, a period > 0 with a duty in (0,1] lasting at least a
 // millisecond and a jitter of at most half the period, job IDs that are
 // neither empty nor repeated, likewise task names, attempts ≥ 1 and not
-// repeated, FirstCalls ≥ 0 and a probability in [0,1].
+// repeated, FirstCalls ≥ 0, a probability in [0,1] and, with When, a known
+// state and a dependency.
 // Every problem is reported, each a *FieldError naming
 // its field ("every.duty"), joined with errors.Join.
 func (s Schedule) Validate() error {
@@ -129,6 +136,9 @@ func (s Schedule) Validate() error {
 		add(&FieldError{Field: "firstCalls", Msg: fmt.Sprintf("must be ≥ 0, got %d", s.FirstCalls), Hint: "0 means no limit"})
 	}
 	add(checkProbability("probability", s.Probability))
+	if s.When != nil {
+		add(s.When.validate())
+	}
 	return errors.Join(errs...)
 }
 
@@ -460,6 +470,10 @@ func (s Schedule) clone() Schedule {
 	if s.Every != nil {
 		p := *s.Every
 		s.Every = &p
+	}
+	if s.When != nil {
+		w := *s.When
+		s.When = &w
 	}
 	return s
 }

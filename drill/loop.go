@@ -272,9 +272,11 @@ loop:
 	}
 	stopRead()
 	<-readDone
-	// What the alerter sends from now on is not the drill's.
+	// What the alerter sends from now on is not the drill's; what it
+	// raised up to now is (the alerts raised are judged from it).
 	d.mu.Lock()
 	d.closing = true
+	d.h.Alerter = sim.AlerterOf(d.alerter.Stats())
 	d.mu.Unlock()
 	// The workers stop (SIGCONT, SIGTERM, then SIGKILL); their last
 	// reports, flushed as they exit, are taken while they do.

@@ -52,6 +52,26 @@ type Observation struct {
 	w      *world
 }
 
+// notObserved says why metric m was neither recorded nor observed by the
+// run being judged ("" when it was): a drill's history without its
+// alerter's own counts cannot give the alerts raised, and a drill's
+// retry budgets live in each worker process, uncounted. Such a count is
+// reported not observable — never 0, never passed.
+func (o *Observation) notObserved(m Metric) string {
+	if o.w == nil || o.w.judge == nil {
+		return ""
+	}
+	switch m {
+	case Alerts:
+		if o.w.judge.h.Alerter == nil {
+			return "the drill's history does not record its alerter's own counts (a history from an older faultline)"
+		}
+	case BudgetDelayed, BudgetExceeded:
+		return "a drill's retry budgets live in each worker process, which does not report them"
+	}
+	return ""
+}
+
 // Fate returns where job id ended, if the run kept it: every explicit job,
 // and every generated job an expectation names (see Jobs).
 func (o *Observation) Fate(id string) (Fate, bool) {
@@ -272,6 +292,9 @@ func (c Count) name() string {
 
 // Evaluate counts.
 func (c Count) Evaluate(o *Observation) reports.Expectation {
+	if why := o.notObserved(c.Metric); why != "" {
+		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "not observable: " + why, Verdict: reports.NotObservable}
+	}
 	led := o.Result.Ledger
 	var n int64
 	switch c.Metric {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/queue"
@@ -82,6 +83,11 @@ type History struct {
 	Steps []reports.Step `json:"steps"`
 	// DLQ is the DLQ's entries at the end, encoded (dlq.Encode).
 	DLQ []json.RawMessage `json:"dlq"`
+	// Alerter is the drill's alerter's own counts at its last look (the
+	// alerter runs once, in the drill process, and hears every worker's
+	// failures): the alerts raised are judged from it. Nil in a history
+	// of an older faultline: the alerts raised are then not observable.
+	Alerter *HAlerter `json:"alerter,omitempty"`
 	// Notes are what the drill says about itself: rounding, what it could
 	// not observe.
 	Notes []string `json:"notes,omitempty"`
@@ -170,6 +176,22 @@ type HJob struct {
 	Task    string `json:"task"`
 	Key     string `json:"key,omitempty"`
 	Outcome string `json:"outcome"`
+}
+
+// HAlerter is an alerter's counts (alert.Stats) as a drill recorded them.
+type HAlerter struct {
+	Raised       int64 `json:"raised"`
+	Deduplicated int64 `json:"deduplicated"`
+	Inhibited    int64 `json:"inhibited"`
+	Retried      int64 `json:"retried"`
+	Repeats      int64 `json:"repeats"`
+	Resolved     int64 `json:"resolved"`
+}
+
+// AlerterOf is st as a history records it.
+func AlerterOf(st alert.Stats) *HAlerter {
+	return &HAlerter{Raised: int64(st.Raised), Deduplicated: int64(st.Deduplicated), Inhibited: int64(st.Inhibited),
+		Retried: int64(st.Retried), Repeats: int64(st.Repeats), Resolved: int64(st.Resolved)}
 }
 
 // HEvent is one disposition event read from the store's stream.

@@ -300,7 +300,8 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		}})
 	}
 	for _, d := range h.Deliveries {
-		if !d.Accepted {
+		if !d.Accepted { // a send the receiver refused: counted as the simulator's sink counts it
+			items = append(items, judged{at: ms(d.AtMs), do: func() { w.alerts.Rejected++ }})
 			continue
 		}
 		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, notificationOf(d)) }})

@@ -1,0 +1,68 @@
+package sim_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+// Counts a drill records outside the store's stream — its alerter's own
+// counts, the sends a receiver refused — are judged from the history; a
+// count the history neither records nor observes is not observable, never
+// 0 and never passed.
+var _ = Describe("The live judge's counts of what the drill's alerter did (sim.Judge)", func() {
+	scenario := func(expect ...sim.Expectation) sim.Scenario {
+		return sim.Scenario{
+			Name: "live-counts", Seed: 1, Duration: time.Minute,
+			Workload: sim.Workload{Tasks: []sim.Task{{Name: "export"}}},
+			Workers:  sim.Workers{Count: 1, LeaseTTL: 30 * time.Second},
+			Expect:   expect,
+		}
+	}
+	history := func() *sim.History {
+		return &sim.History{Version: sim.HistoryVersion, Scenario: "live-counts", Seed: 1, TimeScale: 1, DurationMs: 60_000, EndedMs: 60_000,
+			Workers: []string{"w1"}, Snapshots: []sim.HSnapshot{{AtMs: 59_000}}}
+	}
+	judge := func(sc sim.Scenario, h *sim.History) *reports.Result {
+		res, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+	alerts := sim.Count{Metric: sim.Alerts, Op: sim.Exactly, N: 1}
+
+	It("judges the alerts raised from the alerter's counts the history recorded", func() {
+		h := history()
+		h.Alerter = &sim.HAlerter{Raised: 1, Deduplicated: 241}
+		r := judge(scenario(alerts), h)
+		Expect(r.Expectations).To(ConsistOf(And(HaveField("Actual", "1"), HaveField("Verdict", reports.Passed))))
+		Expect(r.Alerts.Raised).To(BeEquivalentTo(1))
+		Expect(r.Alerts.Deduplicated).To(BeEquivalentTo(241))
+		Expect(r.Verdict).To(Equal(reports.Passed))
+	})
+
+	It("says the alerts raised are not observable in a history without the alerter's counts, and does not pass or fail the drill on it", func() {
+		r := judge(scenario(alerts), history())
+		Expect(r.Expectations).To(ConsistOf(And(HaveField("Verdict", reports.NotObservable), HaveField("Actual", ContainSubstring("not observable")))))
+		Expect(r.Verdict).To(Equal(reports.Passed))
+	})
+
+	It("counts a send the receiver refused as alerts-refused, as the simulator's sink does", func() {
+		h := history()
+		h.Alerter = &sim.HAlerter{}
+		h.Deliveries = []sim.HDelivery{{AtMs: 1_000, Receiver: "team", Attempt: 1, Accepted: false, Error: "401"}}
+		r := judge(scenario(sim.Count{Metric: sim.AlertsRefused, Op: sim.AtLeast, N: 1}), h)
+		Expect(r.Expectations).To(ConsistOf(And(HaveField("Actual", "1"), HaveField("Verdict", reports.Passed))))
+	})
+
+	It("says a retry budget's counts are not observable in a drill (each worker process keeps its own)", func() {
+		h := history()
+		h.Alerter = &sim.HAlerter{}
+		r := judge(scenario(sim.Count{Metric: sim.BudgetDelayed, Op: sim.Exactly, N: 0}), h)
+		Expect(r.Expectations).To(ConsistOf(HaveField("Verdict", reports.NotObservable)))
+	})
+})

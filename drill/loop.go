@@ -185,9 +185,12 @@ func (d *drill) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	faultCtx, stopFaults := context.WithCancel(runCtx)
 	defer stopFaults()
-	wg.Go(func() { d.produce(runCtx) })
+	go d.produce(ctx) // the whole workload: only an interrupt stops it
 	wg.Go(func() { d.faultsLoop(faultCtx) })
 	wg.Go(func() { d.steps(runCtx) })
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	go d.slip.probe(probeCtx)
 	readDone := make(chan struct{})
 	readCtx, stopRead := context.WithCancel(context.Background())
 	go func() { defer close(readDone); d.readEvents(readCtx) }()
@@ -223,18 +226,23 @@ loop:
 	stop()
 	wg.Wait()
 	d.h.EndedMs = min(d.clk.Elapsed(), sc.Duration).Milliseconds()
-	// Freeze the world for the last look: the monitor and auto-retry
-	// stop, the workers are stopped (SIGSTOP, restarts cancelled), the
-	// faults undone; then one snapshot, the DLQ listed, the stream read to
-	// that point.
+	// The scenario is over: the monitor and the auto-retry stop, the
+	// faults are undone; then the system finishes what it holds (the
+	// settle), and the world is frozen for the last look: the workers
+	// stopped (SIGSTOP, restarts cancelled), one snapshot, the DLQ listed,
+	// the stream read to that point.
 	if d.mon != nil {
 		d.mon.Stop()
 	}
 	if d.ar != nil {
 		d.ar.Stop()
 	}
-	d.sup.Freeze()
 	d.undoFaults()
+	if d.h.Interrupted == "" {
+		d.settle(ctx, sample.C, progress.C)
+	}
+	stopProbe()
+	d.sup.Freeze()
 	if d.opts.Metrics != nil {
 		d.countHits()
 	}
@@ -251,6 +259,9 @@ loop:
 		d.mu.Unlock()
 	} else {
 		d.listDLQ()
+		// The stream is read to the final snapshot's position; the
+		// reader is given as long as it keeps making progress.
+		var lastGot string
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			d.mu.Lock()
@@ -259,10 +270,13 @@ loop:
 			if final == redisstore.StreamStart || got == final || !streamBefore(got, final) {
 				break
 			}
+			if got != lastGot {
+				lastGot, deadline = got, time.Now().Add(10*time.Second)
+			}
 			if time.Now().After(deadline) {
 				d.mu.Lock()
 				if d.h.Interrupted == "" {
-					d.h.Interrupted = "the drill could not read the store's event stream to its end"
+					d.h.Interrupted = fmt.Sprintf("the drill could not read the store's event stream to its end: no progress for 10s at %s, the last snapshot at %s", got, final)
 				}
 				d.mu.Unlock()
 				break
@@ -296,6 +310,61 @@ loop:
 		}
 	}
 	d.drain(50 * time.Millisecond)
+}
+
+// settle lets the system finish what it holds after the scenario's end:
+// until the producer has created the whole workload and the store holds
+// nothing pending (queued, in flight, scheduled for retry, in a fallback
+// queue), or the settle's bound passes, or ctx is done. The workers' reports
+// are taken meanwhile. What is still pending after the bound is judged as
+// pending, and named (sim.Judge).
+func (d *drill) settle(ctx context.Context, sample, progress <-chan time.Time) {
+	bound := d.opts.Settle
+	d.mu.Lock()
+	d.h.SettleMs = (d.sc.Duration + bound).Milliseconds()
+	d.h.SettledMs = -1
+	d.mu.Unlock()
+	deadline := time.NewTimer(time.Until(d.clk.WallAt(d.sc.Duration + bound)))
+	defer deadline.Stop()
+	produced, producedCh := false, d.produced
+	for {
+		if produced {
+			d.mu.Lock()
+			s := d.lastSnap
+			d.mu.Unlock()
+			if s != nil {
+				if c := s.snap.Counts; c.Queued+c.InFlight+c.Scheduled+c.Fallback == 0 {
+					d.mu.Lock()
+					d.h.SettledMs = s.at.Milliseconds()
+					d.mu.Unlock()
+					return
+				}
+			}
+		}
+		select {
+		case r := <-d.reports:
+			d.take(r)
+		case <-producedCh:
+			produced, producedCh = true, nil
+			d.snapshot(ctx)
+		case <-sample:
+			d.snapshot(ctx)
+		case <-progress:
+			d.progress()
+		case <-deadline.C:
+			d.mu.Lock()
+			if d.created < len(d.arrivals) {
+				d.h.Notes = append(d.h.Notes, fmt.Sprintf("the producer had created %d of the scenario's %d jobs when the settle's bound (%s past the end) came", d.created, len(d.arrivals), bound))
+			}
+			d.mu.Unlock()
+			return
+		case <-ctx.Done():
+			d.mu.Lock()
+			d.h.Interrupted = "interrupted while the system settled (" + context.Cause(ctx).Error() + ")"
+			d.mu.Unlock()
+			return
+		}
+	}
 }
 
 // drain takes the workers' reports for d.
@@ -405,35 +474,80 @@ func streamBefore(a, b string) bool {
 	return am < bm || am == bm && as < bs
 }
 
-// produce enqueues the plan's jobs at their instants.
-func (d *drill) produce(ctx context.Context) {
-	plan, err := sim.NewPlan(d.sc)
+// planArrivals is sc's whole workload (sim.Plan), made before the
+// drill's clock starts: every job the scenario creates before its end.
+func planArrivals(sc sim.Scenario) ([]sim.Arrival, error) {
+	plan, err := sim.NewPlan(sc)
 	if err != nil {
-		d.log.Error("plan", "err", err)
-		return
+		return nil, err
 	}
+	var out []sim.Arrival
 	for {
 		a, ok := plan.Next()
-		if !ok || a.At >= d.sc.Duration {
+		if !ok || a.At >= sc.Duration {
+			return out, nil
+		}
+		out = append(out, a)
+	}
+}
+
+// produceConcurrency is how many enqueues a producer behind its clock
+// runs at once to catch up.
+const produceConcurrency = 8
+
+// produce creates the scenario's jobs at their instants. A producer
+// behind its clock never skips a job: it creates every job already due at
+// once (a few enqueues at a time), each recorded with its lag, and goes
+// on past the scenario's end until the whole workload exists. Only ctx
+// (the drill interrupted) stops it early. Its slip is how late each batch
+// of due jobs began.
+func (d *drill) produce(ctx context.Context) {
+	defer close(d.produced)
+	arr := d.arrivals
+	for i := 0; i < len(arr); {
+		if !sleepUntil(ctx, d.clk.WallAt(arr[i].At)) {
 			return
 		}
-		if !sleepUntil(ctx, d.clk.WallAt(a.At)) {
-			return
+		// Every job due by now is one batch.
+		now := d.clk.Elapsed()
+		k := i + 1
+		for k < len(arr) && arr[k].At <= now {
+			k++
 		}
-		now := d.clk.Now()
-		hj := sim.HJob{AtMs: now.Sub(d.sc.Start).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
-		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := d.st.Enqueue(ectx, a.Job, now)
-		cancel()
-		if err != nil {
-			hj.Outcome = "unknown"
-			d.log.Warn("enqueue", "job", a.Job.ID, "err", err)
+		d.slip.add("producer", d.clk.ToWall(now-arr[i].At))
+		batch := arr[i:k]
+		i = k
+		jobs := make([]sim.HJob, len(batch))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, produceConcurrency)
+		for n, a := range batch {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				jobs[n] = d.enqueue(a)
+			})
 		}
+		wg.Wait()
 		d.mu.Lock()
-		d.h.Jobs = append(d.h.Jobs, hj)
-		d.created++
+		d.h.Jobs = append(d.h.Jobs, jobs...)
+		d.created += len(jobs)
 		d.mu.Unlock()
 	}
+}
+
+// enqueue creates one job of the plan now, and says how it went.
+func (d *drill) enqueue(a sim.Arrival) sim.HJob {
+	now := d.clk.Now()
+	at := now.Sub(d.sc.Start)
+	hj := sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+	ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := d.st.Enqueue(ectx, a.Job, now)
+	cancel()
+	if err != nil {
+		hj.Outcome = "unknown"
+		d.log.Warn("enqueue", "job", a.Job.ID, "err", err)
+	}
+	return hj
 }
 
 // sleepUntil waits until t or ctx is done; it reports false for ctx.
@@ -881,6 +995,18 @@ func (d *drill) finish() *sim.History {
 		}
 	}
 	slices.SortStableFunc(h.Calls, func(a, b sim.HCall) int { return int(a.AtMs - b.AtMs) })
+	// The gateways' own time to answer a call no fault touched: how far
+	// the machine slows a dependency that should answer at once.
+	for _, g := range d.gws {
+		for _, c := range g.Calls() {
+			if c.Fault == "" && c.Outcome != "" {
+				d.slip.add("gateway", c.Took)
+			}
+		}
+	}
+	h.Planned = len(d.arrivals)
+	h.Slip = d.slip.account(Tolerance(&d.sc, d.opts.Scale))
+	h.Slip.AutoScale = d.autoWhy
 	var events []supervisor.Event
 	if d.sup != nil {
 		events = d.sup.Events()

@@ -75,8 +75,15 @@ type Options struct {
 	// a worker process is a scenario worker slot, w1..wN).
 	Workers     int
 	Concurrency int
-	// Scale is the time scale (default 1).
-	Scale float64
+	// Scale is the time scale (default 1); AutoScale picks it before the
+	// drill starts instead (AutoScale and Pace: the machine's measured
+	// timer and round trip), and Scale is then ignored.
+	Scale     float64
+	AutoScale bool
+	// Settle bounds, in scenario time, how long after the scenario's end
+	// the system is given to finish what it holds before the last look
+	// (default: a tenth of the duration, at least a minute).
+	Settle time.Duration
 	// Seed replaces the scenario's seed when not nil.
 	Seed *uint64
 	// WorkerPath and WorkerArgs start a worker process; the drill appends
@@ -95,7 +102,10 @@ type Options struct {
 	Progress func(Progress)
 	// Logger receives the drill's own log (nil: discarded).
 	Logger *slog.Logger
-	// StartupTimeout bounds the workers' start (default 15s).
+	// StartupTimeout bounds the workers' start: how long the drill waits
+	// for the next worker process to come up when none has come up since
+	// (default 15s; the whole start takes as long as the processes keep
+	// coming up).
 	StartupTimeout time.Duration
 	// Source is where the scenario was loaded from (a path or
 	// "builtin:NAME"): the workers load it again.
@@ -209,6 +219,16 @@ type drill struct {
 	// closing: the drill took its last look; deliveries are no more
 	// recorded.
 	closing bool
+	// arrivals are the scenario's whole workload, planned before the
+	// clock starts; produced is closed when the producer has created
+	// them all (or was interrupted).
+	arrivals []sim.Arrival
+	produced chan struct{}
+	// slip measures how far the drill's parts fall behind its clock;
+	// autoWhy says how --time-scale auto chose the scale.
+	slip      *slipMeter
+	autoWhy   string
+	startEach time.Duration
 	// seen is the last report sequence number taken, per worker process.
 	seen map[string]uint64
 	// ext is a black-box drill's state (nil for a drill of the reference
@@ -241,12 +261,20 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	}
 	if opts.Workers > 0 {
 		sc.Workers.Count = opts.Workers
+	} else if sc.System.External == nil && opts.Concurrency <= 1 {
+		sc.Workers.Count, opts.Concurrency = Fleet(&sc)
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	if err := Live(&sc); err != nil {
 		return nil, err
+	}
+	if opts.AutoScale {
+		// Chosen in start, once the machine is measured; a black box runs
+		// on the wall clock unless told a scale (CheckExternalScale).
+		opts.Scale = 1
+		opts.AutoScale = sc.System.External == nil
 	}
 	if opts.Scale == 0 {
 		opts.Scale = 1
@@ -256,6 +284,12 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	}
 	if err := CheckScale(&sc, opts.Scale); err != nil {
 		return nil, err
+	}
+	if err := CheckExternalScale(&sc, opts.Scale); err != nil {
+		return nil, err
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = max(time.Minute, sc.Duration/10)
 	}
 	if err := checkListenParts(&sc, opts.Listen); err != nil {
 		return nil, err
@@ -280,6 +314,11 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	d := &drill{opts: opts, l: l, sc: sc, seed: sc.Seed, log: log, reports: make(chan workerproc.Report, 4096),
 		hellos: map[string]bool{}, faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}, active: map[string]int{}, hitsSeen: map[string]int64{},
 		seen: map[string]uint64{}, feedDone: make(chan struct{})}
+	var err error
+	if d.arrivals, err = planArrivals(sc); err != nil {
+		return nil, fmt.Errorf("the scenario's workload: %w", err)
+	}
+	d.produced, d.slip = make(chan struct{}), newSlipMeter()
 	d.ns = opts.Namespace
 	if d.ns == "" {
 		d.ns = NewNamespace(sc.Name)
@@ -288,6 +327,58 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 		return nil, fmt.Errorf("--namespace %q: %w", d.ns, err)
 	}
 	return d, nil
+}
+
+// MaxSlotsAsProcesses is the most worker slots a drill runs one process
+// each; a scenario with more runs MaxFleet processes, the slots spread
+// over them as each process's concurrency.
+const (
+	MaxSlotsAsProcesses = 16
+	MaxFleet            = 8
+)
+
+// Fleet is the worker processes a drill of sc runs, and each one's
+// concurrency, when neither --workers nor --concurrency says: one
+// process per slot up to MaxSlotsAsProcesses slots; past that MaxFleet
+// processes sharing the slots (unless a worker fault names a slot past
+// MaxFleet, which needs its own process).
+func Fleet(sc *sim.Scenario) (processes, concurrency int) {
+	n := sc.Workers.Count
+	if n <= MaxSlotsAsProcesses {
+		return n, 1
+	}
+	for _, f := range sc.Faults {
+		if f.Target.Kind == faults.Worker && f.Target.Name != "" {
+			if k, err := strconv.Atoi(strings.TrimPrefix(f.Target.Name, "w")); err == nil && k > MaxFleet {
+				return n, 1
+			}
+		}
+	}
+	return MaxFleet, (n + MaxFleet - 1) / MaxFleet
+}
+
+// CheckExternalScale refuses a time scale other than 1 for a black-box
+// system that does not declare it follows the drill's scale: one whose
+// command's path, arguments or environment hold no {timeScale}. Such a
+// worker sleeps real seconds, and its timeouts and backoffs do not scale:
+// at another scale, faults could never land where the scenario aims them.
+func CheckExternalScale(sc *sim.Scenario, scale float64) error {
+	x := sc.System.External
+	if x == nil || scale == 1 {
+		return nil
+	}
+	follows := false
+	if c := x.Command; c != nil {
+		follows = strings.Contains(c.Path, "{timeScale}") || slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "{timeScale}") })
+		for _, v := range c.Env {
+			follows = follows || strings.Contains(v, "{timeScale}")
+		}
+	}
+	if follows {
+		return nil
+	}
+	return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
+		Reason: "the black-box system does not declare that it follows the drill's time scale (no {timeScale} in its command's path, args or env): it runs on the wall clock, so drill it at scale 1, or pass {timeScale} to it and scale its sleeps, timeouts and backoffs by it"}
 }
 
 // NewNamespace returns a fresh namespace for a drill of scenario name:
@@ -301,22 +392,11 @@ func NewNamespace(name string) string {
 // CheckScale refuses a time scale at which one of sc's intervals would be
 // shorter on the wall clock than MinWallInterval.
 func CheckScale(sc *sim.Scenario, scale float64) error {
-	type iv struct {
-		name string
-		d    time.Duration
-	}
-	ivs := []iv{{"workers.leaseTTL/3 (the heartbeat)", sc.Workers.LeaseTTL / 3}, {"system.retry.baseDelay", sc.System.Retry.BaseDelay}}
-	for _, b := range sc.System.Breakers {
-		ivs = append(ivs, iv{"breaker " + b.Config.Name + " openDuration", b.Config.OpenDuration})
-	}
-	for _, v := range ivs {
-		if v.d <= 0 {
-			continue
-		}
-		if wall := time.Duration(float64(v.d) / scale); wall < MinWallInterval {
+	for _, v := range Intervals(sc) {
+		if wall := time.Duration(float64(v.D) / scale); wall < MinWallInterval {
 			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
 				Reason: fmt.Sprintf("%s is %s, %s on the wall clock at this scale, under the %s a drill's timers are trusted to honour; the fastest scale for this scenario is %v (a slower one leaves the workers' overhead room: see docs/drills.md, Time scale)",
-					v.name, v.d, wall, MinWallInterval, float64(v.d)/float64(MinWallInterval))}
+					v.Name, v.D, wall, MinWallInterval, float64(v.D)/float64(MinWallInterval))}
 		}
 	}
 	return nil
@@ -349,8 +429,32 @@ func (d *drill) start(ctx context.Context) (err error) {
 		return fmt.Errorf("proxy: %w", err)
 	}
 
-	// The scenario's clock starts a little ahead, when the workers are up.
+	// The machine's pace, measured before anything starts: a short
+	// timer's lateness and a job's round trip through the store's whole
+	// path. --time-scale auto picks the scale from it.
+	pace, err := d.measurePace(ctx)
+	if err != nil {
+		return err
+	}
+	if d.opts.AutoScale {
+		d.opts.Scale, d.autoWhy = AutoScale(sc, pace)
+		d.h.TimeScale = d.opts.Scale
+		d.log.Info("time scale chosen", "scale", d.opts.Scale, "why", d.autoWhy)
+	}
+	if d.opts.Scale > 1 {
+		if tol := Tolerance(sc, d.opts.Scale); tol < pace.Tick {
+			iv, _ := shortest(Intervals(sc))
+			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", d.opts.Scale),
+				Reason: fmt.Sprintf("%s is %s, so this scale allows a slip of %s on the wall clock, under this machine's measured timer tick of %s: the drill could never keep pace (--time-scale auto picks a scale it can hold)",
+					iv.Name, iv.D, tol, pace.Tick)}
+		}
+	}
+	// The scenario's clock starts a little ahead, when the workers are
+	// up: a process's start, measured here, times the fleet.
 	lead := 800*time.Millisecond + 100*time.Millisecond*time.Duration(sc.Workers.Count)
+	if d.startEach = d.measureStart(ctx); d.startEach > 0 {
+		lead = max(lead, 800*time.Millisecond+d.startEach*time.Duration(sc.Workers.Count))
+	}
 	if err := d.startClock(lead); err != nil {
 		return err
 	}
@@ -442,13 +546,20 @@ func (d *drill) start(ctx context.Context) (err error) {
 		return fmt.Errorf("start the workers: %w", err)
 	}
 	// Steady state: every worker up and through the proxy to Redis before
-	// the scenario's clock starts.
+	// the scenario's clock starts. The wait scales with the machine: it
+	// lasts as long as processes keep coming up, and gives up only when
+	// none has for StartupTimeout.
+	started := time.Now()
 	deadline := time.NewTimer(max(lead, d.opts.StartupTimeout))
 	defer deadline.Stop()
 	for len(d.hellos) < sc.Workers.Count {
 		select {
 		case r := <-d.reports:
+			n := len(d.hellos)
 			d.take(r)
+			if len(d.hellos) > n {
+				deadline.Reset(d.opts.StartupTimeout)
+			}
 		case <-deadline.C:
 			var missing []string
 			for _, n := range d.h.Workers {
@@ -456,10 +567,14 @@ func (d *drill) start(ctx context.Context) (err error) {
 					missing = append(missing, n)
 				}
 			}
-			return fmt.Errorf("%w: worker %s did not come up within %s (logs in %s)", ErrSteadyState, strings.Join(missing, ", "), max(lead, d.opts.StartupTimeout), d.dir)
+			return fmt.Errorf("%w: waiting for the worker processes to come up (each connects to Redis through the drill's proxy and reports to the drill): %d of %d came up in %s, then none for %s; %s did not (logs in %s)",
+				ErrSteadyState, len(d.hellos), sc.Workers.Count, time.Since(started).Round(time.Millisecond), d.opts.StartupTimeout, strings.Join(missing, ", "), d.dir)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if late := time.Since(d.origin); late > 0 {
+		d.h.Notes = append(d.h.Notes, fmt.Sprintf("the worker processes came up %s after the scenario's clock started (one process's start was measured as %s)", late.Round(time.Millisecond), d.startEach.Round(time.Millisecond)))
 	}
 	for _, p := range []*proxy.Proxy{d.qProxy, d.dProxy} {
 		if err := canary(ctx, redisURLVia(d.opts.RedisURL, p.Addr()), d.ns+"-canary"); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/layout"
@@ -88,6 +89,18 @@ type History struct {
 	// failures): the alerts raised are judged from it. Nil in a history
 	// of an older faultline: the alerts raised are then not observable.
 	Alerter *HAlerter `json:"alerter,omitempty"`
+	// Planned is how many jobs the scenario's workload makes (the
+	// producer creates every one, late rather than never); Slip how far
+	// the drill's parts fell behind its scaled clock (nil: not measured,
+	// a history of an older faultline).
+	Planned int    `json:"planned,omitempty"`
+	Slip    *HSlip `json:"slip,omitempty"`
+	// SettleMs is the bound of the settle after the scenario's end (the
+	// drill lets the system finish what it holds before its last look);
+	// SettledMs when nothing was pending any more (-1: the bound came
+	// first). Both scenario offsets past the end; 0 in an older history.
+	SettleMs  int64 `json:"settleMs,omitempty"`
+	SettledMs int64 `json:"settledMs,omitempty"`
 	// Notes are what the drill says about itself: rounding, what it could
 	// not observe.
 	Notes []string `json:"notes,omitempty"`
@@ -171,7 +184,10 @@ type HReadError struct {
 // an enqueue whose answer never came (its Enqueued event, if any, says it
 // happened).
 type HJob struct {
-	AtMs    int64  `json:"atMs"`
+	AtMs int64 `json:"atMs"`
+	// LagMs is how long after its scenario instant the job was created
+	// (a producer behind its clock creates late, never skips).
+	LagMs   int64  `json:"lagMs,omitempty"`
 	ID      string `json:"id"`
 	Task    string `json:"task"`
 	Key     string `json:"key,omitempty"`
@@ -192,6 +208,46 @@ type HAlerter struct {
 func AlerterOf(st alert.Stats) *HAlerter {
 	return &HAlerter{Raised: int64(st.Raised), Deduplicated: int64(st.Deduplicated), Inhibited: int64(st.Inhibited),
 		Retried: int64(st.Retried), Repeats: int64(st.Repeats), Resolved: int64(st.Resolved)}
+}
+
+// HSlip is how far a drill's parts fell behind its scaled clock, on the
+// wall clock, against the tolerance its scale allows.
+type HSlip struct {
+	ToleranceMs float64     `json:"toleranceMs"`
+	Parts       []HSlipPart `json:"parts"`
+	// AutoScale says how --time-scale auto chose the scale ("" for a
+	// scale given).
+	AutoScale string `json:"autoScale,omitempty"`
+}
+
+// HSlipPart is one part's slip: "producer" (how late each batch of due
+// jobs began to be created), "timers" (how late the drill's own timer
+// woke), "gateway" (the fault gateways' own time to answer a call no
+// fault touched).
+type HSlipPart struct {
+	What    string  `json:"what"`
+	Samples int64   `json:"samples"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+	Over    int64   `json:"over"`
+}
+
+// Past names the parts whose p99 slip is past the tolerance, with their
+// figures ("" when none is).
+func (s *HSlip) Past() string {
+	if s == nil {
+		return ""
+	}
+	var out []string
+	for _, p := range s.Parts {
+		if p.P99Ms > s.ToleranceMs {
+			out = append(out, fmt.Sprintf("%s p99 %.1fms (max %.1fms, %d of %d samples over)", p.What, p.P99Ms, p.MaxMs, p.Over, p.Samples))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the drill fell behind its time scale: %s, against a tolerance of %.1fms", strings.Join(out, "; "), s.ToleranceMs)
 }
 
 // HEvent is one disposition event read from the store's stream.

@@ -384,7 +384,74 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 	}
 	res.Warnings = append(res.Warnings, h.Notes...)
 	res.Live = liveSection(h)
+	judgePace(res, h, w)
 	return res, nil
+}
+
+// judgePace reads the drill's pace into res: the workload created against
+// the scenario's, what was still pending after the settle (named), and
+// the slip. A drill that fell behind its scale, or did not create the
+// scenario's workload, cannot tell a slow machine from a wrong system:
+// unless an invariant was violated (that is the system's, at any pace),
+// its verdict is inconclusive, never a pass and never a fail.
+func judgePace(res *reports.Result, h *History, w *world) {
+	res.Live.Slip = SlipReport(h.Slip)
+	if h.Slip != nil && h.Slip.AutoScale != "" {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--time-scale auto chose %v: %s", h.TimeScale, h.Slip.AutoScale))
+	}
+	why := h.Slip.Past()
+	if h.Planned > 0 {
+		created := 0
+		for _, hj := range h.Jobs {
+			if hj.Outcome == "ok" || w.led.jobs[hj.ID] != nil {
+				created++
+			}
+		}
+		var maxLag int64
+		for _, hj := range h.Jobs {
+			maxLag = max(maxLag, hj.LagMs)
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("workload: %d of the scenario's %d jobs created (the latest %s after its instant)", created, h.Planned, time.Duration(maxLag)*time.Millisecond))
+		if created < h.Planned && h.Interrupted == "" && why == "" {
+			why = fmt.Sprintf("the drill created %d of the scenario's %d jobs: it did not run the scenario's workload", created, h.Planned)
+		}
+	}
+	if h.SettleMs > 0 && h.SettledMs < 0 {
+		var ids []string
+		for id, r := range w.led.jobs {
+			if r.state == disposition.Queued || r.state == disposition.InFlight || r.state == disposition.Scheduled || r.state == disposition.Fallback {
+				ids = append(ids, id+" ("+r.state.String()+")")
+			}
+		}
+		slices.Sort(ids)
+		more := ""
+		if len(ids) > 10 {
+			more = fmt.Sprintf(" and %d more", len(ids)-10)
+			ids = ids[:10]
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("still pending after the settle of %s past the scenario's end: %s%s",
+			time.Duration(h.SettleMs-h.DurationMs)*time.Millisecond, strings.Join(ids, ", "), more))
+	}
+	if why == "" || (res.Verdict != reports.Passed && res.Verdict != reports.Failed) {
+		return
+	}
+	if len(res.Violations) > 0 {
+		res.Warnings = append(res.Warnings, why+" (the invariants' violations are the system's at any pace: the verdict stands)")
+		return
+	}
+	res.Verdict, res.Error = reports.Inconclusive, why
+}
+
+// SlipReport is a history's slip as a report shows it (nil for nil).
+func SlipReport(s *HSlip) *reports.Slip {
+	if s == nil {
+		return nil
+	}
+	r := &reports.Slip{ToleranceMs: s.ToleranceMs, Parts: []reports.SlipPart{}}
+	for _, p := range s.Parts {
+		r.Parts = append(r.Parts, reports.SlipPart(p))
+	}
+	return r
 }
 
 // liveSection is the report's account of how a drill ran: its scale, its

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,9 @@ type drillFlags struct {
 	workers     int
 	concurrency int
 	scale       float64
+	scaleFlag   string
+	autoScale   bool
+	settle      time.Duration
 	seed        uint64
 	report      string
 	reportDir   string
@@ -67,9 +71,18 @@ The report is marked "wall clock — not reproducible to the byte"; the history 
 was observed is written beside it (--report-dir), and faultline report check HISTORY
 judges it again. Linux only.
 
-A drill whose harness could not keep pace with --time-scale (producer lag, timer
-lateness, worker start past the scale's tolerance) is inconclusive: its expectations
-are judged and shown, with the slip measured, but it is neither a pass nor a failure.
+--time-scale auto (the default) measures the machine first (a short timer's lateness,
+a job's round trip through Redis) and picks the fastest scale, up to 50, whose
+tolerance is four times that slip; a black box runs at 1 unless its command takes
+{timeScale}. A fixed --time-scale K stays K; one the machine could never hold (its
+tolerance under the measured timer tick) is refused. The producer creates every job of
+the scenario's workload, late rather than never. After the scenario's end the system is
+given --settle to finish what it holds before the drill's last look.
+
+A drill whose harness could not keep pace with its time scale (producer lag, timer
+lateness, the gateways' own answers past the scale's tolerance) is inconclusive: its
+expectations are judged and shown, with the slip measured, but it is neither a pass
+nor a failure (an invariant violated is the system's at any pace: that stays a FAIL).
 
 Exit codes: 0 every drill passed; 1 an expectation or invariant failed (or the drill
 was interrupted); 2 invalid input, or a drill refused; 3 an internal error; 4 Redis
@@ -94,7 +107,8 @@ could not be reached; 5 a drill was inconclusive and none failed.`,
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a Redis off loopback (needs --namespace)")
 	fl.IntVar(&f.workers, "workers", 0, "worker processes (default: the scenario's workers.count; each is a worker slot w1..wN)")
 	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs each worker process runs at once")
-	fl.Float64Var(&f.scale, "time-scale", 1, "run scenario time this many times faster than the wall clock (1 to 1000)")
+	fl.StringVar(&f.scaleFlag, "time-scale", "auto", "run scenario time this many times faster than the wall clock: auto (measured: see above), or 1 to 1000")
+	fl.DurationVar(&f.settle, "settle", 0, "after the scenario's end, give the system up to this long (scenario time) to finish what it holds before the last look (default: a tenth of the duration, at least 1m)")
 	fl.Uint64Var(&f.seed, "seed", 0, "drill with this seed instead of the scenario's own")
 	fl.StringVar(&f.report, "report", "", "write reports in these formats (comma-separated): json, junit, md, html")
 	fl.StringVar(&f.reportDir, "report-dir", "faultline-reports", "where --report and the drill's history are written")
@@ -117,8 +131,15 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	if f.concurrency < 1 {
 		return usage(c, fmt.Errorf("--concurrency %d: takes a number ≥ 1", f.concurrency))
 	}
-	if !(f.scale >= 1 && f.scale <= 1000) {
-		return usage(c, fmt.Errorf("--time-scale %v: takes a number from 1 to 1000", f.scale))
+	if f.scaleFlag == "auto" {
+		f.scale, f.autoScale = 1, true
+	} else if v, err := strconv.ParseFloat(f.scaleFlag, 64); err != nil || !(v >= 1 && v <= 1000) {
+		return usage(c, fmt.Errorf("--time-scale %q: takes auto, or a number from 1 to 1000", f.scaleFlag))
+	} else {
+		f.scale = v
+	}
+	if f.settle < 0 {
+		return usage(c, fmt.Errorf("--settle %s: takes a duration ≥ 0 (0: the default)", f.settle))
 	}
 	if f.progress != "auto" && f.progress != "always" && f.progress != "never" {
 		return usage(c, fmt.Errorf("--progress %q: takes auto, always or never", f.progress))
@@ -180,6 +201,11 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		if err := drill.CheckScale(&sc, f.scale); err != nil {
 			return &InvalidInputError{Err: err}
 		}
+		if !f.autoScale {
+			if err := drill.CheckExternalScale(&sc, f.scale); err != nil {
+				return &InvalidInputError{Err: err}
+			}
+		}
 	}
 	if f.dryRun {
 		for _, t := range targets {
@@ -188,8 +214,12 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			if seed != nil {
 				s = *seed
 			}
-			fmt.Fprintf(stdout, "drill %s (seed %d, %s at time scale %v = %s on the wall clock): fault timeline\n",
-				masked(sc.Name), s, sc.Duration, f.scale, time.Duration(float64(sc.Duration)/f.scale).Round(time.Millisecond))
+			if f.autoScale {
+				fmt.Fprintf(stdout, "drill %s (seed %d, %s at a time scale measured when it starts): fault timeline\n", masked(sc.Name), s, sc.Duration)
+			} else {
+				fmt.Fprintf(stdout, "drill %s (seed %d, %s at time scale %v = %s on the wall clock): fault timeline\n",
+					masked(sc.Name), s, sc.Duration, f.scale, time.Duration(float64(sc.Duration)/f.scale).Round(time.Millisecond))
+			}
 			acts := drill.Timeline(&sc, s, 200)
 			if len(acts) == 0 {
 				fmt.Fprintln(stdout, "  (no faults)")
@@ -215,7 +245,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns, madeUp = drill.NewNamespace(t.loaded.Scenario.Name), true
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, NamespaceMadeUp: madeUp, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
+			Concurrency: f.concurrency, Scale: f.scale, AutoScale: f.autoScale, Settle: f.settle, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
@@ -254,8 +284,8 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			return fmt.Errorf("drill %s: %w", t.arg, err)
 		}
 		scenarios.Annotate(res, t.loaded, t.file)
-		res.Warnings = append([]string{sim.LiveNote(f.scale)}, res.Warnings...)
-		res.Reproduce = drillCommand(t.arg, res.Seed, f, rt.printable())
+		res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
+		res.Reproduce = drillCommand(t.arg, res.Seed, h.TimeScale, f, rt.printable())
 		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
@@ -340,9 +370,11 @@ func redisRefusedUs(err error) bool {
 
 // drillCommand is the command line that drills the scenario again (the
 // Redis by its address only: never a password).
-func drillCommand(arg string, seed uint64, f drillFlags, addr string) string {
+func drillCommand(arg string, seed uint64, scale float64, f drillFlags, addr string) string {
 	cmd := fmt.Sprintf("faultline drill %s --seed %d --redis-url %s", shellQuote(arg), seed, addr)
-	if f.scale != 1 {
+	if f.autoScale {
+		cmd += fmt.Sprintf(" --time-scale %v", scale)
+	} else if f.scale != 1 {
 		cmd += fmt.Sprintf(" --time-scale %v", f.scale)
 	}
 	if f.workers > 0 {

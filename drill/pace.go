@@ -1,0 +1,243 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/store"
+	"github.com/faultline/faultline/reference/store/redisstore"
+
+	"github.com/faultline/faultline/sim"
+)
+
+// A drill proves its pace: it measures how far its own parts fall behind
+// the scaled clock (its slip) and compares that with what the scenario's
+// timing allows at the drill's scale (its tolerance). A drill whose slip
+// is past its tolerance cannot tell a slow machine from a wrong system,
+// so its verdict is inconclusive (sim.Judge), never a FAIL of the system
+// and never a PASS.
+
+// Defaults of the pacing.
+const (
+	// MaxAutoScale is the fastest scale --time-scale auto picks: past it
+	// the wall-clock overhead of every call (Redis, HTTP, scheduling)
+	// outweighs the scenarios' shorter service times.
+	MaxAutoScale = 50
+	// autoMargin is how many times the machine's measured slip the
+	// tolerance of an auto scale must be.
+	autoMargin = 4
+	// tickProbe is the interval of the drill's timer probe.
+	tickProbe = 5 * time.Millisecond
+)
+
+// Interval is one of a scenario's timing intervals: what it is and how
+// long, in scenario time.
+type Interval struct {
+	Name string
+	D    time.Duration
+}
+
+// Intervals are the scenario's shortest timing intervals that a drill's
+// timers must honour: the heartbeat (a third of the lease), the retry
+// base delay, every breaker's open duration.
+func Intervals(sc *sim.Scenario) []Interval {
+	ivs := []Interval{{"workers.leaseTTL/3 (the heartbeat)", sc.Workers.LeaseTTL / 3}, {"system.retry.baseDelay", sc.System.Retry.BaseDelay}}
+	for _, b := range sc.System.Breakers {
+		ivs = append(ivs, Interval{"breaker " + b.Config.Name + " openDuration", b.Config.OpenDuration})
+	}
+	return slices.DeleteFunc(ivs, func(v Interval) bool { return v.D <= 0 })
+}
+
+// shortest is the shortest of ivs (ok false when there is none).
+func shortest(ivs []Interval) (Interval, bool) {
+	if len(ivs) == 0 {
+		return Interval{}, false
+	}
+	return slices.MinFunc(ivs, func(a, b Interval) int { return int(a.D - b.D) }), true
+}
+
+// Tolerance is the slip, on the wall clock, that a drill of sc at scale
+// can take without its timing meaning something else: half the
+// scenario's shortest interval at that scale (a heartbeat half an
+// interval late is still on time), and at most a second.
+func Tolerance(sc *sim.Scenario, scale float64) time.Duration {
+	iv, ok := shortest(Intervals(sc))
+	if !ok {
+		return time.Second
+	}
+	return min(time.Second, time.Duration(float64(iv.D)/scale/2))
+}
+
+// Pace is what a drill measured of the machine before it started: the
+// lateness of a short timer (its p99) and the round trip of a job through
+// the store's whole path (enqueue, lease, ack; its p99).
+type Pace struct {
+	Tick, RoundTrip time.Duration
+}
+
+// Slowest is the larger of the two.
+func (p Pace) Slowest() time.Duration { return max(p.Tick, p.RoundTrip) }
+
+// AutoScale is the fastest scale at which sc's tolerance is autoMargin
+// times the machine's measured slip, between 1 and MaxAutoScale (and never
+// faster than CheckScale allows); why says how it was chosen.
+func AutoScale(sc *sim.Scenario, p Pace) (scale float64, why string) {
+	iv, ok := shortest(Intervals(sc))
+	slow := max(p.Slowest(), 100*time.Microsecond)
+	if !ok {
+		return MaxAutoScale, fmt.Sprintf("no timing interval to honour; measured slip %s", slow)
+	}
+	// Tolerance(K) = iv/(2K) ≥ margin·slow  ⇔  K ≤ iv/(2·margin·slow).
+	k := float64(iv.D) / (2 * autoMargin * float64(slow))
+	k = min(k, float64(iv.D)/float64(MinWallInterval), MaxAutoScale)
+	switch {
+	case k >= 10:
+		k = math.Floor(k/5) * 5
+	case k >= 1:
+		k = math.Floor(k)
+	default:
+		k = 1
+	}
+	return k, fmt.Sprintf("the machine's measured slip is %s (timer %s, a job's round trip %s); %s is %s, so scale %v leaves a tolerance of %s",
+		slow.Round(10*time.Microsecond), p.Tick.Round(10*time.Microsecond), p.RoundTrip.Round(10*time.Microsecond), iv.Name, iv.D, k, Tolerance(sc, k).Round(10*time.Microsecond))
+}
+
+// MeasureTick measures the p99 lateness of a short timer over about n
+// ticks of tickProbe: how late this machine wakes a sleeping goroutine.
+func MeasureTick(ctx context.Context, n int) time.Duration {
+	late := make([]time.Duration, 0, n)
+	for range n {
+		if ctx.Err() != nil {
+			break
+		}
+		t0 := time.Now()
+		time.Sleep(tickProbe)
+		late = append(late, time.Since(t0)-tickProbe)
+	}
+	return p99(late)
+}
+
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(0.99*float64(len(ds))))]
+}
+
+// slipMeter collects a drill's slip samples by part.
+type slipMeter struct {
+	mu      sync.Mutex
+	samples map[string][]time.Duration
+}
+
+func newSlipMeter() *slipMeter { return &slipMeter{samples: map[string][]time.Duration{}} }
+
+// add records one sample of part what (negative lateness counts as 0).
+func (m *slipMeter) add(what string, d time.Duration) {
+	m.mu.Lock()
+	m.samples[what] = append(m.samples[what], max(d, 0))
+	m.mu.Unlock()
+}
+
+// probe samples the drill's own timer lateness every tickProbe until ctx
+// is done.
+func (m *slipMeter) probe(ctx context.Context) {
+	t := time.NewTimer(tickProbe)
+	defer t.Stop()
+	for {
+		due := time.Now().Add(tickProbe)
+		t.Reset(tickProbe)
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			m.add("timers", now.Sub(due))
+		}
+	}
+}
+
+// parts is the order parts are reported in.
+var slipParts = []string{"producer", "timers", "gateway"}
+
+// account is the slip of every part against tol.
+func (m *slipMeter) account(tol time.Duration) *sim.HSlip {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &sim.HSlip{ToleranceMs: ms(tol)}
+	for _, what := range slipParts {
+		ds := slices.Clone(m.samples[what])
+		if len(ds) == 0 {
+			continue
+		}
+		p := sim.HSlipPart{What: what, Samples: int64(len(ds)), P99Ms: ms(p99(ds)), MaxMs: ms(slices.Max(ds))}
+		for _, d := range ds {
+			if d > tol {
+				p.Over++
+			}
+		}
+		s.Parts = append(s.Parts, p)
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// measurePace measures the machine before the drill starts: a short
+// timer's lateness, and a job's round trip (enqueue, lease, ack) on the
+// drill's Redis, in a namespace of its own removed afterwards.
+func (d *drill) measurePace(ctx context.Context) (Pace, error) {
+	p := Pace{Tick: MeasureTick(ctx, 100)}
+	ns := d.ns + "-pace"
+	defer func() { _ = DeleteNamespace(context.Background(), d.rdb, ns) }()
+	st, err := redisstore.New(d.rdb, store.Config{Namespace: ns, EventStream: 1000})
+	if err != nil {
+		return p, err
+	}
+	var rts []time.Duration
+	for i := range 50 {
+		if ctx.Err() != nil {
+			return p, ctx.Err()
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		t0 := time.Now()
+		j := job.Job{ID: fmt.Sprintf("pace-%d", i), Task: "pace", Queue: "pace", EnqueuedAt: t0}
+		err := st.Enqueue(cctx, j, t0)
+		var l queue.Lease
+		var ok bool
+		if err == nil {
+			j, l, ok, err = st.Dequeue(cctx, "pace", t0, time.Minute)
+		}
+		if err == nil && ok {
+			j.Attempts++
+			err = st.Ack(cctx, l, j, t0)
+		}
+		cancel()
+		if err != nil {
+			return p, fmt.Errorf("%w: measuring a job's round trip: %w", ErrUnavailable, err)
+		}
+		rts = append(rts, time.Since(t0))
+	}
+	p.RoundTrip = p99(rts)
+	return p, nil
+}
+
+// measureStart is how long the worker binary takes to start and exit
+// (--version), 0 when it cannot tell: how long a worker process needs
+// to come up on this machine, as it is loaded now.
+func (d *drill) measureStart(ctx context.Context) time.Duration {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	if err := exec.CommandContext(cctx, d.opts.WorkerPath, "--version").Run(); err != nil {
+		return 0
+	}
+	return time.Since(t0)
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/sim"
@@ -524,7 +525,7 @@ func (d *drill) produce(ctx context.Context) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				jobs[n] = d.enqueue(a)
+				jobs[n] = d.enqueue(ctx, a)
 			})
 		}
 		wg.Wait()
@@ -535,19 +536,38 @@ func (d *drill) produce(ctx context.Context) {
 	}
 }
 
-// enqueue creates one job of the plan now, and says how it went.
-func (d *drill) enqueue(a sim.Arrival) sim.HJob {
-	now := d.clk.Now()
-	at := now.Sub(d.sc.Start)
-	hj := sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
-	ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := d.st.Enqueue(ectx, a.Job, now)
-	cancel()
-	if err != nil {
-		hj.Outcome = "unknown"
+// enqueueGiveUp is how long the producer keeps trying to create a job
+// whose enqueue fails (the store down or restarting) before it records
+// the job as unknown.
+const enqueueGiveUp = 60 * time.Second
+
+// enqueue creates one job of the plan, and says how it went. A failed
+// enqueue is tried again (the store refuses a job ID it already has, so a
+// try that happened but lost its answer is not made twice) until it is
+// made, or enqueueGiveUp passes (then the job's outcome is unknown: an
+// Enqueued event in the stream, if any, says it happened).
+func (d *drill) enqueue(ctx context.Context, a sim.Arrival) sim.HJob {
+	var hj sim.HJob
+	giveUp := time.Now().Add(enqueueGiveUp)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		now := d.clk.Now()
+		at := now.Sub(d.sc.Start)
+		hj = sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := d.st.Enqueue(ectx, a.Job, now)
+		cancel()
+		if err == nil || errors.Is(err, queue.ErrDuplicate) || errors.Is(err, queue.ErrDeadLettered) {
+			if err != nil {
+				hj.Outcome = "unknown" // made by an earlier try: its event says when
+			}
+			return hj
+		}
 		d.log.Warn("enqueue", "job", a.Job.ID, "err", err)
+		if time.Now().After(giveUp) || !sleepUntil(ctx, time.Now().Add(wait)) {
+			hj.Outcome = "unknown"
+			return hj
+		}
 	}
-	return hj
 }
 
 // sleepUntil waits until t or ctx is done; it reports false for ctx.

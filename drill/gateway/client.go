@@ -78,14 +78,16 @@ func (c *Client) Call(ctx context.Context, jobID, key string) (Answer, error) {
 
 // Caller is who makes a call: the job, its idempotency key, and, for the
 // faults whose schedule names tasks or attempts, the job's task and the
-// attempt's number (1 for the first).
+// attempt's number (1 for the first); Worker is the worker process making
+// it (w1..wN), for the worker faults that wait for it to be mid-call.
 type Caller struct {
 	Job, Key, Task string
 	Attempt        int
+	Worker         string
 }
 
-// CallFor is Call made by caller, whose task and attempt travel in
-// X-Faultline-Task and X-Faultline-Attempt when set.
+// CallFor is Call made by caller, whose task, attempt and worker travel in
+// X-Faultline-Task, X-Faultline-Attempt and X-Faultline-Worker when set.
 func (c *Client) CallFor(ctx context.Context, caller Caller) (Answer, error) {
 	jobID, key := caller.Job, caller.Key
 	start := time.Now()
@@ -106,7 +108,7 @@ func (c *Client) CallFor(ctx context.Context, caller Caller) (Answer, error) {
 		}
 		return nil
 	}}
-	body, _ := json.Marshal(request{Job: jobID, IdempotencyKey: key, Task: caller.Task, Attempt: caller.Attempt})
+	body, _ := json.Marshal(request{Job: jobID, IdempotencyKey: key, Task: caller.Task, Attempt: caller.Attempt, Worker: caller.Worker})
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return Answer{}, fmt.Errorf("call %s: %w", c.url, err)
@@ -124,6 +126,9 @@ func (c *Client) CallFor(ctx context.Context, caller Caller) (Answer, error) {
 	}
 	if caller.Attempt > 0 {
 		req.Header.Set(HeaderAttempt, strconv.Itoa(caller.Attempt))
+	}
+	if caller.Worker != "" {
+		req.Header.Set(HeaderWorker, caller.Worker)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

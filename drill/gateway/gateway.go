@@ -133,6 +133,18 @@ type Gateway struct {
 	closing   chan struct{}
 	closeOnce sync.Once
 	inflight  sync.WaitGroup
+
+	// busy counts each worker's calls in flight (received, their answer
+	// not yet sent); hooks are OnCall's armed hooks, by worker.
+	busy  map[string]int
+	hooks map[string][]*hook
+}
+
+// hook is one OnCall: f, and whether a call took it or cancel disarmed it.
+type hook struct {
+	f                func()
+	taken, cancelled bool
+	done             chan struct{} // closed when f has returned
 }
 
 // charge is one payment's state.
@@ -153,6 +165,8 @@ func New(cfg Config) (*Gateway, error) {
 		charges: map[string]charge{},
 		healed:  make(chan struct{}),
 		closing: make(chan struct{}),
+		busy:    map[string]int{},
+		hooks:   map[string][]*hook{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+CallPath, g.serveCall)
@@ -240,12 +254,63 @@ func (g *Gateway) Calls() []Call {
 	return append([]Call(nil), g.log...)
 }
 
+// InFlight reports whether worker (a worker process's name, as its calls
+// say in X-Faultline-Worker) has a call in flight at the gateway: received,
+// its answer not yet sent. A worker fault aimed at a state (schedule.when:
+// mid-call) asks it.
+func (g *Gateway) InFlight(worker string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return worker != "" && g.busy[worker] > 0
+}
+
+// OnCall arms a one-shot hook on worker's calls: f runs on the first call
+// of worker the gateway receives from now on, after the call is logged and
+// before its answer is sent, and the answer waits for f to return — so
+// that f acts while the worker waits for its answer, however quickly the
+// gateway would answer. A call already in flight does not run it (InFlight
+// tells of those). The cancel it returns disarms the hook and reports true
+// when f will never run; false means f ran, or runs now, and cancel has
+// waited for it to return.
+func (g *Gateway) OnCall(worker string, f func()) (cancel func() bool) {
+	k := &hook{f: f, done: make(chan struct{})}
+	g.mu.Lock()
+	g.hooks[worker] = append(g.hooks[worker], k)
+	g.mu.Unlock()
+	return func() bool {
+		g.mu.Lock()
+		switch {
+		case k.cancelled:
+			g.mu.Unlock()
+			return true
+		case !k.taken:
+			hs := g.hooks[worker]
+			for j, h := range hs {
+				if h == k {
+					g.hooks[worker] = append(hs[:j:j], hs[j+1:]...)
+					break
+				}
+			}
+			if len(g.hooks[worker]) == 0 {
+				delete(g.hooks, worker)
+			}
+			k.cancelled = true
+			g.mu.Unlock()
+			return true
+		}
+		g.mu.Unlock()
+		<-k.done
+		return false
+	}
+}
+
 // request is a call's JSON body (optional).
 type request struct {
 	Job            string `json:"job"`
 	IdempotencyKey string `json:"idempotencyKey"`
 	Task           string `json:"task,omitempty"`
 	Attempt        int    `json:"attempt,omitempty"`
+	Worker         string `json:"worker,omitempty"`
 }
 
 // serveCall answers one call.
@@ -265,6 +330,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 		key = body.IdempotencyKey
 	}
 	task, attempt := callerOf(r.Header, body)
+	worker := workerOf(r.Header, body)
 
 	// Decide and book under the lock, so the log's order is the order the
 	// injector saw.
@@ -277,7 +343,7 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	}
 	i := len(g.log)
 	c := Call{
-		Seq: int64(i + 1), At: at, Wall: time.Now(), Job: job, Key: key,
+		Seq: int64(i + 1), At: at, Wall: time.Now(), Job: job, Key: key, Worker: worker,
 		Fault: eff.Fault, Class: eff.Class, Latency: eff.Latency, Healthy: healthy,
 		TookEffect: eff.Err == nil || eff.Charged,
 	}
@@ -291,7 +357,22 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 		c.RetryAfter, c.RetryAfterRounded = p.header.Get("Retry-After"), p.rounded
 	}
 	g.log = append(g.log, c)
+	var hooks []*hook
+	if worker != "" {
+		g.busy[worker]++
+		hooks = g.hooks[worker]
+		delete(g.hooks, worker)
+		for _, k := range hooks {
+			k.taken = true
+		}
+	}
 	g.mu.Unlock()
+	// The hooks armed on the worker act now, while its call is in flight:
+	// the answer waits for them.
+	for _, k := range hooks {
+		k.f()
+		close(k.done)
+	}
 
 	h := w.Header()
 	h.Set(HeaderDependency, g.cfg.Name)
@@ -308,6 +389,11 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	finish := func(o Outcome, status int) {
 		g.mu.Lock()
 		g.log[i].Outcome, g.log[i].Status, g.log[i].Took = o, status, time.Since(c.Wall)
+		if worker != "" {
+			if g.busy[worker]--; g.busy[worker] <= 0 {
+				delete(g.busy, worker)
+			}
+		}
 		g.mu.Unlock()
 	}
 	switch {

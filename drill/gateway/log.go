@@ -40,6 +40,9 @@ type Call struct {
 	// Job and Key are the job's ID and the idempotency key sent.
 	Job string `json:"job,omitempty"`
 	Key string `json:"key,omitempty"`
+	// Worker is the worker process that made the call (X-Faultline-Worker),
+	// "" when it did not say.
+	Worker string `json:"worker,omitempty"`
 	// Fault names the fault that decided the call, "" for none.
 	Fault string `json:"fault,omitempty"`
 	// Class is the true class of the error injected; None for none.

@@ -28,6 +28,11 @@ const (
 	// one), for faults whose schedule names attempts; a call without it
 	// is never hit by them.
 	HeaderAttempt = "X-Faultline-Attempt"
+	// HeaderWorker carries the name of the worker process making the call
+	// (w1..wN), so that the gateway knows which worker has a call in
+	// flight (Gateway.InFlight): a worker fault aimed at a state
+	// (schedule.when) waits for it. A call without it is no worker's.
+	HeaderWorker = "X-Faultline-Worker"
 	// HeaderIdempotencyKey carries the call's idempotency key.
 	HeaderIdempotencyKey = "Idempotency-Key"
 	// HeaderFault names the fault that decided the answer ("" or absent:
@@ -238,4 +243,13 @@ func callerOf(h http.Header, body request) (task string, attempt int) {
 		attempt, _ = strconv.Atoi(strings.TrimSpace(v))
 	}
 	return task, max(attempt, 0)
+}
+
+// workerOf reads the worker a call says it comes from: the header, else
+// the body.
+func workerOf(h http.Header, body request) string {
+	if w := strings.TrimSpace(h.Get(HeaderWorker)); w != "" {
+		return w
+	}
+	return body.Worker
 }

@@ -411,7 +411,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		if c == nil {
 			return nil
 		}
-		a, err := c.CallFor(ctx, gateway.Caller{Job: j.ID, Key: j.IdempotencyKey, Task: j.Task, Attempt: j.Attempts + 1})
+		a, err := c.CallFor(ctx, gateway.Caller{Job: j.ID, Key: j.IdempotencyKey, Task: j.Task, Attempt: j.Attempts + 1, Worker: cfg.Name})
 		calls.put(j.ID, a)
 		return err
 	}

@@ -590,6 +590,9 @@ func (c *converter) fault(path string, f Fault) faults.Fault {
 	if s.Every != nil {
 		out.Schedule.Every = &faults.Periodic{Period: s.Every.Period.D(), Duty: s.Every.Duty, Jitter: s.Every.Jitter.D(), Phase: s.Every.Phase.D()}
 	}
+	if s.When != nil {
+		out.Schedule.When = &faults.When{State: faults.WhenState(s.When.State), Dependency: s.When.Dependency}
+	}
 	if err := out.Validate(); err != nil && out.Model != nil {
 		c.bad(path, "%v", err)
 	}

@@ -657,6 +657,9 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 		if root := expectRoot(pr.Path); root != "" && eff.reportedWithin(root) && !eff.written(pr.Path, root) {
 			continue // an expectation missing a key because a bad or misspelt one was dropped: that key's problem
 		}
+		if root := whenRoot(pr.Path); root != "" && eff.reportedWithin(root) && !eff.written(pr.Path, root) {
+			continue // a schedule.when missing a key because a misspelt one was dropped: that key's problem
+		}
 		pl := eff.placeOf(pr.Path)
 		if eff.unknownParam(pr.Path) && pl.keyLine > 0 {
 			pl.line, pl.col = pl.keyLine, pl.keyCol // the name is wrong, not the value
@@ -803,6 +806,17 @@ func expectRoot(at string) string {
 		return ""
 	}
 	return "expect[" + num + "]"
+}
+
+// whenRoot returns the schedule.when ("faults[2].schedule.when") that path
+// is a key of; "" when it is none's.
+func whenRoot(at string) string {
+	rest, ok := strings.CutPrefix(at, "faults[")
+	num, key, found := strings.Cut(rest, "]")
+	if !ok || !found || !isIndex(num) || !strings.HasPrefix(key, ".schedule.when.") {
+		return ""
+	}
+	return "faults[" + num + "].schedule.when"
 }
 
 func isIndex(s string) bool {

@@ -228,6 +228,7 @@ var typeDocs = map[string]string{
 	"Fault":           "One fault: a model from the fault catalogue with its parameters, a target and a schedule.",
 	"Schedule":        "When a fault is on; every condition given must hold.",
 	"Periodic":        "Turns a fault on for duty of every period, each on-phase jittered.",
+	"When":            "The state a worker fault waits for in each of its windows: it strikes a targeted worker at the first instant the worker is in it, at most once per window; a window in which a worker never reached it does not strike that worker, and the report says so.",
 	"Step":            "One operator action at an offset.",
 	"Filter":          "Selects DLQ entries; every list given must match (an empty list matches all).",
 	"External":        "A black-box system: a team's own worker, in any language, that a drill starts (or finds running), feeds jobs through its own queue and judges from outside, through the dependencies' fault gateways, the alert receivers and its DLQ. Exactly one of command and running is given. The simulator cannot run it: `faultline run` simulates the reference worker in its place.",
@@ -456,6 +457,10 @@ var keyDocs = map[string]keyDoc{
 	"Schedule.attempts":    {doc: "Limits the fault to the calls made by these attempts of a job: 1 is its first attempt, 2 its first retry (the attempts that used the retry budget before it, plus one; a crashed or released attempt does not count). Only dependency and dlq-store faults take it (a dlq-store call carries the attempt that dead-lettered the job); it changes no window. In a drill, the gateway reads it from the `X-Faultline-Attempt` header: a black-box worker that does not send it is never hit.", min: bound(1)},
 	"Schedule.firstCalls":  {doc: "Limits the fault to the first N calls that reach it while its time conditions hold (with jobs, tasks or attempts, only the calls they select count), over the whole run.", min: bound(0)},
 	"Schedule.probability": {doc: "The chance in [0,1] that a call reaching the fault is hit; 0 means 1.", min: bound(0), max: bound(1)},
+	"Schedule.when":        {doc: "Aims a worker fault at a state instead of its windows' first instants, e.g. `{state: mid-call, dependency: payment-gateway}`: in each window it strikes each targeted worker at the first instant the worker holds a lease with a call in flight at the dependency, the simulator and a drill alike. A window in which a worker never reached the state does not strike it: the report names it, and requireHits fails when no worker was struck. Only worker faults take it; a black-box drill refuses it (its workers need not say who calls)."},
+
+	"When.state":      {doc: "The state waited for: mid-call (the worker holds a lease and has a call in flight at dependency: the call started, its answer not yet received).", enum: whenStateNames(), required: true},
+	"When.dependency": {doc: "The dependency the call is in flight at: a listed dependency or a task's.", required: true},
 
 	"Periodic.period": {doc: "The length of one cycle.", required: true},
 	"Periodic.duty":   {doc: "The fraction of each period the fault is on, in (0,1].", min: bound(0), exclusiveMin: true, max: bound(1), required: true},
@@ -748,4 +753,12 @@ func (o jsonObject) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+func whenStateNames() []string {
+	out := []string{}
+	for _, s := range faults.WhenStates() {
+		out = append(out, string(s))
+	}
+	return out
 }

@@ -592,6 +592,7 @@ func schemaHosts() map[string]schemaHost {
 		"Fault":      {base: [][2]string{{"name", "f"}, {"target", "dependency/ping"}, {"model", "outage"}}, wrap: in("faults: [", "]")},
 		"Schedule":   {wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: ", "}]")},
 		"Periodic":   {base: [][2]string{{"period", "10s"}, {"duty", "0.5"}}, wrap: in("faults: [{name: f, target: dependency/ping, model: outage, schedule: {every: ", "}}]")},
+		"When":       {base: [][2]string{{"state", "mid-call"}, {"dependency", "ping"}}, wrap: in("faults: [{name: f, target: worker/w1, model: worker-stall, schedule: {until: 30s, when: ", "}}]")},
 		"Step":       {base: [][2]string{{"at", "10s"}, {"action", "requeue"}}, wrap: in("steps: [", "]")},
 		"Filter":     {wrap: in("steps: [{at: 10s, action: delete, filter: ", "}]")},
 		"Expect":     {base: [][2]string{{"count", "created"}, {"atLeast", "0"}}, wrap: in("expect: [", "]")},

@@ -403,6 +403,16 @@ type Schedule struct {
 	Attempts    []int     `yaml:"attempts,omitempty" json:"attempts,omitempty"`
 	FirstCalls  int       `yaml:"firstCalls,omitempty" json:"firstCalls,omitempty"`
 	Probability float64   `yaml:"probability,omitempty" json:"probability,omitempty"`
+	// When aims a worker fault at a state: in each window, the first
+	// instant a targeted worker is in it (faults.When).
+	When *When `yaml:"when,omitempty" json:"when,omitempty"`
+}
+
+// When is the state a worker fault waits for within each window: state
+// mid-call, a call in flight at dependency.
+type When struct {
+	State      string `yaml:"state" json:"state"`
+	Dependency string `yaml:"dependency" json:"dependency"`
 }
 
 // Periodic is on for duty of every period, jittered.

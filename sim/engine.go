@@ -130,6 +130,10 @@ type world struct {
 	slots []*slot
 	idle  []*slot
 	kick  bool
+	// waits are the workers a worker fault aimed at a state waits for in
+	// its window (when.go); misses the windows that ended without it.
+	waits  []whenWait
+	misses []HMiss
 
 	made, seq int64
 	ids       idArena // the generated jobs' IDs
@@ -493,6 +497,11 @@ func (w *world) schedule() {
 		}
 		ws, _ := f.Schedule.Windows(w.seed, f.Name, w.end, maxMaintenance)
 		for _, win := range ws {
+			if f.Schedule.When != nil {
+				w.at(win.From, func() { w.armWhen(i, f, win) })
+				w.at(win.Until, func() { w.endWhen(i, win) })
+				continue
+			}
 			w.at(win.From, func() { w.workerFault(i, f.Target.Name) })
 		}
 	}
@@ -750,6 +759,9 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		}
 		w.at(off+every, beat)
 	}
+	if len(w.waits) > 0 {
+		w.whenBegan(s)
+	}
 }
 
 // charge counts one charge of r's payment; a second charge is a violation
@@ -1006,42 +1018,48 @@ func (w *world) recover() {
 // workerFault applies a worker fault (crash or stall) to the named worker,
 // or every worker.
 func (w *world) workerFault(i int, name string) {
-	off := w.now()
 	for _, s := range w.slots {
 		if name != "" && s.name != name || s.retired {
 			continue
 		}
-		eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
-		switch {
-		case eff.Crash:
-			w.dropKept(s)
-			if s.busy {
-				s.busy = false
-				s.gen++
-				s.timer.Stop()
-				if s.rec != nil {
-					w.led.note(s.rec, "worker %s crashed mid-attempt: the job comes back when its lease expires at %s", s.name, fmtOffset(s.lease.Expires.Sub(w.start)))
-				}
-				w.at(s.lease.Expires.Sub(w.start), w.recoverFn)
-				s.rec = nil
+		w.strikeSlot(i, s)
+	}
+}
+
+// strikeSlot applies the i-th fault, a worker fault, to slot s now: a
+// crash, a graceful stop or a stall, as the injector decides.
+func (w *world) strikeSlot(i int, s *slot) {
+	off := w.now()
+	eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
+	switch {
+	case eff.Crash:
+		w.dropKept(s)
+		if s.busy {
+			s.busy = false
+			s.gen++
+			s.timer.Stop()
+			if s.rec != nil {
+				w.led.note(s.rec, "worker %s crashed mid-attempt: the job comes back when its lease expires at %s", s.name, fmtOffset(s.lease.Expires.Sub(w.start)))
 			}
-			s.down = true
-			s.downUntil = max(s.downUntil, off+eff.RestartAfter)
-			w.at(s.downUntil, func() {
-				if s.down && w.now() >= s.downUntil { // a later crash keeps it down longer
-					s.down = false
-					w.setIdle(s)
-				}
-			})
-		case eff.Stop:
-			w.gracefulStop(s, eff)
-		case eff.StallFor > 0:
-			s.stallUntil = max(s.stallUntil, off+eff.StallFor)
-			if s.busy && s.rec != nil {
-				w.led.note(s.rec, "worker %s stalled until %s", s.name, fmtOffset(s.stallUntil))
-			}
-			w.at(s.stallUntil, func() { w.setIdle(s) })
+			w.at(s.lease.Expires.Sub(w.start), w.recoverFn)
+			s.rec = nil
 		}
+		s.down = true
+		s.downUntil = max(s.downUntil, off+eff.RestartAfter)
+		w.at(s.downUntil, func() {
+			if s.down && w.now() >= s.downUntil { // a later crash keeps it down longer
+				s.down = false
+				w.setIdle(s)
+			}
+		})
+	case eff.Stop:
+		w.gracefulStop(s, eff)
+	case eff.StallFor > 0:
+		s.stallUntil = max(s.stallUntil, off+eff.StallFor)
+		if s.busy && s.rec != nil {
+			w.led.note(s.rec, "worker %s stalled until %s", s.name, fmtOffset(s.stallUntil))
+		}
+		w.at(s.stallUntil, func() { w.setIdle(s) })
 	}
 }
 

@@ -80,6 +80,9 @@ type History struct {
 	// Faults are the faults as they really happened: their windows and
 	// hits.
 	Faults []reports.Fault `json:"faults"`
+	// Misses are the windows of the worker faults aimed at a state
+	// (schedule.when) in which a targeted worker never reached it.
+	Misses []HMiss `json:"misses,omitempty"`
 	// Steps are the operator steps the drill carried out.
 	Steps []reports.Step `json:"steps"`
 	// DLQ is the DLQ's entries at the end, encoded (dlq.Encode).

@@ -99,6 +99,7 @@ func (w *world) result() *reports.Result {
 		res.Expectations = append(res.Expectations, e.Evaluate(obs))
 	}
 	faultChecks(res, stopped)
+	whenChecks(res, &w.sc, w.whenMisses(), stopped)
 	if stopped != "" {
 		// Judged on part of a run, an expectation would mean nothing.
 		for i := range res.Expectations {

@@ -804,6 +804,7 @@ func (v *validator) faults() {
 		v.beforeEnd(p+".Schedule.From", "a fault starting", f.Schedule.From)
 		v.faultJobs(p+".Schedule.Jobs", f.Schedule.Jobs)
 		v.faultTasks(p+".Schedule.Tasks", f)
+		v.faultWhen(p+".Schedule.When.Dependency", f)
 		n := f.Target.Name
 		if n == "" {
 			continue

@@ -586,8 +586,12 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// faultsLoop applies the store and worker faults at their windows.
+// faultsLoop applies the store and worker faults at their windows; a
+// worker fault aimed at a state waits for it in its window (whenFault),
+// which faultsLoop waits for before it returns.
 func (d *drill) faultsLoop(ctx context.Context) {
+	var waits sync.WaitGroup
+	defer waits.Wait()
 	type act struct {
 		at    time.Duration
 		i     int
@@ -620,6 +624,10 @@ func (d *drill) faultsLoop(ctx context.Context) {
 		at := d.clk.Elapsed()
 		switch a.f.Target.Kind {
 		case faults.Worker:
+			if a.f.Schedule.When != nil {
+				d.whenFault(ctx, &waits, a.i, a.f, a.at, a.until)
+				continue
+			}
 			d.workerFault(a.i, a.f, at)
 		default:
 			p, ps := d.qProxy, qState
@@ -706,29 +714,7 @@ func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
 		d.locked.Do(func(in *faults.Injector) {
 			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: at})
 		})
-		switch {
-		case eff.Stop:
-			// A graceful stop: the worker cancels its attempts in flight
-			// as a shutdown (their jobs released) and exits; the
-			// supervisor starts its replacement RestartAfter later.
-			if err := d.sup.Terminate(n, d.clk.ToWall(eff.RestartAfter)); err != nil {
-				d.log.Error("terminate", "worker", n, "err", err)
-				continue
-			}
-			d.faultHit(f.Name, at, at)
-		case eff.Crash:
-			if err := d.sup.Kill(n, d.clk.ToWall(eff.RestartAfter)); err != nil {
-				d.log.Error("kill", "worker", n, "err", err)
-				continue
-			}
-			d.faultHit(f.Name, at, at)
-		case eff.StallFor > 0:
-			if err := d.sup.Stall(n, d.clk.ToWall(eff.StallFor)); err != nil {
-				d.log.Error("stall", "worker", n, "err", err)
-				continue
-			}
-			d.faultHit(f.Name, at, at+eff.StallFor)
-		}
+		d.applyWorkerEffect(f, n, eff, at)
 	}
 }
 

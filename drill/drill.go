@@ -90,6 +90,9 @@ func Live(sc *sim.Scenario) error {
 			default:
 				return refuse(part, fmt.Sprintf("model %s on a worker has no process form (worker-crash, graceful-stop and worker-stall do)", f.Model.Name()))
 			}
+			if f.Schedule.When != nil && sc.System.External != nil {
+				return refuse(part, fmt.Sprintf("schedule.when waits for a worker to be %s, which the drill learns from the gateway only when the worker names itself (X-Faultline-Worker): a black box need not, so its freeze or crash could never be aimed; give the fault from/until instead", f.Schedule.When))
+			}
 		}
 	}
 	for i, st := range sc.Steps {

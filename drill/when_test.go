@@ -82,3 +82,16 @@ var _ = Describe("A drill's worker fault aimed at a state (schedule.when, issue 
 		Expect(d.h.Notes).To(BeEmpty())
 	})
 })
+
+var _ = Describe("Live and schedule.when", func() {
+	It("refuses a worker fault aimed at a state in a black-box drill, with the reason, and takes it for the reference", func() {
+		f := faults.Fault{Name: "gc-pause", Target: faults.Target{Kind: faults.Worker, Name: "w2"}, Model: faults.WorkerStall{For: time.Second},
+			Schedule: faults.Schedule{Until: time.Minute, When: &faults.When{State: faults.MidCall, Dependency: "ledger"}}}
+		sc := &sim.Scenario{Name: "s", Faults: []faults.Fault{f}}
+		Expect(Live(sc)).To(Succeed())
+		sc.System.External = &sim.External{}
+		err := Live(sc)
+		Expect(err).To(MatchError(ErrRefused))
+		Expect(err.Error()).To(Equal("scenario s: faults[0] (gc-pause): schedule.when waits for a worker to be mid-call at ledger, which the drill learns from the gateway only when the worker names itself (X-Faultline-Worker): a black box need not, so its freeze or crash could never be aimed; give the fault from/until instead"))
+	})
+})

@@ -219,7 +219,8 @@ func Reference() []byte {
 	w("**What a black box refuses.** The keys that configure the reference worker (`system.rulesFile`, `retry`,\n")
 	w("`dlq`, `breakers`, `autoRetry`, `monitor`: the drill drills the system's own), operator `steps` (the drill\n")
 	w("cannot act on a foreign DLQ), `store` and `dlq-store` faults (no proxy stands in front of the system's\n")
-	w("Redis), worker faults on a `running` system, and a task without a `dependency` (the drill sees a job\n")
+	w("Redis), worker faults on a `running` system (and, in a drill, a worker fault's `schedule.when`: a\n")
+	w("foreign worker need not name itself to the gateway), and a task without a `dependency` (the drill sees a job\n")
 	w("succeed only through its dependency's call).\n\n")
 	w("## Keys\n\n")
 	for _, t := range formatStructs() {

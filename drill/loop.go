@@ -186,7 +186,11 @@ func (d *drill) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	faultCtx, stopFaults := context.WithCancel(runCtx)
 	defer stopFaults()
-	go d.produce(ctx) // the whole workload: only an interrupt stops it
+	// The whole workload: only an interrupt, or the last look after the
+	// settle's bound, stops the producer.
+	prodCtx, stopProducer := context.WithCancel(ctx)
+	defer stopProducer()
+	go d.produce(prodCtx)
 	wg.Go(func() { d.faultsLoop(faultCtx) })
 	wg.Go(func() { d.steps(runCtx) })
 	probeCtx, stopProbe := context.WithCancel(ctx)
@@ -243,6 +247,8 @@ loop:
 		d.settle(ctx, sample.C, progress.C)
 	}
 	stopProbe()
+	stopProducer()
+	<-d.produced
 	d.sup.Freeze()
 	if d.opts.Metrics != nil {
 		d.countHits()
@@ -494,7 +500,7 @@ func planArrivals(sc sim.Scenario) ([]sim.Arrival, error) {
 
 // produceConcurrency is how many enqueues a producer behind its clock
 // runs at once to catch up.
-const produceConcurrency = 8
+const produceConcurrency = 32
 
 // produce creates the scenario's jobs at their instants. A producer
 // behind its clock never skips a job: it creates every job already due at
@@ -518,21 +524,27 @@ func (d *drill) produce(ctx context.Context) {
 		d.slip.add("producer", d.clk.ToWall(now-arr[i].At))
 		batch := arr[i:k]
 		i = k
-		jobs := make([]sim.HJob, len(batch))
+		// Each job is recorded as it is made: a look at the store while a
+		// big batch is on its way judges what exists.
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, produceConcurrency)
-		for n, a := range batch {
-			sem <- struct{}{}
+		for _, a := range batch {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				return
+			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				jobs[n] = d.enqueue(ctx, a)
+				hj := d.enqueue(ctx, a)
+				d.mu.Lock()
+				d.h.Jobs = append(d.h.Jobs, hj)
+				d.created++
+				d.mu.Unlock()
 			})
 		}
 		wg.Wait()
-		d.mu.Lock()
-		d.h.Jobs = append(d.h.Jobs, jobs...)
-		d.created += len(jobs)
-		d.mu.Unlock()
 	}
 }
 

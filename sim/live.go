@@ -385,7 +385,61 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 	res.Warnings = append(res.Warnings, h.Notes...)
 	res.Live = liveSection(h)
 	judgePace(res, h, w)
+	judgeEvidence(res, h, w)
 	return res, nil
+}
+
+// judgeEvidence checks that every job any part of the drill saw — the
+// producer, a fault gateway, a worker's report, the DLQ at the end — is
+// in the ledger: a job seen but never accounted for means the history
+// lost evidence (an event stream read short, a store restarted under
+// the drill), and a verdict over part of the jobs is not a pass. The
+// missing evidence is named, and the verdict is inconclusive unless the
+// system already failed on what was seen.
+func judgeEvidence(res *reports.Result, h *History, w *world) {
+	missing := map[string][]string{}
+	see := func(id, who string) {
+		if id == "" || w.led.jobs[id] != nil {
+			return
+		}
+		if !slices.Contains(missing[who], id) {
+			missing[who] = append(missing[who], id)
+		}
+	}
+	for _, hj := range h.Jobs {
+		if hj.Outcome == "ok" {
+			see(hj.ID, "the producer")
+		}
+	}
+	for _, c := range h.Calls {
+		see(c.JobID, "a fault gateway")
+	}
+	for _, a := range h.Attempts {
+		see(a.JobID, "a worker's report")
+	}
+	for _, raw := range h.DLQ {
+		var probe struct {
+			Job struct{ ID string } `json:"job"`
+		}
+		if json.Unmarshal(raw, &probe) == nil {
+			see(probe.Job.ID, "the DLQ at the end")
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	var parts []string
+	for _, who := range slices.Sorted(maps.Keys(missing)) {
+		ids := missing[who]
+		slices.Sort(ids)
+		ex := ids[:min(3, len(ids))]
+		parts = append(parts, fmt.Sprintf("%d seen by %s (e.g. %s)", len(ids), who, strings.Join(ex, ", ")))
+	}
+	why := fmt.Sprintf("missing evidence: jobs the drill saw but its history does not account for — %s: the store's event stream or the producer's record is short (was the store restarted or its stream trimmed under the drill?), so the ledger covers part of the jobs only", strings.Join(parts, "; "))
+	res.Warnings = append(res.Warnings, why)
+	if res.Verdict == reports.Passed {
+		res.Verdict, res.Error = reports.Inconclusive, why
+	}
 }
 
 // judgePace reads the drill's pace into res: the workload created against

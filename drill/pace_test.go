@@ -1,0 +1,144 @@
+package drill_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/drill"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet", func() {
+	sc := func() sim.Scenario {
+		s := load("builtin:worker-crash").Scenario.WithDefaults()
+		return s
+	}
+
+	It("tolerates one of the scenario's shortest intervals at its scale, on the wall clock", func() {
+		s := sc() // the default retry base delay, 1s, is its shortest
+		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "system.retry.baseDelay", D: time.Second}))
+		Expect(drill.Tolerance(&s, 20)).To(Equal(time.Second / 20))
+		Expect(drill.Tolerance(&s, 40)).To(BeNumerically("<", drill.Tolerance(&s, 20)))
+	})
+
+	It("picks, for --time-scale auto, the fastest scale whose tolerance is four times the machine's slip, slower on a slower machine", func() {
+		s := sc()
+		fast, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond})
+		slow, _ := drill.AutoScale(&s, drill.Pace{Tick: 20 * time.Millisecond, RoundTrip: 5 * time.Millisecond})
+		Expect(fast).To(Equal(float64(drill.MaxAutoScale)))
+		Expect(why).To(ContainSubstring("leaves a tolerance of"))
+		Expect(slow).To(BeNumerically("<", fast))
+		Expect(drill.Tolerance(&s, slow)).To(BeNumerically(">=", 4*20*time.Millisecond))
+		crawl, _ := drill.AutoScale(&s, drill.Pace{Tick: 5 * time.Second})
+		Expect(crawl).To(Equal(1.0), "never under 1")
+	})
+
+	It("drills more than 16 worker slots as 8 processes sharing them", func() {
+		s := load("builtin:requeue-reset-attempts").Scenario.WithDefaults()
+		Expect(s.Workers.Count).To(Equal(250))
+		n, c := drill.Fleet(&s)
+		Expect([]int{n, c}).To(Equal([]int{8, 32}))
+		w := sc()
+		n, c = drill.Fleet(&w)
+		Expect([]int{n, c}).To(Equal([]int{4, 1}))
+	})
+
+	It("refuses a scale other than 1 for a black box that does not take {timeScale}, and takes one that does", func() {
+		s := load("../examples/python-fixed/drill.yaml").Scenario.WithDefaults()
+		err := drill.CheckExternalScale(&s, 10)
+		Expect(err).To(MatchError(ContainSubstring("does not declare that it follows the drill's time scale")))
+		Expect(drill.CheckExternalScale(&s, 1)).To(Succeed())
+		s.System.External.Command.Args = append(s.System.External.Command.Args, "--scale={timeScale}")
+		Expect(drill.CheckExternalScale(&s, 10)).To(Succeed())
+	})
+})
+
+// A Redis stopped and restarted under a drill (persisted: appendfsync
+// always) must not make jobs vanish from the workload or the verdict: the
+// producer creates every job (trying again while Redis is down), and a job
+// any part saw is in the ledger.
+var _ = Describe("a drill whose Redis restarts mid-drill", func() {
+	It("creates the scenario's whole workload and judges every job it saw", func(ctx SpecContext) {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			if redistest.Required() {
+				Fail("redis-server is not on PATH and " + redistest.RequireEnv + "=1")
+			}
+			Skip("redis-server is not on PATH")
+		}
+		dir := GinkgoT().TempDir()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		Expect(ln.Close()).To(Succeed())
+		start := func() *exec.Cmd {
+			cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always")
+			cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
+			Expect(cmd.Start()).To(Succeed())
+			c := redisstore.NewClient("127.0.0.1:" + port)
+			defer c.Close()
+			Eventually(func() error { return c.Ping(context.Background()).Err() }).WithTimeout(10 * time.Second).Should(Succeed())
+			return cmd
+		}
+		srv := start()
+		DeferCleanup(func() {
+			if srv.Process != nil {
+				_ = srv.Process.Kill()
+				_, _ = srv.Process.Wait()
+			}
+		})
+		url := "redis://127.0.0.1:" + port + "/0"
+		l := load("builtin:dlq-basics")
+		opts := options(url, "builtin:dlq-basics")
+		restarted := make(chan struct{})
+		opts.Progress = func(p drill.Progress) {
+			// Once the first burst is in and a few seconds of scenario time
+			// have run: SHUTDOWN (its AOF synced), one second down, back.
+			if p.Elapsed < 20*time.Second || restarted == nil {
+				return
+			}
+			ch := restarted
+			restarted = nil
+			go func() {
+				defer close(ch)
+				c := redisstore.NewClient(url)
+				_ = c.Shutdown(context.Background()).Err()
+				_ = c.Close()
+				_, _ = srv.Process.Wait()
+				time.Sleep(time.Second)
+				srv = start()
+			}()
+		}
+		done := restarted
+		res, h, err := drill.Run(ctx, l, opts)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(done).WithTimeout(30*time.Second).Should(BeClosed(), "Redis was restarted mid-drill")
+		Expect(h.Planned).To(Equal(302))
+		made := 0
+		for _, j := range h.Jobs {
+			if j.Outcome == "ok" || j.Outcome == "unknown" {
+				made++
+			}
+		}
+		Expect(made).To(Equal(h.Planned), "every planned job was created: %s", summary(res))
+		Expect(res.Ledger.Created).To(BeEquivalentTo(302), summary(res))
+		Expect(res.Warnings).NotTo(ContainElement(ContainSubstring("missing evidence")), summary(res))
+		Expect(res.Violations).To(BeEmpty(), summary(res))
+		// The restart is a fault the scenario does not declare (an
+		// attempt cut mid-call may come back by its lease), so its
+		// expectations may read otherwise: what is asserted is that the
+		// drill judged the whole workload, and every invariant held.
+		Expect(res.Verdict).NotTo(Equal(reports.Interrupted), summary(res))
+		_ = os.Remove(dir)
+	})
+})

@@ -1,0 +1,115 @@
+package sim_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/sim"
+)
+
+// A drill's verdict is the system's, never the machine's: a drill that
+// fell behind its scale, did not run the scenario's workload, or lost
+// evidence of a job it saw is inconclusive — never a PASS, and never a
+// FAIL of the system unless an invariant (the system's at any pace) was
+// violated.
+var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
+	scenario := func() sim.Scenario {
+		return sim.Scenario{
+			Name: "live-pace", Seed: 1, Duration: time.Minute,
+			Workload: sim.Workload{Tasks: []sim.Task{{Name: "export"}}},
+			Workers:  sim.Workers{Count: 1, LeaseTTL: 30 * time.Second},
+			Expect:   []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 1}},
+		}
+	}
+	ev := func(at int64, from, to, reason string, attempts int) sim.HEvent {
+		return sim.HEvent{AtMs: at, JobID: "j1", Task: "export", From: from, To: to, Reason: reason, Attempts: attempts}
+	}
+	// history: j1 created, leased and succeeded; one job planned.
+	history := func() *sim.History {
+		evs := []sim.HEvent{ev(0, "none", "queued", "enqueued", 0), ev(100, "queued", "in-flight", "leased", 0), ev(200, "in-flight", "succeeded", "succeeded", 1)}
+		return &sim.History{Version: sim.HistoryVersion, Scenario: "live-pace", Seed: 1, TimeScale: 20, DurationMs: 60_000, EndedMs: 60_000,
+			Workers: []string{"w1"}, Alerter: &sim.HAlerter{}, Planned: 1,
+			Jobs:      []sim.HJob{{AtMs: 0, ID: "j1", Task: "export", Outcome: "ok"}},
+			Events:    evs,
+			Snapshots: []sim.HSnapshot{{AtMs: 59_000, AfterEvents: len(evs)}},
+			Attempts:  []sim.HAttempt{{AtMs: 100, EndMs: 200, Worker: "w1", JobID: "j1", Action: "succeed", Result: "applied"}},
+			Slip: &sim.HSlip{ToleranceMs: 25, Parts: []sim.HSlipPart{
+				{What: "producer", Samples: 1, P99Ms: 1, MaxMs: 1}, {What: "timers", Samples: 100, P99Ms: 2, MaxMs: 3}}}}
+	}
+	judge := func(h *sim.History) *reports.Result {
+		res, err := sim.Judge(context.Background(), scenario(), h)
+		Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+
+	It("passes a drill that kept its pace, and shows its slip", func() {
+		r := judge(history())
+		Expect(r.Verdict).To(Equal(reports.Passed), "%v %v", r.Error, r.Warnings)
+		Expect(r.Live.Slip).NotTo(BeNil())
+		Expect(r.Live.Slip.Parts).To(HaveLen(2))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("workload: 1 of the scenario's 1 jobs created")))
+	})
+
+	It("says inconclusive, naming the part and its figures, when a part's p99 slip is past the tolerance — even where every expectation held", func() {
+		h := history()
+		h.Slip.Parts[1].P99Ms, h.Slip.Parts[1].Over = 40, 9
+		r := judge(h)
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+		Expect(r.Error).To(And(ContainSubstring("timers p99 40.0ms"), ContainSubstring("tolerance of 25.0ms")))
+	})
+
+	It("says inconclusive, not FAIL, when an expectation fails on a drill that fell behind", func() {
+		h := history()
+		h.Slip.Parts[0].P99Ms = 300
+		sc := scenario()
+		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2}}
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Violations).To(BeEmpty())
+		Expect(r.Expectations).To(ContainElement(HaveField("Verdict", reports.Failed)))
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+	})
+
+	It("keeps a FAIL when an invariant was violated, whatever the pace (the system's at any pace)", func() {
+		h := history()
+		h.Slip.Parts[0].P99Ms = 300
+		// A move after success: illegal at any pace.
+		h.Events = append(h.Events, ev(300, "succeeded", "queued", "requeued", 1))
+		h.Snapshots[0].AfterEvents = len(h.Events)
+		r := judge(h)
+		Expect(r.Violations).NotTo(BeEmpty())
+		Expect(r.Verdict).To(Equal(reports.Failed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("the verdict stands")))
+	})
+
+	It("says inconclusive when the drill did not create the scenario's workload", func() {
+		h := history()
+		h.Planned = 3
+		r := judge(h)
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+		Expect(r.Error).To(ContainSubstring("created 1 of the scenario's 3 jobs"))
+	})
+
+	It("never passes a drill whose history lacks a job a gateway served and a worker reported (the store's stream read short): it names the missing evidence", func() {
+		h := history()
+		h.Calls = []sim.HCall{{AtMs: 150, Dependency: "crm", JobID: "ghost-7", Status: 200, Outcome: "ok"}}
+		h.Attempts = append(h.Attempts, sim.HAttempt{AtMs: 150, EndMs: 160, Worker: "w1", JobID: "ghost-7", Action: "succeed", Result: "applied"})
+		r := judge(h)
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+		Expect(r.Error).To(And(ContainSubstring("missing evidence"), ContainSubstring("1 seen by a fault gateway (e.g. ghost-7)"), ContainSubstring("1 seen by a worker's report (e.g. ghost-7)")))
+	})
+
+	It("names the jobs still pending after the settle's bound", func() {
+		h := history()
+		h.Events = h.Events[:2]
+		h.Snapshots[0].AfterEvents = 2
+		h.Attempts = nil
+		h.SettleMs, h.SettledMs = 120_000, -1
+		r := judge(h)
+		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("still pending after the settle of 1m0s"), ContainSubstring("j1 (in-flight)"))))
+	})
+})

@@ -90,7 +90,7 @@ could not be reached; 5 a drill was inconclusive and none failed.`,
 		Example: `  faultline drill payment-challenge --redis-url redis://127.0.0.1:6379/0 --time-scale 10
   faultline drill worker-crash --redis-url 127.0.0.1:6379 --workers 4 --report json,html
   faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run
-  faultline drill worker-crash --external my-system.yaml --redis-url 127.0.0.1:6379`,
+  faultline drill misconfigured-pager --external my-system.yaml --redis-url 127.0.0.1:6379`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(c, errors.New("drill needs scenario files or built-in names (faultline list)"))
@@ -214,7 +214,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			if seed != nil {
 				s = *seed
 			}
-			if f.autoScale {
+			if f.autoScale && sc.System.External == nil {
 				fmt.Fprintf(stdout, "drill %s (seed %d, %s at a time scale measured when it starts): fault timeline\n", masked(sc.Name), s, sc.Duration)
 			} else {
 				fmt.Fprintf(stdout, "drill %s (seed %d, %s at time scale %v = %s on the wall clock): fault timeline\n",

@@ -28,17 +28,24 @@ const goodSystem = "command: {path: ./worker.sh}\ninject: {preset: seed, prefix:
 var _ = Describe("faultline drill --external", func() {
 	It("dry-runs a built-in against your own system, its program found beside the file", func() {
 		ext := blackBox(goodSystem)
-		stdout, stderr, code := run("drill", "worker-crash", "--external", ext, "--redis-url", "127.0.0.1:1", "--dry-run")
+		stdout, stderr, code := run("drill", "misconfigured-pager", "--external", ext, "--redis-url", "127.0.0.1:1", "--dry-run")
 		Expect(code).To(Equal(cli.ExitOK), stderr)
-		Expect(stdout).To(ContainSubstring("drill worker-crash (seed 1, 6m0s at time scale 1 = 6m0s on the wall clock): fault timeline"))
-		Expect(stdout).To(MatchRegexp(`crash-all\s+`))
+		Expect(stdout).To(MatchRegexp(`drill misconfigured-pager \(seed 1, \S+ at time scale 1 = \S+ on the wall clock\): fault timeline`))
+		Expect(stdout).To(MatchRegexp(`revoked-key\s+`))
 	})
 
 	It("takes a Fragment holding system.external too", func() {
 		ext := blackBox("apiVersion: faultline/v1\nkind: Fragment\nsystem:\n  external:\n" +
 			"    command: {path: ./worker.sh}\n    inject: {preset: seed}\n    dlq: {preset: seed}\n")
-		_, stderr, code := run("drill", "worker-crash", "--external", ext, "--redis-url", "127.0.0.1:1", "--dry-run")
+		_, stderr, code := run("drill", "misconfigured-pager", "--external", ext, "--redis-url", "127.0.0.1:1", "--dry-run")
 		Expect(code).To(Equal(cli.ExitOK), stderr)
+	})
+
+	It("refuses a worker fault aimed at a state (schedule.when) for a black box, which need not name its worker to the gateway", func() {
+		ext := blackBox(goodSystem)
+		_, stderr, code := run("drill", "worker-crash", "--external", ext, "--redis-url", "127.0.0.1:1", "--dry-run")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("X-Faultline-Worker"))
 	})
 
 	It("refuses a bad file (exit 2) at its file:line:col, touching nothing", func() {

@@ -37,6 +37,7 @@ type drillFlags struct {
 	scaleFlag   string
 	autoScale   bool
 	settle      time.Duration
+	all         bool
 	seed        uint64
 	report      string
 	reportDir   string
@@ -89,20 +90,28 @@ was interrupted); 2 invalid input, or a drill refused; 3 an internal error; 4 Re
 could not be reached; 5 a drill was inconclusive and none failed.`,
 		Example: `  faultline drill payment-challenge --redis-url redis://127.0.0.1:6379/0 --time-scale 10
   faultline drill worker-crash --redis-url 127.0.0.1:6379 --workers 4 --report json,html
+  faultline drill --all --redis-url 127.0.0.1:6379 --report junit
   faultline drill my-scenario.yaml --redis-url 127.0.0.1:6379 --dry-run
   faultline drill misconfigured-pager --external my-system.yaml --redis-url 127.0.0.1:6379`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usage(c, errors.New("drill needs scenario files or built-in names (faultline list)"))
+			switch {
+			case f.all && len(args) > 0:
+				return usage(c, errors.New("--all drills every built-in that runs live: give it no scenario"))
+			case !f.all && len(args) == 0:
+				return usage(c, errors.New("drill needs scenario files or built-in names (faultline list), or --all"))
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if f.all {
+				args = liveBuiltins(c.ErrOrStderr())
+			}
 			return runDrills(c.Context(), c, args, f)
 		},
 	}
 	fl := c.Flags()
 	addRedisFlag(c, &f.redisURL, "the Redis to drill")
+	fl.BoolVar(&f.all, "all", false, "drill every built-in that runs live, in a row, and print a table of their verdicts (a team's staging Redis against the whole library)")
 	fl.StringVar(&f.namespace, "namespace", "", "the drill's namespace (default: a fresh drill-<scenario>-<random>); it must hold no keys")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a Redis off loopback (needs --namespace)")
 	fl.IntVar(&f.workers, "workers", 0, "worker processes (default: the scenario's workers.count; each is a worker slot w1..wN)")
@@ -238,7 +247,14 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	quietRedisLogs()
 	failed, inconclusive := false, false
 	used := map[string]int{}
+	var rows []drillRow
+	defer func() {
+		if len(targets) > 1 {
+			writeDrillTable(stdout, rows)
+		}
+	}()
 	for _, t := range targets {
+		began := time.Now()
 		show := f.progress == "always" || f.progress == "auto" && isTerminal(os.Stderr)
 		ns, madeUp := f.namespace, false
 		if ns == "" {
@@ -315,6 +331,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 				fmt.Fprintf(stdout, "  kept: namespace %s on %s (its keys are under %s)\n", masked(ns), rt.addr, masked(redisstore.Prefix(ns)))
 			}
 		}
+		rows = append(rows, drillRowOf(res, h, time.Since(began)))
 		switch {
 		case res.Verdict == reports.Inconclusive:
 			inconclusive = true
@@ -335,6 +352,65 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		return errInconclusiveDrill
 	}
 	return nil
+}
+
+// liveBuiltins names every built-in that runs live (drill.Live), telling
+// w of each that does not and why.
+func liveBuiltins(w io.Writer) []string {
+	var names []string
+	for _, b := range scenarios.Builtins() {
+		l, err := scenarios.LoadBuiltin(b.Name)
+		if err != nil {
+			continue
+		}
+		sc := l.Scenario.WithDefaults()
+		if err := drill.Live(&sc); err != nil {
+			fmt.Fprintf(w, "--all: %s does not run live: %v\n", b.Name, err)
+			continue
+		}
+		names = append(names, b.Name)
+	}
+	return names
+}
+
+// drillRow is one drill in the table a run of several prints at its end.
+type drillRow struct {
+	name, verdict, scale, wall, first string
+}
+
+func drillRowOf(res *reports.Result, h *sim.History, wall time.Duration) drillRow {
+	r := drillRow{name: res.Scenario, verdict: strings.ToUpper(string(res.Verdict)), wall: wall.Round(100 * time.Millisecond).String()}
+	if h != nil {
+		r.scale = fmt.Sprint(h.TimeScale)
+	}
+	switch {
+	case len(res.Violations) > 0:
+		r.first = "invariant " + res.Violations[0].Invariant + ": " + res.Violations[0].Message
+	case res.Error != "":
+		r.first = res.Error
+	default:
+		for _, e := range res.Expectations {
+			if e.Verdict == reports.Failed {
+				r.first = e.Name + ": got " + e.Actual
+				break
+			}
+		}
+	}
+	if len(r.first) > 120 {
+		r.first = r.first[:117] + "..."
+	}
+	return r
+}
+
+// writeDrillTable prints the drills' verdicts, a line each.
+func writeDrillTable(w io.Writer, rows []drillRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%-30s %-13s %6s %9s  %s\n", "drill", "verdict", "scale", "wall", "first failed line")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-30s %-13s %6s %9s  %s\n", masked(r.name), r.verdict, r.scale, r.wall, masked(r.first))
+	}
 }
 
 // withExternal gives every target the black-box system of the file at

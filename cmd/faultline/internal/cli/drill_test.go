@@ -120,3 +120,21 @@ var _ = Describe("faultline report check", func() {
 		Expect(stderr).To(ContainSubstring("not a drill history"))
 	})
 })
+
+var _ = Describe("faultline drill --all", func() {
+	It("takes no scenario besides it (exit 2, saying why)", func() {
+		_, stderr, code := run("drill", "--all", "dlq-basics", "--redis-url", "127.0.0.1:1")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("--all drills every built-in that runs live: give it no scenario"))
+	})
+
+	It("drills every built-in that runs live, and names each one that does not and why", func() {
+		stdout, stderr, code := run("drill", "--all", "--redis-url", "127.0.0.1:1", "--dry-run")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		Expect(stderr).To(ContainSubstring("--all: requeue-under-other-writes does not run live"))
+		for _, name := range []string{"payment-challenge", "worker-crash", "dlq-basics", "poison-message"} {
+			Expect(stdout).To(ContainSubstring("drill "+name+" (seed"), name)
+		}
+		Expect(stdout).NotTo(ContainSubstring("drill requeue-under-other-writes"))
+	})
+})

@@ -216,8 +216,9 @@ var _ = Describe("a broken worker", func() {
 		Expect(v.Invariant).To(Equal(sim.InvConservation))
 		Expect(v.Message).To(MatchRegexp(`job charge-\d+: worker w\d decided its dead letter \(permanent, rule "[^"]+"\) .* in-flight → succeeded .*: the dead letter was dropped`))
 
-		By("and the same scenario with the reference worker passes")
+		By("and the same scenario with the reference worker passes, at a scale the machine holds")
 		opts.Broken = ""
+		opts.AutoScale = os.Getenv("FAULTLINE_DRILL_SCALE") == ""
 		res, _, err = drill.Run(ctx, l, opts)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
@@ -340,7 +341,10 @@ var _ = Describe("Redis killed and restarted mid-drill", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Ledger.Lost).To(BeZero(), summary(res))
 		Expect(res.Violations).To(BeEmpty(), summary(res))
-		Expect(res.Verdict).To(Equal(reports.Passed), summary(res))
+		// The outage is a fault the scenario does not name, at a fixed
+		// scale: a drill whose producer waited out the outage may have
+		// fallen behind (inconclusive), never failed.
+		Expect(res.Verdict).To(BeElementOf(reports.Passed, reports.Inconclusive), summary(res))
 		// No worker panicked.
 		logs, _ := filepath.Glob(filepath.Join(opts.Dir, "w*.log"))
 		Expect(logs).NotTo(BeEmpty())

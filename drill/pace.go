@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +92,11 @@ func Tolerance(sc *sim.Scenario, scale float64) time.Duration {
 // verdict answers to.
 type Pace struct {
 	Tick, RoundTrip time.Duration
+	// Load is the machine's runnable work per core (the 1-minute load
+	// average over the cores; 0 when unknown): the probes above run
+	// before the drill's own processes, so a machine already busy is
+	// given room for them.
+	Load float64
 }
 
 // Slowest is the larger of the two.
@@ -105,6 +114,11 @@ func AutoScale(sc *sim.Scenario, p Pace) (scale float64, why string) {
 	// Tolerance(K) = iv/K ≥ margin·slow  ⇔  K ≤ iv/(margin·slow).
 	k := float64(iv.D) / (autoMargin * float64(slow))
 	k = min(k, float64(iv.D)/float64(MinWallInterval), MaxAutoScale)
+	busy := ""
+	if p.Load > 1 {
+		k /= p.Load
+		busy = fmt.Sprintf("; the machine is busy (%.1f runnable per core), so the scale is %.1f times slower", p.Load, p.Load)
+	}
 	switch {
 	case k >= 10:
 		k = math.Floor(k/5) * 5
@@ -113,8 +127,8 @@ func AutoScale(sc *sim.Scenario, p Pace) (scale float64, why string) {
 	default:
 		k = 1
 	}
-	return k, fmt.Sprintf("the machine's measured slip is %s (timer %s, a job's round trip %s); %s is %s, so scale %v leaves a tolerance of %s",
-		slow.Round(10*time.Microsecond), p.Tick.Round(10*time.Microsecond), p.RoundTrip.Round(10*time.Microsecond), iv.Name, iv.D, k, Tolerance(sc, k).Round(10*time.Microsecond))
+	return k, fmt.Sprintf("the machine's measured slip is %s (timer %s, a job's round trip %s)%s; %s is %s, so scale %v leaves a tolerance of %s",
+		slow.Round(10*time.Microsecond), p.Tick.Round(10*time.Microsecond), p.RoundTrip.Round(10*time.Microsecond), busy, iv.Name, iv.D, k, Tolerance(sc, k).Round(10*time.Microsecond))
 }
 
 // MeasureTick measures the p90 lateness of a short timer over about n
@@ -205,7 +219,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // timer's lateness, and a job's round trip (enqueue, lease, ack) on the
 // drill's Redis, in a namespace of its own removed afterwards.
 func (d *drill) measurePace(ctx context.Context) (Pace, error) {
-	p := Pace{Tick: MeasureTick(ctx, 100)}
+	p := Pace{Tick: MeasureTick(ctx, 100), Load: loadPerCore()}
 	ns := d.ns + "-pace"
 	defer func() { _ = DeleteNamespace(context.Background(), d.rdb, ns) }()
 	st, err := redisstore.New(d.rdb, store.Config{Namespace: ns, EventStream: 1000})
@@ -251,4 +265,22 @@ func (d *drill) measureStart(ctx context.Context) time.Duration {
 		return 0
 	}
 	return time.Since(t0)
+}
+
+// loadPerCore is the 1-minute load average over the cores (Linux's
+// /proc/loadavg), 0 when it cannot be read.
+func loadPerCore() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return l / float64(runtime.NumCPU())
 }

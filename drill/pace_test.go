@@ -2,10 +2,6 @@ package drill_test
 
 import (
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -41,6 +37,9 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		Expect(drill.Tolerance(&s, slow)).To(BeNumerically(">=", 4*20*time.Millisecond))
 		crawl, _ := drill.AutoScale(&s, drill.Pace{Tick: 5 * time.Second})
 		Expect(crawl).To(Equal(1.0), "never under 1")
+		busy, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond, Load: 2.5})
+		Expect(busy).To(Equal(float64(drill.MaxAutoScale) / 2.5))
+		Expect(why).To(ContainSubstring("the machine is busy (2.5 runnable per core)"))
 	})
 
 	It("drills more than 16 worker slots as 8 processes sharing them", func() {
@@ -69,35 +68,11 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 // any part saw is in the ledger.
 var _ = Describe("a drill whose Redis restarts mid-drill", func() {
 	It("creates the scenario's whole workload and judges every job it saw", func(ctx SpecContext) {
-		bin, err := exec.LookPath("redis-server")
-		if err != nil {
-			if redistest.Required() {
-				Fail("redis-server is not on PATH and " + redistest.RequireEnv + "=1")
-			}
-			Skip("redis-server is not on PATH")
-		}
-		dir := GinkgoT().TempDir()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		Expect(ln.Close()).To(Succeed())
-		start := func() *exec.Cmd {
-			cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always")
-			cmd.Stdout, cmd.Stderr = GinkgoWriter, GinkgoWriter
-			Expect(cmd.Start()).To(Succeed())
-			c := redisstore.NewClient("127.0.0.1:" + port)
-			defer c.Close()
-			Eventually(func() error { return c.Ping(context.Background()).Err() }).WithTimeout(10 * time.Second).Should(Succeed())
-			return cmd
-		}
-		srv := start()
-		DeferCleanup(func() {
-			if srv.Process != nil {
-				_ = srv.Process.Kill()
-				_, _ = srv.Process.Wait()
-			}
-		})
-		url := "redis://127.0.0.1:" + port + "/0"
+		redistest.Real() // skips, or fails under FAULTLINE_REQUIRE_REDIS=1, without redis-server
+		r := &durableRedis{port: freePort(), dir: GinkgoT().TempDir()}
+		r.start()
+		DeferCleanup(r.kill)
+		url := "redis://" + r.addr() + "/0"
 		l := load("builtin:dlq-basics")
 		opts := options(url, "builtin:dlq-basics")
 		restarted := make(chan struct{})
@@ -110,13 +85,14 @@ var _ = Describe("a drill whose Redis restarts mid-drill", func() {
 			ch := restarted
 			restarted = nil
 			go func() {
+				defer GinkgoRecover()
 				defer close(ch)
 				c := redisstore.NewClient(url)
 				_ = c.Shutdown(context.Background()).Err()
 				_ = c.Close()
-				_, _ = srv.Process.Wait()
+				_ = r.cmd.Wait()
 				time.Sleep(time.Second)
-				srv = start()
+				r.start()
 			}()
 		}
 		done := restarted
@@ -139,6 +115,5 @@ var _ = Describe("a drill whose Redis restarts mid-drill", func() {
 		// expectations may read otherwise: what is asserted is that the
 		// drill judged the whole workload, and every invariant held.
 		Expect(res.Verdict).NotTo(Equal(reports.Interrupted), summary(res))
-		_ = os.Remove(dir)
 	})
 })

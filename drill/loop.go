@@ -566,7 +566,9 @@ func (d *drill) enqueue(ctx context.Context, a sim.Arrival) sim.HJob {
 		at := now.Sub(d.sc.Start)
 		hj = sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
 		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		t0 := time.Now()
 		err := d.st.Enqueue(ectx, a.Job, now)
+		d.slip.add("store", time.Since(t0))
 		cancel()
 		if err == nil || errors.Is(err, queue.ErrDuplicate) || errors.Is(err, queue.ErrDeadLettered) {
 			if err != nil {

@@ -190,7 +190,7 @@ func (m *slipMeter) probe(ctx context.Context) {
 }
 
 // parts is the order parts are reported in.
-var slipParts = []string{"producer", "timers", "gateway"}
+var slipParts = []string{"producer", "store", "timers", "gateway"}
 
 // account is the slip of every part against tol.
 func (m *slipMeter) account(tol time.Duration) *sim.HSlip {

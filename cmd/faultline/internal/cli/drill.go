@@ -64,7 +64,8 @@ faults, the proxy for store faults, the gateways' answers for dependency faults)
 judges what it observed with the simulator's invariants and the scenario's expectations.
 
 A drill touches only its namespace (a fresh one unless --namespace), and removes its
-keys at the end unless --keep. It refuses a Redis off loopback unless --allow-remote
+keys at the end unless --keep; faultline drill cleanup removes the namespace of a drill
+that died (SIGKILL) before it could. It refuses a Redis off loopback unless --allow-remote
 with an explicit --namespace, and a scenario part that has no live form (it says which).
 Ctrl-C undoes every fault, stops the workers and still writes the report.
 

@@ -189,7 +189,7 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 			Expect(err).NotTo(HaveOccurred())
 			Expect(again.Verdict).To(Equal(res.Verdict))
 			Expect(again.Ledger).To(Equal(res.Ledger))
-		}, SpecTimeout(3*time.Minute))
+		}, SpecTimeout(5*time.Minute))
 	}
 })
 

@@ -40,6 +40,8 @@ const (
 	// autoMargin is how many times the machine's measured slip the
 	// tolerance of an auto scale must be.
 	autoMargin = 4
+	// maxLoadSlowdown is the most a busy machine slows an auto scale.
+	maxLoadSlowdown = 2
 	// tickProbe is the interval of the drill's timer probe.
 	tickProbe = 5 * time.Millisecond
 )
@@ -116,8 +118,12 @@ func AutoScale(sc *sim.Scenario, p Pace) (scale float64, why string) {
 	k = min(k, float64(iv.D)/float64(MinWallInterval), MaxAutoScale)
 	busy := ""
 	if p.Load > 1 {
-		k /= p.Load
-		busy = fmt.Sprintf("; the machine is busy (%.1f runnable per core), so the scale is %.1f times slower", p.Load, p.Load)
+		// At most halved: the load average lags by a minute (it still
+		// counts a drill just ended), and the slip measured while the
+		// drill runs is what the verdict answers to.
+		f := min(p.Load, maxLoadSlowdown)
+		k /= f
+		busy = fmt.Sprintf("; the machine is busy (%.1f runnable per core), so the scale is %.1f times slower", p.Load, f)
 	}
 	switch {
 	case k >= 10:

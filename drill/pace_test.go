@@ -38,8 +38,8 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		crawl, _ := drill.AutoScale(&s, drill.Pace{Tick: 5 * time.Second})
 		Expect(crawl).To(Equal(1.0), "never under 1")
 		busy, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond, Load: 2.5})
-		Expect(busy).To(Equal(float64(drill.MaxAutoScale) / 2.5))
-		Expect(why).To(ContainSubstring("the machine is busy (2.5 runnable per core)"))
+		Expect(busy).To(Equal(float64(drill.MaxAutoScale) / 2))
+		Expect(why).To(ContainSubstring("the machine is busy (2.5 runnable per core), so the scale is 2.0 times slower"))
 	})
 
 	It("drills more than 16 worker slots as 8 processes sharing them", func() {

@@ -1027,6 +1027,7 @@ func (d *drill) finish() *sim.History {
 	h.Planned = len(d.arrivals)
 	h.Slip = d.slip.account(Tolerance(&d.sc, d.opts.Scale))
 	h.Slip.AutoScale = d.autoWhy
+	h.Slip.Machine = machineNote()
 	var events []supervisor.Event
 	if d.sup != nil {
 		events = d.sup.Events()

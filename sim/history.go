@@ -221,6 +221,10 @@ type HSlip struct {
 	// AutoScale says how --time-scale auto chose the scale ("" for a
 	// scale given).
 	AutoScale string `json:"autoScale,omitempty"`
+	// Machine names a setting of the machine known to make a drill fall
+	// behind beside busy neighbours ("" when none was found); a drill
+	// that fell behind says it with its slip.
+	Machine string `json:"machine,omitempty"`
 }
 
 // HSlipPart is one part's slip: "producer" (how late each batch of due
@@ -251,7 +255,11 @@ func (s *HSlip) Past() string {
 	if len(out) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("the drill fell behind its time scale: %s, against a tolerance of %.1fms", strings.Join(out, "; "), s.ToleranceMs)
+	why := fmt.Sprintf("the drill fell behind its time scale: %s, against a tolerance of %.1fms", strings.Join(out, "; "), s.ToleranceMs)
+	if s.Machine != "" {
+		why += " (" + s.Machine + ")"
+	}
+	return why
 }
 
 // HEvent is one disposition event read from the store's stream.

@@ -18,6 +18,7 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 
+	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -60,6 +61,25 @@ func Intervals(sc *sim.Scenario) []Interval {
 	ivs := []Interval{{"workers.leaseTTL/3 (the heartbeat)", sc.Workers.LeaseTTL / 3}, {"system.retry.baseDelay", sc.System.Retry.BaseDelay}}
 	for _, b := range sc.System.Breakers {
 		ivs = append(ivs, Interval{"breaker " + b.Config.Name + " openDuration", b.Config.OpenDuration})
+	}
+	// A dependency fault's window: jobs due in it must be created in it (a job
+	// created after the window meets another system), so a window shorter
+	// than the rest bounds the tolerance too (retry-wave-jitter's 500 ms
+	// index blip).
+	for _, f := range sc.Faults {
+		if f.Target.Kind != faults.Dependency {
+			continue // a worker's or a store's window waits for its state, or the store's answers show the slip
+		}
+		ws, _ := f.Schedule.Windows(sc.Seed, f.Name, sc.Duration, 1000)
+		var short time.Duration
+		for _, w := range ws {
+			if w.Until < sc.Duration && (short == 0 || w.Until-w.From < short) {
+				short = w.Until - w.From
+			}
+		}
+		if short > 0 {
+			ivs = append(ivs, Interval{"fault " + f.Name + "'s window", short})
+		}
 	}
 	return slices.DeleteFunc(ivs, func(v Interval) bool { return v.D <= 0 })
 }

@@ -27,6 +27,12 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		Expect(drill.Tolerance(&s, 40)).To(BeNumerically("<", drill.Tolerance(&s, 20)))
 	})
 
+	It("counts a dependency fault's window among the intervals: jobs due in it must be made in it", func() {
+		s := load("builtin:retry-wave-jitter").Scenario.WithDefaults()
+		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "fault index-blip's window", D: 500 * time.Millisecond}))
+		Expect(drill.Tolerance(&s, 10)).To(Equal(50 * time.Millisecond))
+	})
+
 	It("picks, for --time-scale auto, the fastest scale whose tolerance is four times the machine's slip, slower on a slower machine", func() {
 		s := sc()
 		fast, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond})

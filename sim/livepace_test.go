@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/sim"
 )
@@ -84,6 +85,28 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		Expect(r.Violations).NotTo(BeEmpty())
 		Expect(r.Verdict).To(Equal(reports.Failed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("the verdict stands")))
+	})
+
+	It("says inconclusive when a job was created after the fault window it was due in, naming it; on time within the tolerance", func() {
+		sc := scenario()
+		sc.Workload.Tasks[0].Dependency = "api"
+		sc.Faults = []faults.Fault{{Name: "blip", Target: faults.Target{Kind: faults.Dependency, Name: "api"}, Model: faults.Outage{Code: 503},
+			Schedule: faults.During(0, 500*time.Millisecond)}}
+		h := history()
+		// Due at 0, created at +600ms: the 500ms blip it was due in had
+		// closed (the tolerance, 25ms at scale 20, is 500ms of scenario time).
+		h.Jobs[0].AtMs, h.Jobs[0].LagMs = 600, 600
+		h.Events = []sim.HEvent{ev(600, "none", "queued", "enqueued", 0), ev(700, "queued", "in-flight", "leased", 0), ev(800, "in-flight", "succeeded", "succeeded", 1)}
+		h.Attempts[0].AtMs, h.Attempts[0].EndMs = 700, 800
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(reports.Inconclusive), "%s %v %v", r.Error, r.Violations, r.Expectations)
+		Expect(r.Error).To(And(ContainSubstring("1 jobs too late"), ContainSubstring("j1, due at +0s, created at +600ms, after fault blip's window, which closed at +500ms")))
+		h.Jobs[0].AtMs, h.Jobs[0].LagMs = 450, 450
+		h.Events[0].AtMs = 450
+		r, err = sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).NotTo(Equal(reports.Inconclusive), r.Error)
 	})
 
 	It("says inconclusive when the drill did not create the scenario's workload", func() {

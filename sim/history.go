@@ -242,13 +242,16 @@ type HSlipPart struct {
 
 // Past names the parts whose p99 slip is past the tolerance, with their
 // figures ("" when none is).
-func (s *HSlip) Past() string {
+func (s *HSlip) Past() string { return s.PastBut("") }
+
+// PastBut is Past without the part named except.
+func (s *HSlip) PastBut(except string) string {
 	if s == nil {
 		return ""
 	}
 	var out []string
 	for _, p := range s.Parts {
-		if p.P99Ms > s.ToleranceMs {
+		if p.P99Ms > s.ToleranceMs && p.What != except {
 			out = append(out, fmt.Sprintf("%s p99 %.1fms (max %.1fms, %d of %d samples over)", p.What, p.P99Ms, p.MaxMs, p.Over, p.Samples))
 		}
 	}

@@ -109,6 +109,19 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		Expect(r.Verdict).NotTo(Equal(reports.Inconclusive), r.Error)
 	})
 
+	It("passes when only the producer's enqueues ran slow, every job was made in time and every expectation held; stays inconclusive when one failed", func() {
+		h := history()
+		h.Slip.Parts = append(h.Slip.Parts, sim.HSlipPart{What: "store", Samples: 1, P99Ms: 60, MaxMs: 60, Over: 1})
+		r := judge(h)
+		Expect(r.Verdict).To(Equal(reports.Passed), r.Error)
+		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("store p99 60.0ms"), ContainSubstring("the verdict stands"))))
+		sc := scenario()
+		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2}}
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+	})
+
 	It("says inconclusive when the drill did not create the scenario's workload", func() {
 		h := history()
 		h.Planned = 3

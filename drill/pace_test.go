@@ -29,8 +29,8 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 
 	It("counts a dependency fault's window among the intervals: jobs due in it must be made in it", func() {
 		s := load("builtin:retry-wave-jitter").Scenario.WithDefaults()
-		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "fault index-blip's window", D: 500 * time.Millisecond}))
-		Expect(drill.Tolerance(&s, 10)).To(Equal(50 * time.Millisecond))
+		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "fault index-blip's window", D: 1500 * time.Millisecond}))
+		Expect(drill.Tolerance(&s, 10)).To(Equal(150 * time.Millisecond))
 	})
 
 	It("picks, for --time-scale auto, the fastest scale whose tolerance is four times the machine's slip, slower on a slower machine", func() {
@@ -46,6 +46,23 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		busy, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond, Load: 2.5})
 		Expect(busy).To(Equal(float64(drill.MaxAutoScale) / 2))
 		Expect(why).To(ContainSubstring("the machine is busy (2.5 runnable per core), so the scale is 2.0 times slower"))
+	})
+
+	It("slows an auto scale until the drill can create and first try a burst of jobs inside the fault window they are due in", func() {
+		p := drill.Pace{Tick: 300 * time.Microsecond, RoundTrip: 350 * time.Microsecond, Enqueue: 40 * time.Microsecond}
+		s := load("builtin:dlq-past-ten-thousand").Scenario.WithDefaults()
+		k, why := drill.AutoScale(&s, p)
+		Expect(k).To(Equal(10.0), why)
+		Expect(why).To(ContainSubstring("after fault bad-deploy's window closed at +2m0s"))
+		slower, _ := drill.AutoScale(&s, drill.Pace{Tick: p.Tick, RoundTrip: 2 * p.RoundTrip, Enqueue: p.Enqueue})
+		Expect(slower).To(BeNumerically("<", k), "a slower store, a slower scale")
+		// A steady stream, each job tried long before the next is due,
+		// binds nothing; nor does a pace without the burst measured.
+		g := load("builtin:graceful-degradation").Scenario.WithDefaults()
+		steady, why := drill.AutoScale(&g, p)
+		Expect(steady).To(Equal(float64(drill.MaxAutoScale)), why)
+		unmeasured, _ := drill.AutoScale(&s, drill.Pace{Tick: p.Tick, RoundTrip: p.RoundTrip})
+		Expect(unmeasured).To(Equal(float64(drill.MaxAutoScale)))
 	})
 
 	It("drills more than 16 worker slots as 8 processes sharing them", func() {

@@ -228,8 +228,9 @@ type HSlip struct {
 }
 
 // HSlipPart is one part's slip: "producer" (how late each batch of due
-// jobs began to be created), "store" (how long each enqueue took: a job
-// whose creation hangs on a slow store is created late), "timers" (how
+// jobs began to be created), "store" (how long the drill's Redis took to
+// answer a probe sent every 20ms on a connection of its own: what a
+// worker's heartbeat meets), "timers" (how
 // late the drill's own timer woke), "gateway" (the fault gateways' own time to answer a call no
 // fault touched).
 type HSlipPart struct {

@@ -479,6 +479,39 @@ var _ = Describe("redisstore, Redis-specific", func() {
 				Expect(ev.count(disposition.DeadLetter)).To(Equal(3), "old, a and b were created; the merges moved no job")
 			})
 
+			It("enqueues many in one round trip as it enqueues each, answering each job by itself, with scripts not yet loaded", func() {
+				Expect(c.ScriptFlush(ctx).Err()).To(Succeed())
+				Expect(s.Enqueue(ctx, job.Job{ID: "dup", Task: "t"}, t0)).To(Succeed())
+				_, err := s.Add(ctx, deadEntry("dead", t0), t0)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.ScriptFlush(ctx).Err()).To(Succeed())
+				jobs := []job.Job{{ID: "a", Task: "t"}, {ID: "dup", Task: "t"}, {ID: "no-task"}, {ID: "dead", Task: "t"}, {ID: "b", Task: "t"}, {ID: "a", Task: "t"}}
+				errs := s.EnqueueMany(ctx, jobs, t0.Add(time.Second))
+				Expect(errs).To(HaveLen(6))
+				Expect(errs[0]).NotTo(HaveOccurred())
+				Expect(errs[1]).To(MatchError(queue.ErrDuplicate))
+				Expect(errs[2]).To(MatchError(job.ErrInvalid))
+				Expect(errs[3]).To(MatchError(queue.ErrDeadLettered))
+				Expect(errs[4]).NotTo(HaveOccurred())
+				Expect(errs[5]).To(MatchError(queue.ErrDuplicate), "the second a meets the first, enqueued just before it")
+				Expect(ev.count(disposition.Enqueued)).To(Equal(3), "dup, then a and b")
+				var got []string
+				for {
+					j, _, ok, err := s.Dequeue(ctx, "", t0.Add(2*time.Second), time.Minute)
+					Expect(err).NotTo(HaveOccurred())
+					if !ok {
+						break
+					}
+					got = append(got, j.ID)
+				}
+				Expect(got).To(Equal([]string{"dup", "a", "b"}))
+				canceled, cancel := context.WithCancel(ctx)
+				cancel()
+				for _, err := range s.EnqueueMany(canceled, []job.Job{{ID: "c", Task: "t"}}, t0) {
+					Expect(err).To(MatchError(context.Canceled))
+				}
+			})
+
 			It("refuses what it cannot work with, writing nothing", func() {
 				_, err := redisstore.New(nil, store.Config{})
 				Expect(err).To(HaveOccurred())

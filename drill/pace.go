@@ -17,6 +17,7 @@ import (
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/worker"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/sim"
@@ -223,6 +224,12 @@ func producerScale(sc *sim.Scenario, per, rt time.Duration, k float64) (float64,
 		var made, tried time.Duration
 		for i, a := range arr {
 			made = max(made, a.At) + make1
+			// A fleet idle for a while polls its queues once every
+			// worker.DefaultPollMax: a job after a lull may wait that long
+			// for its first try (retry-wave-jitter's burst: 700 ms).
+			if tried+worker.DefaultPollMax <= made {
+				tried = made + worker.DefaultPollMax
+			}
 			tried = max(tried, made) + try1
 			if tried-a.At <= allow {
 				continue

@@ -29,8 +29,8 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 
 	It("counts a dependency fault's window among the intervals: jobs due in it must be made in it", func() {
 		s := load("builtin:retry-wave-jitter").Scenario.WithDefaults()
-		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "fault index-blip's window", D: 1500 * time.Millisecond}))
-		Expect(drill.Tolerance(&s, 10)).To(Equal(150 * time.Millisecond))
+		Expect(drill.Intervals(&s)).To(ContainElement(drill.Interval{Name: "fault index-blip's window", D: 2500 * time.Millisecond}))
+		Expect(drill.Tolerance(&s, 10)).To(Equal(250 * time.Millisecond))
 	})
 
 	It("picks, for --time-scale auto, the fastest scale whose tolerance is four times the machine's slip, slower on a slower machine", func() {

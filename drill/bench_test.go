@@ -614,14 +614,14 @@ func BenchmarkDrillOverhead(b *testing.B) {
 // process for the oracle's benchmark.
 var benchHistoryOnce struct {
 	once sync.Once
-	sc   sim.Scenario
+	sc   scenarios.Scenario
 	h    *sim.History
 	err  error
 }
 
 // benchHistory runs testdata/bench.yaml once as a real drill (two worker
 // processes, time scale 10) and returns its scenario and history.
-func benchHistory(b *testing.B, addr string) (sim.Scenario, *sim.History) {
+func benchHistory(b *testing.B, addr string) (scenarios.Scenario, *sim.History) {
 	b.Helper()
 	bin := benchFaultline(b)
 	benchHistoryOnce.once.Do(func() {

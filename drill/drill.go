@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
-	"github.com/faultline/faultline/sim"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // ErrRefused is matched by every *RefusedError.
@@ -65,7 +65,7 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // firstCalls, jobs, tasks, attempts: the proxy acts on connections over
 // time, not calls), and
 // the steps that reconfigure workers mid-run (set-workers, set-retry).
-func Live(sc *sim.Scenario) error {
+func Live(sc *scenarios.Scenario) error {
 	refuse := func(part, reason string) error {
 		return &RefusedError{Scenario: sc.Name, Part: part, Reason: reason}
 	}
@@ -97,7 +97,7 @@ func Live(sc *sim.Scenario) error {
 	}
 	for i, st := range sc.Steps {
 		switch st.Kind {
-		case sim.Requeue, sim.Delete, sim.Purge:
+		case scenarios.Requeue, scenarios.Delete, scenarios.Purge:
 		default:
 			return refuse(fmt.Sprintf("steps[%d] (%s at %s)", i, st.Kind, st.At), "reconfiguring the worker processes mid-drill is not supported: only requeue, delete and purge steps run live")
 		}
@@ -157,7 +157,7 @@ type Action struct {
 // Timeline returns the faults' timed actions, in order, for sc with seed
 // (`--dry-run` prints it): the windows of store and worker faults, and
 // the windows during which dependency and alert-sink faults answer.
-func Timeline(sc *sim.Scenario, seed uint64, maxWindows int) []Action {
+func Timeline(sc *scenarios.Scenario, seed uint64, maxWindows int) []Action {
 	var out []Action
 	for _, f := range sc.Faults {
 		wins, _ := f.Schedule.Windows(seed, f.Name, sc.Duration, maxWindows)

@@ -27,6 +27,7 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -68,7 +69,7 @@ type DrillReceiver struct {
 
 // extState is what a black-box drill adds to a drill.
 type extState struct {
-	x       *sim.External
+	x       *scenarios.ExternalSpec
 	inj     adapter.Injector
 	rd      adapter.Reader
 	keys    []string
@@ -144,7 +145,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	}
 	startup := x.Startup
 	if startup == 0 {
-		startup = sim.DefaultStartup
+		startup = scenarios.DefaultStartup
 	}
 	if err := d.startClock(startup + 200*time.Millisecond); err != nil {
 		return err
@@ -519,7 +520,7 @@ loop:
 	// succeeded or sits in the DLQ, or the drain time is up.
 	drain := e.x.Drain
 	if drain == 0 {
-		drain = sim.DefaultDrain
+		drain = scenarios.DefaultDrain
 	}
 	deadline := time.Now().Add(d.clk.ToWall(drain))
 	// Once settled, the drill still watches a quiet spell — no new call,

@@ -30,6 +30,7 @@ import (
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -485,7 +486,7 @@ func streamBefore(a, b string) bool {
 
 // planArrivals is sc's whole workload (sim.Plan), made before the
 // drill's clock starts: every job the scenario creates before its end.
-func planArrivals(sc sim.Scenario) ([]sim.Arrival, error) {
+func planArrivals(sc scenarios.Scenario) ([]sim.Arrival, error) {
 	plan, err := sim.NewPlan(sc)
 	if err != nil {
 		return nil, err

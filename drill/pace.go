@@ -20,6 +20,7 @@ import (
 	"github.com/faultline/faultline/reference/worker"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -60,7 +61,7 @@ type Interval struct {
 // Intervals are the scenario's shortest timing intervals that a drill's
 // timers must honour: the heartbeat (a third of the lease), the retry
 // base delay, every breaker's open duration.
-func Intervals(sc *sim.Scenario) []Interval {
+func Intervals(sc *scenarios.Scenario) []Interval {
 	ivs := []Interval{{"workers.leaseTTL/3 (the heartbeat)", sc.Workers.LeaseTTL / 3}, {"system.retry.baseDelay", sc.System.Retry.BaseDelay}}
 	for _, b := range sc.System.Breakers {
 		ivs = append(ivs, Interval{"breaker " + b.Config.Name + " openDuration", b.Config.OpenDuration})
@@ -101,7 +102,7 @@ func shortest(ivs []Interval) (Interval, bool) {
 // interval still comes before the lease's end, three intervals on; a
 // retry late by less than its base delay keeps its order), at most a
 // second.
-func Tolerance(sc *sim.Scenario, scale float64) time.Duration {
+func Tolerance(sc *scenarios.Scenario, scale float64) time.Duration {
 	iv, ok := shortest(Intervals(sc))
 	if !ok {
 		return time.Second
@@ -134,7 +135,7 @@ func (p Pace) Slowest() time.Duration { return max(p.Tick, p.RoundTrip) }
 // AutoScale is the fastest scale at which sc's tolerance is autoMargin
 // times the machine's measured slip, between 1 and MaxAutoScale (and never
 // faster than CheckScale allows); why says how it was chosen.
-func AutoScale(sc *sim.Scenario, p Pace) (scale float64, why string) {
+func AutoScale(sc *scenarios.Scenario, p Pace) (scale float64, why string) {
 	iv, ok := shortest(Intervals(sc))
 	slow := max(p.Slowest(), 100*time.Microsecond)
 	if !ok {
@@ -194,7 +195,7 @@ const (
 // imports due at once were dead-lettered over 6.7 s of wall time, past
 // their window of 6 s, and 200 index updates were first tried over 136 ms,
 // past their 500 ms blip's 33 ms at scale 15: both failed an expectation.
-func producerScale(sc *sim.Scenario, per, rt time.Duration, k float64) (float64, string) {
+func producerScale(sc *scenarios.Scenario, per, rt time.Duration, k float64) (float64, string) {
 	if per <= 0 {
 		return k, ""
 	}

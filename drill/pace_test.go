@@ -11,11 +11,11 @@ import (
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
+	"github.com/faultline/faultline/scenarios"
 )
 
 var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet", func() {
-	sc := func() sim.Scenario {
+	sc := func() scenarios.Scenario {
 		s := load("builtin:worker-crash").Scenario.WithDefaults()
 		return s
 	}

@@ -170,7 +170,7 @@ func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Resul
 type drill struct {
 	opts   Options
 	l      *scenarios.Loaded
-	sc     sim.Scenario
+	sc     scenarios.Scenario
 	seed   uint64
 	ns     string
 	log    *slog.Logger
@@ -342,7 +342,7 @@ const (
 // process per slot up to MaxSlotsAsProcesses slots; past that MaxFleet
 // processes sharing the slots (unless a worker fault names a slot past
 // MaxFleet, which needs its own process).
-func Fleet(sc *sim.Scenario) (processes, concurrency int) {
+func Fleet(sc *scenarios.Scenario) (processes, concurrency int) {
 	n := sc.Workers.Count
 	if n <= MaxSlotsAsProcesses {
 		return n, 1
@@ -362,7 +362,7 @@ func Fleet(sc *sim.Scenario) (processes, concurrency int) {
 // command's path, arguments or environment hold no {timeScale}. Such a
 // worker sleeps real seconds, and its timeouts and backoffs do not scale:
 // at another scale, faults could never land where the scenario aims them.
-func CheckExternalScale(sc *sim.Scenario, scale float64) error {
+func CheckExternalScale(sc *scenarios.Scenario, scale float64) error {
 	x := sc.System.External
 	if x == nil || scale == 1 {
 		return nil
@@ -391,7 +391,7 @@ func NewNamespace(name string) string {
 
 // CheckScale refuses a time scale at which one of sc's intervals would be
 // shorter on the wall clock than MinWallInterval.
-func CheckScale(sc *sim.Scenario, scale float64) error {
+func CheckScale(sc *scenarios.Scenario, scale float64) error {
 	for _, v := range Intervals(sc) {
 		if wall := time.Duration(float64(v.D) / scale); wall < MinWallInterval {
 			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
@@ -491,12 +491,12 @@ func (d *drill) start(ctx context.Context) (err error) {
 	}
 	env := sim.Env{Clock: d.clk, Scenario: sc, Rand: func(name string) *rand.Rand { return sim.NewStream(d.seed, name) }}
 	if sc.System.Monitor != nil {
-		if d.mon, err = worker.NewMonitor(sc.MonitorConfig(d.st, d.alerter, d.ns, env)); err != nil {
+		if d.mon, err = worker.NewMonitor(sc.MonitorConfig(d.st, d.alerter, d.ns, env.Clock)); err != nil {
 			return fmt.Errorf("monitor: %w", err)
 		}
 	}
 	if sc.System.AutoRetry != nil {
-		if d.ar, err = worker.NewAutoRetry(sc.AutoRetryConfig(d.st, env)); err != nil {
+		if d.ar, err = worker.NewAutoRetry(sc.AutoRetryConfig(d.st, env.Clock)); err != nil {
 			return fmt.Errorf("auto-retry: %w", err)
 		}
 	}
@@ -684,8 +684,8 @@ func (d *drill) startGateways(now func() time.Duration) (map[string]string, erro
 	urls := map[string]string{}
 	deps := slices.Clone(sc.Dependencies)
 	for _, t := range sc.Workload.Tasks { // a task's dependency needs no declaration
-		if t.Dependency != "" && !slices.ContainsFunc(deps, func(d sim.Dependency) bool { return d.Name == t.Dependency }) {
-			deps = append(deps, sim.Dependency{Name: t.Dependency})
+		if t.Dependency != "" && !slices.ContainsFunc(deps, func(d scenarios.DependencySpec) bool { return d.Name == t.Dependency }) {
+			deps = append(deps, scenarios.DependencySpec{Name: t.Dependency})
 		}
 	}
 	for _, dep := range deps {
@@ -809,7 +809,7 @@ func ParseListen(values []string, allowRemote bool) (map[string]string, error) {
 }
 
 // checkListenParts refuses a --listen part the drill does not have.
-func checkListenParts(sc *sim.Scenario, listen map[string]string) error {
+func checkListenParts(sc *scenarios.Scenario, listen map[string]string) error {
 	have := map[string]bool{}
 	for _, d := range sc.Dependencies {
 		have["dependency:"+d.Name] = true

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -87,9 +88,9 @@ var _ = Describe("Live and schedule.when", func() {
 	It("refuses a worker fault aimed at a state in a black-box drill, with the reason, and takes it for the reference", func() {
 		f := faults.Fault{Name: "gc-pause", Target: faults.Target{Kind: faults.Worker, Name: "w2"}, Model: faults.WorkerStall{For: time.Second},
 			Schedule: faults.Schedule{Until: time.Minute, When: &faults.When{State: faults.MidCall, Dependency: "ledger"}}}
-		sc := &sim.Scenario{Name: "s", Faults: []faults.Fault{f}}
+		sc := &scenarios.Scenario{Name: "s", Faults: []faults.Fault{f}}
 		Expect(Live(sc)).To(Succeed())
-		sc.System.External = &sim.External{}
+		sc.System.External = &scenarios.ExternalSpec{}
 		err := Live(sc)
 		Expect(err).To(MatchError(ErrRefused))
 		Expect(err.Error()).To(Equal("scenario s: faults[0] (gc-pause): schedule.when waits for a worker to be mid-call at ledger, which the drill learns from the gateway only when the worker names itself (X-Faultline-Worker): a black box need not, so its freeze or crash could never be aimed; give the fault from/until instead"))

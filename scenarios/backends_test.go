@@ -20,7 +20,7 @@ import (
 
 // backendsRun runs sc on its own seed with opts and returns the report's
 // JSON.
-func backendsRun(sc sim.Scenario, opts ...sim.Option) []byte {
+func backendsRun(sc scenarios.Scenario, opts ...sim.Option) []byte {
 	GinkgoHelper()
 	res, err := sim.Run(context.Background(), sc, opts...)
 	Expect(err).NotTo(HaveOccurred())

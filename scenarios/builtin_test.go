@@ -46,16 +46,16 @@ var requiredBuiltins = []string{
 }
 
 // loadBuiltinDoc loads the named built-in and returns its scenario.
-func loadBuiltinDoc(name string) (sim.Scenario, error) {
+func loadBuiltinDoc(name string) (scenarios.Scenario, error) {
 	l, err := scenarios.LoadBuiltin(name)
 	if err != nil {
-		return sim.Scenario{}, err
+		return scenarios.Scenario{}, err
 	}
 	return l.Scenario, nil
 }
 
 // mustLoadBuiltin is loadBuiltinDoc for a name that must load.
-func mustLoadBuiltin(name string) sim.Scenario {
+func mustLoadBuiltin(name string) scenarios.Scenario {
 	GinkgoHelper()
 	sc, err := loadBuiltinDoc(name)
 	Expect(err).NotTo(HaveOccurred())
@@ -74,7 +74,7 @@ type seedFailure struct {
 // its violation.
 func passOnSeeds(from, to uint64, opts ...sim.Option) types.GomegaMatcher {
 	f := &seedFailure{From: from, To: to}
-	return gcustom.MakeMatcher(func(sc sim.Scenario) (bool, error) {
+	return gcustom.MakeMatcher(func(sc scenarios.Scenario) (bool, error) {
 		for seed := from; seed <= to; seed++ {
 			res, err := sim.Run(context.Background(), sc, append(slices.Clone(opts), sim.WithSeed(seed))...)
 			if err != nil {
@@ -195,7 +195,7 @@ var _ = Describe("The built-in library", func() {
 			It(b.Name+" passes, with expectations that can fail", func() {
 				sc := mustLoadBuiltin(b.Name)
 				Expect(len(sc.Expect)).To(BeNumerically(">=", 3), "a built-in asserts at least three things")
-				Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}), "every built-in checks that no job is lost")
+				Expect(sc.Expect).To(ContainElement(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), "every built-in checks that no job is lost")
 				Expect(sc).To(passOnSeeds(firstSeed, lastSeed))
 			})
 		}
@@ -207,7 +207,7 @@ var _ = Describe("The built-in library", func() {
 		It("holds at least one scale built-in, past 10,000 dead letters", func() {
 			Expect(slices.ContainsFunc(scenarios.Builtins(), isScale)).To(BeTrue())
 			sc := mustLoadBuiltin("dlq-past-ten-thousand")
-			Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.DeadLettered, Op: sim.Exactly, N: 10050}))
+			Expect(sc.Expect).To(ContainElement(scenarios.Count{Metric: scenarios.DeadLettered, Op: scenarios.Exactly, N: 10050}))
 			Expect(sc.System.DLQ.Capacity).To(BeNumerically(">=", 20000))
 		})
 		for _, b := range scenarios.Builtins() {
@@ -217,7 +217,7 @@ var _ = Describe("The built-in library", func() {
 			It(fmt.Sprintf("%s passes on seeds %d..%d (a scale built-in: not the %d seeds), with expectations that can fail", b.Name, firstSeed, scaleLastSeed, lastSeed), func() {
 				sc := mustLoadBuiltin(b.Name)
 				Expect(len(sc.Expect)).To(BeNumerically(">=", 3), "a built-in asserts at least three things")
-				Expect(sc.Expect).To(ContainElement(sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}), "every built-in checks that no job is lost")
+				Expect(sc.Expect).To(ContainElement(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), "every built-in checks that no job is lost")
 				Expect(sc).To(passOnSeeds(firstSeed, scaleLastSeed))
 			})
 		}
@@ -226,7 +226,7 @@ var _ = Describe("The built-in library", func() {
 	// Each built-in guards against a mistake: with the mistake made, it
 	// fails, so the library is not vacuous.
 	DescribeTable("fails when the failure handling it checks is broken",
-		func(name string, breakIt func(sc *sim.Scenario) []sim.Option, want string) {
+		func(name string, breakIt func(sc *scenarios.Scenario) []sim.Option, want string) {
 			sc := mustLoadBuiltin(name)
 			opts := breakIt(&sc)
 			for seed := uint64(1); seed <= 5; seed++ {
@@ -237,48 +237,48 @@ var _ = Describe("The built-in library", func() {
 			}
 		},
 		Entry("payment-challenge, with a classifier that calls auth failures transient", "payment-challenge",
-			func(*sim.Scenario) []sim.Option {
+			func(*scenarios.Scenario) []sim.Option {
 				return []sim.Option{sim.WithClassifier(func(sim.Env) (worker.Classifier, error) {
 					return lenientClassifier{classify.Default()}, nil
 				})}
 			}, sim.InvNoRetryOfFinal),
 		Entry("auth-failure-burst, with a classifier that calls auth failures transient", "auth-failure-burst",
-			func(*sim.Scenario) []sim.Option {
+			func(*scenarios.Scenario) []sim.Option {
 				return []sim.Option{sim.WithClassifier(func(sim.Env) (worker.Classifier, error) {
 					return lenientClassifier{classify.Default()}, nil
 				})}
 			}, sim.InvNoRetryOfFinal),
 		Entry("worker-crash, with charges sent without an idempotency key", "worker-crash",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.Workload.Tasks[0].IdempotencyKey = false
 				return nil
 			}, sim.InvNoDoubleCharge),
 		Entry("flapping-primary, with a breaker without hysteresis", "flapping-primary",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.Breakers[0].Config.BackoffFactor = 1
 				return nil
 			}, "breaker primary changes state at most"),
 		Entry("retry-storm-on-recovery, without the retry budget", "retry-storm-on-recovery",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.Retry.Budget.Disabled = true
 				return nil
 			}, `"dead-letters with class transient = 0"`),
 		Entry("dlq-overflow, without the DLQ monitor", "dlq-overflow",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.Monitor = nil
 				return nil
 			}, `"pages with receiver on-call ≥ 1"`),
 		Entry("poison-message, with an auto-retry that never gives up", "poison-message",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.AutoRetry.MaxAutoRetries = 1000
 				return nil
 			}, `"dead-letters with task render-invoice = 3"`),
 		Entry("graceful-degradation, without the breaker", "graceful-degradation",
-			func(sc *sim.Scenario) []sim.Option {
+			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.Breakers = nil
-				sc.Expect = slices.DeleteFunc(sc.Expect, func(e sim.Expectation) bool {
+				sc.Expect = slices.DeleteFunc(sc.Expect, func(e scenarios.Expectation) bool {
 					switch e.(type) {
-					case sim.BreakerOpened, sim.BreakerClosedBy:
+					case scenarios.BreakerOpened, scenarios.BreakerClosedBy:
 						return true
 					}
 					return false

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"errors"
 	"fmt"
-	"github.com/faultline/faultline/internal/didyoumean"
 	"maps"
 	"math"
 	"reflect"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/faultline/faultline/internal/didyoumean"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
@@ -23,7 +24,6 @@ import (
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
-	"github.com/faultline/faultline/sim"
 )
 
 // Problem is one thing wrong with a document: Path names the field the way
@@ -81,7 +81,7 @@ func (c *converter) bad(path, format string, args ...any) {
 // one). Every problem is returned, not only the first; the scenario is
 // only meaningful when there are none.
 //
-// The simulator's own check (sim.Scenario.Validate: every component's
+// The simulator's own check (Scenario.Validate: every component's
 // configuration as a run builds it, references that name nothing, the run
 // limits) runs too, each of its problems at the document's path; so a
 // scenario Convert accepts is one sim.Run runs. The limits are the
@@ -89,18 +89,18 @@ func (c *converter) bad(path, format string, args ...any) {
 //
 // The commands of a black-box system (system.external) are left as written
 // and not looked for: only the loader knows the file they are relative to.
-func Convert(d *Document, rules func(path string) ([]classify.Rule, error)) (sim.Scenario, []Problem) {
-	return convert(d, rules, nil, sim.Limits{})
+func Convert(d *Document, rules func(path string) ([]classify.Rule, error)) (Scenario, []Problem) {
+	return convert(d, rules, nil, RunLimits{})
 }
 
-func convert(d *Document, rules func(path string) ([]classify.Rule, error), progs programs, lim sim.Limits) (sim.Scenario, []Problem) {
+func convert(d *Document, rules func(path string) ([]classify.Rule, error), progs programs, lim RunLimits) (Scenario, []Problem) {
 	c := &converter{rules: rules, programs: progs}
 	sc := c.convert(d)
 	sc.Limits = lim
 	own := slices.Clone(c.problems)
 	for _, err := range flatten(sc.WithDefaults().Validate()) {
 		pr := Problem{Message: err.Error()}
-		var se *sim.ScenarioError
+		var se *ScenarioError
 		if errors.As(err, &se) {
 			pr = Problem{Path: docPath(d, simPath(se.Field)), Message: se.Reason}
 		}
@@ -153,14 +153,14 @@ func related(a, b string) bool {
 	return within(a, b) || within(b, a)
 }
 
-func (c *converter) convert(d *Document) sim.Scenario {
+func (c *converter) convert(d *Document) Scenario {
 	if d.APIVersion != APIVersion {
 		c.bad("apiVersion", "expected %q, got %q", APIVersion, d.APIVersion)
 	}
 	if d.Kind != KindScenario {
 		c.bad("kind", "expected %q, got %q", KindScenario, d.Kind)
 	}
-	sc := sim.Scenario{
+	sc := Scenario{
 		Name: d.Metadata.Name, Description: d.Metadata.Description, Tags: slices.Clone(d.Metadata.Tags),
 		Duration: d.Duration.D(), Sample: d.Sample.D(),
 	}
@@ -181,9 +181,9 @@ func (c *converter) convert(d *Document) sim.Scenario {
 		sc.Start = t.UTC()
 	}
 	sc.Workload = c.workload(d.Workload)
-	sc.Workers = sim.Workers{Count: d.Workers.Count, LeaseTTL: d.Workers.LeaseTTL.D()}
+	sc.Workers = WorkersSpec{Count: d.Workers.Count, LeaseTTL: d.Workers.LeaseTTL.D()}
 	for _, dep := range d.Dependencies {
-		sc.Dependencies = append(sc.Dependencies, sim.Dependency{Name: dep.Name, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
+		sc.Dependencies = append(sc.Dependencies, DependencySpec{Name: dep.Name, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
 	}
 	sc.System = c.system(d.System)
 	switch p := strings.TrimSpace(d.Invariants.PageWithin); p {
@@ -236,11 +236,11 @@ const DefaultErrorWindow = time.Minute
 // would silently be none. The simulator's check refuses the rest (negative
 // values, a share past 1, a window without a rate, shorter than 1s or
 // longer than the run, no bound at all).
-func (c *converter) abortIf(a *AbortIf) *sim.AbortIf {
+func (c *converter) abortIf(a *AbortIf) *AbortIfSpec {
 	if a == nil {
 		return nil
 	}
-	out := &sim.AbortIf{ErrorWindow: a.ErrorWindow.D()}
+	out := &AbortIfSpec{ErrorWindow: a.ErrorWindow.D()}
 	if a.DLQDepth != nil {
 		if out.DLQDepth = *a.DLQDepth; out.DLQDepth == 0 {
 			c.bad("abortIf.dlqDepth", "expected a depth of at least 1, got 0 (leave the key out for no bound)")
@@ -262,44 +262,44 @@ func (c *converter) abortIf(a *AbortIf) *sim.AbortIf {
 	return out
 }
 
-func (c *converter) workload(w Workload) sim.Workload {
-	out := sim.Workload{}
+func (c *converter) workload(w Workload) WorkloadSpec {
+	out := WorkloadSpec{}
 	for i, t := range w.Tasks {
 		if t.Name == "" {
 			c.bad(fmt.Sprintf("workload.tasks[%d].name", i), "expected a task name")
 		}
-		out.Tasks = append(out.Tasks, sim.Task{Name: t.Name, Queue: t.Queue, Dependency: t.Dependency, Weight: t.Weight,
+		out.Tasks = append(out.Tasks, TaskSpec{Name: t.Name, Queue: t.Queue, Dependency: t.Dependency, Weight: t.Weight,
 			IdempotencyKey: t.IdempotencyKey, Payload: t.Payload, Service: t.Service.D(), ServiceJitter: t.ServiceJitter.D()})
 	}
 	a := w.Arrivals
-	out.Arrivals = sim.Arrivals{Rate: float64(a.Rate), From: a.From.D(), Until: a.Until.D()}
+	out.Arrivals = ArrivalsSpec{Rate: float64(a.Rate), From: a.From.D(), Until: a.Until.D()}
 	switch a.Kind {
 	case "":
 		if a.Rate > 0 {
-			out.Arrivals.Kind = sim.Poisson
+			out.Arrivals.Kind = Poisson
 		}
 	case "none":
 	case "constant":
-		out.Arrivals.Kind = sim.Constant
+		out.Arrivals.Kind = Constant
 	case "poisson":
-		out.Arrivals.Kind = sim.Poisson
+		out.Arrivals.Kind = Poisson
 	default:
 		c.bad("workload.arrivals.kind", "expected none, constant or poisson, got %q%s", a.Kind, suggest(a.Kind, []string{"none", "constant", "poisson"}))
 	}
-	if out.Arrivals.Kind != sim.NoArrivals && a.Rate <= 0 {
+	if out.Arrivals.Kind != NoArrivals && a.Rate <= 0 {
 		c.bad("workload.arrivals.rate", "expected a positive rate like 100/s for %s arrivals", a.Kind)
 	}
 	for _, b := range a.Bursts {
-		out.Arrivals.Bursts = append(out.Arrivals.Bursts, sim.Burst{At: b.At.D(), Count: b.Count, Task: b.Task})
+		out.Arrivals.Bursts = append(out.Arrivals.Bursts, BurstSpec{At: b.At.D(), Count: b.Count, Task: b.Task})
 	}
 	for _, j := range w.Jobs {
-		out.Jobs = append(out.Jobs, sim.PlannedJob{At: j.At.D(), ID: j.ID, Task: j.Task, IdempotencyKey: j.IdempotencyKey, Payload: j.Payload})
+		out.Jobs = append(out.Jobs, PlannedJobSpec{At: j.At.D(), ID: j.ID, Task: j.Task, IdempotencyKey: j.IdempotencyKey, Payload: j.Payload})
 	}
 	return out
 }
 
-func (c *converter) system(s System) sim.System {
-	out := sim.System{}
+func (c *converter) system(s System) SystemSpec {
+	out := SystemSpec{}
 	if s.External != nil {
 		c.referenceOnly(s)
 		out.External = c.external("system.external", *s.External)
@@ -317,7 +317,7 @@ func (c *converter) system(s System) sim.System {
 		out.Retry = c.retry("system.retry", *s.Retry)
 	}
 	if s.DLQ != nil {
-		out.DLQ = sim.DLQ{Capacity: s.DLQ.Capacity, LostLeaseUsesAttempt: s.DLQ.LostLeaseUsesAttempt}
+		out.DLQ = DLQSpec{Capacity: s.DLQ.Capacity, LostLeaseUsesAttempt: s.DLQ.LostLeaseUsesAttempt}
 		switch s.DLQ.Overflow {
 		case "", "reject":
 			out.DLQ.Overflow = store.Reject
@@ -368,14 +368,14 @@ func (c *converter) system(s System) sim.System {
 			}
 			bc.RampUp = v.D()
 		}
-		spec := sim.BreakerSpec{Config: bc}
+		spec := BreakerSpec{Config: bc}
 		if b.Fallback != nil {
 			spec.Fallback = degrade.FallbackConfig{BatchSize: b.Fallback.BatchSize, DrainInterval: b.Fallback.DrainInterval.D()}
 		}
 		out.Breakers = append(out.Breakers, spec)
 	}
 	if a := s.AutoRetry; a != nil {
-		ar := &sim.AutoRetry{Window: worker.Window{Start: a.WindowStart.D(), End: a.WindowEnd.D()}, Rate: a.Rate, Interval: a.Interval.D(),
+		ar := &AutoRetrySpec{Window: worker.Window{Start: a.WindowStart.D(), End: a.WindowEnd.D()}, Rate: a.Rate, Interval: a.Interval.D(),
 			MaxAutoRetries: a.MaxAutoRetries, Budget: c.budget("system.autoRetry.budget", a.Budget)}
 		if a.Filter != nil {
 			ar.Filter = c.filter("system.autoRetry.filter", *a.Filter)
@@ -383,7 +383,7 @@ func (c *converter) system(s System) sim.System {
 		out.AutoRetry = ar
 	}
 	if m := s.Monitor; m != nil {
-		mon := &sim.Monitor{MaxDepth: m.MaxDepth, MaxAge: m.MaxAge.D(), Interval: m.Interval.D()}
+		mon := &MonitorSpec{MaxDepth: m.MaxDepth, MaxAge: m.MaxAge.D(), Interval: m.Interval.D()}
 		if m.Severity != "" {
 			mon.Severity = c.severity("system.monitor.severity", m.Severity)
 		}
@@ -402,7 +402,7 @@ func (c *converter) referenceOnly(s System) {
 	}{{"rulesFile", s.RulesFile != ""}, {"retry", s.Retry != nil}, {"dlq", s.DLQ != nil}, {"breakers", len(s.Breakers) > 0},
 		{"autoRetry", s.AutoRetry != nil}, {"monitor", s.Monitor != nil}} {
 		if k.set {
-			c.bad("system."+k.key, "%s", sim.ExternalReferenceOnly)
+			c.bad("system."+k.key, "%s", ExternalReferenceOnly)
 		}
 	}
 }
@@ -410,8 +410,8 @@ func (c *converter) referenceOnly(s System) {
 // external converts a black-box system: its commands' paths resolved
 // (and checked) by c.programs. The simulator's check reports the rest
 // (exactly one of command and running, the layouts, copies, shrinks).
-func (c *converter) external(path string, e External) *sim.External {
-	out := &sim.External{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
+func (c *converter) external(path string, e External) *ExternalSpec {
+	out := &ExternalSpec{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
 		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
 	out.Command = c.command(path+".command", e.Command)
 	in := e.Inject
@@ -536,23 +536,23 @@ func (c *converter) filter(path string, f Filter) dlq.Filter {
 	return out
 }
 
-func (c *converter) step(path string, s Step) sim.Step {
-	out := sim.Step{At: s.At.D(), OlderThan: s.OlderThan.D(), Workers: s.Workers}
+func (c *converter) step(path string, s Step) StepSpec {
+	out := StepSpec{At: s.At.D(), OlderThan: s.OlderThan.D(), Workers: s.Workers}
 	out.Budget = c.budget(path+".budget", s.Budget) // checked whatever the action, as the schema does
 	switch s.Action {
 	case "requeue":
-		out.Kind = sim.Requeue
+		out.Kind = Requeue
 	case "delete":
-		out.Kind = sim.Delete
+		out.Kind = Delete
 	case "purge":
-		out.Kind = sim.Purge
+		out.Kind = Purge
 		if s.OlderThan == 0 {
 			c.bad(path+".olderThan", "expected the age of the entries to purge, like 1h")
 		}
 	case "set-workers":
-		out.Kind = sim.SetWorkers
+		out.Kind = SetWorkers
 	case "set-retry":
-		out.Kind = sim.SetRetry
+		out.Kind = SetRetry
 		if s.Retry == nil {
 			c.bad(path+".retry", "expected the new retry policy")
 		} else {
@@ -731,7 +731,7 @@ func number(v any) (float64, bool) {
 const minSecret = 8
 
 // expect builds one expectation.
-func (c *converter) expect(path string, e Expect) sim.Expectation {
+func (c *converter) expect(path string, e Expect) Expectation {
 	kinds := []string{}
 	for _, k := range []struct {
 		name string
@@ -751,7 +751,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		c.bad(path, "expected exactly one of count, job, pageWithin, drainedBy, breakerOpened, breakerClosedBy, breakerTransitions, confusion; got %s", got)
 		return nil
 	}
-	var op sim.Op
+	var op Op
 	var n int64
 	hasOp := e.Equals != nil || e.AtLeast != nil || e.AtMost != nil
 	if kinds[0] != "job" { // a job's attempts take attempts, atLeast or atMost: jobAttempts checks them
@@ -760,8 +760,8 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 	c.irrelevant(path, kinds[0], e)
 	switch kinds[0] {
 	case "count":
-		metrics := make([]string, len(sim.Metrics))
-		for i, m := range sim.Metrics {
+		metrics := make([]string, len(Metrics))
+		for i, m := range Metrics {
 			metrics[i] = string(m)
 		}
 		windowed := e.Dependency != "" || e.From != 0 || e.Until != 0 || e.Window != nil
@@ -773,7 +773,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if !hasOp {
 			c.bad(path, "expected one of equals, atLeast, atMost")
 		}
-		allowed := sim.Metric(e.Count).Filters()
+		allowed := Metric(e.Count).Filters()
 		for _, fl := range []struct{ name, v string }{{"task", e.Task}, {"severity", e.Severity}, {"class", e.Class},
 			{"receiver", e.Receiver}, {"fingerprint", e.Fingerprint}} {
 			if fl.v != "" && !slices.Contains(allowed, fl.name) {
@@ -787,7 +787,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if windowed {
 			return c.retryRate(path, e, op, n)
 		}
-		x := sim.Count{Metric: sim.Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
+		x := Count{Metric: Metric(e.Count), Task: e.Task, Receiver: e.Receiver, Fingerprint: e.Fingerprint, Op: op, N: n}
 		if e.Severity != "" {
 			x.Severity = c.severity(path+".severity", e.Severity)
 		}
@@ -799,7 +799,7 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if e.Attempts != nil || e.AttemptGapsAtLeast != nil || hasOp {
 			return c.jobAttempts(path, e)
 		}
-		x := sim.JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
+		x := JobFate{JobID: e.Job, Route: disposition.Reason(e.Route)}
 		if e.Route != "" && !slices.Contains(moveReasons, e.Route) {
 			c.bad(path+".route", "expected one of %s, got %q%s", strings.Join(moveReasons, ", "), e.Route, suggest(e.Route, moveReasons))
 		}
@@ -832,16 +832,16 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		}
 		return x
 	case "pageWithin":
-		return sim.PageWithin{Within: e.PageWithin.D()}
+		return PageWithin{Within: e.PageWithin.D()}
 	case "drainedBy":
 		switch e.Queue {
 		case "", "dlq":
-		case sim.QueueFallback:
+		case QueueFallback:
 			if !c.breakers {
 				c.bad(path+".queue", "no breaker guards a dependency, so no job is ever diverted to the fallback queue and it is always drained: add system.breakers, or expect the DLQ drained")
 			}
 		default:
-			c.bad(path+".queue", "expected dlq or fallback, got %q%s", e.Queue, suggest(e.Queue, []string{"dlq", sim.QueueFallback}))
+			c.bad(path+".queue", "expected dlq or fallback, got %q%s", e.Queue, suggest(e.Queue, []string{"dlq", QueueFallback}))
 		}
 		q := e.Queue
 		if q == "dlq" {
@@ -850,24 +850,24 @@ func (c *converter) expect(path string, e Expect) sim.Expectation {
 		if *e.DrainedBy == 0 {
 			c.bad(path+".drainedBy", "expected an offset after the start, like 1m, got 0s: no job has run at 0s, so the queue is empty then whatever the system does")
 		}
-		return sim.DrainedBy{At: e.DrainedBy.orZero(), Queue: q}
+		return DrainedBy{At: e.DrainedBy.orZero(), Queue: q}
 	case "breakerOpened":
-		if !hasOp || op != sim.AtLeast {
+		if !hasOp || op != AtLeast {
 			c.bad(path, "expected atLeast with breakerOpened")
 		}
-		return sim.BreakerOpened{Breaker: e.BreakerOpened, AtLeast: int(n)}
+		return BreakerOpened{Breaker: e.BreakerOpened, AtLeast: int(n)}
 	case "breakerClosedBy":
 		if e.At == 0 {
 			c.bad(path+".at", "expected the offset by which the breaker is closed")
 		}
-		return sim.BreakerClosedBy{Breaker: e.BreakerClosedBy, At: e.At.D()}
+		return BreakerClosedBy{Breaker: e.BreakerClosedBy, At: e.At.D()}
 	case "breakerTransitions":
 		if !hasOp {
 			c.bad(path, "expected one of equals, atLeast, atMost with breakerTransitions")
 		}
-		return sim.BreakerTransitions{Breaker: e.BreakerTransitions, Op: op, N: int(n)}
+		return BreakerTransitions{Breaker: e.BreakerTransitions, Op: op, N: int(n)}
 	default: // confusion
-		x := sim.Confusion{True: c.class(path+".confusion", e.Confusion), Op: op, N: n}
+		x := Confusion{True: c.class(path+".confusion", e.Confusion), Op: op, N: n}
 		if e.Said != "" {
 			x.Said = c.class(path+".said", e.Said)
 		}
@@ -927,9 +927,9 @@ func (c *converter) irrelevant(path, kind string, e Expect) {
 
 // retryRate converts count retried with dependency, from and window: the
 // busiest window's retries of the dependency's jobs.
-func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Expectation {
-	if e.Count != string(sim.Retried) && e.Count != callsMetric {
-		if slices.Contains(sim.Metrics, sim.Metric(e.Count)) {
+func (c *converter) retryRate(path string, e Expect, op Op, n int64) Expectation {
+	if e.Count != string(Retried) && e.Count != callsMetric {
+		if slices.Contains(Metrics, Metric(e.Count)) {
 			c.bad(path+".count", "dependency, from and window read the retries due or the calls made per window: expected count retried or calls, got %q", e.Count)
 		}
 		return nil // not a rate: its window is not the problem
@@ -947,17 +947,17 @@ func (c *converter) retryRate(path string, e Expect, op sim.Op, n int64) sim.Exp
 	if e.Until != 0 && e.Until <= e.From {
 		c.bad(path+".until", "expected an offset after from (%s), got %s", e.From.D(), e.Until.D())
 	}
-	return sim.RetryRate{Dependency: e.Dependency, From: e.From.D(), Until: e.Until.D(), Window: e.Window.orZero(), Op: op, N: n, Calls: e.Count == callsMetric}
+	return RetryRate{Dependency: e.Dependency, From: e.From.D(), Until: e.Until.D(), Window: e.Window.orZero(), Op: op, N: n, Calls: e.Count == callsMetric}
 }
 
 // callsMetric is the count that, with dependency, from and window, reads
-// the calls made to the dependency per window (sim.RetryRate's Calls).
+// the calls made to the dependency per window (RetryRate's Calls).
 const callsMetric = "calls"
 
 // jobAttempts converts a job expectation that reads the job's attempts:
 // their number (attempts, or atLeast / atMost) and their spacing
 // (attemptGapsAtLeast).
-func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
+func (c *converter) jobAttempts(path string, e Expect) Expectation {
 	for _, k := range []struct {
 		name string
 		set  bool
@@ -966,25 +966,25 @@ func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
 			c.bad(path+"."+k.name, "a job expectation reads where the job ended (state, route, severity, history) or its attempts (attempts, atLeast, atMost, attemptGapsAtLeast), not both: write two expectations")
 		}
 	}
-	x := sim.JobAttempts{JobID: e.Job, MinGap: e.AttemptGapsAtLeast.orZero()}
+	x := JobAttempts{JobID: e.Job, MinGap: e.AttemptGapsAtLeast.orZero()}
 	if e.AttemptGapsAtLeast != nil && *e.AttemptGapsAtLeast == 0 {
 		c.bad(path+".attemptGapsAtLeast", "expected a gap longer than 0s, like 10s, got 0s: every gap between attempts is at least 0s, so it would check nothing")
 	}
 	var ops []string
 	if e.Attempts != nil {
-		ops, x.CheckCount, x.Op, x.N = append(ops, "attempts"), true, sim.Exactly, *e.Attempts
+		ops, x.CheckCount, x.Op, x.N = append(ops, "attempts"), true, Exactly, *e.Attempts
 		if *e.Attempts < 0 {
 			c.bad(path+".attempts", "expected a count of at least 0, got %d", *e.Attempts)
 		}
 	}
 	if e.AtLeast != nil {
-		ops, x.CheckCount, x.Op, x.N = append(ops, "atLeast"), true, sim.AtLeast, *e.AtLeast
+		ops, x.CheckCount, x.Op, x.N = append(ops, "atLeast"), true, AtLeast, *e.AtLeast
 		if *e.AtLeast < 0 {
 			c.bad(path+".atLeast", "expected a count of at least 0, got %d", *e.AtLeast)
 		}
 	}
 	if e.AtMost != nil {
-		ops, x.CheckCount, x.Op, x.N = append(ops, "atMost"), true, sim.AtMost, *e.AtMost
+		ops, x.CheckCount, x.Op, x.N = append(ops, "atMost"), true, AtMost, *e.AtMost
 		if *e.AtMost < 0 {
 			c.bad(path+".atMost", "expected a count of at least 0, got %d", *e.AtMost)
 		}
@@ -995,15 +995,15 @@ func (c *converter) jobAttempts(path string, e Expect) sim.Expectation {
 	return x
 }
 
-func (c *converter) comparison(path string, e Expect) (sim.Op, int64, bool) {
+func (c *converter) comparison(path string, e Expect) (Op, int64, bool) {
 	var ops []string
-	var op sim.Op
+	var op Op
 	var n int64
 	for _, k := range []struct {
 		name string
 		v    *int64
-		op   sim.Op
-	}{{"equals", e.Equals, sim.Exactly}, {"atLeast", e.AtLeast, sim.AtLeast}, {"atMost", e.AtMost, sim.AtMost}} {
+		op   Op
+	}{{"equals", e.Equals, Exactly}, {"atLeast", e.AtLeast, AtLeast}, {"atMost", e.AtMost, AtMost}} {
 		if k.v == nil {
 			continue
 		}

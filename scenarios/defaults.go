@@ -6,7 +6,6 @@ import (
 
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/store"
-	"github.com/faultline/faultline/sim"
 )
 
 // Effective returns l's document as the simulator will run it: includes
@@ -97,7 +96,7 @@ func Effective(l *Loaded) *Document {
 
 // effectiveRest fills in the defaults of the abort guard and the page
 // deadline.
-func effectiveRest(d *Document, sc sim.Scenario) *Document {
+func effectiveRest(d *Document, sc Scenario) *Document {
 	if d.AbortIf != nil && sc.AbortIf != nil {
 		a := *d.AbortIf
 		a.ErrorWindow = Duration(sc.AbortIf.ErrorWindow)

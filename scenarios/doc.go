@@ -1,6 +1,26 @@
-// Package scenarios reads and writes scenario files: failure drills as YAML
-// (apiVersion: faultline/v1) that map one to one onto the simulator's
-// sim.Scenario.
+// Package scenarios owns the scenario model and its validation, and reads
+// and writes scenario files: failure drills as YAML (apiVersion:
+// faultline/v1) that map one to one onto the model.
+//
+// # The model
+//
+// A Scenario is one fault drill as Go values (model.go, external.go): the
+// workload, the worker slots, the dependencies, the system's configuration
+// (or a black-box system, ExternalSpec), the faults, the operator's steps,
+// the drill's guard (AbortIfSpec) and the expectations. Its parts that share
+// a name with a document type carry the suffix Spec: the document's Workload
+// converts to a WorkloadSpec. The expectations (Count, JobFate, PageWithin,
+// DrainedBy, BreakerOpened, BreakerClosedBy, BreakerTransitions, Confusion,
+// JobAttempts, RetryRate) are data, a closed set behind the Expectation
+// interface: the simulator (package sim) and the drills judge them against
+// what a run observed. Scenario.Validate reports every invalid field, each a
+// *ScenarioError (errors.Is ErrInvalidScenario): the scenario's own fields,
+// the reference components' configurations as a run builds them
+// (StoreConfig, AlertConfig, MonitorConfig, AutoRetryConfig), what the
+// simulator does not simulate (ErrNotSimulated, Simulates), references that
+// name nothing, and the RunLimits (a *LimitError, errors.Is ErrLimit). The
+// package imports neither the simulator nor the drills, so that a judge can
+// read a scenario without the engine; a spec checks it.
 //
 // The format is the Document types (types.go), the single source of truth:
 // the loader decodes by reflection over their yaml tags, and the JSON Schema

@@ -11,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // blackBoxable is a scenario a black-box drill can run: one task calling
@@ -126,12 +125,12 @@ var _ = Describe("WithExternal (faultline drill --external FILE)", func() {
 			switch name {
 			case "poison-message":
 				Expect(err).To(reportExactly(
-					"builtin/poison-message.yaml:32:5: system.retry: "+sim.ExternalReferenceOnly,
-					"builtin/poison-message.yaml:37:5: system.autoRetry: "+sim.ExternalReferenceOnly))
+					"builtin/poison-message.yaml:32:5: system.retry: "+scenarios.ExternalReferenceOnly,
+					"builtin/poison-message.yaml:37:5: system.autoRetry: "+scenarios.ExternalReferenceOnly))
 			case "dlq-basics":
-				Expect(err).To(reportLine("builtin/dlq-basics.yaml:72:13: steps[0].action: " + sim.ExternalNoSteps))
+				Expect(err).To(reportLine("builtin/dlq-basics.yaml:72:13: steps[0].action: " + scenarios.ExternalNoSteps))
 			case "dlq-store-outage":
-				Expect(err).To(reportExactly("builtin/dlq-store-outage.yaml:45:13: faults[2].target: " + sim.ExternalNoStoreFaults))
+				Expect(err).To(reportExactly("builtin/dlq-store-outage.yaml:45:13: faults[2].target: " + scenarios.ExternalNoStoreFaults))
 			}
 		}
 	})
@@ -143,8 +142,8 @@ var _ = Describe("WithExternal (faultline drill --external FILE)", func() {
 		Expect(err).NotTo(HaveOccurred(), "the reference runs it")
 		_, err = scenarios.WithExternal(l, filepath.Join(dir, "ext.yaml"))
 		Expect(err).To(reportExactly(
-			filepath.Join(dir, "s.yaml")+":6:43: workload.tasks[1].dependency: "+sim.ExternalNeedsDependency,
-			filepath.Join(dir, "s.yaml")+":8:27: steps[0].action: "+sim.ExternalNoSteps))
+			filepath.Join(dir, "s.yaml")+":6:43: workload.tasks[1].dependency: "+scenarios.ExternalNeedsDependency,
+			filepath.Join(dir, "s.yaml")+":8:27: steps[0].action: "+scenarios.ExternalNoSteps))
 	})
 
 	DescribeTable("reports a bad file at its file:line:col",

@@ -11,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // externalHead is a scenario with one task calling dependency gw, its
@@ -38,7 +37,7 @@ var _ = Describe("A black-box system (system.external)", func() {
 		Expect(e.DLQ).To(Equal(layout.DLQ{Preset: layout.PresetSeed, Prefix: "{namespace}:"}))
 		Expect(e.Drain).To(Equal(time.Minute))
 		Expect(e.Startup).To(Equal(2 * time.Second))
-		Expect(e.DLQShrinks).To(Equal([]string{sim.ShrinkOperator, sim.ShrinkEviction}))
+		Expect(e.DLQShrinks).To(Equal([]string{scenarios.ShrinkOperator, scenarios.ShrinkEviction}))
 
 		By("keeping the paths as written in the document, which the hash covers")
 		Expect(l.Document.System.External.Command.Path).To(Equal("blackbox/worker.sh"))
@@ -188,17 +187,17 @@ var _ = Describe("A black-box system (system.external)", func() {
 		},
 		Entry("the reference's configuration, written even with its defaults",
 			"  rulesFile: rules.yaml\n  retry: {maxAttempts: 4}\n  dlq: {}\n  breakers: [{dependency: gw}]\n  autoRetry: {windowStart: 22h, windowEnd: 6h}\n  monitor: {maxDepth: 10}\n", "",
-			"s.yaml:9:14: system.rulesFile: "+sim.ExternalReferenceOnly,
-			"s.yaml:10:10: system.retry: "+sim.ExternalReferenceOnly,
-			"s.yaml:11:8: system.dlq: "+sim.ExternalReferenceOnly,
-			"s.yaml:12:13: system.breakers: "+sim.ExternalReferenceOnly,
-			"s.yaml:13:14: system.autoRetry: "+sim.ExternalReferenceOnly,
-			"s.yaml:14:12: system.monitor: "+sim.ExternalReferenceOnly),
+			"s.yaml:9:14: system.rulesFile: "+scenarios.ExternalReferenceOnly,
+			"s.yaml:10:10: system.retry: "+scenarios.ExternalReferenceOnly,
+			"s.yaml:11:8: system.dlq: "+scenarios.ExternalReferenceOnly,
+			"s.yaml:12:13: system.breakers: "+scenarios.ExternalReferenceOnly,
+			"s.yaml:13:14: system.autoRetry: "+scenarios.ExternalReferenceOnly,
+			"s.yaml:14:12: system.monitor: "+scenarios.ExternalReferenceOnly),
 		Entry("an operator step", "", "steps: [{at: 10s, action: requeue}]\n",
-			"s.yaml:13:27: steps[0].action: "+sim.ExternalNoSteps),
+			"s.yaml:13:27: steps[0].action: "+scenarios.ExternalNoSteps),
 		Entry("store and dlq-store faults", "", "faults:\n  - {name: a, target: store, model: slow-store}\n  - {name: b, target: dlq-store, model: outage}\n",
-			"s.yaml:14:23: faults[0].target: "+sim.ExternalNoStoreFaults,
-			"s.yaml:15:23: faults[1].target: "+sim.ExternalNoStoreFaults),
+			"s.yaml:14:23: faults[0].target: "+scenarios.ExternalNoStoreFaults,
+			"s.yaml:15:23: faults[1].target: "+scenarios.ExternalNoStoreFaults),
 	)
 
 	It("refuses a worker fault on a running system, and a task without a dependency", func() {
@@ -206,7 +205,7 @@ var _ = Describe("A black-box system (system.external)", func() {
 			"faults: [{name: crash, target: worker/w1, model: worker-crash}]\n"
 		_, err := scenarios.LoadFS(mapFS("s.yaml", text), "s.yaml")
 		Expect(err).To(reportExactly(
-			"s.yaml:6:43: workload.tasks[1].dependency: "+sim.ExternalNeedsDependency,
+			"s.yaml:6:43: workload.tasks[1].dependency: "+scenarios.ExternalNeedsDependency,
 			"s.yaml:13:32: faults[0].target: the drill did not start a running system's workers and cannot crash or stall them: remove the fault, or give a command instead of running: true",
 		))
 	})

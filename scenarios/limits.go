@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-
-	"github.com/faultline/faultline/sim"
 )
 
 // The default Limits.
@@ -33,9 +31,9 @@ type Limits struct {
 	// DefaultMaxDepth; faultline --max-depth).
 	MaxDepth int
 	// Run bounds what the scenario's run may use: workers, samples, jobs
-	// in flight (sim.Limits; faultline --max-workers, --max-samples,
+	// in flight (RunLimits; faultline --max-workers, --max-samples,
 	// --max-in-flight). The loaded scenario carries them.
-	Run sim.Limits
+	Run RunLimits
 }
 
 // WithDefaults returns l with its zero fields set to the defaults.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/faultline/faultline/internal/didyoumean"
 	"io/fs"
 	"math"
 	"os"
@@ -21,6 +20,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/faultline/faultline/internal/didyoumean"
+
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -28,7 +29,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/classify"
-	"github.com/faultline/faultline/sim"
 )
 
 // ErrInvalid is matched (errors.Is) by every *LoadError: the file, or a
@@ -92,7 +92,7 @@ type Loaded struct {
 	// rulesFile rewritten relative to this file.
 	Document *Document
 	// Scenario is Convert(Document), defaults not yet applied.
-	Scenario sim.Scenario
+	Scenario Scenario
 	// Hash is "sha256:<hex>" of Marshal(Document): two files with the same
 	// effective document have the same hash.
 	Hash string
@@ -640,7 +640,7 @@ func (l *loader) ruleDiagnostics(name string, err error) int {
 
 // problems reports the conversion's problems at the positions of their
 // paths, leaving out those about values the decoder already reported.
-func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
+func (l *loader) problems(eff *parsed, sc Scenario, problems []Problem) {
 	decodeFailed := len(l.diags) > 0
 	for i := 0; i < len(problems); i++ {
 		pr := problems[i]
@@ -672,7 +672,7 @@ func (l *loader) problems(eff *parsed, sc sim.Scenario, problems []Problem) {
 // ("faults[2]": its Validate failed) into one per field of the fault, at
 // that field's path ("faults[2].params.code"); nil when there is nothing to
 // split.
-func faultProblems(pr Problem, sc sim.Scenario) []Problem {
+func faultProblems(pr Problem, sc Scenario) []Problem {
 	num, ok := strings.CutPrefix(pr.Path, "faults[")
 	if !ok || !strings.HasSuffix(num, "]") {
 		return nil

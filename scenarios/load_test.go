@@ -18,7 +18,6 @@ import (
 	"github.com/onsi/gomega/types"
 
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // diagnosticLines returns an error's diagnostics as "file:line:col:
@@ -425,7 +424,7 @@ var _ = Describe("Load", func() {
 			Expect(l.Scenario.Workers.Count).To(BeZero())
 			Expect(l.Scenario.Name).To(Equal("payments-from-fragments"))
 			Expect(l.Scenario.Faults).To(HaveLen(3))
-			Expect(l.Scenario.Workload.Arrivals.Kind).To(Equal(sim.Constant))
+			Expect(l.Scenario.Workload.Arrivals.Kind).To(Equal(scenarios.Constant))
 		})
 	})
 

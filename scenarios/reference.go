@@ -8,7 +8,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
-	"github.com/faultline/faultline/sim"
 )
 
 // ReferenceExample is the scenario the reference page opens with; a spec
@@ -128,9 +127,9 @@ func Reference() []byte {
 	w("| Size of a scenario, fragment or rule file | 10 MiB | `--max-file-size` | before the file is read |\n")
 	w("| Nesting of a file's values | %d | `--max-depth` | by a scan of the text before it is parsed |\n", DefaultMaxDepth)
 	w("| Values of a file (an alias counts its values each time it is used) | %s | — | by a scan of the text before it is parsed, and as it is decoded |\n", thousands(maxValues))
-	w("| Worker slots (`workers.count`, a `set-workers` step) | %s | `--max-workers` | at load |\n", thousands(sim.DefaultMaxWorkers))
-	w("| Samples of a run's time series (`duration` / `sample`) | %s | `--max-samples` | at load; coarsen the sampling |\n", thousands(sim.DefaultMaxSamples))
-	w("| Jobs in flight (created and not yet succeeded: queued, running, scheduled, in fallback, held or dead-lettered) | %s | `--max-in-flight` | during the run, which stops there as *interrupted* |\n\n", thousands(sim.DefaultMaxInFlight))
+	w("| Worker slots (`workers.count`, a `set-workers` step) | %s | `--max-workers` | at load |\n", thousands(DefaultMaxWorkers))
+	w("| Samples of a run's time series (`duration` / `sample`) | %s | `--max-samples` | at load; coarsen the sampling |\n", thousands(DefaultMaxSamples))
+	w("| Jobs in flight (created and not yet succeeded: queued, running, scheduled, in fallback, held or dead-lettered) | %s | `--max-in-flight` | during the run, which stops there as *interrupted* |\n\n", thousands(DefaultMaxInFlight))
 	w("A job in flight takes about 1.3 KB of memory, so the default bounds a run's jobs to some 1.3 GB. The\n")
 	w("built-in library peaks below 2,500 jobs in flight; a 24-hour run at 100 jobs a second stays far below the\n")
 	w("default as long as its jobs finish.\n\n")
@@ -168,9 +167,9 @@ func Reference() []byte {
 	w("    running: false         # true: an already-running system; no command, no worker faults\n")
 	w("    inject: {preset: seed, prefix: \"{namespace}:\"}   # or redisList, redisStream, http, command (+ template, idPath)\n")
 	w("    dlq: {preset: seed, prefix: \"{namespace}:\"}      # or redisList, redisZSet, redisStream, http, command (+ fields)\n")
-	w("    drain: 30s             # scenario time (default %s)\n", sim.DefaultDrain)
-	w("    startup: 1s            # wall clock (default %s)\n", sim.DefaultStartup)
-	w("    dlqShrinks: [eviction] # of %s\n", strings.Join(sim.Shrinks, ", "))
+	w("    drain: 30s             # scenario time (default %s)\n", DefaultDrain)
+	w("    startup: 1s            # wall clock (default %s)\n", DefaultStartup)
+	w("    dlqShrinks: [eviction] # of %s\n", strings.Join(Shrinks, ", "))
 	w("    noAlerts: false\n```\n\n")
 	w("- `command` starts one copy of the system; exactly one of `command` and `running: true` is given. Its `path`\n")
 	w("  is a bare name looked up on PATH, or a path: a relative one (with a slash) is relative to the file that\n")

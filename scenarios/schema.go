@@ -13,7 +13,6 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
-	"github.com/faultline/faultline/sim"
 )
 
 // SchemaID is the $id of the format's JSON Schema: where the checked-in
@@ -157,8 +156,8 @@ var (
 )
 
 func metricNames() []string {
-	out := make([]string, len(sim.Metrics))
-	for i, m := range sim.Metrics {
+	out := make([]string, len(Metrics))
+	for i, m := range Metrics {
 		out[i] = string(m)
 	}
 	return out
@@ -297,7 +296,7 @@ var keyDocs = map[string]keyDoc{
 	"PlannedJob.idempotencyKey": {doc: "The job's idempotency key (default: as its task says)."},
 	"PlannedJob.payload":        {doc: "The job's payload (default: its task's)."},
 
-	"Workers.count":    {doc: "The number of worker slots, named w1..wN (default 4; at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
+	"Workers.count":    {doc: "The number of worker slots, named w1..wN (default 4; at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(DefaultMaxWorkers)},
 	"Workers.leaseTTL": {doc: "How long a dequeued job is leased before it counts as lost (default 30s)."},
 
 	"Dependency.name":                   {doc: "The dependency's name, as tasks and fault targets (dependency/NAME) write it.", required: true},
@@ -314,13 +313,13 @@ var keyDocs = map[string]keyDoc{
 	"System.external":  {doc: "Makes the system under test a black box, drilled from outside (`faultline drill`); the keys that configure the reference worker (rulesFile, retry, dlq, breakers, autoRetry, monitor) are then refused, and so are operator steps, store and dlq-store faults and tasks without a dependency. The simulator runs the reference in its place."},
 
 	"External.command":    {doc: "Starts one copy of the system; `{worker}` is the copy's name (w1..wN)."},
-	"External.copies":     {doc: "How many copies a drill starts (default workers.count); not with running.", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
+	"External.copies":     {doc: "How many copies a drill starts (default workers.count); not with running.", min: bound(0), max: bound(DefaultMaxWorkers)},
 	"External.running":    {doc: "The system is already running: the drill starts nothing, and worker faults cannot be drilled."},
 	"External.inject":     {doc: "How a job is put into the system's queue.", required: true},
 	"External.dlq":        {doc: "Where the system keeps its dead letters and how to read them.", required: true},
-	"External.drain":      {doc: "How long, in scenario time, the drill waits after the end for every job to succeed or reach the DLQ before it calls one lost (default " + sim.DefaultDrain.String() + ")."},
-	"External.startup":    {doc: "How long, on the wall clock, the drill waits after starting the system before the first job (default " + sim.DefaultStartup.String() + ")."},
-	"External.dlqShrinks": {doc: "The ways the system removes DLQ entries (an operator, its own auto-retry, a purge by age, eviction at a capacity); any other removal violates dlq-never-shrinks.", enum: sim.Shrinks},
+	"External.drain":      {doc: "How long, in scenario time, the drill waits after the end for every job to succeed or reach the DLQ before it calls one lost (default " + DefaultDrain.String() + ")."},
+	"External.startup":    {doc: "How long, on the wall clock, the drill waits after starting the system before the first job (default " + DefaultStartup.String() + ")."},
+	"External.dlqShrinks": {doc: "The ways the system removes DLQ entries (an operator, its own auto-retry, a purge by age, eviction at a capacity); any other removal violates dlq-never-shrinks.", enum: Shrinks},
 	"External.noAlerts":   {doc: "The system has no alerting to point at the receivers: a critical failure's page is then reported not observable instead of failed."},
 
 	"Command.path": {doc: "The program: a bare name is looked up on PATH, a path with a slash is relative to this file's folder.", required: true},
@@ -472,7 +471,7 @@ var keyDocs = map[string]keyDoc{
 	"Step.filter":    {doc: "Selects the DLQ entries requeue and delete act on (default: every entry)."},
 	"Step.budget":    {doc: "requeue's attempt budget: one-more-attempt (the default) or reset-attempts.", enum: requeueBudgets},
 	"Step.olderThan": {doc: "purge's age: the entries that failed more than this long ago go; required for purge."},
-	"Step.workers":   {doc: "set-workers' number of worker slots (at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(sim.DefaultMaxWorkers)},
+	"Step.workers":   {doc: "set-workers' number of worker slots (at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(DefaultMaxWorkers)},
 	"Step.retry":     {doc: "set-retry's new retry policy; required for set-retry."},
 
 	"Filter.tasks":      {doc: "The entries' tasks."},
@@ -665,7 +664,7 @@ func paramSchemas() []any {
 		}
 		var targets []string
 		for _, k := range e.Targets {
-			if sim.Simulates(e.Class, k) {
+			if Simulates(e.Class, k) {
 				targets = append(targets, targetPatterns[k])
 			}
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // twoTasks is a scenario whose tasks call two dependencies.
@@ -47,7 +46,7 @@ var _ = Describe("Faults aimed at tasks and attempts, and calls per window (issu
 		Expect(err).NotTo(HaveOccurred())
 		Expect(l.Scenario.Faults[0].Schedule).To(Equal(faults.Schedule{Tasks: []string{"charge"}, Attempts: []int{1, 3}}))
 		Expect(l.Scenario.Faults[1].Schedule).To(Equal(faults.Schedule{Attempts: []int{2}}))
-		Expect(l.Scenario.Expect).To(Equal([]sim.Expectation{sim.RetryRate{Dependency: "gateway", From: 10 * time.Second, Until: 40 * time.Second, Window: time.Second, Op: sim.AtMost, N: 5, Calls: true}}))
+		Expect(l.Scenario.Expect).To(Equal([]scenarios.Expectation{scenarios.RetryRate{Dependency: "gateway", From: 10 * time.Second, Until: 40 * time.Second, Window: time.Second, Op: scenarios.AtMost, N: 5, Calls: true}}))
 		out, err := scenarios.Marshal(l.Document)
 		Expect(err).NotTo(HaveOccurred())
 		again, err := scenarios.Parse("s.yaml", out)

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
 )
 
-// RunFunc runs one scenario with one seed: sim.Run with the caller's
-// options.
-type RunFunc func(ctx context.Context, sc sim.Scenario, seed uint64) (*reports.Result, error)
+// RunFunc runs one scenario with one seed: the caller's simulator (sim.Run
+// with its options), which this package does not import.
+type RunFunc func(ctx context.Context, sc Scenario, seed uint64) (*reports.Result, error)
 
 // ShrinkResult is what Shrink found.
 type ShrinkResult struct {
@@ -153,7 +152,7 @@ func dropIdle(ctx context.Context, out *ShrinkResult, want string, try func(*Doc
 
 // withFaults converts d (which differs from l's document in its faults
 // only) with l's classifier rules.
-func (l *Loaded) withFaults(d *Document) (sim.Scenario, error) {
+func (l *Loaded) withFaults(d *Document) (Scenario, error) {
 	dd := *d
 	dd.System.RulesFile = ""
 	sc, probs := convert(&dd, nil, nil, l.Scenario.Limits) // within the limits it was loaded with

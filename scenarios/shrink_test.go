@@ -63,7 +63,7 @@ expect:
 `
 
 var _ = Describe("Shrink", func() {
-	run := func(ctx context.Context, sc sim.Scenario, seed uint64) (*reports.Result, error) {
+	run := func(ctx context.Context, sc scenarios.Scenario, seed uint64) (*reports.Result, error) {
 		return sim.Run(ctx, sc, sim.WithSeed(seed))
 	}
 

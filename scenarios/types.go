@@ -19,8 +19,9 @@ const (
 	KindFragment = "Fragment"
 )
 
-// Document is a scenario file as written: it maps one to one onto
-// sim.Scenario (Convert), with durations as "30s" and rates as "100/s".
+// Document is a scenario file as written: it maps one to one onto the
+// scenario model, Scenario (Convert), with durations as "30s" and rates as
+// "100/s".
 // A Fragment has the same fields, all optional; a scenario's own values
 // win over an included fragment's, and lists (faults, steps, expect, tasks,
 // jobs, dependencies, breakers) are concatenated, fragments first.
@@ -137,13 +138,13 @@ type System struct {
 	Breakers  []Breaker  `yaml:"breakers,omitempty" json:"breakers,omitempty"`
 	AutoRetry *AutoRetry `yaml:"autoRetry,omitempty" json:"autoRetry,omitempty"`
 	Monitor   *Monitor   `yaml:"monitor,omitempty" json:"monitor,omitempty"`
-	// External makes the system a black box (sim.External): a team's own
+	// External makes the system a black box (ExternalSpec): a team's own
 	// worker that a drill starts, feeds through its own queue and judges
 	// from outside. The simulator runs the reference in its place.
 	External *External `yaml:"external,omitempty" json:"external,omitempty"`
 }
 
-// External is a black-box system under test (sim.External). Exactly one
+// External is a black-box system under test (ExternalSpec). Exactly one
 // of Command and Running is given.
 type External struct {
 	// Command starts one copy of the system.
@@ -158,12 +159,12 @@ type External struct {
 	// DLQ says where the system keeps its dead letters.
 	DLQ ExternalDLQ `yaml:"dlq" json:"dlq"`
 	// Drain is how long, in scenario time, the drill waits after the end
-	// for every job to settle (default sim.DefaultDrain).
+	// for every job to settle (default DefaultDrain).
 	Drain Duration `yaml:"drain,omitempty" json:"drain,omitempty"`
 	// Startup is how long, on the wall clock, the drill waits after
-	// starting the system (default sim.DefaultStartup).
+	// starting the system (default DefaultStartup).
 	Startup Duration `yaml:"startup,omitempty" json:"startup,omitempty"`
-	// DLQShrinks are the ways the system removes DLQ entries (sim.Shrinks).
+	// DLQShrinks are the ways the system removes DLQ entries (Shrinks).
 	DLQShrinks []string `yaml:"dlqShrinks,omitempty" json:"dlqShrinks,omitempty"`
 	// NoAlerts says the system has no alerting: a page is then not
 	// observable instead of failed.
@@ -362,7 +363,7 @@ type Invariants struct {
 	Secrets []string `yaml:"secrets,omitempty" json:"secrets,omitempty"`
 }
 
-// AbortIf bounds what a drill may do to a real system (sim.AbortIf): when
+// AbortIf bounds what a drill may do to a real system (AbortIfSpec): when
 // one is crossed, every fault stops. A key left out is no bound; a key
 // written must give one (a written 0 is refused, not read as "none").
 type AbortIf struct {
@@ -448,7 +449,7 @@ type Filter struct {
 // pageWithin, drainedBy, breakerOpened, breakerClosedBy,
 // breakerTransitions or confusion; the other fields qualify it.
 type Expect struct {
-	// Count is a metric (sim.Metric): created, succeeded, dead-lettered,
+	// Count is a metric (Metric): created, succeeded, dead-lettered,
 	// dead-letters, requeued, retried, in-fallback, diverted, pending,
 	// pages, notifications, lost, fenced, held, evicted, charges, alerts….
 	Count string `yaml:"count,omitempty" json:"count,omitempty"`

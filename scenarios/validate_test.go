@@ -305,16 +305,16 @@ var _ = Describe("abortIf, a drill's guard (issue 12)", func() {
 	It("converts the bounds, the error window defaulting to 1m with a rate, and leaves the simulator's run alone", func() {
 		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf:\n  dlqDepth: 5000\n  errorRate: 0.5\n  maxActiveFaults: 3\n"), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{DLQDepth: 5000, ErrorRate: 0.5, ErrorWindow: time.Minute, MaxActiveFaults: 3}))
+		Expect(l.Scenario.AbortIf).To(Equal(&scenarios.AbortIfSpec{DLQDepth: 5000, ErrorRate: 0.5, ErrorWindow: time.Minute, MaxActiveFaults: 3}))
 		Expect(runs(l)).To(Succeed())
 
 		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf: {errorRate: 1, errorWindow: 1s}\n"), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{ErrorRate: 1, ErrorWindow: time.Second}))
+		Expect(l.Scenario.AbortIf).To(Equal(&scenarios.AbortIfSpec{ErrorRate: 1, ErrorWindow: time.Second}))
 
 		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario+"abortIf: {maxActiveFaults: 1}\n"), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{MaxActiveFaults: 1}), "no window without a rate")
+		Expect(l.Scenario.AbortIf).To(Equal(&scenarios.AbortIfSpec{MaxActiveFaults: 1}), "no window without a rate")
 
 		l, err = scenarios.LoadFS(mapFS("s.yaml", chargeScenario), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
@@ -328,7 +328,7 @@ var _ = Describe("abortIf, a drill's guard (issue 12)", func() {
 		)
 		l, err := scenarios.LoadFS(fsys, "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(l.Scenario.AbortIf).To(Equal(&sim.AbortIf{DLQDepth: 10, MaxActiveFaults: 2}))
+		Expect(l.Scenario.AbortIf).To(Equal(&scenarios.AbortIfSpec{DLQDepth: 10, MaxActiveFaults: 2}))
 	})
 
 	It("shows the defaulted error window in the effective document", func() {
@@ -338,37 +338,37 @@ var _ = Describe("abortIf, a drill's guard (issue 12)", func() {
 		Expect(eff.AbortIf.ErrorWindow).To(Equal(scenarios.Duration(time.Minute)))
 		Expect(*eff.AbortIf.ErrorRate).To(Equal(0.25))
 		Expect(l.Document.AbortIf.ErrorWindow).To(BeZero(), "the loaded document is left as written")
-		Expect(scenarios.Effective(&scenarios.Loaded{Document: l.Document, Scenario: sim.Scenario{Name: "s"}}).AbortIf.ErrorWindow).To(BeZero())
+		Expect(scenarios.Effective(&scenarios.Loaded{Document: l.Document, Scenario: scenarios.Scenario{Name: "s"}}).AbortIf.ErrorWindow).To(BeZero())
 	})
 
 	It("is checked by sim.Scenario.Validate for a scenario built in Go, each problem naming its field", func() {
 		l, err := scenarios.LoadFS(mapFS("s.yaml", chargeScenario), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		fields := func(a sim.AbortIf) []string {
+		fields := func(a scenarios.AbortIfSpec) []string {
 			sc := l.Scenario
 			sc.AbortIf = &a
 			var out []string
 			for _, e := range flattenErrors(sc.WithDefaults().Validate()) {
-				var se *sim.ScenarioError
+				var se *scenarios.ScenarioError
 				Expect(errors.As(e, &se)).To(BeTrue(), e.Error())
-				Expect(e).To(MatchError(sim.ErrInvalidScenario))
+				Expect(e).To(MatchError(scenarios.ErrInvalidScenario))
 				out = append(out, se.Field+": "+se.Reason)
 			}
 			return out
 		}
-		Expect(fields(sim.AbortIf{ErrorRate: 0.5})).To(BeEmpty(), "a zero window is the default")
-		Expect(fields(sim.AbortIf{DLQDepth: 1, ErrorRate: 1, ErrorWindow: time.Minute, MaxActiveFaults: 1})).To(BeEmpty())
-		Expect(fields(sim.AbortIf{})).To(Equal([]string{"AbortIf: give at least one bound"}))
-		Expect(fields(sim.AbortIf{ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf: give at least one bound"}))
-		Expect(fields(sim.AbortIf{ErrorRate: math.NaN()})).To(Equal([]string{"AbortIf.ErrorRate: must be a share in (0,1] (0 is no bound), got NaN"}))
-		Expect(fields(sim.AbortIf{DLQDepth: 3, ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf.ErrorWindow: is only used with an error rate, and none is given"}))
-		Expect(fields(sim.AbortIf{DLQDepth: -1, ErrorRate: 1.01, ErrorWindow: -time.Second, MaxActiveFaults: -3})).To(Equal([]string{
+		Expect(fields(scenarios.AbortIfSpec{ErrorRate: 0.5})).To(BeEmpty(), "a zero window is the default")
+		Expect(fields(scenarios.AbortIfSpec{DLQDepth: 1, ErrorRate: 1, ErrorWindow: time.Minute, MaxActiveFaults: 1})).To(BeEmpty())
+		Expect(fields(scenarios.AbortIfSpec{})).To(Equal([]string{"AbortIf: give at least one bound"}))
+		Expect(fields(scenarios.AbortIfSpec{ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf: give at least one bound"}))
+		Expect(fields(scenarios.AbortIfSpec{ErrorRate: math.NaN()})).To(Equal([]string{"AbortIf.ErrorRate: must be a share in (0,1] (0 is no bound), got NaN"}))
+		Expect(fields(scenarios.AbortIfSpec{DLQDepth: 3, ErrorWindow: time.Minute})).To(Equal([]string{"AbortIf.ErrorWindow: is only used with an error rate, and none is given"}))
+		Expect(fields(scenarios.AbortIfSpec{DLQDepth: -1, ErrorRate: 1.01, ErrorWindow: -time.Second, MaxActiveFaults: -3})).To(Equal([]string{
 			"AbortIf.DLQDepth: must not be negative (0 is no bound), got -1",
 			"AbortIf.ErrorRate: must be a share in (0,1] (0 is no bound), got 1.01",
 			"AbortIf.ErrorWindow: must be at least 1s, got -1s",
 			"AbortIf.MaxActiveFaults: must be at least 1 (0 is no bound), got -3",
 		}))
-		Expect(fields(sim.AbortIf{ErrorRate: 0.5, ErrorWindow: 1500500 * time.Microsecond})).To(Equal([]string{
+		Expect(fields(scenarios.AbortIfSpec{ErrorRate: 0.5, ErrorWindow: 1500500 * time.Microsecond})).To(Equal([]string{
 			"AbortIf.ErrorWindow: must be a whole, non-negative number of milliseconds, got 1.5005s",
 		}))
 	})
@@ -541,7 +541,7 @@ var _ = Describe("Input limits (issue 11 item 9)", func() {
 		Expect(err).To(reportExactly(
 			"s.yaml:8:18: workers.count: 1000000000 workers, more than the limit of 10000; lift the limit with --max-workers",
 			"s.yaml:9:49: steps[0].workers: 20000 workers, more than the limit of 10000; lift the limit with --max-workers"))
-		l, err := scenarios.Limits{Run: sim.Limits{MaxWorkers: 1_000_000_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		l, err := scenarios.Limits{Run: scenarios.RunLimits{MaxWorkers: 1_000_000_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(l.Scenario.Limits.MaxWorkers).To(Equal(1_000_000_000))
 	})
@@ -557,7 +557,7 @@ var _ = Describe("Input limits (issue 11 item 9)", func() {
 
 	It("stops a run past the jobs in flight as interrupted, naming --max-in-flight, with memory bounded", func() {
 		text := strings.Replace(strings.Replace(chargeScenario, "rate: 1/s", "rate: 1000000/s", 1), "dependency: gateway}", "dependency: gateway, service: 1s}", 1)
-		l, err := scenarios.Limits{Run: sim.Limits{MaxInFlight: 2_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
+		l, err := scenarios.Limits{Run: scenarios.RunLimits{MaxInFlight: 2_000}}.LoadFS(mapFS("s.yaml", text), "s.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		var res *reportsResult
 		alloc := allocatedBy(func() { res, err = runResult(l) })

@@ -12,20 +12,21 @@ import (
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
 // busy is the benchmark workload: rate jobs a second for d, 30 % of the
 // calls to their dependency fail with a transient 503 and are retried.
-func busy(rate float64, d time.Duration) sim.Scenario {
-	return sim.Scenario{
+func busy(rate float64, d time.Duration) scenarios.Scenario {
+	return scenarios.Scenario{
 		Name: "bench", Seed: 1, Duration: d,
-		Workload: sim.Workload{
-			Tasks:    []sim.Task{{Name: "work", Dependency: "api", Service: 20 * time.Millisecond}},
-			Arrivals: sim.Arrivals{Kind: sim.Poisson, Rate: rate, Until: d - time.Minute},
+		Workload: scenarios.WorkloadSpec{
+			Tasks:    []scenarios.TaskSpec{{Name: "work", Dependency: "api", Service: 20 * time.Millisecond}},
+			Arrivals: scenarios.ArrivalsSpec{Kind: scenarios.Poisson, Rate: rate, Until: d - time.Minute},
 		},
-		Workers: sim.Workers{Count: 64},
-		System: sim.System{
+		Workers: scenarios.WorkersSpec{Count: 64},
+		System: scenarios.SystemSpec{
 			Retry: retry.Config{MaxAttempts: 10, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Budget: retry.BudgetConfig{Disabled: true}},
 		},
 		Faults: []faults.Fault{{Name: "flaky", Target: faults.Target{Kind: faults.Dependency, Name: "api"},
@@ -33,7 +34,7 @@ func busy(rate float64, d time.Duration) sim.Scenario {
 	}
 }
 
-func runBench(b *testing.B, sc sim.Scenario, opts ...sim.Option) {
+func runBench(b *testing.B, sc scenarios.Scenario, opts ...sim.Option) {
 	b.ReportAllocs()
 	var jobs int64
 	for b.Loop() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // The invariants only a black-box drill judges (the others it shares with
@@ -65,7 +66,7 @@ func (j *blackJob) unseen() bool {
 
 // blackJudge judges a black-box history.
 type blackJudge struct {
-	sc  *Scenario
+	sc  *scenarios.Scenario
 	h   *History
 	x   *HExternal
 	res *reports.Result
@@ -88,7 +89,7 @@ func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any)
 // alone: every invariant that can be judged from outside (the call log,
 // the deliveries, the DLQ's reads, the queue at the end), each named, and
 // those that cannot listed as not observable.
-func judgeExternal(sc Scenario, h *History) *reports.Result {
+func judgeExternal(sc scenarios.Scenario, h *History) *reports.Result {
 	// The judge reads the history in time order, whatever order a hand-
 	// edited file gives.
 	h = sortedHistory(h)
@@ -412,7 +413,7 @@ func (b *blackJudge) charges() {
 // unless the job left the DLQ by a declared requeue first; a job in the
 // DLQ is not run.
 func (b *blackJudge) finalRetries() {
-	requeues := slices.Contains(b.shrinks(), ShrinkOperator) || slices.Contains(b.shrinks(), ShrinkAutoRetry)
+	requeues := slices.Contains(b.shrinks(), scenarios.ShrinkOperator) || slices.Contains(b.shrinks(), scenarios.ShrinkAutoRetry)
 	for _, id := range b.order {
 		j := b.jobs[id]
 		var final *HCall
@@ -496,7 +497,7 @@ func (b *blackJudge) pages(within time.Duration) {
 		open[c.Dependency] = len(incs)
 		incs = append(incs, incident{dep: c.Dependency, first: c.AtMs, last: c.AtMs, job: c.JobID, fault: c.Fault, answer: answer(c)})
 	}
-	repeat := repeatEvery(b.sc.alertConfig(func(string) alert.Sink { return nil }))
+	repeat := repeatEvery(b.sc.AlertConfig(func(string) alert.Sink { return nil }))
 	for _, in := range incs {
 		var pages []int64
 		for _, d := range b.h.Deliveries {
@@ -669,7 +670,7 @@ func (b *blackJudge) alerts() {
 }
 
 // blackMetrics are the counts a black-box drill observes.
-var blackMetrics = map[Metric]bool{Created: true, Succeeded: true, DeadLettered: true, Lost: true, Charges: true, Notifications: true, Pending: true, Pages: true}
+var blackMetrics = map[scenarios.Metric]bool{scenarios.Created: true, scenarios.Succeeded: true, scenarios.DeadLettered: true, scenarios.Lost: true, scenarios.Charges: true, scenarios.Notifications: true, scenarios.Pending: true, scenarios.Pages: true}
 
 // expectations evaluates the scenario's expectations that can be judged
 // from outside, with the simulator's own Count; the others are not
@@ -677,21 +678,24 @@ var blackMetrics = map[Metric]bool{Created: true, Succeeded: true, DeadLettered:
 func (b *blackJudge) expectations() {
 	o := &Observation{Result: b.res} // no world: Count reads the result alone
 	for _, e := range b.sc.Expect {
-		c, ok := e.(Count)
-		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Metric == Pages && c.Receiver != "") || (c.Task != "" && c.Metric != DeadLettered) {
+		c, ok := e.(scenarios.Count)
+		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Metric == scenarios.Pages && c.Receiver != "") || (c.Task != "" && c.Metric != scenarios.DeadLettered) {
 			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: expectationName(e), Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered (by task), lost, pending, charges, notifications and pages — a notification of high or unknown severity)", Verdict: reports.NotObservable})
 			continue
 		}
-		b.res.Expectations = append(b.res.Expectations, c.Evaluate(o))
+		b.res.Expectations = append(b.res.Expectations, evalCount(c, o))
 	}
 }
 
-// expectationName is an expectation's name without evaluating it.
-func expectationName(e Expectation) string {
-	if c, ok := e.(Count); ok {
-		return c.name()
+// expectationName is an expectation's name without evaluating it: a
+// count's, or else its type's, named as black-box reports have always
+// named it ("sim.JobFate", from when the expectation types were sim's) so
+// that a report diff across versions matches it.
+func expectationName(e scenarios.Expectation) string {
+	if c, ok := e.(scenarios.Count); ok {
+		return c.Name()
 	}
-	return fmt.Sprintf("%T", e)
+	return strings.Replace(fmt.Sprintf("%T", e), "scenarios.", "sim.", 1)
 }
 
 func (b *blackJudge) external() *reports.External {

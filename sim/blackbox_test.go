@@ -9,24 +9,25 @@ import (
 
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
 // The black-box oracle, on histories made by hand: what a drill of a
 // team's own system would have observed.
 var _ = Describe("The black-box oracle (sim.Judge of an external drill's history)", func() {
-	scenario := func() sim.Scenario {
-		return sim.Scenario{
+	scenario := func() scenarios.Scenario {
+		return scenarios.Scenario{
 			Name: "black-box", Seed: 1, Duration: 10 * time.Second,
-			Workload:     sim.Workload{Tasks: []sim.Task{{Name: "charge", Dependency: "payments"}}},
-			Workers:      sim.Workers{Count: 1},
-			Dependencies: []sim.Dependency{{Name: "payments", Payment: true}},
-			System: sim.System{External: &sim.External{
+			Workload:     scenarios.WorkloadSpec{Tasks: []scenarios.TaskSpec{{Name: "charge", Dependency: "payments"}}},
+			Workers:      scenarios.WorkersSpec{Count: 1},
+			Dependencies: []scenarios.DependencySpec{{Name: "payments", Payment: true}},
+			System: scenarios.SystemSpec{External: &scenarios.ExternalSpec{
 				Command: &layout.Command{Path: "/bin/true"},
 				Inject:  layout.Inject{Preset: layout.PresetSeed},
 				DLQ:     layout.DLQ{Preset: layout.PresetSeed},
 			}},
-			Invariants: sim.Invariants{PageWithin: time.Minute},
+			Invariants: scenarios.InvariantsSpec{PageWithin: time.Minute},
 		}
 	}
 	item := func(id string) sim.HDLQItem { return sim.HDLQItem{JobID: id, Source: "dead_letter[0]"} }
@@ -52,7 +53,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 				Entries: []layout.Entry{entry("j-declined", "low"), entry("j-auth", "high")}},
 		}
 	}
-	judge := func(sc sim.Scenario, h *sim.History) *reports.Result {
+	judge := func(sc scenarios.Scenario, h *sim.History) *reports.Result {
 		res, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
@@ -120,7 +121,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		h = history()
 		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1})
 		sc := scenario()
-		sc.System.External.DLQShrinks = []string{sim.ShrinkEviction}
+		sc.System.External.DLQShrinks = []string{scenarios.ShrinkEviction}
 		r := judge(sc, h)
 		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvDLQNeverShrinks, reports.Passed))
 	})
@@ -190,11 +191,11 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("evaluates the expectations it can count from outside and lists the others as not observable", func() {
 		sc := scenario()
-		sc.Expect = []sim.Expectation{
-			sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0},
-			sim.Count{Metric: sim.DeadLettered, Task: "charge", Op: sim.Exactly, N: 2},
-			sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2},
-			sim.Count{Metric: sim.Retried, Op: sim.Exactly, N: 0},
+		sc.Expect = []scenarios.Expectation{
+			scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0},
+			scenarios.Count{Metric: scenarios.DeadLettered, Task: "charge", Op: scenarios.Exactly, N: 2},
+			scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 2},
+			scenarios.Count{Metric: scenarios.Retried, Op: scenarios.Exactly, N: 0},
 		}
 		r := judge(sc, history())
 		Expect(r.Expectations).To(HaveLen(4))

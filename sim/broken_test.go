@@ -24,6 +24,7 @@ import (
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 	"github.com/faultline/faultline/sim/simmatchers"
 )
@@ -181,54 +182,54 @@ func naiveBreaker(env sim.Env, cfg degrade.BreakerConfig) (sim.Breaker, error) {
 // flappingInventory calls an inventory service whose primary is down for
 // half of every 20 seconds for 15 minutes, behind a breaker that must not
 // flap with it.
-func flappingInventory() sim.Scenario {
-	return sim.Scenario{
+func flappingInventory() scenarios.Scenario {
+	return scenarios.Scenario{
 		Name: "flapping-inventory", Seed: 3, Duration: 15 * time.Minute,
-		Workload: sim.Workload{
-			Tasks:    []sim.Task{{Name: "reserve", Dependency: "inventory", Service: 10 * time.Millisecond}},
-			Arrivals: sim.Arrivals{Kind: sim.Poisson, Rate: 10},
+		Workload: scenarios.WorkloadSpec{
+			Tasks:    []scenarios.TaskSpec{{Name: "reserve", Dependency: "inventory", Service: 10 * time.Millisecond}},
+			Arrivals: scenarios.ArrivalsSpec{Kind: scenarios.Poisson, Rate: 10},
 		},
-		System: sim.System{
+		System: scenarios.SystemSpec{
 			Retry: retry.Config{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 30 * time.Second},
-			Breakers: []sim.BreakerSpec{{
+			Breakers: []scenarios.BreakerSpec{{
 				Config:   degrade.BreakerConfig{Name: "inventory", ConsecutiveFailures: 5, OpenDuration: 2 * time.Second, SuccessesToClose: 2},
 				Fallback: degrade.FallbackConfig{BatchSize: 50, DrainInterval: time.Second},
 			}},
 		},
 		Faults: []faults.Fault{{Name: "inventory-flapping", Target: faults.Target{Kind: faults.Dependency, Name: "inventory"},
 			Model: faults.Flapping{Period: 20 * time.Second, Duty: 0.5, Code: 503}}},
-		Expect: []sim.Expectation{sim.BreakerTransitions{Breaker: "inventory", AtMost: 40}},
+		Expect: []scenarios.Expectation{scenarios.BreakerTransitions{Breaker: "inventory", AtMost: 40}},
 	}
 }
 
 // doomedSync is one job whose dependency always answers 503, so it uses up
 // its three attempts.
-func doomedSync() sim.Scenario {
-	return sim.Scenario{
+func doomedSync() scenarios.Scenario {
+	return scenarios.Scenario{
 		Name: "doomed-sync", Seed: 5, Duration: time.Minute,
-		Workload: sim.Workload{
-			Tasks: []sim.Task{{Name: "sync", Dependency: "warehouse", Service: 10 * time.Millisecond}},
-			Jobs:  []sim.PlannedJob{{At: time.Second, ID: "sync-stock", Task: "sync"}},
+		Workload: scenarios.WorkloadSpec{
+			Tasks: []scenarios.TaskSpec{{Name: "sync", Dependency: "warehouse", Service: 10 * time.Millisecond}},
+			Jobs:  []scenarios.PlannedJobSpec{{At: time.Second, ID: "sync-stock", Task: "sync"}},
 		},
-		System: sim.System{Retry: retry.Config{MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}},
+		System: scenarios.SystemSpec{Retry: retry.Config{MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}},
 		Faults: []faults.Fault{{Name: "warehouse-down", Target: faults.Target{Kind: faults.Dependency, Name: "warehouse"},
 			Model: faults.HTTPStatus{Code: 503}}},
-		Expect: []sim.Expectation{
-			sim.JobFate{JobID: "sync-stock", State: disposition.DeadLettered, Severity: classify.Medium},
-			sim.Count{Metric: sim.Retried, Op: sim.Exactly, N: 2},
+		Expect: []scenarios.Expectation{
+			scenarios.JobFate{JobID: "sync-stock", State: disposition.DeadLettered, Severity: classify.Medium},
+			scenarios.Count{Metric: scenarios.Retried, Op: scenarios.Exactly, N: 2},
 		},
 	}
 }
 
 // badData sends 2,000 jobs, a tenth of which fail on bad data and are
 // dead-lettered at once.
-func badData() sim.Scenario {
+func badData() scenarios.Scenario {
 	sc := steady(2000)
 	sc.Name = "bad-data"
 	sc.Workload.Tasks[0].Dependency = "inventory"
 	sc.Faults = []faults.Fault{{Name: "bad-data", Target: faults.Target{Kind: faults.Dependency, Name: "inventory"},
 		Model: faults.HTTPStatus{Code: 422}, Schedule: faults.Schedule{Probability: 0.1}}}
-	sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}}
+	sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}}
 	return sc
 }
 

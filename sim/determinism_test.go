@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -23,7 +24,7 @@ const childEnv = "FAULTLINE_SIM_CHILD"
 
 // chaotic is the payment challenge with every kind of infrastructure fault
 // on top: the widest determinism check.
-func chaotic() sim.Scenario {
+func chaotic() scenarios.Scenario {
 	sc := payments()
 	sc.Name = "payment-challenge-chaotic"
 	sc.Workers.LeaseTTL = 5 * time.Second
@@ -91,7 +92,7 @@ var _ = Describe("Determinism", func() {
 
 // short is a two-minute slice of the payment challenge, small enough for a
 // Redis round trip per move.
-func short() sim.Scenario {
+func short() scenarios.Scenario {
 	sc := payments()
 	sc.Name = "payment-challenge-short"
 	sc.Duration = 5 * time.Minute

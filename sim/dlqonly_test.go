@@ -37,7 +37,7 @@ func (l *listTwice) List(ctx context.Context) ([]dlq.Entry, error) {
 	return append(es, es...), err
 }
 
-func builtin(name string) sim.Scenario {
+func builtin(name string) scenarios.Scenario {
 	GinkgoHelper()
 	l, err := scenarios.LoadBuiltin(name)
 	Expect(err).NotTo(HaveOccurred())
@@ -111,7 +111,7 @@ var _ = Describe("DLQ-only mode (WithDLQ)", func() {
 
 	It("answers ErrNotDeclared for an operator's delete the store does not declare, and says so in the step", func() {
 		sc := builtin("dlq-basics")
-		sc.Steps = append(sc.Steps, sim.Step{At: sc.Duration - time.Second, Kind: sim.Delete})
+		sc.Steps = append(sc.Steps, scenarios.StepSpec{At: sc.Duration - time.Second, Kind: scenarios.Delete})
 		res := run(sc, withTeam(&dlqtest.MapStore{}))
 		Expect(res.Steps).To(ContainElement(And(HaveField("Kind", "delete"), HaveField("Error", ContainSubstring("the store does not declare delete")))))
 		Expect(res.Warnings).To(ContainElement(ContainSubstring("not checked: the store does not declare delete")))

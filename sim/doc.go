@@ -1,9 +1,14 @@
-// Package sim is faultline's deterministic simulator: it runs a Scenario —
-// a workload, worker slots, dependencies, the system's configuration, a
-// fault schedule, operator steps and expectations — against the reference
-// failure handling (or a team's own components) on virtual time, and says
-// whether every job was accounted for, the right people were paged, and
-// the service degraded instead of falling over.
+// Package sim is faultline's deterministic simulator and its judge: it runs
+// a scenarios.Scenario — a workload, worker slots, dependencies, the
+// system's configuration, a fault schedule, operator steps and
+// expectations — against the reference failure handling (or a team's own
+// components) on virtual time, and says whether every job was accounted
+// for, the right people were paged, and the service degraded instead of
+// falling over. The scenario model and its validation are package
+// scenarios'; sim holds the engine, the ledger and its invariants, the
+// evaluation of the scenario's expectations (data of package scenarios)
+// against a run's Observation, and the live judges that judge a drill's
+// history with the same ledger and expectations.
 //
 // # The engine
 //
@@ -40,7 +45,7 @@
 // invariant; the first reports.MaxListedViolations of an invariant listed,
 // all counted), each naming the invariant, the job, its trail, the seed
 // and the virtual time, so that expectations are judged on the whole run.
-// Only a canceled context or a limit (ErrLimit) stops a run early: its
+// Only a canceled context or a limit (scenarios.ErrLimit) stops a run early: its
 // verdict is reports.Interrupted and its expectations are not evaluated. Memory grows with the jobs not yet done, not with those that
 // succeeded.
 //

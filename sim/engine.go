@@ -26,6 +26,7 @@ import (
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // Caps on what a result lists (totals are always complete).
@@ -65,12 +66,12 @@ type slot struct {
 }
 
 type taskGen struct {
-	Task
+	scenarios.TaskSpec
 	queue string
 	// svc draws the task's service-time jitter: a stream per task.
 	svc *rand.Rand
 	// dep is the task's dependency, if declared; target its fault target.
-	dep    *Dependency
+	dep    *scenarios.DependencySpec
 	target faults.Target
 }
 
@@ -102,7 +103,7 @@ type pending struct {
 // world is one run of one scenario.
 type world struct {
 	ctx   context.Context
-	sc    Scenario
+	sc    scenarios.Scenario
 	seed  uint64
 	clk   *clock.Virtual
 	start time.Time
@@ -120,7 +121,7 @@ type world struct {
 	calls    callWatch    // the dependency calls an expectation reads (selectors.go)
 	led      *ledger
 
-	deps   map[string]Dependency
+	deps   map[string]scenarios.DependencySpec
 	tasks  []*taskGen
 	byTask map[string]*taskGen
 	total  int // sum of weights
@@ -203,7 +204,7 @@ func (w *world) stream(name string) *rand.Rand { return newStream(w.seed, "sim/"
 // that could not be carried out (an invalid scenario, a component that
 // failed to start, a canceled context); a failed expectation or a violated
 // invariant is a result with Verdict Failed.
-func Run(ctx context.Context, sc Scenario, opts ...Option) (*reports.Result, error) {
+func Run(ctx context.Context, sc scenarios.Scenario, opts ...Option) (*reports.Result, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -229,11 +230,11 @@ func Run(ctx context.Context, sc Scenario, opts ...Option) (*reports.Result, err
 
 // baseWorld is the part of a world every driver shares: the workload's
 // tasks and their random streams, the dependencies, the ledger.
-func baseWorld(ctx context.Context, sc Scenario) *world {
+func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	w := &world{
 		ctx: ctx, sc: sc, seed: sc.Seed, start: sc.Start, end: sc.Duration,
 		clk:         clock.NewVirtual(sc.Start),
-		deps:        map[string]Dependency{},
+		deps:        map[string]scenarios.DependencySpec{},
 		byTask:      map[string]*taskGen{},
 		pages:       map[pageKey]pageState{},
 		firing:      map[firingKey]int64{},
@@ -258,7 +259,7 @@ func baseWorld(ctx context.Context, sc Scenario) *world {
 		}
 	}
 	for _, t := range sc.Workload.Tasks {
-		g := &taskGen{Task: t, queue: t.Queue, svc: w.stream("workload/service/" + t.Name)}
+		g := &taskGen{TaskSpec: t, queue: t.Queue, svc: w.stream("workload/service/" + t.Name)}
 		if g.queue == "" {
 			g.queue = t.Name
 		}
@@ -277,13 +278,13 @@ func baseWorld(ctx context.Context, sc Scenario) *world {
 
 	watched := map[string]bool{}
 	for _, e := range sc.Expect {
-		if j, ok := e.(interface{ jobs() []string }); ok {
-			for _, id := range j.jobs() {
+		if j, ok := e.(interface{ Jobs() []string }); ok {
+			for _, id := range j.Jobs() {
 				watched[id] = true
 			}
 		}
-		if p, ok := e.(interface{ probes() []time.Duration }); ok {
-			for _, at := range p.probes() {
+		if p, ok := e.(interface{ Probes() []time.Duration }); ok {
+			for _, at := range p.Probes() {
 				w.probes[at] = nil
 			}
 		}
@@ -296,7 +297,7 @@ func baseWorld(ctx context.Context, sc Scenario) *world {
 	return w
 }
 
-func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
+func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, error) {
 	w := baseWorld(ctx, sc)
 
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
@@ -306,7 +307,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	w.inj = inj
 
 	// The store.
-	cfg := sc.storeConfig() // as Validate checked it
+	cfg := sc.StoreConfig() // as scenarios.Scenario.Validate checked it
 	cfg.Observer = w.observe
 	cfg.OnOverflow = w.overflow
 	switch {
@@ -336,7 +337,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 	w.policy = &swapPolicy{p: sys.Policy, team: o.policy != nil}
 
 	// The alerter, delivering through recording sinks.
-	acfg := sc.alertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
+	acfg := sc.AlertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
 	w.repeatEvery = repeatEvery(acfg)
 	if o.alerter != nil {
 		w.alerter, err = o.alerter(w.env, acfg)
@@ -370,7 +371,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		if !ok {
 			return nil, fmt.Errorf("monitor: the alerter %T cannot raise system alerts (it needs Raise and Clear)", w.alerter)
 		}
-		mcfg := sc.monitorConfig(w.dlqW, sig, w.clk)
+		mcfg := sc.MonitorConfig(w.dlqW, sig, "sim", w.clk)
 		mcfg.Kept = w.pipeline.Kept
 		mon, err := worker.NewMonitor(mcfg)
 		if err != nil {
@@ -380,7 +381,7 @@ func newWorld(ctx context.Context, sc Scenario, o *options) (*world, error) {
 		mon.Start()
 	}
 	if a := sc.System.AutoRetry; a != nil {
-		ar, err := worker.NewAutoRetry(sc.autoRetryConfig(w.dlqW, w.clk))
+		ar, err := worker.NewAutoRetry(sc.AutoRetryConfig(w.dlqW, w.clk))
 		if err != nil {
 			return nil, fmt.Errorf("auto-retry: %w", err)
 		}
@@ -471,7 +472,7 @@ func (w *world) run() *reports.Result {
 func (w *world) schedule() {
 	sc := &w.sc
 	a := sc.Workload.Arrivals
-	if a.Kind != NoArrivals && a.Rate > 0 {
+	if a.Kind != scenarios.NoArrivals && a.Rate > 0 {
 		w.arrAt = w.nextArrival()
 		w.arrOn = w.arrAt < w.arrivalsUntil()
 	}
@@ -479,7 +480,7 @@ func (w *world) schedule() {
 		b := b
 		w.at(b.At, func() {
 			for range b.Count {
-				w.create(w.pick(b.Task), PlannedJob{})
+				w.create(w.pick(b.Task), scenarios.PlannedJobSpec{})
 			}
 		})
 	}
@@ -535,7 +536,7 @@ func (w *world) nextArrival() time.Duration {
 	a := &w.sc.Workload.Arrivals
 	var sec float64
 	switch a.Kind {
-	case Constant:
+	case scenarios.Constant:
 		sec = float64(w.arrivals) / a.Rate
 	default:
 		w.arrT += w.arrRand.ExpFloat64() / a.Rate
@@ -554,7 +555,7 @@ func (w *world) arrivalsUntil() time.Duration {
 
 func (w *world) arrive() {
 	w.arrivals++
-	w.create(w.pick(""), PlannedJob{})
+	w.create(w.pick(""), scenarios.PlannedJobSpec{})
 	w.arrAt = w.nextArrival()
 	w.arrOn = w.arrAt < w.arrivalsUntil()
 }
@@ -576,11 +577,11 @@ func (w *world) pick(task string) *taskGen {
 }
 
 // create enqueues one job of task t (with pj's explicit fields, if any).
-func (w *world) create(t *taskGen, pj PlannedJob) {
+func (w *world) create(t *taskGen, pj scenarios.PlannedJobSpec) {
 	if len(w.led.jobs) >= w.sc.Limits.MaxInFlight {
 		if len(w.errs) == 0 {
 			w.errs = append(w.errs, fmt.Errorf("run stopped at %s: %w", fmtOffset(w.now()),
-				&LimitError{What: "jobs in flight", Flag: "--max-in-flight", Max: int64(w.sc.Limits.MaxInFlight), Got: int64(len(w.led.jobs)) + 1,
+				&scenarios.LimitError{What: "jobs in flight", Flag: "--max-in-flight", Max: int64(w.sc.Limits.MaxInFlight), Got: int64(len(w.led.jobs)) + 1,
 					Hint: "lower the arrival rate, shorten the run,"}))
 		}
 		return
@@ -600,7 +601,7 @@ func (w *world) create(t *taskGen, pj PlannedJob) {
 // enqueued at now, and returns it with its generated number (0 for an
 // explicit job): the simulator's and a drill's producer make their jobs
 // here, so a drill's jobs are the simulator's, ID for ID.
-func (w *world) newJob(t *taskGen, pj PlannedJob, now time.Time) (job.Job, int64) {
+func (w *world) newJob(t *taskGen, pj scenarios.PlannedJobSpec, now time.Time) (job.Job, int64) {
 	w.seq++
 	j := job.Job{Task: t.Name, Queue: t.queue, Dependency: t.Dependency, EnqueuedAt: now}
 	var n int64
@@ -766,7 +767,7 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 
 // charge counts one charge of r's payment; a second charge is a violation
 // unless the gateway replayed the first for the same idempotency key.
-func (w *world) charge(r *rec, j job.Job, dep Dependency) {
+func (w *world) charge(r *rec, j job.Job, dep scenarios.DependencySpec) {
 	// A payment is the job's, or its key's when explicit jobs share keys.
 	charged := &r.charged
 	if k := j.IdempotencyKey; k != "" && w.sharedKeys[k] {
@@ -1281,14 +1282,14 @@ func (w *world) reconcile(full bool) {
 }
 
 // step carries out one operator step.
-func (w *world) step(st Step) {
+func (w *world) step(st scenarios.StepSpec) {
 	now := w.clk.Now()
 	rec := reports.Step{AtMs: w.now().Milliseconds(), Kind: st.Kind.String()}
 	switch st.Kind {
-	case Requeue, Delete, Purge:
+	case scenarios.Requeue, scenarios.Delete, scenarios.Purge:
 		rec = CarryOutStep(w.ctx, st, w.dlqW, now)
 		rec.AtMs = w.now().Milliseconds()
-	case SetWorkers:
+	case scenarios.SetWorkers:
 		active := 0
 		for _, s := range w.slots {
 			if !s.retired {
@@ -1306,7 +1307,7 @@ func (w *world) step(st Step) {
 			active++
 		}
 		rec.Detail = fmt.Sprintf("%d workers", st.Workers)
-	case SetRetry:
+	case scenarios.SetRetry:
 		if w.policy.team {
 			rec.Error = "set-retry changes the reference retry policy; this run uses a team's own"
 			break
@@ -1335,10 +1336,10 @@ type StepStore interface {
 // purge) on s at now, as the simulator and a drill both do, and returns
 // its record (AtMs left for the caller). Other kinds are not DLQ steps:
 // their record says so.
-func CarryOutStep(ctx context.Context, st Step, s StepStore, now time.Time) reports.Step {
+func CarryOutStep(ctx context.Context, st scenarios.StepSpec, s StepStore, now time.Time) reports.Step {
 	rec := reports.Step{Kind: st.Kind.String()}
 	switch st.Kind {
-	case Requeue:
+	case scenarios.Requeue:
 		budget := st.Budget
 		if budget == 0 {
 			budget = dlq.OneMoreAttempt
@@ -1346,11 +1347,11 @@ func CarryOutStep(ctx context.Context, st Step, s StepStore, now time.Time) repo
 		res, err := s.RequeueMatching(ctx, st.Filter, dlq.RequeueOptions{Budget: budget, By: "operator"}, now, false)
 		rec.Detail = fmt.Sprintf("matched %d, requeued %d, skipped %d", res.Matched, res.Requeued, res.Skipped)
 		rec.Error = errText(err)
-	case Delete:
+	case scenarios.Delete:
 		n, err := deleteMatching(ctx, s, st.Filter, now)
 		rec.Detail = fmt.Sprintf("deleted %d", n)
 		rec.Error = errText(err)
-	case Purge:
+	case scenarios.Purge:
 		n, err := s.Purge(ctx, now.Add(-st.OlderThan), now)
 		rec.Detail = fmt.Sprintf("purged %d", n)
 		rec.Error = errText(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -15,25 +16,25 @@ import (
 // for a minute. The expectations: nothing lost, not one auth failure
 // retried, a page within a minute.
 func ExampleRun() {
-	sc := sim.Scenario{
+	sc := scenarios.Scenario{
 		Name:     "revoked-key",
 		Seed:     42,
 		Duration: 5 * time.Minute,
-		Workload: sim.Workload{
-			Tasks:    []sim.Task{{Name: "charge", Dependency: classify.PaymentGateway, IdempotencyKey: true, Service: 50 * time.Millisecond}},
-			Arrivals: sim.Arrivals{Kind: sim.Poisson, Rate: 5},
+		Workload: scenarios.WorkloadSpec{
+			Tasks:    []scenarios.TaskSpec{{Name: "charge", Dependency: classify.PaymentGateway, IdempotencyKey: true, Service: 50 * time.Millisecond}},
+			Arrivals: scenarios.ArrivalsSpec{Kind: scenarios.Poisson, Rate: 5},
 		},
-		Dependencies: []sim.Dependency{{Name: classify.PaymentGateway, Payment: true}},
+		Dependencies: []scenarios.DependencySpec{{Name: classify.PaymentGateway, Payment: true}},
 		Faults: []faults.Fault{{
 			Name:     "revoked-key",
 			Target:   faults.Target{Kind: faults.Dependency, Name: classify.PaymentGateway},
 			Model:    faults.AuthFailure{Code: 401},
 			Schedule: faults.During(time.Minute, 2*time.Minute),
 		}},
-		Expect: []sim.Expectation{
-			sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0},
-			sim.Confusion{True: classify.Critical, Route: worker.Retry, Op: sim.Exactly, N: 0},
-			sim.PageWithin{Within: time.Minute},
+		Expect: []scenarios.Expectation{
+			scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0},
+			scenarios.Confusion{True: classify.Critical, Route: worker.Retry, Op: scenarios.Exactly, N: 0},
+			scenarios.PageWithin{Within: time.Minute},
 		},
 	}
 	res, err := sim.Run(context.Background(), sc)

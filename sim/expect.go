@@ -9,15 +9,56 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
-	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
-// Expectation is one thing that must hold at the end of a run. It evaluates
-// to expected / actual / verdict. A team may write its own from the
-// Observation's facts.
-type Expectation interface {
-	Evaluate(o *Observation) reports.Expectation
+// evaluate judges expectation e against observation o: the expectation
+// types are data, and each has its evaluation here.
+func evaluate(e scenarios.Expectation, o *Observation) reports.Expectation {
+	switch x := e.(type) {
+	case scenarios.Count:
+		return evalCount(x, o)
+	case *scenarios.Count:
+		return evalCount(*x, o)
+	case scenarios.JobFate:
+		return evalJobFate(x, o)
+	case *scenarios.JobFate:
+		return evalJobFate(*x, o)
+	case scenarios.PageWithin:
+		return evalPageWithin(x, o)
+	case *scenarios.PageWithin:
+		return evalPageWithin(*x, o)
+	case scenarios.DrainedBy:
+		return evalDrainedBy(x, o)
+	case *scenarios.DrainedBy:
+		return evalDrainedBy(*x, o)
+	case scenarios.BreakerOpened:
+		return evalBreakerOpened(x, o)
+	case *scenarios.BreakerOpened:
+		return evalBreakerOpened(*x, o)
+	case scenarios.BreakerClosedBy:
+		return evalBreakerClosedBy(x, o)
+	case *scenarios.BreakerClosedBy:
+		return evalBreakerClosedBy(*x, o)
+	case scenarios.BreakerTransitions:
+		return evalBreakerTransitions(x, o)
+	case *scenarios.BreakerTransitions:
+		return evalBreakerTransitions(*x, o)
+	case scenarios.Confusion:
+		return evalConfusion(x, o)
+	case *scenarios.Confusion:
+		return evalConfusion(*x, o)
+	case scenarios.JobAttempts:
+		return evalJobAttempts(x, o)
+	case *scenarios.JobAttempts:
+		return evalJobAttempts(*x, o)
+	case scenarios.RetryRate:
+		return evalRetryRate(x, o)
+	case *scenarios.RetryRate:
+		return evalRetryRate(*x, o)
+	}
+	return reports.Expectation{Name: fmt.Sprintf("%T", e), Expected: "-", Actual: "not an expectation the simulator knows", Verdict: reports.Failed}
 }
 
 // Snapshot is the ledger at one instant.
@@ -57,16 +98,16 @@ type Observation struct {
 // alerter's own counts cannot give the alerts raised, and a drill's
 // retry budgets live in each worker process, uncounted. Such a count is
 // reported not observable — never 0, never passed.
-func (o *Observation) notObserved(m Metric) string {
+func (o *Observation) notObserved(m scenarios.Metric) string {
 	if o.w == nil || o.w.judge == nil {
 		return ""
 	}
 	switch m {
-	case Alerts:
+	case scenarios.AlertsRaised:
 		if o.w.judge.h.Alerter == nil {
 			return "the drill's history does not record its alerter's own counts (a history from an older faultline)"
 		}
-	case BudgetDelayed, BudgetExceeded:
+	case scenarios.BudgetDelayed, scenarios.BudgetExceeded:
 		return "a drill's retry budgets live in each worker process, which does not report them"
 	}
 	return ""
@@ -126,40 +167,6 @@ func (w *world) snapshot() *Snapshot {
 	return s
 }
 
-// Op compares an actual count with an expected one.
-type Op uint8
-
-// The comparisons.
-const (
-	// Exactly: actual = N.
-	Exactly Op = iota
-	// AtLeast: actual ≥ N.
-	AtLeast
-	// AtMost: actual ≤ N.
-	AtMost
-)
-
-// String returns "=", "≥" or "≤".
-func (op Op) String() string {
-	switch op {
-	case AtLeast:
-		return "≥"
-	case AtMost:
-		return "≤"
-	}
-	return "="
-}
-
-func (op Op) holds(actual, n int64) bool {
-	switch op {
-	case AtLeast:
-		return actual >= n
-	case AtMost:
-		return actual <= n
-	}
-	return actual == n
-}
-
 func verdict(ok bool) reports.Verdict {
 	if ok {
 		return reports.Passed
@@ -167,142 +174,19 @@ func verdict(ok bool) reports.Verdict {
 	return reports.Failed
 }
 
-// Metric is what a Count counts.
-type Metric string
-
-// The metrics.
-const (
-	// Created: jobs created.
-	Created Metric = "created"
-	// Succeeded: jobs that succeeded.
-	Succeeded Metric = "succeeded"
-	// DeadLettered: jobs in the DLQ at the end (failed, quarantined or
-	// deleted entries), of Task, Severity and Class when given (the job's
-	// latest failure).
-	DeadLettered Metric = "dead-lettered"
-	// DeadLetters: moves into the DLQ during the run (a job dead-lettered,
-	// requeued and dead-lettered again counts twice), of Task, Severity
-	// and Class when given.
-	DeadLetters Metric = "dead-letters"
-	// Requeued: requeues from the DLQ.
-	Requeued Metric = "requeued"
-	// Retried: retries scheduled.
-	Retried Metric = "retried"
-	// InFallback: jobs in the fallback queue at the end.
-	InFallback Metric = "in-fallback"
-	// Diverted: diversions to the fallback queue.
-	Diverted Metric = "diverted"
-	// Pending: jobs queued, in flight, scheduled or in the fallback queue
-	// at the end: not yet done.
-	Pending Metric = "pending"
-	// Pages: pages as alert.IsPage defines them — one per firing
-	// critical (high-severity) alert per receiver that accepted it — the
-	// count every report shows (with Receiver and Fingerprint filters;
-	// with Severity, firing alerts of at least that severity, warnings
-	// included).
-	Pages Metric = "pages"
-	// Notifications: notifications receivers accepted.
-	Notifications Metric = "notifications"
-	// Lost: jobs created that the store does not account for at the end
-	// (queued, in flight, scheduled, in fallback, in the DLQ) and that did
-	// not succeed or leave the DLQ with an event.
-	Lost Metric = "lost"
-	// Fenced: late completions refused.
-	Fenced Metric = "fenced"
-	// Held: dead letters held (the DLQ store away, or the DLQ full under
-	// reject) and written later.
-	Held Metric = "held"
-	// Evicted: DLQ entries evicted by overflow.
-	Evicted Metric = "evicted"
-	// Charges: payment charges.
-	Charges Metric = "charges"
-	// Refused: jobs whose dead letters a full DLQ refused (reject policy),
-	// each counted once; they are held, never run again.
-	Refused Metric = "refused"
-	// LeaseExpiries: jobs recovered from an expired lease.
-	LeaseExpiries Metric = "lease-expiries"
-	// AlertsRefused: sends an alert sink refused (redelivered later).
-	AlertsRefused Metric = "alerts-refused"
-	// BudgetDelayed: retries the retry budget delayed.
-	BudgetDelayed Metric = "budget-delayed"
-	// BudgetExceeded: retries that ran over the budget.
-	BudgetExceeded Metric = "budget-exceeded"
-	// Alerts: alerts raised (a new fingerprint firing, or one firing again
-	// after it resolved), whether or not they page anyone: a storm of
-	// failures with one fingerprint is one alert.
-	Alerts Metric = "alerts"
-)
-
-// Metrics lists every metric, in a stable order.
-var Metrics = []Metric{Created, Succeeded, DeadLettered, DeadLetters, Requeued, Retried, InFallback, Diverted, Pending,
-	Pages, Notifications, Lost, Fenced, Held, Evicted, Charges, Refused, LeaseExpiries, AlertsRefused, BudgetDelayed, BudgetExceeded, Alerts}
-
-// Filters returns the Count filters metric m takes: "task", "severity",
-// "class" (dead-lettered, dead-letters), "receiver", "fingerprint",
-// "severity" (pages), "receiver" (notifications); none for the others.
-func (m Metric) Filters() []string {
-	switch m {
-	case DeadLettered, DeadLetters:
-		return []string{"task", "severity", "class"}
-	case Pages:
-		return []string{"receiver", "fingerprint", "severity"}
-	case Notifications:
-		return []string{"receiver"}
-	}
-	return nil
-}
-
-// Count expects a count: "dead-lettered with severity high = 1".
-type Count struct {
-	Metric Metric
-	// Filters, for DeadLettered (Task, Severity, Class) and Pages
-	// (Receiver, Fingerprint, Severity).
-	Task, Receiver, Fingerprint string
-	Severity                    classify.Severity
-	Class                       classify.Class
-	Op                          Op
-	N                           int64
-}
-
-func (c Count) name() string {
-	var b strings.Builder
-	b.WriteString(string(c.Metric))
-	var f []string
-	if c.Task != "" {
-		f = append(f, "task "+c.Task)
-	}
-	if c.Severity != classify.SeverityNone {
-		f = append(f, "severity "+c.Severity.String())
-	}
-	if c.Class != 0 {
-		f = append(f, "class "+c.Class.String())
-	}
-	if c.Receiver != "" {
-		f = append(f, "receiver "+c.Receiver)
-	}
-	if c.Fingerprint != "" {
-		f = append(f, "fingerprint "+c.Fingerprint)
-	}
-	if len(f) > 0 {
-		b.WriteString(" with " + strings.Join(f, ", "))
-	}
-	fmt.Fprintf(&b, " %s %d", c.Op, c.N)
-	return b.String()
-}
-
-// Evaluate counts.
-func (c Count) Evaluate(o *Observation) reports.Expectation {
+// evalCount judges Count: it counts.
+func evalCount(c scenarios.Count, o *Observation) reports.Expectation {
 	if why := o.notObserved(c.Metric); why != "" {
-		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "not observable: " + why, Verdict: reports.NotObservable}
+		return reports.Expectation{Name: c.Name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "not observable: " + why, Verdict: reports.NotObservable}
 	}
 	led := o.Result.Ledger
 	var n int64
 	switch c.Metric {
-	case Created:
+	case scenarios.Created:
 		n = led.Created
-	case Succeeded:
+	case scenarios.Succeeded:
 		n = led.Succeeded
-	case DeadLettered:
+	case scenarios.DeadLettered:
 		if c.Task == "" && c.Severity == classify.SeverityNone && c.Class == 0 {
 			n = led.DeadLettered
 			break
@@ -316,24 +200,24 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 			break
 		}
 		n = o.w.led.inDLQ(c.Task, c.Severity, c.Class)
-	case DeadLetters:
+	case scenarios.DeadLetters:
 		for _, d := range led.DeadLetteredBy {
 			if (c.Task == "" || d.Task == c.Task) && (c.Severity == classify.SeverityNone || d.Severity == c.Severity.String()) &&
 				(c.Class == 0 || d.Class == c.Class.String()) {
 				n += d.Count
 			}
 		}
-	case Requeued:
+	case scenarios.Requeued:
 		n = led.Requeues
-	case Retried:
+	case scenarios.Retried:
 		n = led.Retries
-	case InFallback:
+	case scenarios.InFallback:
 		n = led.Fallback
-	case Diverted:
+	case scenarios.Diverted:
 		n = led.Diversions
-	case Pending:
+	case scenarios.Pending:
 		n = led.Queued + led.InFlight + led.Scheduled + led.Fallback
-	case Pages:
+	case scenarios.Pages:
 		if c.Receiver == "" && c.Fingerprint == "" && c.Severity == classify.SeverityNone {
 			n = o.Result.Alerts.Pages // the run's own count, as every report shows it
 			break
@@ -343,57 +227,42 @@ func (c Count) Evaluate(o *Observation) reports.Expectation {
 			sev = classify.High
 		}
 		n = o.Pages(c.Receiver, c.Fingerprint, sev)
-	case Notifications:
+	case scenarios.Notifications:
 		if c.Receiver != "" {
 			n = o.Result.Alerts.ByReceiver[c.Receiver]
 		} else {
 			n = o.Result.Alerts.Notifications
 		}
-	case Lost:
+	case scenarios.Lost:
 		n = led.Lost
-	case Fenced:
+	case scenarios.Fenced:
 		n = led.Fenced
-	case Held:
+	case scenarios.Held:
 		n = led.Held
-	case Evicted:
+	case scenarios.Evicted:
 		n = led.Evicted
-	case Charges:
+	case scenarios.Charges:
 		n = led.Charges
-	case Refused:
+	case scenarios.Refused:
 		n = led.Refused
-	case LeaseExpiries:
+	case scenarios.LeaseExpiries:
 		n = led.LeaseExpiries
-	case AlertsRefused:
+	case scenarios.AlertsRefused:
 		n = o.Result.Alerts.Rejected
-	case BudgetDelayed:
+	case scenarios.BudgetDelayed:
 		n = led.BudgetDelayed
-	case BudgetExceeded:
+	case scenarios.BudgetExceeded:
 		n = led.BudgetExceeded
-	case Alerts:
+	case scenarios.AlertsRaised:
 		n = o.Result.Alerts.Raised
 	default:
-		return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "unknown metric " + string(c.Metric), Verdict: reports.Failed}
+		return reports.Expectation{Name: c.Name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: "unknown metric " + string(c.Metric), Verdict: reports.Failed}
 	}
-	return reports.Expectation{Name: c.name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.holds(n, c.N))}
+	return reports.Expectation{Name: c.Name(), Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.Holds(n, c.N))}
 }
 
-// JobFate expects job JobID to end in State (and, when set, with its last
-// move Route and its latest failure's Severity). With History, its DLQ
-// entry must hold exactly these failures, by class, oldest first — the
-// promise that an entry keeps every failure of its job, a death after a
-// requeue extending it — and Severity reads the entry's verdict too.
-type JobFate struct {
-	JobID    string
-	State    disposition.State
-	Route    disposition.Reason
-	Severity classify.Severity
-	History  []classify.Class
-}
-
-func (f JobFate) jobs() []string { return []string{f.JobID} }
-
-// Evaluate looks the job up, and its DLQ entry when History is set.
-func (f JobFate) Evaluate(o *Observation) reports.Expectation {
+// evalJobFate judges JobFate: it looks the job up, and its DLQ entry when History is set.
+func evalJobFate(f scenarios.JobFate, o *Observation) reports.Expectation {
 	want := f.State.String()
 	if f.Route != "" {
 		want += " (" + string(f.Route) + ")"
@@ -473,12 +342,8 @@ func (o *Observation) Entry(id string) (dlq.Entry, bool) {
 	return e, true
 }
 
-// PageWithin expects a high-severity alert to reach a receiver within
-// Within of the first critical failure (and that there was one).
-type PageWithin struct{ Within time.Duration }
-
-// Evaluate compares the first page with the first critical failure.
-func (p PageWithin) Evaluate(o *Observation) reports.Expectation {
+// evalPageWithin judges PageWithin: it compares the first page with the first critical failure.
+func evalPageWithin(p scenarios.PageWithin, o *Observation) reports.Expectation {
 	e := reports.Expectation{Name: fmt.Sprintf("a page within %s of the first critical failure", p.Within), Expected: "≤ " + p.Within.String()}
 	crit, ok := o.FirstCritical()
 	if !ok {
@@ -495,25 +360,10 @@ func (p PageWithin) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-// DrainedBy expects the DLQ to hold no entry (failed, quarantined or
-// deleted) at offset At; with Queue "fallback", the fallback (batch) queue
-// to hold no job instead.
-type DrainedBy struct {
-	At time.Duration
-	// Queue is "" (or "dlq") for the DLQ, "fallback" for the fallback
-	// queue.
-	Queue string
-}
-
-// QueueFallback is DrainedBy's Queue for the fallback (batch) queue.
-const QueueFallback = "fallback"
-
-func (d DrainedBy) probes() []time.Duration { return []time.Duration{d.At} }
-
-// Evaluate reads the snapshot at At.
-func (d DrainedBy) Evaluate(o *Observation) reports.Expectation {
+// evalDrainedBy judges DrainedBy: it reads the snapshot at At.
+func evalDrainedBy(d scenarios.DrainedBy, o *Observation) reports.Expectation {
 	e := reports.Expectation{Name: "the DLQ is drained by " + fmtOffset(d.At), Expected: "0 entries"}
-	if d.Queue == QueueFallback {
+	if d.Queue == scenarios.QueueFallback {
 		e = reports.Expectation{Name: "the fallback queue is drained by " + fmtOffset(d.At), Expected: "0 jobs"}
 	}
 	s, ok := o.Snapshot(d.At)
@@ -521,7 +371,7 @@ func (d DrainedBy) Evaluate(o *Observation) reports.Expectation {
 		e.Actual, e.Verdict = "the run ended before "+fmtOffset(d.At), reports.Failed
 		return e
 	}
-	if d.Queue == QueueFallback {
+	if d.Queue == scenarios.QueueFallback {
 		e.Actual, e.Verdict = fmt.Sprintf("%d jobs", s.Fallback), verdict(s.Fallback == 0)
 		if s.Fallback > 0 {
 			e.Actual += ": the fallback queue did not drain back once the breaker closed"
@@ -532,14 +382,8 @@ func (d DrainedBy) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-// BreakerOpened expects breaker Breaker to open at least AtLeast times.
-type BreakerOpened struct {
-	Breaker string
-	AtLeast int
-}
-
-// Evaluate counts the transitions to open.
-func (b BreakerOpened) Evaluate(o *Observation) reports.Expectation {
+// evalBreakerOpened judges BreakerOpened: it counts the transitions to open.
+func evalBreakerOpened(b scenarios.BreakerOpened, o *Observation) reports.Expectation {
 	n := 0
 	for _, t := range o.Result.Breakers {
 		if t.Breaker == b.Breaker && t.To == "open" {
@@ -550,16 +394,8 @@ func (b BreakerOpened) Evaluate(o *Observation) reports.Expectation {
 		Expected: fmt.Sprintf("≥ %d", b.AtLeast), Actual: fmt.Sprint(n), Verdict: verdict(n >= b.AtLeast)}
 }
 
-// BreakerClosedBy expects breaker Breaker to be closed at offset At.
-type BreakerClosedBy struct {
-	Breaker string
-	At      time.Duration
-}
-
-func (b BreakerClosedBy) probes() []time.Duration { return []time.Duration{b.At} }
-
-// Evaluate reads the breaker's state at At.
-func (b BreakerClosedBy) Evaluate(o *Observation) reports.Expectation {
+// evalBreakerClosedBy judges BreakerClosedBy: it reads the breaker's state at At.
+func evalBreakerClosedBy(b scenarios.BreakerClosedBy, o *Observation) reports.Expectation {
 	e := reports.Expectation{Name: fmt.Sprintf("breaker %s is closed by %s", b.Breaker, fmtOffset(b.At)), Expected: "closed"}
 	s, ok := o.Snapshot(b.At)
 	if !ok {
@@ -574,30 +410,10 @@ func (b BreakerClosedBy) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-// BreakerTransitions expects breaker Breaker's changes of state to
-// compare with Op and N: at most (hysteresis keeps a flapping dependency
-// from flapping the breaker), at least (it opened and closed again) or
-// exactly. AtMost, when Op and N are zero, is the older form of
-// {Op: AtMost, N: AtMost}.
-type BreakerTransitions struct {
-	Breaker string
-	Op      Op
-	N       int
-	AtMost  int
-}
-
-// cmp returns the comparison, the older AtMost form read.
-func (b BreakerTransitions) cmp() (Op, int) {
-	if b.Op == Exactly && b.N == 0 && b.AtMost > 0 {
-		return AtMost, b.AtMost
-	}
-	return b.Op, b.N
-}
-
-// Evaluate counts the transitions: of the one breaker in the simulator;
+// evalBreakerTransitions judges BreakerTransitions: it counts the transitions: of the one breaker in the simulator;
 // in a drill, of each worker process's own breaker, reading the busiest
 // (hysteresis bounds each breaker, and N processes have N of them).
-func (b BreakerTransitions) Evaluate(o *Observation) reports.Expectation {
+func evalBreakerTransitions(b scenarios.BreakerTransitions, o *Observation) reports.Expectation {
 	per := map[string]int{}
 	for _, t := range o.Result.Breakers {
 		if t.Breaker == b.Breaker {
@@ -614,26 +430,14 @@ func (b BreakerTransitions) Evaluate(o *Observation) reports.Expectation {
 	if busiest != "" {
 		actual += " (worker " + busiest + ", the busiest)"
 	}
-	op, want := b.cmp()
-	words := map[Op]string{Exactly: "exactly", AtLeast: "at least", AtMost: "at most"}[op]
+	op, want := b.Comparison()
+	words := map[scenarios.Op]string{scenarios.Exactly: "exactly", scenarios.AtLeast: "at least", scenarios.AtMost: "at most"}[op]
 	return reports.Expectation{Name: fmt.Sprintf("breaker %s changes state %s %d times", b.Breaker, words, want),
-		Expected: fmt.Sprintf("%s %d", op, want), Actual: actual, Verdict: verdict(op.holds(int64(n), int64(want)))}
+		Expected: fmt.Sprintf("%s %d", op, want), Actual: actual, Verdict: verdict(op.Holds(int64(n), int64(want)))}
 }
 
-// Confusion gates the classifier confusion matrix: of the failures whose
-// injected class is True, those the classifier called Said (0 = any) and
-// whose job took Route (0 = any): e.g. {True: Critical, Route: Retry, Op:
-// Exactly, N: 0} is "0 auth failures retried".
-type Confusion struct {
-	True  classify.Class
-	Said  classify.Class
-	Route worker.Action
-	Op    Op
-	N     int64
-}
-
-// Evaluate reads the matrix.
-func (c Confusion) Evaluate(o *Observation) reports.Expectation {
+// evalConfusion judges Confusion: it reads the matrix.
+func evalConfusion(c scenarios.Confusion, o *Observation) reports.Expectation {
 	name := c.True.String() + " failures"
 	if c.Said != 0 {
 		name += " classified " + c.Said.String()
@@ -643,5 +447,5 @@ func (c Confusion) Evaluate(o *Observation) reports.Expectation {
 	}
 	name += fmt.Sprintf(" %s %d", c.Op, c.N)
 	n := o.w.led.confusionCount(c.True, c.Said, c.Route)
-	return reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.holds(n, c.N))}
+	return reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.Holds(n, c.N))}
 }

@@ -8,22 +8,8 @@ import (
 
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
-
-// JobAttempts expects job JobID's attempts: how many began (each lease of
-// the job is one, a crashed or fenced attempt included), compared with Op
-// and N when CheckCount is set, and, when MinGap is set, that each began
-// at least MinGap after the one before it (a retry waits out its backoff
-// and a dependency's Retry-After hint).
-type JobAttempts struct {
-	JobID      string
-	CheckCount bool
-	Op         Op
-	N          int64
-	MinGap     time.Duration
-}
-
-func (a JobAttempts) jobs() []string { return []string{a.JobID} }
 
 // Attempts returns when each attempt of job id began (its leases), oldest
 // first, if the run kept the job: every explicit job, and every generated
@@ -38,8 +24,8 @@ func (o *Observation) Attempts(id string) ([]time.Duration, bool) {
 	return o.w.led.ow.leases[id], true
 }
 
-// Evaluate reads the job's attempt times.
-func (a JobAttempts) Evaluate(o *Observation) reports.Expectation {
+// evalJobAttempts judges JobAttempts: it reads the job's attempt times.
+func evalJobAttempts(a scenarios.JobAttempts, o *Observation) reports.Expectation {
 	var want []string
 	if a.CheckCount {
 		want = append(want, fmt.Sprintf("%s %d attempts", a.Op, a.N))
@@ -61,7 +47,7 @@ func (a JobAttempts) Evaluate(o *Observation) reports.Expectation {
 	if len(times) > 0 {
 		e.Actual += " (at " + strings.Join(at, ", ") + ")"
 	}
-	pass := !a.CheckCount || a.Op.holds(int64(len(times)), a.N)
+	pass := !a.CheckCount || a.Op.Holds(int64(len(times)), a.N)
 	if a.MinGap > 0 && len(times) < 2 {
 		// A gap is a claim about retries: with no retry there is none to
 		// read, and that is not a pass.
@@ -82,32 +68,6 @@ func (a JobAttempts) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-// RetryRate expects the retries of dependency Dependency's jobs that come
-// due (a scheduled retry moved back to its queue) in any window of Window
-// from offset From on to compare with Op and N: the busiest window is
-// read, so "at most 12 per second after the recovery" holds a retry
-// budget, and a synchronized wave (backoff without jitter) breaks it.
-//
-// With Calls set it reads the calls made to the dependency instead (every
-// attempt that called it, first attempts, retries and drained fallback
-// jobs alike): "at most 40 calls per second after the breaker closed"
-// holds the breaker's ramp-up and the retry budget together.
-//
-// Until, when set, reads only the retries or calls before it: "at most 15
-// calls per second in the 30s after the breaker closed" reads its ramp-up
-// alone, before the fallback's backlog drains.
-type RetryRate struct {
-	Dependency string
-	From       time.Duration
-	Until      time.Duration
-	Window     time.Duration
-	Op         Op
-	N          int64
-	Calls      bool
-}
-
-func (r RetryRate) wantsDue() bool { return true }
-
 // RetriesDue returns when the scheduled retries of dependency dep's jobs
 // came due, in order (the jobs' dependency is their task's).
 func (o *Observation) RetriesDue(dep string) []time.Duration {
@@ -124,8 +84,8 @@ func (o *Observation) RetriesDue(dep string) []time.Duration {
 	return out
 }
 
-// Evaluate finds the busiest window.
-func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
+// evalRetryRate judges RetryRate: it finds the busiest window.
+func evalRetryRate(r scenarios.RetryRate, o *Observation) reports.Expectation {
 	what, all := fmt.Sprintf("retries of %s's jobs due", r.Dependency), o.RetriesDue
 	if r.Calls {
 		what, all = "calls to "+r.Dependency, o.DependencyCalls
@@ -136,7 +96,7 @@ func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
 	}
 	name := fmt.Sprintf("%s per %s %s %s %d", what, r.Window, span, r.Op, r.N)
 	e := reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d per %s", r.Op, r.N, r.Window)}
-	times := r.window(all(r.Dependency))
+	times := rateWindow(r, all(r.Dependency))
 	var most int64
 	var at time.Duration
 	for i, j := 0, 0; j < len(times); j++ {
@@ -160,9 +120,9 @@ func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
 		}
 		e.Actual += fmt.Sprintf(" (the %s from %s; %d %s)", r.Window, fmtOffset(at), len(times), seen)
 	}
-	e.Verdict = verdict(r.Op.holds(most, r.N))
+	e.Verdict = verdict(r.Op.Holds(most, r.N))
 	switch {
-	case e.Verdict != reports.Failed || r.Op == AtLeast:
+	case e.Verdict != reports.Failed || r.Op == scenarios.AtLeast:
 	case r.Calls:
 		e.Actual += ": the calls stampeded back instead of ramping up behind the breaker and the dependency's retry budget"
 	default:
@@ -171,7 +131,9 @@ func (r RetryRate) Evaluate(o *Observation) reports.Expectation {
 	return e
 }
 
-func (r RetryRate) window(times []time.Duration) []time.Duration {
+// rateWindow is the part of times, sorted, that r reads: from r.From on,
+// before r.Until when it is set.
+func rateWindow(r scenarios.RetryRate, times []time.Duration) []time.Duration {
 	i, _ := slices.BinarySearch(times, r.From)
 	j := len(times)
 	if r.Until > 0 {

@@ -16,22 +16,23 @@ import (
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
 // fullDLQ is a run of charges through the payment gateway, one worker with
 // a 2s lease, and a DLQ of one entry under the reject policy: "filler"'s
 // declined card fills it at once, and the jobs after it find it full.
-func fullDLQ(jobs ...sim.PlannedJob) sim.Scenario {
-	return sim.Scenario{
+func fullDLQ(jobs ...scenarios.PlannedJobSpec) scenarios.Scenario {
+	return scenarios.Scenario{
 		Name: "full-dlq", Seed: 5, Duration: 2 * time.Minute,
-		Workload: sim.Workload{
-			Tasks: []sim.Task{{Name: "charge", Dependency: classify.PaymentGateway, Service: 100 * time.Millisecond}},
-			Jobs:  append([]sim.PlannedJob{{At: 0, ID: "filler", Task: "charge"}}, jobs...),
+		Workload: scenarios.WorkloadSpec{
+			Tasks: []scenarios.TaskSpec{{Name: "charge", Dependency: classify.PaymentGateway, Service: 100 * time.Millisecond}},
+			Jobs:  append([]scenarios.PlannedJobSpec{{At: 0, ID: "filler", Task: "charge"}}, jobs...),
 		},
-		Workers:      sim.Workers{Count: 1, LeaseTTL: 2 * time.Second},
-		Dependencies: []sim.Dependency{{Name: classify.PaymentGateway, Payment: true}},
-		System:       sim.System{DLQ: sim.DLQ{Capacity: 1, Overflow: store.Reject}},
+		Workers:      scenarios.WorkersSpec{Count: 1, LeaseTTL: 2 * time.Second},
+		Dependencies: []scenarios.DependencySpec{{Name: classify.PaymentGateway, Payment: true}},
+		System:       scenarios.SystemSpec{DLQ: scenarios.DLQSpec{Capacity: 1, Overflow: store.Reject}},
 		Faults: []faults.Fault{{Name: "declined", Target: faults.Target{Kind: faults.Dependency, Name: classify.PaymentGateway},
 			Model: faults.CardDeclined{}, Schedule: faults.Schedule{FirstCalls: 1}}},
 	}
@@ -51,7 +52,7 @@ func dlqEntry(res *reports.Result, id string) reports.DLQEntry {
 
 var _ = Describe("A dead letter the DLQ cannot take", func() {
 	It("is held under the reject policy, so a payment without an idempotency key whose answer was lost is charged once, not every lease", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "pay-1", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "pay-1", Task: "charge"})
 		sc.Faults = append(sc.Faults, faults.Fault{Name: "answer-lost", Target: faults.Target{Kind: faults.Dependency, Name: classify.PaymentGateway},
 			Model: faults.Indeterminate5xx{}, Schedule: faults.Schedule{From: 5 * time.Second}})
 		res := run(sc)
@@ -68,9 +69,9 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("does not call a declined card again, and writes it with its failure's time once an operator makes room", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 2}
-		sc.Steps = []sim.Step{{At: time.Minute, Kind: sim.Delete, Filter: dlq.Filter{}}}
+		sc.Steps = []scenarios.StepSpec{{At: time.Minute, Kind: scenarios.Delete, Filter: dlq.Filter{}}}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
 		Expect(res.Ledger.Attempts).To(BeEquivalentTo(2), "the declined card is called once")
@@ -84,8 +85,8 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("keeps a dead letter with its lease alive when the held set is full too, and never runs it again", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
-			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			scenarios.PlannedJobSpec{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
@@ -97,8 +98,8 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("kept by a worker that crashes is lost with it: the job comes back when its lease expires, runs again, and the ledger says so", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
-			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			scenarios.PlannedJobSpec{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
 		sc.Faults = append(sc.Faults, faults.Fault{Name: "crash", Target: faults.Target{Kind: faults.Worker, Name: "w1"},
 			Model: faults.WorkerCrash{RestartAfter: time.Second}, Schedule: faults.During(10*time.Second, 11*time.Second)})
@@ -113,12 +114,12 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("kept by a worker while the held set is full is told at once, as a High alert, and cleared once none is kept", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
-			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			scenarios.PlannedJobSpec{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
-		sc.System.Monitor = &sim.Monitor{Interval: time.Minute}
+		sc.System.Monitor = &scenarios.MonitorSpec{Interval: time.Minute}
 		sc.Duration = 10 * time.Minute // the resolution goes out a group interval (5m) after the firing
-		sc.Steps = []sim.Step{{At: 90 * time.Second, Kind: sim.Delete, Filter: dlq.Filter{}}, {At: 100 * time.Second, Kind: sim.Purge, OlderThan: time.Second}}
+		sc.Steps = []scenarios.StepSpec{{At: 90 * time.Second, Kind: scenarios.Delete, Filter: dlq.Filter{}}, {At: 100 * time.Second, Kind: scenarios.Purge, OlderThan: time.Second}}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
 		Expect(res.Ledger.Kept).To(BeEquivalentTo(1))
@@ -138,7 +139,7 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("held through a DLQ-store outage, records the failure's time as lastFailedAt, not the write's", func() {
-		sc := one(1, 2*time.Second, time.Minute, sim.PlannedJob{At: 0, ID: "declined-1", Task: "work"})
+		sc := one(1, 2*time.Second, time.Minute, scenarios.PlannedJobSpec{At: 0, ID: "declined-1", Task: "work"})
 		sc.Faults = []faults.Fault{
 			{Name: "declined", Target: faults.Target{Kind: faults.Dependency, Name: "api"}, Model: faults.CardDeclined{}, Schedule: faults.Schedule{FirstCalls: 1}},
 			{Name: "dlq-down", Target: faults.Target{Kind: faults.DLQStore}, Model: faults.StoreOutage{}, Schedule: faults.During(0, 20*time.Second)},
@@ -153,7 +154,7 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 	})
 
 	It("is caught by the ledger when a store lets a decided job run again (its lease left to expire)", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 2}
 		res := run(sc, sim.WithStore(func(_ context.Context, _ sim.Env, cfg store.Config) (sim.Backend, error) {
 			s, err := memstore.New(cfg)
@@ -167,11 +168,11 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 
 var _ = Describe("Held dead letters on both stores", func() {
 	It("give the same JSON report on miniredis as in memory: held by a full DLQ, kept past the held set's bound, written once there is room", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
-			sim.PlannedJob{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"},
+			scenarios.PlannedJobSpec{At: 6 * time.Second, ID: "declined-3", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 3}
-		sc.System.Monitor = &sim.Monitor{Interval: 30 * time.Second}
-		sc.Steps = []sim.Step{{At: time.Minute, Kind: sim.Delete, Filter: dlq.Filter{}}}
+		sc.System.Monitor = &scenarios.MonitorSpec{Interval: 30 * time.Second}
+		sc.Steps = []scenarios.StepSpec{{At: time.Minute, Kind: scenarios.Delete, Filter: dlq.Filter{}}}
 		mem := run(sc)
 		Expect(mem.Ledger.Held).To(BeEquivalentTo(1))
 		Expect(mem.Ledger.Kept).To(BeEquivalentTo(1))
@@ -185,10 +186,10 @@ var _ = Describe("Held dead letters on both stores", func() {
 
 var _ = Describe("The DLQ monitor in a run", func() {
 	It("alerts once on an overflow before its first check", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 2}
 		sc.Duration = 4 * time.Minute
-		sc.System.Monitor = &sim.Monitor{Interval: 5 * time.Minute}
+		sc.System.Monitor = &scenarios.MonitorSpec{Interval: 5 * time.Minute}
 		res := run(sc)
 		n := 0
 		for _, d := range res.Alerts.Deliveries {
@@ -200,10 +201,10 @@ var _ = Describe("The DLQ monitor in a run", func() {
 	})
 
 	It("alerts once on an overflow its checks see too, and resolves it", func() {
-		sc := fullDLQ(sim.PlannedJob{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
+		sc := fullDLQ(scenarios.PlannedJobSpec{At: 5 * time.Second, ID: "declined-2", Task: "charge"})
 		sc.Faults[0].Schedule = faults.Schedule{FirstCalls: 2}
 		sc.Duration = 10 * time.Minute
-		sc.System.Monitor = &sim.Monitor{Interval: time.Minute}
+		sc.System.Monitor = &scenarios.MonitorSpec{Interval: time.Minute}
 		res := run(sc)
 		var got []string
 		for _, d := range res.Alerts.Deliveries {

@@ -242,30 +242,3 @@ func (il *interleaver) fail(w ilWrite, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	il.w.led.fail(InvLegalMove, il.w.led.jobs[w.id], "job %s, %s (fault %s: %s %s): %s", w.id, il.op, w.fault, w.write, where, msg)
 }
-
-// interleaveSimulated refuses an interleave fault on an operation the
-// simulator never runs: its operator's delete step deletes entry by entry,
-// so no bulk delete (delete-matching) runs.
-func interleaveSimulated(f faults.Fault) error {
-	m, ok := f.Model.(faults.Interleave)
-	if !ok || m.WithDefaults().Operation == faults.OpRequeueMatching {
-		return nil
-	}
-	return fmt.Errorf("%w: model interleave strikes operation %s, which the simulator never runs (its delete step deletes entry by entry); use operation requeue-matching (an operator's requeue step)", ErrNotSimulated, m.Operation)
-}
-
-// interleaveStruck refuses an interleave fault in a scenario with no
-// operator's requeue step: nothing it could strike runs (the auto-retry
-// requeues entry by entry, never through a bulk requeue), so the fault
-// would never fire.
-func interleaveStruck(sc *Scenario, f faults.Fault) error {
-	if _, ok := f.Model.(faults.Interleave); !ok {
-		return nil
-	}
-	for _, st := range sc.Steps {
-		if st.Kind == Requeue {
-			return nil
-		}
-	}
-	return errors.New("model interleave strikes an operator's bulk requeue, and the scenario has no requeue step, so the fault never fires (the auto-retry requeues entry by entry and is not struck): add a step {action: requeue}")
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -17,15 +18,15 @@ var _ = Describe("Faults inside an operation (interleave)", func() {
 	// between returns the built-in requeue-under-other-writes with its
 	// between-batches fault doing write instead, and only "lost = 0"
 	// expected.
-	between := func(write string) sim.Scenario {
+	between := func(write string) scenarios.Scenario {
 		GinkgoHelper()
 		sc := builtin("requeue-under-other-writes")
 		Expect(sc.Faults[2].Name).To(Equal("deleted-between-batches"))
 		sc.Faults[2].Model = faults.Interleave{Operation: faults.OpRequeueMatching, AfterStep: 1, Write: write}
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}}
 		return sc
 	}
-	run := func(sc sim.Scenario) *reports.Result {
+	run := func(sc scenarios.Scenario) *reports.Result {
 		GinkgoHelper()
 		res, err := sim.Run(context.Background(), sc)
 		Expect(err).NotTo(HaveOccurred())
@@ -72,7 +73,7 @@ var _ = Describe("Faults inside an operation (interleave)", func() {
 		sc := between(faults.WriteDelete)
 		sc.Faults[2].Model = faults.Interleave{Operation: faults.OpDeleteMatching, AfterStep: 1, Write: faults.WriteDelete}
 		_, err := sim.Run(context.Background(), sc)
-		Expect(err).To(MatchError(sim.ErrNotSimulated))
+		Expect(err).To(MatchError(scenarios.ErrNotSimulated))
 		Expect(err).To(MatchError(ContainSubstring("delete-matching")))
 	})
 

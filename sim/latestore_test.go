@@ -20,7 +20,7 @@ import (
 // after their dead letter was decided: a violation the machine made, not
 // the reference (at scale 6 the same drill passes).
 var _ = Describe("A drill that fell behind its scale, with violations of lease-bound invariants", func() {
-	load := func() (sim.Scenario, *sim.History) {
+	load := func() (scenarios.Scenario, *sim.History) {
 		f, err := os.Open("testdata/late-store-rerun.history.json.gz")
 		Expect(err).NotTo(HaveOccurred())
 		defer f.Close()

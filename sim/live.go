@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // Plan is a scenario's workload as the simulator makes it — the same jobs,
@@ -37,7 +38,7 @@ type Plan struct {
 type timedArrival struct {
 	at   time.Duration
 	task string
-	pj   PlannedJob
+	pj   scenarios.PlannedJobSpec
 }
 
 // Arrival is one job the workload makes at offset At.
@@ -47,7 +48,7 @@ type Arrival struct {
 }
 
 // NewPlan returns sc's workload plan (defaults applied, sc validated).
-func NewPlan(sc Scenario) (*Plan, error) {
+func NewPlan(sc scenarios.Scenario) (*Plan, error) {
 	sc = sc.WithDefaults()
 	if err := sc.Validate(); err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func NewPlan(sc Scenario) (*Plan, error) {
 	// scheduled: every burst, then every explicit job.
 	slices.SortStableFunc(p.timed, func(a, b timedArrival) int { return cmp.Compare(a.at, b.at) })
 	a := sc.Workload.Arrivals
-	if a.Kind != NoArrivals && a.Rate > 0 {
+	if a.Kind != scenarios.NoArrivals && a.Rate > 0 {
 		w.arrAt = w.nextArrival()
 		w.arrOn = w.arrAt < w.arrivalsUntil()
 	}
@@ -89,7 +90,7 @@ func (p *Plan) Next() (Arrival, bool) {
 	case arrOK:
 		at := w.arrAt
 		w.arrivals++
-		j, _ := w.newJob(w.pick(""), PlannedJob{}, w.start.Add(at))
+		j, _ := w.newJob(w.pick(""), scenarios.PlannedJobSpec{}, w.start.Add(at))
 		w.arrAt = w.nextArrival()
 		w.arrOn = w.arrAt < w.arrivalsUntil()
 		return Arrival{At: at, Job: j}, true
@@ -175,7 +176,7 @@ var actionByName = func() map[string]worker.Action {
 // ledger and expectations: every invariant and every expectation of sc
 // (defaults applied) is evaluated from what was observed, as the simulator
 // evaluates them from its own events. It reads nothing but h.
-func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error) {
+func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Result, error) {
 	sc = sc.WithDefaults()
 	if err := sc.Validate(); err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 	w.led.keepAll = true
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}
-	w.repeatEvery = repeatEvery(sc.alertConfig(func(string) alert.Sink { return nil }))
+	w.repeatEvery = repeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil }))
 	for _, bc := range sc.System.Breakers {
 		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}, state: degrade.Closed})
 		j.procBreakers[bc.Config.Name] = map[string]degrade.State{}
@@ -280,7 +281,7 @@ func Judge(ctx context.Context, sc Scenario, h *History) (*reports.Result, error
 		}
 		items = append(items, it)
 	}
-	deps := map[string]Dependency{}
+	deps := map[string]scenarios.DependencySpec{}
 	for _, d := range sc.Dependencies {
 		deps[d.Name] = d
 	}
@@ -526,7 +527,7 @@ func judgePace(res *reports.Result, h *History, w *world) {
 // every fault undone), by more than the drill's tolerance. A burst of 10,050 jobs created over 12 s of wall
 // time at scale 10 met no fault after the scenario's 2 minutes, and
 // succeeded; the judge would have called that the system's.
-func lateJobs(h *History, sc *Scenario) string {
+func lateJobs(h *History, sc *scenarios.Scenario) string {
 	end := h.DurationMs
 	type win struct {
 		fault    string
@@ -775,7 +776,7 @@ func DeliveryOf(at time.Duration, receiver string, n alert.Notification, sendErr
 
 // judgeFaults is the faults' report: as the drill recorded them, with the
 // scenario's requireHits.
-func judgeFaults(sc *Scenario, h *History) []reports.Fault {
+func judgeFaults(sc *scenarios.Scenario, h *History) []reports.Fault {
 	out := slices.Clone(h.Faults)
 	for i := range out {
 		for _, f := range sc.Faults {

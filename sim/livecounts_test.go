@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -16,11 +17,11 @@ import (
 // count the history neither records nor observes is not observable, never
 // 0 and never passed.
 var _ = Describe("The live judge's counts of what the drill's alerter did (sim.Judge)", func() {
-	scenario := func(expect ...sim.Expectation) sim.Scenario {
-		return sim.Scenario{
+	scenario := func(expect ...scenarios.Expectation) scenarios.Scenario {
+		return scenarios.Scenario{
 			Name: "live-counts", Seed: 1, Duration: time.Minute,
-			Workload: sim.Workload{Tasks: []sim.Task{{Name: "export"}}},
-			Workers:  sim.Workers{Count: 1, LeaseTTL: 30 * time.Second},
+			Workload: scenarios.WorkloadSpec{Tasks: []scenarios.TaskSpec{{Name: "export"}}},
+			Workers:  scenarios.WorkersSpec{Count: 1, LeaseTTL: 30 * time.Second},
 			Expect:   expect,
 		}
 	}
@@ -28,12 +29,12 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 		return &sim.History{Version: sim.HistoryVersion, Scenario: "live-counts", Seed: 1, TimeScale: 1, DurationMs: 60_000, EndedMs: 60_000,
 			Workers: []string{"w1"}, Snapshots: []sim.HSnapshot{{AtMs: 59_000}}}
 	}
-	judge := func(sc sim.Scenario, h *sim.History) *reports.Result {
+	judge := func(sc scenarios.Scenario, h *sim.History) *reports.Result {
 		res, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}
-	alerts := sim.Count{Metric: sim.Alerts, Op: sim.Exactly, N: 1}
+	alerts := scenarios.Count{Metric: scenarios.AlertsRaised, Op: scenarios.Exactly, N: 1}
 
 	It("judges the alerts raised from the alerter's counts the history recorded", func() {
 		h := history()
@@ -55,14 +56,14 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 		h := history()
 		h.Alerter = &sim.HAlerter{}
 		h.Deliveries = []sim.HDelivery{{AtMs: 1_000, Receiver: "team", Attempt: 1, Accepted: false, Error: "401"}}
-		r := judge(scenario(sim.Count{Metric: sim.AlertsRefused, Op: sim.AtLeast, N: 1}), h)
+		r := judge(scenario(scenarios.Count{Metric: scenarios.AlertsRefused, Op: scenarios.AtLeast, N: 1}), h)
 		Expect(r.Expectations).To(ConsistOf(And(HaveField("Actual", "1"), HaveField("Verdict", reports.Passed))))
 	})
 
 	It("says a retry budget's counts are not observable in a drill (each worker process keeps its own)", func() {
 		h := history()
 		h.Alerter = &sim.HAlerter{}
-		r := judge(scenario(sim.Count{Metric: sim.BudgetDelayed, Op: sim.Exactly, N: 0}), h)
+		r := judge(scenario(scenarios.Count{Metric: scenarios.BudgetDelayed, Op: scenarios.Exactly, N: 0}), h)
 		Expect(r.Expectations).To(ConsistOf(HaveField("Verdict", reports.NotObservable)))
 	})
 })

@@ -10,6 +10,7 @@ import (
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // liveSlackWall is how far apart, in wall time, two processes' stamps of
@@ -45,7 +46,7 @@ type liveOutcomes struct {
 // of its job (the first move out of flight after the lease it ran under),
 // and each lease whose attempt ended against its recovery, as the
 // simulator's attemptEnded and checkLeases do. It reads nothing but h.
-func judgeLiveOutcomes(sc *Scenario, h *History) liveOutcomes {
+func judgeLiveOutcomes(sc *scenarios.Scenario, h *History) liveOutcomes {
 	var out liveOutcomes
 	if len(h.Snapshots) == 0 || h.EventsLost {
 		return out
@@ -189,7 +190,7 @@ func judgeLiveOutcomes(sc *Scenario, h *History) liveOutcomes {
 // liveStalls are the spans of a drill in which no worker could recover an
 // expired lease: every worker process down or stalled, or the queue
 // store's proxy cut or slowed.
-func liveStalls(sc *Scenario, h *History) [][2]time.Duration {
+func liveStalls(sc *scenarios.Scenario, h *History) [][2]time.Duration {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var spans [][2]time.Duration
 	for _, f := range h.Faults {

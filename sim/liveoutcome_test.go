@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -16,11 +17,11 @@ import (
 // the attempts' reports against the store's stream, or said not
 // observable — never passed unchecked.
 var _ = Describe("The live judge's attempt and lease checks (sim.Judge of a drill's history)", func() {
-	scenario := func() sim.Scenario {
-		return sim.Scenario{
+	scenario := func() scenarios.Scenario {
+		return scenarios.Scenario{
 			Name: "live", Seed: 1, Duration: 2 * time.Minute,
-			Workload: sim.Workload{Tasks: []sim.Task{{Name: "export"}}},
-			Workers:  sim.Workers{Count: 2, LeaseTTL: 30 * time.Second},
+			Workload: scenarios.WorkloadSpec{Tasks: []scenarios.TaskSpec{{Name: "export"}}},
+			Workers:  scenarios.WorkersSpec{Count: 2, LeaseTTL: 30 * time.Second},
 		}
 	}
 	ev := func(at int64, id, from, to, reason string, attempts int) sim.HEvent {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -18,12 +19,12 @@ import (
 // FAIL of the system unless an invariant (the system's at any pace) was
 // violated.
 var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
-	scenario := func() sim.Scenario {
-		return sim.Scenario{
+	scenario := func() scenarios.Scenario {
+		return scenarios.Scenario{
 			Name: "live-pace", Seed: 1, Duration: time.Minute,
-			Workload: sim.Workload{Tasks: []sim.Task{{Name: "export"}}},
-			Workers:  sim.Workers{Count: 1, LeaseTTL: 30 * time.Second},
-			Expect:   []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 1}},
+			Workload: scenarios.WorkloadSpec{Tasks: []scenarios.TaskSpec{{Name: "export"}}},
+			Workers:  scenarios.WorkersSpec{Count: 1, LeaseTTL: 30 * time.Second},
+			Expect:   []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 1}},
 		}
 	}
 	ev := func(at int64, from, to, reason string, attempts int) sim.HEvent {
@@ -67,7 +68,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		h := history()
 		h.Slip.Parts[0].P99Ms = 300
 		sc := scenario()
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 2}}
 		r, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Violations).To(BeEmpty())
@@ -116,7 +117,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		Expect(r.Verdict).To(Equal(reports.Passed), r.Error)
 		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("store p99 60.0ms"), ContainSubstring("the verdict stands"))))
 		sc := scenario()
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Succeeded, Op: sim.Exactly, N: 2}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 2}}
 		r, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))

@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // Backend is the system's store: a namespace's work queue and DLQ in one,
@@ -58,7 +59,7 @@ type Env struct {
 	// sequence for the same seed, and streams never share draws.
 	Rand func(name string) *rand.Rand
 	// Scenario is the scenario being run, defaults applied.
-	Scenario *Scenario
+	Scenario *scenarios.Scenario
 }
 
 // Option changes how Run runs a scenario: its seed, or a component of the

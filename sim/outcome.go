@@ -108,7 +108,7 @@ func (w *world) attemptEnded(s *slot, r *rec, o *worker.Outcome) {
 	if !l.ow.inited {
 		l.ow.inited = true
 		for _, e := range w.sc.Expect {
-			if _, ok := e.(interface{ wantsDue() bool }); ok {
+			if _, ok := e.(interface{ WantsDue() bool }); ok {
 				l.ow.wantDue = true
 			}
 		}

@@ -7,12 +7,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
 // judged runs sc with expectations xs in place of its own and returns how
 // each was judged.
-func judged(sc sim.Scenario, xs ...sim.Expectation) []reports.Expectation {
+func judged(sc scenarios.Scenario, xs ...scenarios.Expectation) []reports.Expectation {
 	GinkgoHelper()
 	sc.Expect = xs
 	res := run(sc)
@@ -39,9 +40,9 @@ var _ = Describe("An attempt's outcome and its lease (issue 15)", func() {
 var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers and retry timing (issue 15)", func() {
 	It("reads a job's attempts and their spacing, naming when each began", func() {
 		got := judged(builtin("stale-answer-fenced"),
-			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 2},
-			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.AtMost, N: 1},
-			sim.JobAttempts{JobID: "ledger-sync", MinGap: 15 * time.Second})
+			scenarios.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: scenarios.Exactly, N: 2},
+			scenarios.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: scenarios.AtMost, N: 1},
+			scenarios.JobAttempts{JobID: "ledger-sync", MinGap: 15 * time.Second})
 		Expect(got[0].Verdict).To(Equal(reports.Passed))
 		Expect(got[0].Actual).To(Equal("2 attempts (at +0s, +10s)"))
 		Expect(got[1].Verdict).To(Equal(reports.Failed))
@@ -53,9 +54,9 @@ var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers
 		sc := builtin("stale-answer-fenced")
 		sc.Faults = nil // nothing fails: ledger-sync's one attempt succeeds
 		got := judged(sc,
-			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 1},
-			sim.JobAttempts{JobID: "ledger-sync", MinGap: 30 * time.Second},
-			sim.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: sim.Exactly, N: 1, MinGap: time.Second})
+			scenarios.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: scenarios.Exactly, N: 1},
+			scenarios.JobAttempts{JobID: "ledger-sync", MinGap: 30 * time.Second},
+			scenarios.JobAttempts{JobID: "ledger-sync", CheckCount: true, Op: scenarios.Exactly, N: 1, MinGap: time.Second})
 		Expect(got[0].Verdict).To(Equal(reports.Passed), got[0].Actual)
 		for _, g := range got[1:] {
 			Expect(g.Verdict).To(Equal(reports.Failed))
@@ -65,8 +66,8 @@ var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers
 
 	It("reads the retries due per window after a recovery, naming the busiest window", func() {
 		got := judged(builtin("retry-storm-on-recovery"),
-			sim.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: sim.AtMost, N: 26},
-			sim.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: sim.AtMost, N: 2})
+			scenarios.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: scenarios.AtMost, N: 26},
+			scenarios.RetryRate{Dependency: "inventory", From: 150 * time.Second, Window: time.Second, Op: scenarios.AtMost, N: 2})
 		Expect(got[0].Verdict).To(Equal(reports.Passed))
 		Expect(got[1].Verdict).To(Equal(reports.Failed))
 		Expect(got[1].Actual).To(MatchRegexp(`^\d+ \(the 1s from \+\S+; \d+ due from \+2m30s on\): the retries came back together`))
@@ -74,12 +75,12 @@ var _ = Describe("Expectations on attempts, alerts, the fallback queue, breakers
 
 	It("reads the fallback queue drained by an offset, breaker transitions at least, and the alerts raised", func() {
 		got := judged(builtin("graceful-degradation"),
-			sim.DrainedBy{At: 5 * time.Minute, Queue: sim.QueueFallback},
-			sim.DrainedBy{At: 90 * time.Second, Queue: sim.QueueFallback},
-			sim.BreakerTransitions{Breaker: "primary", Op: sim.AtLeast, N: 2},
-			sim.BreakerTransitions{Breaker: "primary", Op: sim.AtLeast, N: 1000},
-			sim.BreakerTransitions{Breaker: "primary", AtMost: 1000},
-			sim.Count{Metric: sim.Alerts, Op: sim.AtLeast, N: 1})
+			scenarios.DrainedBy{At: 5 * time.Minute, Queue: scenarios.QueueFallback},
+			scenarios.DrainedBy{At: 90 * time.Second, Queue: scenarios.QueueFallback},
+			scenarios.BreakerTransitions{Breaker: "primary", Op: scenarios.AtLeast, N: 2},
+			scenarios.BreakerTransitions{Breaker: "primary", Op: scenarios.AtLeast, N: 1000},
+			scenarios.BreakerTransitions{Breaker: "primary", AtMost: 1000},
+			scenarios.Count{Metric: scenarios.AlertsRaised, Op: scenarios.AtLeast, N: 1})
 		Expect(got[0].Verdict).To(Equal(reports.Passed))
 		Expect(got[1].Verdict).To(Equal(reports.Failed))
 		Expect(got[1].Actual).To(HaveSuffix("jobs: the fallback queue did not drain back once the breaker closed"))

@@ -11,7 +11,6 @@ import (
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // Specs for what a page is and when one must arrive (issue 11, items 4
@@ -74,9 +73,9 @@ var _ = Describe("Pages", func() {
 		// notification carrying two pages.
 		sc.Workload.Tasks = append(sc.Workload.Tasks, sc.Workload.Tasks[0])
 		sc.Workload.Tasks[2].Name, sc.Workload.Tasks[2].Weight = "refund", 1
-		sc.Workload.Jobs = append(sc.Workload.Jobs, sim.PlannedJob{At: 3 * time.Minute, ID: "refund-auth", Task: "refund"})
+		sc.Workload.Jobs = append(sc.Workload.Jobs, scenarios.PlannedJobSpec{At: 3 * time.Minute, ID: "refund-auth", Task: "refund"})
 		sc.Faults[2].Schedule.FirstCalls = 2
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Pages, Op: sim.AtLeast, N: 0}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Pages, Op: scenarios.AtLeast, N: 0}}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
 		n, _ := pagesTo(res, "on-call", authPage)
@@ -98,7 +97,7 @@ var _ = Describe("Pages", func() {
 			l, err := scenarios.LoadBuiltin(b.Name)
 			Expect(err).NotTo(HaveOccurred())
 			sc := l.Scenario
-			sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Pages, Op: sim.AtLeast, N: 0}}
+			sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Pages, Op: scenarios.AtLeast, N: 0}}
 			res := run(sc)
 			Expect(res.Expectations[0].Actual).To(Equal(fmt.Sprint(res.Alerts.Pages)), b.Name)
 			var byFP int64

@@ -96,7 +96,7 @@ func (w *world) result() *reports.Result {
 
 	obs := &Observation{Result: res, w: w}
 	for _, e := range w.sc.Expect {
-		res.Expectations = append(res.Expectations, e.Evaluate(obs))
+		res.Expectations = append(res.Expectations, evaluate(e, obs))
 	}
 	faultChecks(res, stopped)
 	whenChecks(res, &w.sc, w.whenMisses(), stopped)

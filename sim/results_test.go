@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -68,7 +69,7 @@ var _ = Describe("A run's result", func() {
 		})
 
 		It("is interrupted by a limit (sim.ErrLimit) as by a canceled context; a store failure is an error", func() {
-			limit := fmt.Errorf("jobs in flight: 1000000 is over the limit: %w", sim.ErrLimit)
+			limit := fmt.Errorf("jobs in flight: 1000000 is over the limit: %w", scenarios.ErrLimit)
 			res := run(payments(), sim.WithStore(openStopping(100, nil, limit)))
 			Expect(res.Verdict).To(Equal(reports.Interrupted))
 			Expect(res.Error).To(ContainSubstring("over the limit"))

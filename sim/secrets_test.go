@@ -10,13 +10,14 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
 // Specs for what an entry and a page carry (issue 15: entry content, what
 // a page carries).
 var _ = Describe("Entry content and planted secrets", func() {
-	run := func(sc sim.Scenario) *reports.Result {
+	run := func(sc scenarios.Scenario) *reports.Result {
 		GinkgoHelper()
 		res, err := sim.Run(context.Background(), sc)
 		Expect(err).NotTo(HaveOccurred())
@@ -25,12 +26,12 @@ var _ = Describe("Entry content and planted secrets", func() {
 
 	It("judges a job's DLQ entry by its failure history, naming the job and the rule", func() {
 		sc := builtin("requeue-drill")
-		sc.Expect = []sim.Expectation{
-			sim.JobFate{JobID: "acct-01", State: disposition.DeadLettered, Severity: classify.Low,
+		sc.Expect = []scenarios.Expectation{
+			scenarios.JobFate{JobID: "acct-01", State: disposition.DeadLettered, Severity: classify.Low,
 				History: []classify.Class{classify.Transient, classify.Transient, classify.Permanent}},
-			sim.JobFate{JobID: "acct-02", State: disposition.DeadLettered,
+			scenarios.JobFate{JobID: "acct-02", State: disposition.DeadLettered,
 				History: []classify.Class{classify.Transient, classify.Permanent}},
-			sim.JobFate{JobID: "acct-06", State: disposition.Succeeded, History: []classify.Class{classify.Transient}},
+			scenarios.JobFate{JobID: "acct-06", State: disposition.Succeeded, History: []classify.Class{classify.Transient}},
 		}
 		res := run(sc)
 		Expect(len(res.Expectations)).To(BeNumerically(">=", 3)) // then the faults' requireHits checks

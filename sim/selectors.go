@@ -2,11 +2,11 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/job"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // dependencyCall is the faults.Call of job j's call to its dependency as
@@ -43,9 +43,9 @@ func (w *world) noteCall(dep string, at time.Duration) {
 		c.inited = true
 		for _, e := range w.sc.Expect {
 			switch x := e.(type) {
-			case RetryRate:
+			case scenarios.RetryRate:
 				c.want = c.want || x.Calls
-			case *RetryRate:
+			case *scenarios.RetryRate:
 				c.want = c.want || (x != nil && x.Calls)
 			}
 		}
@@ -67,33 +67,4 @@ func (o *Observation) DependencyCalls(dep string) []time.Duration {
 		return nil
 	}
 	return o.w.calls.at[dep]
-}
-
-// faultTasks checks that a fault's schedule tasks are tasks of the
-// workload and, for a fault on a named dependency, that each calls it:
-// otherwise the fault never fires for that task.
-func (v *validator) faultTasks(field string, f faults.Fault) {
-	names := make([]string, 0, len(v.sc.Workload.Tasks))
-	for _, t := range v.sc.Workload.Tasks {
-		names = append(names, t.Name)
-	}
-	for k, name := range f.Schedule.Tasks {
-		at := fmt.Sprintf("%s[%d]", field, k)
-		if !v.tasks[name] {
-			v.bad(at, "%q is not a task of the workload (the tasks are %s), so the fault never fires for it%s", name, strings.Join(names, ", "), suggest(name, names))
-			continue
-		}
-		if f.Target.Kind != faults.Dependency || f.Target.Name == "" {
-			continue
-		}
-		for _, t := range v.sc.Workload.Tasks {
-			if t.Name == name && t.Dependency != f.Target.Name {
-				calls := "calls no dependency"
-				if t.Dependency != "" {
-					calls = fmt.Sprintf("calls %q", t.Dependency)
-				}
-				v.bad(at, "task %q %s, not %q, so the fault never fires for it", name, calls, f.Target.Name)
-			}
-		}
-	}
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
+	"github.com/faultline/faultline/scenarios"
 )
 
 var _ = Describe("Faults aimed at a task or an attempt, and the calls per window (issue 15)", func() {
-	faultNamed := func(sc *sim.Scenario, name string) *faults.Fault {
+	faultNamed := func(sc *scenarios.Scenario, name string) *faults.Fault {
 		GinkgoHelper()
 		for i := range sc.Faults {
 			if sc.Faults[i].Name == name {
@@ -28,8 +28,8 @@ var _ = Describe("Faults aimed at a task or an attempt, and the calls per window
 	It("times out a job's first attempt only: its retry succeeds under its key, charged once", func() {
 		sc := builtin("payment-challenge")
 		got := judged(sc,
-			sim.JobFate{JobID: "pay-first-timeout", State: disposition.Succeeded},
-			sim.JobAttempts{JobID: "pay-first-timeout", CheckCount: true, Op: sim.Exactly, N: 2})
+			scenarios.JobFate{JobID: "pay-first-timeout", State: disposition.Succeeded},
+			scenarios.JobAttempts{JobID: "pay-first-timeout", CheckCount: true, Op: scenarios.Exactly, N: 2})
 		Expect(got[0].Verdict).To(Equal(reports.Passed), got[0].Actual)
 		Expect(got[1].Verdict).To(Equal(reports.Passed), got[1].Actual)
 
@@ -37,8 +37,8 @@ var _ = Describe("Faults aimed at a task or an attempt, and the calls per window
 		// attempt: the job burns its budget and is dead-lettered.
 		faultNamed(&sc, "first-attempt-timeout").Schedule.Attempts = nil
 		got = judged(sc,
-			sim.JobFate{JobID: "pay-first-timeout", State: disposition.Succeeded},
-			sim.JobAttempts{JobID: "pay-first-timeout", CheckCount: true, Op: sim.Exactly, N: 2})
+			scenarios.JobFate{JobID: "pay-first-timeout", State: disposition.Succeeded},
+			scenarios.JobAttempts{JobID: "pay-first-timeout", CheckCount: true, Op: scenarios.Exactly, N: 2})
 		Expect(got[0].Verdict).To(Equal(reports.Failed))
 		Expect(got[1].Verdict).To(Equal(reports.Failed))
 	})
@@ -64,7 +64,7 @@ var _ = Describe("Faults aimed at a task or an attempt, and the calls per window
 
 	It("reads the calls per window during a breaker's ramp-up, and a breaker without one stampedes", func() {
 		sc := builtin("graceful-degradation")
-		ramp := sim.RetryRate{Dependency: "primary", From: 2 * time.Minute, Until: 160 * time.Second, Window: time.Second, Op: sim.AtMost, N: 20, Calls: true}
+		ramp := scenarios.RetryRate{Dependency: "primary", From: 2 * time.Minute, Until: 160 * time.Second, Window: time.Second, Op: scenarios.AtMost, N: 20, Calls: true}
 		got := judged(sc, ramp)
 		Expect(got[0].Verdict).To(Equal(reports.Passed), got[0].Actual)
 		Expect(got[0].Name).To(Equal("calls to primary per 1s from +2m0s until +2m40s ≤ 20"))

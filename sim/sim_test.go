@@ -12,10 +12,11 @@ import (
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
-func run(sc sim.Scenario, opts ...sim.Option) *reports.Result {
+func run(sc scenarios.Scenario, opts ...sim.Option) *reports.Result {
 	GinkgoHelper()
 	res, err := sim.Run(context.Background(), sc, opts...)
 	Expect(err).NotTo(HaveOccurred())
@@ -32,12 +33,12 @@ func failedExpectations(res *reports.Result) []string {
 	return out
 }
 
-func steady(n int) sim.Scenario {
-	return sim.Scenario{
+func steady(n int) scenarios.Scenario {
+	return scenarios.Scenario{
 		Name: "steady", Seed: 7, Duration: time.Duration(n) * 10 * time.Millisecond,
-		Workload: sim.Workload{
-			Tasks:    []sim.Task{{Name: "work", Service: 5 * time.Millisecond}},
-			Arrivals: sim.Arrivals{Kind: sim.Constant, Rate: 100},
+		Workload: scenarios.WorkloadSpec{
+			Tasks:    []scenarios.TaskSpec{{Name: "work", Service: 5 * time.Millisecond}},
+			Arrivals: scenarios.ArrivalsSpec{Kind: scenarios.Constant, Rate: 100},
 		},
 	}
 }
@@ -87,7 +88,7 @@ var _ = Describe("Run", func() {
 			{Name: "dlq-down", Target: faults.Target{Kind: faults.DLQStore}, Model: faults.StoreOutage{},
 				Schedule: faults.Schedule{From: 5 * time.Second, Until: 8 * time.Second}},
 		}
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Held, Op: sim.AtLeast, N: 1}, sim.Count{Metric: sim.Lost, Op: sim.Exactly, N: 0}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Held, Op: scenarios.AtLeast, N: 1}, scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
 		Expect(failedExpectations(res)).To(BeEmpty())
@@ -98,7 +99,7 @@ var _ = Describe("Run", func() {
 
 	It("brings back the jobs of a crashed worker when their leases expire", func() {
 		sc := steady(3000)
-		sc.Workers = sim.Workers{Count: 2, LeaseTTL: 2 * time.Second}
+		sc.Workers = scenarios.WorkersSpec{Count: 2, LeaseTTL: 2 * time.Second}
 		sc.Workload.Tasks[0].Service = 15 * time.Millisecond
 		sc.Faults = []faults.Fault{{Name: "crash", Target: faults.Target{Kind: faults.Worker, Name: "w1"},
 			Model: faults.WorkerCrash{RestartAfter: time.Second}, Schedule: faults.Schedule{From: 10*time.Second + 3*time.Millisecond, Until: 11 * time.Second}}}
@@ -110,7 +111,7 @@ var _ = Describe("Run", func() {
 
 	It("fences off the late completion of a stalled worker", func() {
 		sc := steady(3000)
-		sc.Workers = sim.Workers{Count: 2, LeaseTTL: time.Second}
+		sc.Workers = scenarios.WorkersSpec{Count: 2, LeaseTTL: time.Second}
 		sc.Workload.Tasks[0].Service = 15 * time.Millisecond
 		sc.Faults = []faults.Fault{{Name: "gc-pause", Target: faults.Target{Kind: faults.Worker, Name: "w1"},
 			Model: faults.WorkerStall{For: 3 * time.Second}, Schedule: faults.Schedule{From: 10*time.Second + 3*time.Millisecond, Until: 11 * time.Second}}}
@@ -124,7 +125,7 @@ var _ = Describe("Run", func() {
 		sc := payments()
 		sc.Faults = append(sc.Faults, faults.Fault{Name: "pager-down", Target: faults.Target{Kind: faults.AlertSink, Name: "on-call"},
 			Model: faults.SinkOutage{Code: 503}, Schedule: faults.Schedule{From: 2*time.Minute + 50*time.Second, Until: 3*time.Minute + 40*time.Second}})
-		sc.Expect = []sim.Expectation{sim.Count{Metric: sim.Pages, Receiver: "on-call", Op: sim.AtLeast, N: 1}}
+		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Pages, Receiver: "on-call", Op: scenarios.AtLeast, N: 1}}
 		res := run(sc)
 		Expect(res.Violations).To(BeEmpty())
 		Expect(failedExpectations(res)).To(BeEmpty())
@@ -163,8 +164,8 @@ var _ = Describe("Run", func() {
 	})
 
 	It("refuses an invalid scenario with the field", func() {
-		_, err := sim.Run(context.Background(), sim.Scenario{Name: "x", Duration: time.Second})
-		Expect(err).To(MatchError(sim.ErrInvalidScenario))
+		_, err := sim.Run(context.Background(), scenarios.Scenario{Name: "x", Duration: time.Second})
+		Expect(err).To(MatchError(scenarios.ErrInvalidScenario))
 		Expect(err.Error()).To(ContainSubstring("Workload.Tasks"))
 	})
 })

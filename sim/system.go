@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/retry"
-	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // WorkerSystem is a scenario's worker-side system under test: the
@@ -36,7 +35,7 @@ type NamedBreaker struct {
 // a degrade.Fallback draining through drainer for each reference breaker),
 // on env's clock and random streams ("retry" for the policy's jitter),
 // with the components opts replace. sc must have its defaults applied.
-func BuildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, opts ...Option) (*WorkerSystem, error) {
+func BuildWorkerSystem(sc *scenarios.Scenario, env Env, drainer degrade.Drainer, opts ...Option) (*WorkerSystem, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -44,7 +43,7 @@ func BuildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, opts ...O
 	return buildWorkerSystem(sc, env, drainer, &o)
 }
 
-func buildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, o *options) (*WorkerSystem, error) {
+func buildWorkerSystem(sc *scenarios.Scenario, env Env, drainer degrade.Drainer, o *options) (*WorkerSystem, error) {
 	sys := &WorkerSystem{Guards: map[string]worker.Guard{}}
 	var err error
 	switch {
@@ -90,36 +89,12 @@ func buildWorkerSystem(sc *Scenario, env Env, drainer degrade.Drainer, o *option
 	return sys, nil
 }
 
-// StoreConfig is the store configuration sc runs with (the caller adds the
-// namespace it uses, its Observer and its OnOverflow).
-func (sc *Scenario) StoreConfig() store.Config { return sc.storeConfig() }
-
-// AlertConfig is the alerter configuration sc runs with, each receiver
-// delivering to sink(name).
-func (sc *Scenario) AlertConfig(sink func(name string) alert.Sink) alert.Config {
-	return sc.alertConfig(sink)
-}
-
-// MonitorConfig is the DLQ monitor's configuration, when sc has a monitor
-// (System.Monitor set).
-func (sc *Scenario) MonitorConfig(st worker.StatsReader, sig worker.Signaler, namespace string, env Env) worker.MonitorConfig {
-	m := sc.monitorConfig(st, sig, env.Clock)
-	m.Namespace = namespace
-	return m
-}
-
-// AutoRetryConfig is the off-peak auto-retry's configuration, when sc has
-// one (System.AutoRetry set).
-func (sc *Scenario) AutoRetryConfig(st worker.RetryStore, env Env) worker.AutoRetryConfig {
-	return sc.autoRetryConfig(st, env.Clock)
-}
-
 // NewStream returns the named random stream of a run with seed: what
 // Env.Rand gives the simulator's components, for a driver that builds
 // them elsewhere.
 func NewStream(seed uint64, name string) *rand.Rand { return newStream(seed, name) }
 
 // newPolicy is the reference retry policy of sc's configuration.
-func newPolicy(sc *Scenario, r *rand.Rand) (worker.Policy, error) {
+func newPolicy(sc *scenarios.Scenario, r *rand.Rand) (worker.Policy, error) {
 	return retry.New(sc.System.Retry, r)
 }

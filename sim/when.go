@@ -8,6 +8,7 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 )
 
 // HMiss is a window of a worker fault aimed at a state (schedule.when) in
@@ -146,7 +147,7 @@ func (w *world) whenMisses() []HMiss {
 // expectation names every miss; any other miss is a warning. Neither is
 // ever a silent pass: a fault that did not find its state did not test
 // what it was written for.
-func whenChecks(res *reports.Result, sc *Scenario, misses []HMiss, stopped string) {
+func whenChecks(res *reports.Result, sc *scenarios.Scenario, misses []HMiss, stopped string) {
 	for _, f := range sc.Faults {
 		if f.Schedule.When == nil || f.Target.Kind != faults.Worker {
 			continue
@@ -182,28 +183,4 @@ func whenChecks(res *reports.Result, sc *Scenario, misses []HMiss, stopped strin
 			}
 		}
 	}
-}
-
-// faultWhen checks that the dependency a worker fault waits for a call at
-// is one the run has: a listed dependency or a task's. Otherwise no worker
-// is ever mid-call at it, and the fault never strikes.
-func (v *validator) faultWhen(field string, f faults.Fault) {
-	w := f.Schedule.When
-	if w == nil || w.Dependency == "" {
-		return
-	}
-	names := slices.Clone(v.deps)
-	for _, d := range v.sc.Dependencies {
-		if !slices.Contains(names, d.Name) {
-			names = append(names, d.Name)
-		}
-	}
-	if slices.Contains(names, w.Dependency) {
-		return
-	}
-	known := "the run has none"
-	if len(names) > 0 {
-		known = "the dependencies are " + strings.Join(names, ", ")
-	}
-	v.bad(field, "%q is not a dependency (%s), so no worker is ever mid-call at it and the fault never strikes%s", w.Dependency, known, suggest(w.Dependency, names))
 }

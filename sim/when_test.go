@@ -9,12 +9,12 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
+	"github.com/faultline/faultline/scenarios"
 )
 
 var _ = Describe("A worker fault aimed at a state (schedule.when, issue 24)", func() {
 	const sec = time.Second
-	var sc sim.Scenario
+	var sc scenarios.Scenario
 
 	// fault returns a's fault report.
 	fault := func(res *reports.Result, name string) reports.Fault {
@@ -45,14 +45,14 @@ var _ = Describe("A worker fault aimed at a state (schedule.when, issue 24)", fu
 
 	BeforeEach(func() {
 		// One job calling the ledger (3s in flight) at 10s, another at 40s.
-		sc = sim.Scenario{
+		sc = scenarios.Scenario{
 			Name: "when", Seed: 3, Duration: time.Minute,
-			Workload: sim.Workload{
-				Tasks: []sim.Task{{Name: "sync", Dependency: "ledger", Service: 3 * sec}},
-				Jobs:  []sim.PlannedJob{{At: 10 * sec, ID: "first", Task: "sync"}, {At: 40 * sec, ID: "second", Task: "sync"}},
+			Workload: scenarios.WorkloadSpec{
+				Tasks: []scenarios.TaskSpec{{Name: "sync", Dependency: "ledger", Service: 3 * sec}},
+				Jobs:  []scenarios.PlannedJobSpec{{At: 10 * sec, ID: "first", Task: "sync"}, {At: 40 * sec, ID: "second", Task: "sync"}},
 			},
-			Workers:      sim.Workers{Count: 1, LeaseTTL: 30 * sec},
-			Dependencies: []sim.Dependency{{Name: "ledger"}},
+			Workers:      scenarios.WorkersSpec{Count: 1, LeaseTTL: 30 * sec},
+			Dependencies: []scenarios.DependencySpec{{Name: "ledger"}},
 		}
 	})
 
@@ -72,7 +72,7 @@ var _ = Describe("A worker fault aimed at a state (schedule.when, issue 24)", fu
 	})
 
 	It("strikes at the window's start a worker already mid-call, and each worker once per window", func() {
-		sc.Workload.Jobs = []sim.PlannedJob{{At: 0, ID: "first", Task: "sync"}, {At: 1 * sec, ID: "second", Task: "sync"}}
+		sc.Workload.Jobs = []scenarios.PlannedJobSpec{{At: 0, ID: "first", Task: "sync"}, {At: 1 * sec, ID: "second", Task: "sync"}}
 		sc.Faults = []faults.Fault{stall("w1", 2*sec, 20*sec)}
 		res := run(sc)
 		f := fault(res, "gc-pause")

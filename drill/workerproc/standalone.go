@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
 
@@ -130,7 +131,7 @@ func EnvName(s string) string {
 
 // standaloneAlerter is a standalone worker's own reference alerter, its
 // receivers Slack webhooks to the drill's receivers.
-func standaloneAlerter(sc *sim.Scenario, cfg *Config, clk clock.Clock) (*alert.Alerter, error) {
+func standaloneAlerter(sc *scenarios.Scenario, cfg *Config, clk clock.Clock) (*alert.Alerter, error) {
 	names := make([]string, 0, len(cfg.Receivers))
 	for n := range cfg.Receivers {
 		names = append(names, n)

@@ -379,7 +379,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	// A task's service time (with its jitter, from the worker's own
 	// stream) is spent before the dependency is called, on the scaled
 	// clock.
-	svc := map[string]sim.Task{}
+	svc := map[string]scenarios.TaskSpec{}
 	jitter := env.Rand("workload/service")
 	var jmu sync.Mutex
 	for _, t := range sc.Workload.Tasks {

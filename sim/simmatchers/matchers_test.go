@@ -13,6 +13,7 @@ import (
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 	. "github.com/faultline/faultline/sim/simmatchers"
 )
@@ -268,20 +269,20 @@ var _ = Describe("simmatchers", func() {
 	})
 
 	It("reads a result of sim.Run", func() {
-		sc := sim.Scenario{
+		sc := scenarios.Scenario{
 			Name: "doomed-sync", Seed: 5, Duration: time.Minute,
-			Workload: sim.Workload{
-				Tasks: []sim.Task{
+			Workload: scenarios.WorkloadSpec{
+				Tasks: []scenarios.TaskSpec{
 					{Name: "sync", Dependency: "warehouse", Service: 10 * time.Millisecond},
 					{Name: "ping", Service: time.Millisecond},
 				},
-				Arrivals: sim.Arrivals{Kind: sim.Constant, Rate: 2},
-				Jobs:     []sim.PlannedJob{{At: time.Second, ID: "sync-stock", Task: "sync"}, {At: time.Second, ID: "ping-first", Task: "ping"}},
+				Arrivals: scenarios.ArrivalsSpec{Kind: scenarios.Constant, Rate: 2},
+				Jobs:     []scenarios.PlannedJobSpec{{At: time.Second, ID: "sync-stock", Task: "sync"}, {At: time.Second, ID: "ping-first", Task: "ping"}},
 			},
-			System: sim.System{Retry: retry.Config{MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}},
+			System: scenarios.SystemSpec{Retry: retry.Config{MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}},
 			Faults: []faults.Fault{{Name: "warehouse-down", Target: faults.Target{Kind: faults.Dependency, Name: "warehouse"},
 				Model: faults.HTTPStatus{Code: 503}}},
-			Expect: []sim.Expectation{sim.JobFate{JobID: "sync-stock", State: disposition.DeadLettered}},
+			Expect: []scenarios.Expectation{scenarios.JobFate{JobID: "sync-stock", State: disposition.DeadLettered}},
 		}
 		res, err := sim.Run(context.Background(), sc)
 		Expect(err).NotTo(HaveOccurred())

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // limitFlags are the input limits faultline run and validate take: each
@@ -25,9 +24,9 @@ func (l *limitFlags) register(fl *pflag.FlagSet) {
 	l.fileSize = scenarios.DefaultMaxFileSize
 	fl.Var(&l.fileSize, "max-file-size", "the largest scenario, fragment or rule file read, e.g. 10MiB (checked before reading)")
 	fl.IntVar(&l.depth, "max-depth", scenarios.DefaultMaxDepth, "the deepest nesting of a scenario file's values (checked before parsing)")
-	fl.IntVar(&l.workers, "max-workers", sim.DefaultMaxWorkers, "the most worker slots a scenario may have")
-	fl.IntVar(&l.samples, "max-samples", sim.DefaultMaxSamples, "the most points of a run's time series (duration / sample)")
-	fl.IntVar(&l.inFlight, "max-in-flight", sim.DefaultMaxInFlight, "the most jobs a run tracks at once (created, not yet succeeded); a run past it is interrupted")
+	fl.IntVar(&l.workers, "max-workers", scenarios.DefaultMaxWorkers, "the most worker slots a scenario may have")
+	fl.IntVar(&l.samples, "max-samples", scenarios.DefaultMaxSamples, "the most points of a run's time series (duration / sample)")
+	fl.IntVar(&l.inFlight, "max-in-flight", scenarios.DefaultMaxInFlight, "the most jobs a run tracks at once (created, not yet succeeded); a run past it is interrupted")
 }
 
 // limits returns the limits, or a usage error for one that is not positive.
@@ -42,7 +41,7 @@ func (l *limitFlags) limits() (scenarios.Limits, error) {
 		}
 	}
 	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth,
-		Run: sim.Limits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight}}, nil
+		Run: scenarios.RunLimits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight}}, nil
 }
 
 // byteSize is a flag of bytes: 1048576, 512KiB, 10MiB, 1GiB (KB, MB, GB

@@ -643,7 +643,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 			continue
 		}
 		seen[j.t] = true
-		res, err := scenarios.Shrink(ctx, j.t.loaded, j.seed, func(ctx context.Context, sc sim.Scenario, seed uint64) (*reports.Result, error) {
+		res, err := scenarios.Shrink(ctx, j.t.loaded, j.seed, func(ctx context.Context, sc scenarios.Scenario, seed uint64) (*reports.Result, error) {
 			return sim.Run(ctx, sc, sim.WithSeed(seed))
 		}, 200)
 		if err != nil {

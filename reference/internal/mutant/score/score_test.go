@@ -35,7 +35,7 @@ var extraSeeds = []uint64{2}
 // builtin is one scenario of the library, loaded once.
 type builtin struct {
 	name string
-	sc   sim.Scenario
+	sc   scenarios.Scenario
 }
 
 // kill is one built-in run that failed under a mutant: the rules it named.

@@ -1,4 +1,4 @@
-package sim
+package scenarios
 
 import (
 	"errors"
@@ -11,37 +11,6 @@ import (
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/retry"
-)
-
-// WithDefaults returns e with its zero fields set to the defaults: Copies
-// to workers (the scenario's worker count, defaults applied), Drain to
-// DefaultDrain, Startup to DefaultStartup. A running system's Copies stay
-// 0: the drill starts nothing.
-func (e External) WithDefaults(workers int) External {
-	if e.Copies == 0 && !e.Running {
-		e.Copies = workers
-	}
-	if e.Drain == 0 {
-		e.Drain = DefaultDrain
-	}
-	if e.Startup == 0 {
-		e.Startup = DefaultStartup
-	}
-	return e
-}
-
-// The reasons a black-box drill refuses a part of a scenario, shared with
-// the scenario format's own checks of what a file writes.
-const (
-	// ExternalReferenceOnly: a system key that configures the reference
-	// worker.
-	ExternalReferenceOnly = "configures the reference worker; a black-box drill drills the system's own: remove it"
-	// ExternalNoStoreFaults: a store or dlq-store fault.
-	ExternalNoStoreFaults = "the drill has no proxy in front of the system's Redis: a black-box drill cannot fault its store; remove the fault or target a dependency"
-	// ExternalNoSteps: an operator step.
-	ExternalNoSteps = "a black-box drill cannot act on a foreign DLQ or set the system's workers or retry policy: remove the step"
-	// ExternalNeedsDependency: a task without a dependency.
-	ExternalNeedsDependency = "a black-box drill sees a job succeed only through its dependency's call: give the task a dependency"
 )
 
 // external checks a black-box system (System.External): its own fields
@@ -98,7 +67,7 @@ func (v *validator) external() {
 	if r := sys.Retry; r != (retry.Config{}) && r != (retry.Config{}).WithDefaults() {
 		v.bad("System.Retry", ExternalReferenceOnly)
 	}
-	if sys.DLQ != (DLQ{}) {
+	if sys.DLQ != (DLQSpec{}) {
 		v.bad("System.DLQ", ExternalReferenceOnly)
 	}
 	if len(sys.Breakers) > 0 {
@@ -137,7 +106,7 @@ var externalPlaceholder = regexp.MustCompile(`\{(dependency|receiver):([^{}]*)\}
 // placeholders checks that every {dependency:NAME} and {receiver:NAME}
 // of the block names a dependency (of a task, or declared) or a receiver
 // (the alerts' receivers, or the default "slack") the drill will have.
-func (v *validator) placeholders(f string, e *External) {
+func (v *validator) placeholders(f string, e *ExternalSpec) {
 	deps := map[string]bool{}
 	for _, d := range v.sc.Dependencies {
 		deps[d.Name] = true

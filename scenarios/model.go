@@ -1,14 +1,17 @@
-package sim
+package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/worker"
@@ -29,47 +32,47 @@ type Scenario struct {
 	Name        string
 	Description string
 	Tags        []string
-	// Seed seeds every random stream; Run's WithSeed overrides it.
+	// Seed seeds every random stream; sim.WithSeed overrides it.
 	Seed uint64
 	// Start is the virtual wall-clock instant of offset 0 (DefaultStart
 	// when zero): it matters for time-of-day windows (off-peak retries).
 	Start time.Time
 	// Duration is how long the run lasts in virtual time.
 	Duration time.Duration
-	Workload Workload
-	Workers  Workers
+	Workload WorkloadSpec
+	Workers  WorkersSpec
 	// Dependencies describe the services jobs call. A job's dependency
 	// that is not listed is a plain one (no charges).
-	Dependencies []Dependency
-	System       System
+	Dependencies []DependencySpec
+	System       SystemSpec
 	Faults       []faults.Fault
-	Steps        []Step
+	Steps        []StepSpec
 	Expect       []Expectation
 	// Sample is the interval of the time series (default: Duration/500,
 	// at least one second).
 	Sample time.Duration
 	// Invariants tunes the invariants that need a figure.
-	Invariants Invariants
+	Invariants InvariantsSpec
 	// AbortIf is a drill's steady-state guard (nil: none). The simulator
 	// harms nothing real and ignores it; a drill stops every fault the
 	// moment a bound is crossed, and reports it.
-	AbortIf *AbortIf
+	AbortIf *AbortIfSpec
 	// Limits bound what the run may use (zero: the defaults); they are
 	// not part of the scenario file.
-	Limits Limits
+	Limits RunLimits
 }
 
-// Workload is the jobs the scenario creates.
-type Workload struct {
+// WorkloadSpec is the jobs the scenario creates.
+type WorkloadSpec struct {
 	// Tasks are the task types, chosen by weight for each arrival.
-	Tasks    []Task
-	Arrivals Arrivals
+	Tasks    []TaskSpec
+	Arrivals ArrivalsSpec
 	// Jobs are explicit jobs at given offsets, besides the arrivals.
-	Jobs []PlannedJob
+	Jobs []PlannedJobSpec
 }
 
-// Task is one task type.
-type Task struct {
+// TaskSpec is one task type.
+type TaskSpec struct {
 	// Name is the job's task; Queue its queue ("" = the task's name);
 	// Dependency the service its handler calls ("" = none).
 	Name, Queue, Dependency string
@@ -109,26 +112,26 @@ func (k ArrivalKind) String() string {
 	return fmt.Sprintf("arrivals(%d)", uint8(k))
 }
 
-// Arrivals say when jobs arrive.
-type Arrivals struct {
+// ArrivalsSpec say when jobs arrive.
+type ArrivalsSpec struct {
 	Kind ArrivalKind
 	// Rate is in jobs per second.
 	Rate float64
 	// From and Until bound the arrivals (Until 0 = the scenario's end).
 	From, Until time.Duration
 	// Bursts add Count jobs at once at At (of Task, or chosen by weight).
-	Bursts []Burst
+	Bursts []BurstSpec
 }
 
-// Burst is a number of jobs arriving at one instant.
-type Burst struct {
+// BurstSpec is a number of jobs arriving at one instant.
+type BurstSpec struct {
 	At    time.Duration
 	Count int
 	Task  string
 }
 
-// PlannedJob is one explicit job.
-type PlannedJob struct {
+// PlannedJobSpec is one explicit job.
+type PlannedJobSpec struct {
 	At time.Duration
 	// ID is the job's ID ("" = generated); Task one of the workload's.
 	ID, Task string
@@ -137,16 +140,16 @@ type PlannedJob struct {
 	Payload        string
 }
 
-// Workers are the worker slots that run jobs.
-type Workers struct {
+// WorkersSpec are the worker slots that run jobs.
+type WorkersSpec struct {
 	// Count is the number of slots, named w1..wN (default 4).
 	Count int
 	// LeaseTTL is how long a dequeued job is leased (default 30s).
 	LeaseTTL time.Duration
 }
 
-// Dependency is a service jobs call.
-type Dependency struct {
+// DependencySpec is a service jobs call.
+type DependencySpec struct {
 	Name string
 	// Payment: every call that goes through charges the job's payment (a
 	// success, or an error that took effect anyway). A payment charged
@@ -157,29 +160,29 @@ type Dependency struct {
 	IgnoresIdempotencyKeys bool
 }
 
-// System is the configuration of the system under test (the reference
-// implementation, or the team's components given to Run).
-type System struct {
+// SystemSpec is the configuration of the system under test (the reference
+// implementation, or the team's components given to sim.Run).
+type SystemSpec struct {
 	// Rules are the classifier's rules (nil = classify.DefaultRules()).
 	Rules []classify.Rule
 	Retry retry.Config
-	DLQ   DLQ
+	DLQ   DLQSpec
 	// Alerts configures the alerter; a receiver's Sink is ignored (the
 	// simulator records deliveries). No receivers means two: "on-call"
 	// paged for high severity, "team" for the rest.
 	Alerts   alert.Config
 	Breakers []BreakerSpec
 	// AutoRetry, if set, runs the off-peak auto-retry of DLQ entries.
-	AutoRetry *AutoRetry
+	AutoRetry *AutoRetrySpec
 	// Monitor, if set, watches the DLQ's depth and age.
-	Monitor *Monitor
+	Monitor *MonitorSpec
 	// External, if set, is a black-box system a drill judges from
 	// outside (the simulator runs the reference in its place).
-	External *External
+	External *ExternalSpec
 }
 
-// DLQ configures the store's dead letter queue.
-type DLQ struct {
+// DLQSpec configures the store's dead letter queue.
+type DLQSpec struct {
 	Capacity             int
 	Overflow             store.OverflowPolicy
 	LostLeaseUsesAttempt bool
@@ -193,9 +196,9 @@ type BreakerSpec struct {
 	Fallback degrade.FallbackConfig
 }
 
-// AutoRetry configures worker.AutoRetry (its Store and Clock are the
+// AutoRetrySpec configures worker.AutoRetry (its Store and Clock are the
 // simulator's).
-type AutoRetry struct {
+type AutoRetrySpec struct {
 	Window         worker.Window
 	Filter         dlq.Filter
 	Rate           int
@@ -204,20 +207,20 @@ type AutoRetry struct {
 	Budget         dlq.Budget
 }
 
-// Monitor configures worker.Monitor.
-type Monitor struct {
+// MonitorSpec configures worker.Monitor.
+type MonitorSpec struct {
 	MaxDepth int
 	MaxAge   time.Duration
 	Interval time.Duration
 	Severity classify.Severity
 }
 
-// AbortIf bounds what a drill may do to a real system: when one is
+// AbortIfSpec bounds what a drill may do to a real system: when one is
 // crossed, every fault stops at once (proxies restored, gateways and
 // receivers healthy, stalled workers resumed), the drill runs on to its
 // end so the system can recover, and its verdict is "interrupted" with
 // the bound that was crossed. Zero fields are no bound.
-type AbortIf struct {
+type AbortIfSpec struct {
 	// DLQDepth: more failed entries in the DLQ than this.
 	DLQDepth int
 	// ErrorRate: more than this share of the dependencies' calls
@@ -230,8 +233,8 @@ type AbortIf struct {
 	MaxActiveFaults int
 }
 
-// Invariants tune the invariants that need a figure.
-type Invariants struct {
+// InvariantsSpec tune the invariants that need a figure.
+type InvariantsSpec struct {
 	// PageWithin is how soon a critical failure must reach a person as a
 	// high-severity alert (default 5m; negative turns the check off).
 	PageWithin time.Duration
@@ -272,8 +275,8 @@ func (k StepKind) String() string {
 	return fmt.Sprintf("step(%d)", uint8(k))
 }
 
-// Step is one operator action at a given offset.
-type Step struct {
+// StepSpec is one operator action at a given offset.
+type StepSpec struct {
 	At     time.Duration
 	Kind   StepKind
 	Filter dlq.Filter
@@ -282,4 +285,83 @@ type Step struct {
 	OlderThan time.Duration
 	Workers   int
 	Retry     retry.Config
+}
+
+// WithDefaults returns sc with the zero fields a run needs filled in: the
+// start, the workers, the sample interval, the page deadline, the retry
+// policy's defaults, task weights, the default receivers and redactor, the
+// limits.
+func (sc Scenario) WithDefaults() Scenario {
+	if sc.Start.IsZero() {
+		sc.Start = DefaultStart
+	}
+	sc.Start = sc.Start.UTC()
+	if sc.Workers.Count == 0 {
+		sc.Workers.Count = 4
+	}
+	if sc.Workers.LeaseTTL == 0 {
+		sc.Workers.LeaseTTL = 30 * time.Second
+	}
+	if sc.Sample == 0 {
+		sc.Sample = max((sc.Duration / 500).Truncate(time.Second), time.Second)
+	}
+	if sc.Invariants.PageWithin == 0 {
+		sc.Invariants.PageWithin = 5 * time.Minute
+	}
+	sc.System.Retry = sc.System.Retry.WithDefaults()
+	tasks := make([]TaskSpec, len(sc.Workload.Tasks))
+	for i, t := range sc.Workload.Tasks {
+		if t.Weight == 0 {
+			t.Weight = 1
+		}
+		tasks[i] = t
+	}
+	sc.Workload.Tasks = tasks
+	if len(sc.System.Alerts.Receivers) == 0 {
+		sc.System.Alerts.Receivers = []alert.Receiver{{Name: "on-call"}, {Name: "team"}}
+		sc.System.Alerts.Routes = []alert.Route{{Receiver: "on-call", Severities: []classify.Severity{classify.High}}}
+		sc.System.Alerts.DefaultReceiver = "team"
+	}
+	if sc.System.Alerts.Redactor == nil {
+		sc.System.Alerts.Redactor = redact.Default()
+	}
+	sc.Limits = sc.Limits.WithDefaults()
+	return sc
+}
+
+// The configurations sim.Run gives the reference components, built in one
+// place so that Validate checks exactly what sim.Run constructs.
+
+// StoreConfig is the store configuration sc runs with (the caller adds the
+// namespace it uses, its Observer and its OnOverflow).
+func (sc *Scenario) StoreConfig() store.Config {
+	return store.Config{Namespace: "sim", DLQCapacity: sc.System.DLQ.Capacity, Overflow: sc.System.DLQ.Overflow,
+		LostLeaseUsesAttempt: sc.System.DLQ.LostLeaseUsesAttempt}
+}
+
+// AlertConfig is the alerter configuration sc runs with, each receiver
+// delivering to sink(name).
+func (sc *Scenario) AlertConfig(sink func(name string) alert.Sink) alert.Config {
+	acfg := sc.System.Alerts
+	acfg.Receivers = slices.Clone(acfg.Receivers)
+	for i := range acfg.Receivers {
+		acfg.Receivers[i].Sink = sink(acfg.Receivers[i].Name)
+	}
+	return acfg
+}
+
+// MonitorConfig is the DLQ monitor's configuration, when sc has a monitor
+// (System.Monitor set), on namespace's store.
+func (sc *Scenario) MonitorConfig(st worker.StatsReader, sig worker.Signaler, namespace string, clk clock.Clock) worker.MonitorConfig {
+	m := sc.System.Monitor
+	return worker.MonitorConfig{Store: st, Alerter: sig, Clock: clk, Namespace: namespace,
+		MaxDepth: m.MaxDepth, MaxAge: m.MaxAge, Interval: m.Interval, Severity: m.Severity}
+}
+
+// AutoRetryConfig is the off-peak auto-retry's configuration, when sc has
+// one (System.AutoRetry set).
+func (sc *Scenario) AutoRetryConfig(st worker.RetryStore, clk clock.Clock) worker.AutoRetryConfig {
+	a := sc.System.AutoRetry
+	return worker.AutoRetryConfig{Store: st, Clock: clk, Window: a.Window, Filter: a.Filter,
+		Rate: a.Rate, Interval: a.Interval, MaxAutoRetries: a.MaxAutoRetries, Budget: a.Budget}
 }

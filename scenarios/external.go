@@ -1,4 +1,4 @@
-package sim
+package scenarios
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 )
 
 // The mechanisms a black-box system may declare for removing entries from
-// its DLQ (External.DLQShrinks): an entry that leaves the DLQ any other
+// its DLQ (ExternalSpec.DLQShrinks): an entry that leaves the DLQ any other
 // way is a violation of dlq-never-shrinks.
 const (
 	// ShrinkOperator: an operator (or a script) requeues or deletes
@@ -21,10 +21,10 @@ const (
 	ShrinkEviction = "eviction"
 )
 
-// Shrinks are the mechanisms External.DLQShrinks takes.
+// Shrinks are the mechanisms ExternalSpec.DLQShrinks takes.
 var Shrinks = []string{ShrinkOperator, ShrinkAutoRetry, ShrinkPurgeByAge, ShrinkEviction}
 
-// Defaults of External.
+// Defaults of ExternalSpec.
 const (
 	// DefaultDrain is how long a black-box drill waits after the
 	// scenario's end for its jobs to settle.
@@ -34,13 +34,13 @@ const (
 	DefaultStartup = time.Second
 )
 
-// External is a black-box system under test: a team's own worker, in any
+// ExternalSpec is a black-box system under test: a team's own worker, in any
 // language, that a drill starts (or finds running), feeds through its own
 // queue and judges from outside — the fault gateways' call logs, the
 // receivers' notifications and its DLQ read through a layout. The
 // simulator cannot run it: `faultline run` of a scenario with an external
 // system simulates the reference worker in its place.
-type External struct {
+type ExternalSpec struct {
 	// Command starts one copy of the system; nil when Running.
 	Command *layout.Command
 	// Copies is how many copies a drill starts (default workers.count).
@@ -69,3 +69,34 @@ type External struct {
 	// of failed.
 	NoAlerts bool
 }
+
+// WithDefaults returns e with its zero fields set to the defaults: Copies
+// to workers (the scenario's worker count, defaults applied), Drain to
+// DefaultDrain, Startup to DefaultStartup. A running system's Copies stay
+// 0: the drill starts nothing.
+func (e ExternalSpec) WithDefaults(workers int) ExternalSpec {
+	if e.Copies == 0 && !e.Running {
+		e.Copies = workers
+	}
+	if e.Drain == 0 {
+		e.Drain = DefaultDrain
+	}
+	if e.Startup == 0 {
+		e.Startup = DefaultStartup
+	}
+	return e
+}
+
+// The reasons a black-box drill refuses a part of a scenario, shared with
+// the scenario format's own checks of what a file writes.
+const (
+	// ExternalReferenceOnly: a system key that configures the reference
+	// worker.
+	ExternalReferenceOnly = "configures the reference worker; a black-box drill drills the system's own: remove it"
+	// ExternalNoStoreFaults: a store or dlq-store fault.
+	ExternalNoStoreFaults = "the drill has no proxy in front of the system's Redis: a black-box drill cannot fault its store; remove the fault or target a dependency"
+	// ExternalNoSteps: an operator step.
+	ExternalNoSteps = "a black-box drill cannot act on a foreign DLQ or set the system's workers or retry policy: remove the step"
+	// ExternalNeedsDependency: a task without a dependency.
+	ExternalNeedsDependency = "a black-box drill sees a job succeed only through its dependency's call: give the task a dependency"
+)

@@ -1,0 +1,81 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The default RunLimits.
+const (
+	// DefaultMaxWorkers bounds the worker slots.
+	DefaultMaxWorkers = 10_000
+	// DefaultMaxSamples bounds the points of a run's time series.
+	DefaultMaxSamples = 100_000
+	// DefaultMaxInFlight bounds the jobs a run tracks at once (about
+	// 1.3 KB of memory each, so some 1.3 GB at the limit): far more than a
+	// 24-hour run at 100 jobs a second keeps unfinished, or a DLQ of
+	// 100,000 dead letters.
+	DefaultMaxInFlight = 1_000_000
+)
+
+// RunLimits bound what one run may use, so that a mistaken or hostile
+// scenario is refused with an error naming the limit instead of exhausting
+// memory. A zero field takes its default. They are not part of the scenario
+// file: faultline's --max-workers, --max-samples and --max-in-flight set
+// them.
+type RunLimits struct {
+	// MaxWorkers bounds the worker slots (Workers.Count and a SetWorkers
+	// step's); default DefaultMaxWorkers.
+	MaxWorkers int
+	// MaxSamples bounds the points of the time series, Duration/Sample;
+	// default DefaultMaxSamples.
+	MaxSamples int
+	// MaxInFlight bounds the jobs the run tracks at once: created and not
+	// yet succeeded (queued, running, scheduled, in fallback, held or
+	// dead-lettered); default DefaultMaxInFlight. A run that would pass it
+	// stops with an error matching ErrLimit.
+	MaxInFlight int
+}
+
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l RunLimits) WithDefaults() RunLimits {
+	if l.MaxWorkers == 0 {
+		l.MaxWorkers = DefaultMaxWorkers
+	}
+	if l.MaxSamples == 0 {
+		l.MaxSamples = DefaultMaxSamples
+	}
+	if l.MaxInFlight == 0 {
+		l.MaxInFlight = DefaultMaxInFlight
+	}
+	return l
+}
+
+// LimitError is a limit a run would pass.
+type LimitError struct {
+	// What is counted ("jobs in flight"), Max the limit, Got what the run
+	// would need (at least), Flag the faultline flag that lifts it.
+	What, Flag string
+	Max, Got   int64
+	// Hint says what else to do, e.g. "coarsen the sampling".
+	Hint string
+}
+
+// Error returns e.g. "12000 workers, more than the limit of 10000; lift
+// the limit with --max-workers".
+func (e *LimitError) Error() string {
+	msg := fmt.Sprintf("%d %s, more than the limit of %d; ", e.Got, e.What, e.Max)
+	if e.Hint != "" {
+		msg += e.Hint + " or "
+	}
+	return msg + "lift the limit with " + e.Flag
+}
+
+// Is matches ErrLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+
+// ErrLimit is matched (errors.Is) by the error that stops a run at one of
+// its limits (the jobs in flight, say): like a canceled context, it makes
+// the run's verdict reports.Interrupted — its expectations are not
+// evaluated, and it is not a pass.
+var ErrLimit = errors.New("run limit reached")

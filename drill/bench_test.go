@@ -37,6 +37,7 @@ import (
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/classify"
@@ -615,13 +616,13 @@ func BenchmarkDrillOverhead(b *testing.B) {
 var benchHistoryOnce struct {
 	once sync.Once
 	sc   scenarios.Scenario
-	h    *sim.History
+	h    *oracle.History
 	err  error
 }
 
 // benchHistory runs testdata/bench.yaml once as a real drill (two worker
 // processes, time scale 10) and returns its scenario and history.
-func benchHistory(b *testing.B, addr string) (scenarios.Scenario, *sim.History) {
+func benchHistory(b *testing.B, addr string) (scenarios.Scenario, *oracle.History) {
 	b.Helper()
 	bin := benchFaultline(b)
 	benchHistoryOnce.once.Do(func() {

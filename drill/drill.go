@@ -14,8 +14,8 @@
 // SIGSTOPs them for worker faults; the DLQ monitor and the auto-retry, run
 // once, here. What it observes — the store's event stream, the workers'
 // reports of their attempts, the gateways' call logs, the deliveries, the
-// processes' events, the faults' real windows — is a sim.History, saved
-// beside the report; the verdict is sim.Judge of it.
+// processes' events, the faults' real windows — is an oracle.History,
+// saved beside the report; the verdict is sim.Judge of it.
 package drill
 
 import (

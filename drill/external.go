@@ -26,6 +26,7 @@ import (
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -78,10 +79,10 @@ type extState struct {
 	rcvs    map[string]string // receiver URLs by name
 	readMu  sync.Mutex
 	cur     map[string]int // active entries by item key at the last read
-	items   map[string]sim.HDLQItem
+	items   map[string]oracle.DLQItem
 	entries []layout.Entry
 	read    bool
-	x0      sim.HExternal
+	x0      oracle.ExternalRun
 	settled int64
 	quiet   bool // the drain ended settled and quiet
 	// owns says every key check passed: the layout's keys under the
@@ -125,7 +126,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	sc := &d.sc
 	x := sc.System.External
 	e := &extState{x: x, vars: map[string]string{}, deps: map[string]string{}, rcvs: map[string]string{}, cur: map[string]int{},
-		items: map[string]sim.HDLQItem{}, settled: -1, jobsDone: map[string]bool{}}
+		items: map[string]oracle.DLQItem{}, settled: -1, jobsDone: map[string]bool{}}
 	d.ext = e
 	d.h = d.newHistory()
 	defer func() {
@@ -237,7 +238,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if e.rd, err = adapter.NewReader(x.DLQ, aenv); err != nil {
 		return fmt.Errorf("system.external.dlq: %w", err)
 	}
-	e.x0 = sim.HExternal{Copies: sc.Workers.Count, Running: x.Running, Inject: describeInject(x.Inject), DLQ: describeDLQ(x.DLQ),
+	e.x0 = oracle.ExternalRun{Copies: sc.Workers.Count, Running: x.Running, Inject: describeInject(x.Inject), DLQ: describeDLQ(x.DLQ),
 		Alerts: !x.NoAlerts, DLQShrinks: x.DLQShrinks, File: d.opts.ExternalFile}
 	if x.Command != nil {
 		e.x0.Command = strings.Join(append([]string{x.Command.Path}, x.Command.Args...), " ")
@@ -602,7 +603,7 @@ func (d *drill) injectAll(ctx context.Context) {
 			return
 		}
 		n++
-		hj := sim.HJob{AtMs: d.clk.Elapsed().Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		hj := oracle.Job{AtMs: d.clk.Elapsed().Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
 		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := d.ext.inj.Inject(ictx, layout.Job{ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Payload: string(a.Job.Payload), N: n})
 		cancel()
@@ -614,7 +615,7 @@ func (d *drill) injectAll(ctx context.Context) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				hj.Outcome = "unknown"
 			}
-			d.ext.x0.InjectErrors = append(d.ext.x0.InjectErrors, sim.HReadError{AtMs: hj.AtMs, JobID: hj.ID, Error: err.Error()})
+			d.ext.x0.InjectErrors = append(d.ext.x0.InjectErrors, oracle.AdapterFailure{AtMs: hj.AtMs, JobID: hj.ID, Error: err.Error()})
 			d.log.Warn("inject", "job", a.Job.ID, "err", err)
 		}
 		d.h.Jobs = append(d.h.Jobs, hj)
@@ -646,11 +647,11 @@ func (d *drill) readDLQ(ctx context.Context) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		e.x0.ReadErrors = append(e.x0.ReadErrors, sim.HReadError{AtMs: at, Error: err.Error()})
+		e.x0.ReadErrors = append(e.x0.ReadErrors, oracle.AdapterFailure{AtMs: at, Error: err.Error()})
 		return
 	}
 	now := map[string]int{}
-	items := map[string]sim.HDLQItem{}
+	items := map[string]oracle.DLQItem{}
 	total := 0
 	for _, en := range entries {
 		if en.Inactive {
@@ -660,10 +661,10 @@ func (d *drill) readDLQ(ctx context.Context) {
 		now[k]++
 		total++
 		if _, ok := items[k]; !ok {
-			items[k] = sim.HDLQItem{JobID: en.JobID, Severity: en.Severity, Class: en.Class, Corrupt: en.Corrupt, Source: en.Source}
+			items[k] = oracle.DLQItem{JobID: en.JobID, Severity: en.Severity, Class: en.Class, Corrupt: en.Corrupt, Source: en.Source}
 		}
 	}
-	r := sim.HDLQRead{AtMs: at, Total: total}
+	r := oracle.DLQRead{AtMs: at, Total: total}
 	for _, k := range sortedKeys(now) {
 		for range now[k] - e.cur[k] {
 			r.Added = append(r.Added, items[k])
@@ -760,7 +761,7 @@ func (d *drill) settled() bool {
 }
 
 // finishExternal adds what a black-box drill observed to the history.
-func (d *drill) finishExternal(h *sim.History) {
+func (d *drill) finishExternal(h *oracle.History) {
 	e := d.ext
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -773,18 +774,18 @@ func (d *drill) finishExternal(h *sim.History) {
 	h.External = &x
 	for _, r := range d.rcvs {
 		for _, n := range r.Received() {
-			hd := sim.HDelivery{AtMs: n.AtMs, Receiver: n.Receiver, Attempt: n.Attempt, Accepted: n.Accepted}
+			hd := oracle.Delivery{AtMs: n.AtMs, Receiver: n.Receiver, Attempt: n.Attempt, Accepted: n.Accepted}
 			if !n.Accepted {
 				hd.Error = string(n.Outcome)
 				if n.Status > 0 {
 					hd.Error += " " + strconv.Itoa(n.Status)
 				}
 			}
-			hd.Alerts = []sim.HAlert{{Name: n.Title, Severity: n.Severity, Summary: n.Text, Status: "firing", Count: 1}}
+			hd.Alerts = []oracle.Alert{{Name: n.Title, Severity: n.Severity, Summary: n.Text, Status: "firing", Count: 1}}
 			h.Deliveries = append(h.Deliveries, hd)
 		}
 	}
-	slices.SortStableFunc(h.Deliveries, func(a, b sim.HDelivery) int { return int(a.AtMs - b.AtMs) })
+	slices.SortStableFunc(h.Deliveries, func(a, b oracle.Delivery) int { return int(a.AtMs - b.AtMs) })
 	if d.opts.Scale > 1 {
 		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the faults' schedules ran %v× faster, but the system runs on its own clock: its timeouts, backoffs and Retry-After waits took %v× longer in scenario time", d.opts.Scale, d.opts.Scale, d.opts.Scale))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
@@ -114,7 +115,7 @@ func (d *drill) take(r workerproc.Report) {
 		}
 		o := *r.Overflow
 		d.mu.Lock()
-		d.h.Overflows = append(d.h.Overflows, sim.HOverflow{AtMs: o.At.Sub(d.sc.Start).Milliseconds(), Worker: r.Worker, JobID: o.JobID,
+		d.h.Overflows = append(d.h.Overflows, oracle.Overflow{AtMs: o.At.Sub(d.sc.Start).Milliseconds(), Worker: r.Worker, JobID: o.JobID,
 			Policy: o.Policy.String(), Capacity: o.Capacity, Evicted: o.Evicted, Held: o.Held})
 		d.mu.Unlock()
 		if d.mon != nil {
@@ -149,7 +150,7 @@ func (s *recordingSink) Send(ctx context.Context, n alert.Notification) error {
 	s.d.mu.Lock()
 	closing := s.d.closing
 	if !closing {
-		s.d.h.Deliveries = append(s.d.h.Deliveries, sim.DeliveryOf(at, s.name, n, err))
+		s.d.h.Deliveries = append(s.d.h.Deliveries, oracle.DeliveryOf(at, s.name, n, err))
 	}
 	s.d.mu.Unlock()
 	if closing {
@@ -300,7 +301,7 @@ loop:
 	// raised up to now is (the alerts raised are judged from it).
 	d.mu.Lock()
 	d.closing = true
-	d.h.Alerter = sim.AlerterOf(d.alerter.Stats())
+	d.h.Alerter = oracle.AlerterOf(d.alerter.Stats())
 	d.mu.Unlock()
 	// The workers stop (SIGCONT, SIGTERM, then SIGKILL); their last
 	// reports, flushed as they exit, are taken while they do.
@@ -571,9 +572,9 @@ func (d *drill) produce(ctx context.Context) {
 
 // enqueueMany creates the jobs of as, in one round trip, and says how each
 // went; a job whose enqueue failed is tried again by itself (enqueue).
-func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []sim.HJob {
+func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []oracle.Job {
 	if len(as) == 1 {
-		return []sim.HJob{d.enqueue(ctx, as[0])}
+		return []oracle.Job{d.enqueue(ctx, as[0])}
 	}
 	now := d.clk.Now()
 	at := now.Sub(d.sc.Start)
@@ -584,7 +585,7 @@ func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []sim.HJob {
 	ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	errs := d.st.EnqueueMany(ectx, jobs, now)
 	cancel()
-	hjs := make([]sim.HJob, len(as))
+	hjs := make([]oracle.Job, len(as))
 	for i, a := range as {
 		err := errs[i]
 		if err != nil && !errors.Is(err, queue.ErrDuplicate) && !errors.Is(err, queue.ErrDeadLettered) {
@@ -592,7 +593,7 @@ func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []sim.HJob {
 			hjs[i] = d.enqueue(ctx, a)
 			continue
 		}
-		hjs[i] = sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		hjs[i] = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
 		if err != nil {
 			hjs[i].Outcome = "unknown" // made by an earlier try: its event says when
 		}
@@ -610,13 +611,13 @@ const enqueueGiveUp = 60 * time.Second
 // try that happened but lost its answer is not made twice) until it is
 // made, or enqueueGiveUp passes (then the job's outcome is unknown: an
 // Enqueued event in the stream, if any, says it happened).
-func (d *drill) enqueue(ctx context.Context, a sim.Arrival) sim.HJob {
-	var hj sim.HJob
+func (d *drill) enqueue(ctx context.Context, a sim.Arrival) oracle.Job {
+	var hj oracle.Job
 	giveUp := time.Now().Add(enqueueGiveUp)
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		now := d.clk.Now()
 		at := now.Sub(d.sc.Start)
-		hj = sim.HJob{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		hj = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
 		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := d.st.Enqueue(ectx, a.Job, now)
 		cancel()
@@ -1034,14 +1035,14 @@ func (d *drill) undoFaults() {
 
 // finish assembles the history: events up to the final snapshot, the
 // logs of the gateways and the supervisor, the faults' report.
-func (d *drill) finish() *sim.History {
+func (d *drill) finish() *oracle.History {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	h := &d.h
 	idx := map[string]int{}
 	for i, e := range d.events {
 		idx[e.ID] = i + 1
-		h.Events = append(h.Events, sim.EventOf(e.ID, e.Event, d.sc.Start))
+		h.Events = append(h.Events, oracle.EventOf(e.ID, e.Event, d.sc.Start))
 	}
 	h.EventsLost = d.eventsLost
 	for _, s := range d.snaps {
@@ -1052,19 +1053,19 @@ func (d *drill) finish() *sim.History {
 				continue // events the drill did not read: not judged
 			}
 		}
-		h.Snapshots = append(h.Snapshots, sim.HSnapshot{AtMs: s.at.Milliseconds(), AfterEvents: n, Counts: s.snap.Counts, Stats: s.snap.Stats})
+		h.Snapshots = append(h.Snapshots, oracle.Snapshot{AtMs: s.at.Milliseconds(), AfterEvents: n, Counts: s.snap.Counts, Stats: s.snap.Stats})
 	}
 	if len(h.Snapshots) > 0 {
 		h.Events = h.Events[:h.Snapshots[len(h.Snapshots)-1].AfterEvents]
 	}
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
-			h.Calls = append(h.Calls, sim.HCall{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
+			h.Calls = append(h.Calls, oracle.Call{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
 				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect, Charge: c.Charge,
 				TookMs: float64(c.Took.Microseconds()) / 1000})
 		}
 	}
-	slices.SortStableFunc(h.Calls, func(a, b sim.HCall) int { return int(a.AtMs - b.AtMs) })
+	slices.SortStableFunc(h.Calls, func(a, b oracle.Call) int { return int(a.AtMs - b.AtMs) })
 	// The gateways' own time to answer a call no fault touched: how far
 	// the machine slows a dependency that should answer at once.
 	for _, g := range d.gws {
@@ -1083,7 +1084,7 @@ func (d *drill) finish() *sim.History {
 		events = d.sup.Events()
 	}
 	for _, e := range events {
-		h.Processes = append(h.Processes, sim.HProcess{AtMs: d.clk.ToScenario(e.Time.Sub(d.origin)).Milliseconds(),
+		h.Processes = append(h.Processes, oracle.ProcessEvent{AtMs: d.clk.ToScenario(e.Time.Sub(d.origin)).Milliseconds(),
 			Worker: e.Worker, Kind: string(e.Kind), PID: e.PID, Detail: e.Err})
 	}
 	var stats []faults.FaultStats

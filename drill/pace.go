@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // A drill proves its pace: it measures how far its own parts fall behind
@@ -362,16 +362,16 @@ func (m *slipMeter) probeStore(ctx context.Context, redisURL string) {
 var slipParts = []string{"producer", "store", "timers", "gateway"}
 
 // account is the slip of every part against tol.
-func (m *slipMeter) account(tol time.Duration) *sim.HSlip {
+func (m *slipMeter) account(tol time.Duration) *oracle.Slip {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &sim.HSlip{ToleranceMs: ms(tol)}
+	s := &oracle.Slip{ToleranceMs: ms(tol)}
 	for _, what := range slipParts {
 		ds := slices.Clone(m.samples[what])
 		if len(ds) == 0 {
 			continue
 		}
-		p := sim.HSlipPart{What: what, Samples: int64(len(ds)), P99Ms: ms(p99(ds)), MaxMs: ms(slices.Max(ds))}
+		p := oracle.SlipPart{What: what, Samples: int64(len(ds)), P99Ms: ms(p99(ds)), MaxMs: ms(slices.Max(ds))}
 		for _, d := range ds {
 			if d > tol {
 				p.Over++

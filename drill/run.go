@@ -29,6 +29,7 @@ import (
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/metrics"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
@@ -141,7 +142,7 @@ type Progress struct {
 // unhealthy before any fault (ErrSteadyState). A canceled ctx stops the
 // drill early: every fault is undone, the workers stop, and the result
 // (verdict interrupted) is still returned.
-func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Result, *sim.History, error) {
+func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Result, *oracle.History, error) {
 	d, err := prepare(l, opts)
 	if err != nil {
 		return nil, nil, err
@@ -200,7 +201,7 @@ type drill struct {
 	// faultMu orders the faults' application against the guard's abort.
 	faultMu    sync.Mutex
 	mu         sync.Mutex
-	h          sim.History
+	h          oracle.History
 	snaps      []snapshot
 	faultHits  map[string]int64
 	faultWins  map[string][][2]int64
@@ -642,9 +643,9 @@ func (d *drill) claim(ctx context.Context) error {
 }
 
 // newHistory is a drill's history before it observed anything.
-func (d *drill) newHistory() sim.History {
+func (d *drill) newHistory() oracle.History {
 	sc := &d.sc
-	return sim.History{Version: sim.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
+	return oracle.History{Version: oracle.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
 		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
 }
 

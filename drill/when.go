@@ -8,7 +8,7 @@ import (
 
 	"github.com/faultline/faultline/drill/gateway"
 	"github.com/faultline/faultline/faults"
-	"github.com/faultline/faultline/sim"
+	"github.com/faultline/faultline/oracle"
 )
 
 // whenPoll is how often a worker fault aimed at a state asks the gateway
@@ -122,7 +122,7 @@ func (d *drill) strikeWhen(i int, f faults.Fault, n string, win faults.Window) {
 // whenMissed records that worker n was never found in fault f's state in
 // window win: no hit, a miss the judge reports, and a note.
 func (d *drill) whenMissed(f faults.Fault, n string, win faults.Window, targeted int) {
-	m := sim.MissOf(f, n, win, targeted)
+	m := oracle.MissOf(f, n, win, targeted)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.h.Misses = append(d.h.Misses, m)

@@ -13,9 +13,9 @@ import (
 	"github.com/faultline/faultline/drill/gateway"
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 var _ = Describe("A drill's worker fault aimed at a state (schedule.when, issue 24)", func() {
@@ -52,7 +52,7 @@ var _ = Describe("A drill's worker fault aimed at a state (schedule.when, issue 
 		c = gateway.NewClient(gw.URL(), 5*time.Second)
 		DeferCleanup(c.CloseIdleConnections)
 		d = &drill{clk: clk, locked: locked, gws: []*gateway.Gateway{gw}, sup: sup,
-			log: slog.New(slog.NewTextHandler(io.Discard, nil)), h: sim.History{Workers: []string{"w1", "w2"}},
+			log: slog.New(slog.NewTextHandler(io.Discard, nil)), h: oracle.History{Workers: []string{"w1", "w2"}},
 			faultHits: map[string]int64{}, faultWins: map[string][][2]int64{}}
 	})
 
@@ -68,7 +68,7 @@ var _ = Describe("A drill's worker fault aimed at a state (schedule.when, issue 
 		Expect(err).NotTo(HaveOccurred())
 		wg.Wait()
 		Expect(d.faultHits).NotTo(HaveKey("gc-pause"))
-		Expect(d.h.Misses).To(Equal([]sim.HMiss{{Fault: "gc-pause", Worker: "w2", State: "mid-call", Dependency: dep, FromMs: 0, UntilMs: 60_000, Targeted: 1}}))
+		Expect(d.h.Misses).To(Equal([]oracle.Miss{{Fault: "gc-pause", Worker: "w2", State: "mid-call", Dependency: dep, FromMs: 0, UntilMs: 60_000, Targeted: 1}}))
 		Expect(d.h.Notes).To(ConsistOf("fault gc-pause never found worker w2 mid-call at ledger in [0s, 1m0s): it did not strike it there"))
 	})
 

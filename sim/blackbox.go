@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -41,9 +42,9 @@ var notObservable = []struct{ name, why string }{
 
 // blackJob is one injected job as the black-box oracle follows it.
 type blackJob struct {
-	h HJob
+	h oracle.Job
 	// calls are its calls, in arrival order.
-	calls []HCall
+	calls []oracle.Call
 	// okAt is the first successful call's offset (-1: none).
 	okAt int64
 	// inDLQ counts its active entries at the end; everDLQ says a read
@@ -67,8 +68,8 @@ func (j *blackJob) unseen() bool {
 // blackJudge judges a black-box history.
 type blackJudge struct {
 	sc  *scenarios.Scenario
-	h   *History
-	x   *HExternal
+	h   *oracle.History
+	x   *oracle.ExternalRun
 	res *reports.Result
 	// counts are the violations per invariant; checked the invariants
 	// judged.
@@ -89,7 +90,7 @@ func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any)
 // alone: every invariant that can be judged from outside (the call log,
 // the deliveries, the DLQ's reads, the queue at the end), each named, and
 // those that cannot listed as not observable.
-func judgeExternal(sc scenarios.Scenario, h *History) *reports.Result {
+func judgeExternal(sc scenarios.Scenario, h *oracle.History) *reports.Result {
 	// The judge reads the history in time order, whatever order a hand-
 	// edited file gives.
 	h = sortedHistory(h)
@@ -264,7 +265,7 @@ func (b *blackJudge) reads() {
 		if k >= len(reads) {
 			return false
 		}
-		return slices.ContainsFunc(reads[k].Added, func(it HDLQItem) bool { return it.JobID == id })
+		return slices.ContainsFunc(reads[k].Added, func(it oracle.DLQItem) bool { return it.JobID == id })
 	}
 	for k, r := range reads {
 		for _, it := range r.Added {
@@ -298,7 +299,7 @@ func (b *blackJudge) reads() {
 			if j == nil || j.dupSeen || cur[it.JobID] < 2 {
 				continue
 			}
-			if k+1 < len(reads) && slices.ContainsFunc(reads[k+1].Removed, func(x HDLQItem) bool { return x.JobID == it.JobID }) {
+			if k+1 < len(reads) && slices.ContainsFunc(reads[k+1].Removed, func(x oracle.DLQItem) bool { return x.JobID == it.JobID }) {
 				continue
 			}
 			j.dupSeen = true
@@ -309,18 +310,18 @@ func (b *blackJudge) reads() {
 
 // sortedHistory returns h with its calls, deliveries and reads in time
 // order (stable: the order of one instant is kept).
-func sortedHistory(h *History) *History {
+func sortedHistory(h *oracle.History) *oracle.History {
 	c := *h
 	byAt := func(a, b int64) int { return cmp.Compare(a, b) }
 	c.Calls = slices.Clone(h.Calls)
-	slices.SortStableFunc(c.Calls, func(a, b HCall) int { return byAt(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(c.Calls, func(a, b oracle.Call) int { return byAt(a.AtMs, b.AtMs) })
 	c.Deliveries = slices.Clone(h.Deliveries)
-	slices.SortStableFunc(c.Deliveries, func(a, b HDelivery) int { return byAt(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(c.Deliveries, func(a, b oracle.Delivery) int { return byAt(a.AtMs, b.AtMs) })
 	c.Processes = slices.Clone(h.Processes)
-	slices.SortStableFunc(c.Processes, func(a, b HProcess) int { return byAt(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(c.Processes, func(a, b oracle.ProcessEvent) int { return byAt(a.AtMs, b.AtMs) })
 	x := *h.External
 	x.Reads = slices.Clone(h.External.Reads)
-	slices.SortStableFunc(x.Reads, func(a, b HDLQRead) int { return byAt(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(x.Reads, func(a, b oracle.DLQRead) int { return byAt(a.AtMs, b.AtMs) })
 	c.External = &x
 	return &c
 }
@@ -377,7 +378,7 @@ func (b *blackJudge) lostStory(j *blackJob) string {
 }
 
 // answer describes a call's answer for a message.
-func answer(c HCall) string {
+func answer(c oracle.Call) string {
 	var what string
 	switch {
 	case c.Status > 0:
@@ -416,7 +417,7 @@ func (b *blackJudge) finalRetries() {
 	requeues := slices.Contains(b.shrinks(), scenarios.ShrinkOperator) || slices.Contains(b.shrinks(), scenarios.ShrinkAutoRetry)
 	for _, id := range b.order {
 		j := b.jobs[id]
-		var final *HCall
+		var final *oracle.Call
 		var after []int64
 		for i := range j.calls {
 			c := &j.calls[i]
@@ -455,7 +456,7 @@ func (b *blackJudge) finalRetries() {
 // crashBetween says a copy of the system was killed or exited in
 // (from, to].
 func (b *blackJudge) crashBetween(from, to int64) bool {
-	return slices.ContainsFunc(b.h.Processes, func(p HProcess) bool {
+	return slices.ContainsFunc(b.h.Processes, func(p oracle.ProcessEvent) bool {
 		return (p.Kind == "killed" || p.Kind == "exited") && p.AtMs > from && p.AtMs <= to
 	})
 }
@@ -521,7 +522,7 @@ func (b *blackJudge) pages(within time.Duration) {
 // its dlq:<severity> lists have one).
 // isPage says a delivery may be a page: its severity is high or
 // critical, or unknown (a plain Slack {"text": ...} says none).
-func isPage(d HDelivery) bool {
+func isPage(d oracle.Delivery) bool {
 	for _, a := range d.Alerts {
 		switch strings.ToLower(a.Severity) {
 		case "", "high", "critical":

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -30,30 +31,30 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 			Invariants: scenarios.InvariantsSpec{PageWithin: time.Minute},
 		}
 	}
-	item := func(id string) sim.HDLQItem { return sim.HDLQItem{JobID: id, Source: "dead_letter[0]"} }
+	item := func(id string) oracle.DLQItem { return oracle.DLQItem{JobID: id, Source: "dead_letter[0]"} }
 	entry := func(id, sev string) layout.Entry {
 		return layout.Entry{Source: "dead_letter[0]", JobID: id, Severity: sev, Raw: []byte(`{}`)}
 	}
-	call := func(at int64, id, outcome string, status int, class string) sim.HCall {
-		return sim.HCall{AtMs: at, Dependency: "payments", JobID: id, Status: status, Outcome: outcome, Class: class, TookEffect: outcome == "ok"}
+	call := func(at int64, id, outcome string, status int, class string) oracle.Call {
+		return oracle.Call{AtMs: at, Dependency: "payments", JobID: id, Status: status, Outcome: outcome, Class: class, TookEffect: outcome == "ok"}
 	}
 	// history: j-ok succeeds; j-declined is declined and dead-lettered;
 	// j-auth gets a 401, is dead-lettered with severity high and paged.
-	history := func() *sim.History {
-		return &sim.History{
-			Version: sim.HistoryVersion, Scenario: "black-box", Seed: 1, TimeScale: 1, DurationMs: 10_000, EndedMs: 10_000,
+	history := func() *oracle.History {
+		return &oracle.History{
+			Version: oracle.HistoryVersion, Scenario: "black-box", Seed: 1, TimeScale: 1, DurationMs: 10_000, EndedMs: 10_000,
 			Workers: []string{"w1"},
-			Jobs: []sim.HJob{{AtMs: 0, ID: "j-ok", Task: "charge", Outcome: "ok"}, {AtMs: 100, ID: "j-declined", Task: "charge", Outcome: "ok"},
+			Jobs: []oracle.Job{{AtMs: 0, ID: "j-ok", Task: "charge", Outcome: "ok"}, {AtMs: 100, ID: "j-declined", Task: "charge", Outcome: "ok"},
 				{AtMs: 200, ID: "j-auth", Task: "charge", Outcome: "ok"}},
-			Calls: []sim.HCall{call(10, "j-ok", "ok", 200, ""), call(110, "j-declined", "error", 402, "permanent"),
+			Calls: []oracle.Call{call(10, "j-ok", "ok", 200, ""), call(110, "j-declined", "error", 402, "permanent"),
 				call(210, "j-auth", "error", 401, "critical")},
-			Deliveries: []sim.HDelivery{{AtMs: 2_000, Receiver: "slack", Attempt: 1, Accepted: true, Alerts: []sim.HAlert{{Summary: "401 from payments"}}}},
-			External: &sim.HExternal{Copies: 1, Alerts: true, DrainMs: 1_000, SettledMs: 10_500,
-				Reads:   []sim.HDLQRead{{AtMs: 0}, {AtMs: 500, Added: []sim.HDLQItem{item("j-declined"), item("j-auth")}, Total: 2}},
+			Deliveries: []oracle.Delivery{{AtMs: 2_000, Receiver: "slack", Attempt: 1, Accepted: true, Alerts: []oracle.Alert{{Summary: "401 from payments"}}}},
+			External: &oracle.ExternalRun{Copies: 1, Alerts: true, DrainMs: 1_000, SettledMs: 10_500,
+				Reads:   []oracle.DLQRead{{AtMs: 0}, {AtMs: 500, Added: []oracle.DLQItem{item("j-declined"), item("j-auth")}, Total: 2}},
 				Entries: []layout.Entry{entry("j-declined", "low"), entry("j-auth", "high")}},
 		}
 	}
-	judge := func(sc scenarios.Scenario, h *sim.History) *reports.Result {
+	judge := func(sc scenarios.Scenario, h *oracle.History) *reports.Result {
 		res, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
@@ -102,7 +103,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("names a dead letter trimmed from the DLQ: the DLQ shrank, and the job is lost", func() {
 		h := history()
-		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1})
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Removed: []oracle.DLQItem{item("j-declined")}, Total: 1})
 		h.External.Entries = h.External.Entries[1:]
 		r := judge(scenario(), h)
 		Expect(r.Verdict).To(Equal(reports.Failed))
@@ -114,12 +115,12 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("allows a shrink the scenario declares, and an entry moved between lists across two reads", func() {
 		h := history()
-		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1},
-			sim.HDLQRead{AtMs: 1000, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 2})
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Removed: []oracle.DLQItem{item("j-declined")}, Total: 1},
+			oracle.DLQRead{AtMs: 1000, Added: []oracle.DLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 2})
 		Expect(judge(scenario(), h).Verdict).To(Equal(reports.Passed))
 
 		h = history()
-		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Removed: []sim.HDLQItem{item("j-declined")}, Total: 1})
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Removed: []oracle.DLQItem{item("j-declined")}, Total: 1})
 		sc := scenario()
 		sc.System.External.DLQShrinks = []string{scenarios.ShrinkEviction}
 		r := judge(sc, h)
@@ -128,12 +129,12 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("fails two entries for one job that stay, not one caught half-way through a move", func() {
 		h := history()
-		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3},
-			sim.HDLQRead{AtMs: 1000, Removed: []sim.HDLQItem{item("j-declined")}, Total: 2})
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Added: []oracle.DLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3},
+			oracle.DLQRead{AtMs: 1000, Removed: []oracle.DLQItem{item("j-declined")}, Total: 2})
 		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvOneDLQEntry, reports.Passed))
 
 		h = history()
-		h.External.Reads = append(h.External.Reads, sim.HDLQRead{AtMs: 900, Added: []sim.HDLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3})
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Added: []oracle.DLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3})
 		h.External.Entries = append(h.External.Entries, entry("j-declined", "low"))
 		Expect(messages(judge(scenario(), h), sim.InvOneDLQEntry)).To(ConsistOf(ContainSubstring("job j-declined has two entries in the DLQ")))
 	})
@@ -144,7 +145,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(ConsistOf(And(ContainSubstring("job j-declined was answered 402 (permanent)"),
 			ContainSubstring("called again 1 time(s)"))))
 
-		h.Processes = []sim.HProcess{{AtMs: 200, Worker: "w1", Kind: "killed"}}
+		h.Processes = []oracle.ProcessEvent{{AtMs: 200, Worker: "w1", Kind: "killed"}}
 		r := judge(scenario(), h)
 		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvNoRetryOfFinal, reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
@@ -152,7 +153,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("fails a charge taken twice for one key, naming the key", func() {
 		h := history()
-		h.Calls = append(h.Calls, sim.HCall{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
+		h.Calls = append(h.Calls, oracle.Call{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
 		Expect(messages(judge(scenario(), h), sim.InvNoDoubleCharge)).To(ConsistOf(ContainSubstring("key k-ok charged 2 times")))
 	})
 
@@ -176,7 +177,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("does not call lost a job whose injection timed out and that the system never showed", func() {
 		h := history()
-		h.Jobs = append(h.Jobs, sim.HJob{AtMs: 300, ID: "j-unknown", Task: "charge", Outcome: "unknown"})
+		h.Jobs = append(h.Jobs, oracle.Job{AtMs: 300, ID: "j-unknown", Task: "charge", Outcome: "unknown"})
 		r := judge(scenario(), h)
 		Expect(r.Verdict).To(Equal(reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("job j-unknown's injection timed out")))
@@ -208,7 +209,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 
 	It("fails a job still in the system's queue after the drain (a worker that never reads it), and judges nothing of an interrupted drill", func() {
 		h := history()
-		h.Jobs = append(h.Jobs, sim.HJob{AtMs: 300, ID: "j-queued", Task: "charge", Outcome: "ok"})
+		h.Jobs = append(h.Jobs, oracle.Job{AtMs: 300, ID: "j-queued", Task: "charge", Outcome: "ok"})
 		h.External.Queued, h.External.QueueObservable = []string{"j-queued"}, true
 		Expect(messages(judge(scenario(), h), sim.InvConservation)).To(ConsistOf(ContainSubstring("job j-queued is still in the system's queue")))
 

@@ -8,7 +8,10 @@
 // scenarios'; sim holds the engine, the ledger and its invariants, the
 // evaluation of the scenario's expectations (data of package scenarios)
 // against a run's Observation, and the live judges that judge a drill's
-// history with the same ledger and expectations.
+// history with the same ledger and expectations. The history format
+// (oracle.History and its records, oracle.Write and oracle.Read) is package
+// oracle's, which is to take the ledger, the invariants, the expectations'
+// evaluation and the result from sim too, leaving sim only the engine.
 //
 // # The engine
 //

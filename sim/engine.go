@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
@@ -134,7 +135,7 @@ type world struct {
 	// waits are the workers a worker fault aimed at a state waits for in
 	// its window (when.go); misses the windows that ended without it.
 	waits  []whenWait
-	misses []HMiss
+	misses []oracle.Miss
 
 	made, seq int64
 	ids       idArena // the generated jobs' IDs

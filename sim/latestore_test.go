@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -20,13 +21,13 @@ import (
 // after their dead letter was decided: a violation the machine made, not
 // the reference (at scale 6 the same drill passes).
 var _ = Describe("A drill that fell behind its scale, with violations of lease-bound invariants", func() {
-	load := func() (scenarios.Scenario, *sim.History) {
+	load := func() (scenarios.Scenario, *oracle.History) {
 		f, err := os.Open("testdata/late-store-rerun.history.json.gz")
 		Expect(err).NotTo(HaveOccurred())
 		defer f.Close()
 		z, err := gzip.NewReader(f)
 		Expect(err).NotTo(HaveOccurred())
-		h, err := sim.ReadHistory(z)
+		h, err := oracle.Read(z)
 		Expect(err).NotTo(HaveOccurred())
 		l, err := scenarios.LoadBuiltin("requeue-reset-attempts")
 		Expect(err).NotTo(HaveOccurred())

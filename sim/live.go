@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
@@ -100,16 +101,16 @@ func (p *Plan) Next() (Arrival, bool) {
 
 // judge is the part of a world that judges a history rather than running.
 type judge struct {
-	h *History
+	h *oracle.History
 	// procBreakers are each process's breakers' states, by breaker then
 	// worker: a breaker reads closed only when every process's is.
 	procBreakers map[string]map[string]degrade.State
 	faults       []reports.Fault
-	snap         *HSnapshot
+	snap         *oracle.Snapshot
 	dlq          []dlq.Entry
 	// decided are the jobs whose dead letter a worker reported written,
 	// until their next move out of flight shows it was.
-	decided map[string]HAttempt
+	decided map[string]oracle.Attempt
 }
 
 // liveBreaker is a drill's breaker as the judge sees it: the state of one
@@ -176,7 +177,7 @@ var actionByName = func() map[string]worker.Action {
 // ledger and expectations: every invariant and every expectation of sc
 // (defaults applied) is evaluated from what was observed, as the simulator
 // evaluates them from its own events. It reads nothing but h.
-func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Result, error) {
+func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*reports.Result, error) {
 	sc = sc.WithDefaults()
 	if err := sc.Validate(); err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 		return judgeExternal(sc, h), nil
 	}
 	w := baseWorld(ctx, sc)
-	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]HAttempt{}}
+	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]oracle.Attempt{}}
 	w.judge = j
 	w.led.keepAll = true
 	w.backend = &snapBackend{j: j}
@@ -206,7 +207,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 
 	items := make([]judged, 0, len(h.Jobs)+len(h.Events)+len(h.Snapshots)+len(h.Attempts)+len(h.Calls)+len(h.Deliveries)+len(h.Breakers)+len(h.Processes))
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	unknown := map[string]HJob{}
+	unknown := map[string]oracle.Job{}
 	for _, hj := range h.Jobs {
 		if hj.Outcome != "ok" {
 			unknown[hj.ID] = hj
@@ -305,7 +306,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 			items = append(items, judged{at: ms(d.AtMs), do: func() { w.alerts.Rejected++ }})
 			continue
 		}
-		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, notificationOf(d)) }})
+		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, d.Notification()) }})
 	}
 	for _, o := range h.Overflows {
 		if o.Policy != store.Reject.String() {
@@ -397,7 +398,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 // the drill), and a verdict over part of the jobs is not a pass. The
 // missing evidence is named, and the verdict is inconclusive unless the
 // system already failed on what was seen.
-func judgeEvidence(res *reports.Result, h *History, w *world) {
+func judgeEvidence(res *reports.Result, h *oracle.History, w *world) {
 	missing := map[string][]string{}
 	see := func(id, who string) {
 		if id == "" || w.led.jobs[id] != nil {
@@ -449,8 +450,8 @@ func judgeEvidence(res *reports.Result, h *History, w *world) {
 // scenario's workload, cannot tell a slow machine from a wrong system:
 // unless an invariant was violated (that is the system's, at any pace),
 // its verdict is inconclusive, never a pass and never a fail.
-func judgePace(res *reports.Result, h *History, w *world) {
-	res.Live.Slip = SlipReport(h.Slip)
+func judgePace(res *reports.Result, h *oracle.History, w *world) {
+	res.Live.Slip = h.Slip.Report()
 	if h.Slip != nil && h.Slip.AutoScale != "" {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("--time-scale auto chose %v: %s", h.TimeScale, h.Slip.AutoScale))
 	}
@@ -527,7 +528,7 @@ func judgePace(res *reports.Result, h *History, w *world) {
 // every fault undone), by more than the drill's tolerance. A burst of 10,050 jobs created over 12 s of wall
 // time at scale 10 met no fault after the scenario's 2 minutes, and
 // succeeded; the judge would have called that the system's.
-func lateJobs(h *History, sc *scenarios.Scenario) string {
+func lateJobs(h *oracle.History, sc *scenarios.Scenario) string {
 	end := h.DurationMs
 	type win struct {
 		fault    string
@@ -591,21 +592,9 @@ var paceBound = map[string]bool{
 	InvAttempts:           true,
 }
 
-// SlipReport is a history's slip as a report shows it (nil for nil).
-func SlipReport(s *HSlip) *reports.Slip {
-	if s == nil {
-		return nil
-	}
-	r := &reports.Slip{ToleranceMs: s.ToleranceMs, Parts: []reports.SlipPart{}}
-	for _, p := range s.Parts {
-		r.Parts = append(r.Parts, reports.SlipPart(p))
-	}
-	return r
-}
-
 // liveSection is the report's account of how a drill ran: its scale, its
 // processes' events, and the latencies of the dependencies' calls.
-func liveSection(h *History) *reports.Live {
+func liveSection(h *oracle.History) *reports.Live {
 	l := &reports.Live{TimeScale: h.TimeScale, StartedAt: h.StartedAt.UTC().Format(time.RFC3339Nano), Workers: len(h.Workers),
 		Processes: map[string]int{}, Latencies: []reports.Latency{}, Aborted: h.Aborted}
 	for _, p := range h.Processes {
@@ -644,7 +633,7 @@ func jobN(id string) int64 {
 
 // judgeAttempt records a worker's report of an attempt, as complete and
 // apply record the simulator's.
-func (w *world) judgeAttempt(a HAttempt) {
+func (w *world) judgeAttempt(a oracle.Attempt) {
 	r := w.led.jobs[a.JobID]
 	if r == nil {
 		return // its moves report it
@@ -689,7 +678,7 @@ func (w *world) judgeAttempt(a HAttempt) {
 
 // judgeBreaker records one process's breaker transition: the legality of
 // each process's own sequence, and the dependency's state across them.
-func (w *world) judgeBreaker(b HBreaker) {
+func (w *world) judgeBreaker(b oracle.BreakerTransition) {
 	procs := w.judge.procBreakers[b.Breaker]
 	if procs == nil {
 		return
@@ -746,37 +735,9 @@ func parseBreakerState(s string) degrade.State {
 	return 0
 }
 
-// notificationOf rebuilds the notification a delivery recorded.
-func notificationOf(d HDelivery) alert.Notification {
-	n := alert.Notification{Receiver: d.Receiver, Attempt: d.Attempt}
-	for _, a := range d.Alerts {
-		sev, _ := classify.ParseSeverity(a.Severity)
-		st := alert.Firing
-		if a.Status == alert.Resolved.String() {
-			st = alert.Resolved
-		}
-		n.Alerts = append(n.Alerts, alert.Alert{Fingerprint: a.Fingerprint, Name: a.Name, Severity: sev, Status: st, Count: a.Count, Summary: a.Summary})
-	}
-	return n
-}
-
-// DeliveryOf is the history form of a notification sent to receiver at
-// offset at.
-func DeliveryOf(at time.Duration, receiver string, n alert.Notification, sendErr error) HDelivery {
-	d := HDelivery{AtMs: at.Milliseconds(), Receiver: receiver, Attempt: n.Attempt, Accepted: sendErr == nil}
-	if sendErr != nil {
-		d.Error = sendErr.Error()
-	}
-	for _, a := range n.Alerts {
-		d.Alerts = append(d.Alerts, HAlert{Fingerprint: a.Fingerprint, Name: a.Name, Severity: a.Severity.String(),
-			Status: a.Status.String(), Count: a.Count, Summary: a.Summary})
-	}
-	return d
-}
-
 // judgeFaults is the faults' report: as the drill recorded them, with the
 // scenario's requireHits.
-func judgeFaults(sc *scenarios.Scenario, h *History) []reports.Fault {
+func judgeFaults(sc *scenarios.Scenario, h *oracle.History) []reports.Fault {
 	out := slices.Clone(h.Faults)
 	for i := range out {
 		for _, f := range sc.Faults {

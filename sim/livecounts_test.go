@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -25,11 +26,11 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 			Expect:   expect,
 		}
 	}
-	history := func() *sim.History {
-		return &sim.History{Version: sim.HistoryVersion, Scenario: "live-counts", Seed: 1, TimeScale: 1, DurationMs: 60_000, EndedMs: 60_000,
-			Workers: []string{"w1"}, Snapshots: []sim.HSnapshot{{AtMs: 59_000}}}
+	history := func() *oracle.History {
+		return &oracle.History{Version: oracle.HistoryVersion, Scenario: "live-counts", Seed: 1, TimeScale: 1, DurationMs: 60_000, EndedMs: 60_000,
+			Workers: []string{"w1"}, Snapshots: []oracle.Snapshot{{AtMs: 59_000}}}
 	}
-	judge := func(sc scenarios.Scenario, h *sim.History) *reports.Result {
+	judge := func(sc scenarios.Scenario, h *oracle.History) *reports.Result {
 		res, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
@@ -38,7 +39,7 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 
 	It("judges the alerts raised from the alerter's counts the history recorded", func() {
 		h := history()
-		h.Alerter = &sim.HAlerter{Raised: 1, Deduplicated: 241}
+		h.Alerter = &oracle.AlerterCounts{Raised: 1, Deduplicated: 241}
 		r := judge(scenario(alerts), h)
 		Expect(r.Expectations).To(ConsistOf(And(HaveField("Actual", "1"), HaveField("Verdict", reports.Passed))))
 		Expect(r.Alerts.Raised).To(BeEquivalentTo(1))
@@ -54,15 +55,15 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 
 	It("counts a send the receiver refused as alerts-refused, as the simulator's sink does", func() {
 		h := history()
-		h.Alerter = &sim.HAlerter{}
-		h.Deliveries = []sim.HDelivery{{AtMs: 1_000, Receiver: "team", Attempt: 1, Accepted: false, Error: "401"}}
+		h.Alerter = &oracle.AlerterCounts{}
+		h.Deliveries = []oracle.Delivery{{AtMs: 1_000, Receiver: "team", Attempt: 1, Accepted: false, Error: "401"}}
 		r := judge(scenario(scenarios.Count{Metric: scenarios.AlertsRefused, Op: scenarios.AtLeast, N: 1}), h)
 		Expect(r.Expectations).To(ConsistOf(And(HaveField("Actual", "1"), HaveField("Verdict", reports.Passed))))
 	})
 
 	It("says a retry budget's counts are not observable in a drill (each worker process keeps its own)", func() {
 		h := history()
-		h.Alerter = &sim.HAlerter{}
+		h.Alerter = &oracle.AlerterCounts{}
 		r := judge(scenario(scenarios.Count{Metric: scenarios.BudgetDelayed, Op: scenarios.Exactly, N: 0}), h)
 		Expect(r.Expectations).To(ConsistOf(HaveField("Verdict", reports.NotObservable)))
 	})

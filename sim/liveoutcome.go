@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
@@ -46,7 +47,7 @@ type liveOutcomes struct {
 // of its job (the first move out of flight after the lease it ran under),
 // and each lease whose attempt ended against its recovery, as the
 // simulator's attemptEnded and checkLeases do. It reads nothing but h.
-func judgeLiveOutcomes(sc *scenarios.Scenario, h *History) liveOutcomes {
+func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 	var out liveOutcomes
 	if len(h.Snapshots) == 0 || h.EventsLost {
 		return out
@@ -71,7 +72,7 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *History) liveOutcomes {
 	// The attempts, each with the lease it ran under; a lease two reports
 	// claim is judged for neither.
 	type claimed struct {
-		a     HAttempt
+		a     oracle.Attempt
 		lease int
 	}
 	var atts []claimed
@@ -190,7 +191,7 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *History) liveOutcomes {
 // liveStalls are the spans of a drill in which no worker could recover an
 // expired lease: every worker process down or stalled, or the queue
 // store's proxy cut or slowed.
-func liveStalls(sc *scenarios.Scenario, h *History) [][2]time.Duration {
+func liveStalls(sc *scenarios.Scenario, h *oracle.History) [][2]time.Duration {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var spans [][2]time.Duration
 	for _, f := range h.Faults {
@@ -210,7 +211,7 @@ func liveStalls(sc *scenarios.Scenario, h *History) [][2]time.Duration {
 	n := 0
 	downAt := time.Duration(-1)
 	procs := slices.Clone(h.Processes)
-	slices.SortStableFunc(procs, func(a, b HProcess) int { return cmp.Compare(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(procs, func(a, b oracle.ProcessEvent) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	for _, p := range procs {
 		was := up[p.Worker]
 		switch p.Kind {
@@ -257,7 +258,7 @@ func extendPast(deadline, from time.Duration, spans [][2]time.Duration) time.Dur
 // liveOutcomeNotes sets the results of attempt-outcome-is-the-move and
 // no-lease-left-expired to what the history let the judge see: a note
 // saying how much was judged, and not observable when nothing was.
-func liveOutcomeNotes(res *reports.Result, lo liveOutcomes, h *History) {
+func liveOutcomeNotes(res *reports.Result, lo liveOutcomes, h *oracle.History) {
 	for i := range res.Invariants {
 		ir := &res.Invariants[i]
 		var judged, unjudged int

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -27,22 +28,22 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 			Expect:   []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 1}},
 		}
 	}
-	ev := func(at int64, from, to, reason string, attempts int) sim.HEvent {
-		return sim.HEvent{AtMs: at, JobID: "j1", Task: "export", From: from, To: to, Reason: reason, Attempts: attempts}
+	ev := func(at int64, from, to, reason string, attempts int) oracle.Event {
+		return oracle.Event{AtMs: at, JobID: "j1", Task: "export", From: from, To: to, Reason: reason, Attempts: attempts}
 	}
 	// history: j1 created, leased and succeeded; one job planned.
-	history := func() *sim.History {
-		evs := []sim.HEvent{ev(0, "none", "queued", "enqueued", 0), ev(100, "queued", "in-flight", "leased", 0), ev(200, "in-flight", "succeeded", "succeeded", 1)}
-		return &sim.History{Version: sim.HistoryVersion, Scenario: "live-pace", Seed: 1, TimeScale: 20, DurationMs: 60_000, EndedMs: 60_000,
-			Workers: []string{"w1"}, Alerter: &sim.HAlerter{}, Planned: 1,
-			Jobs:      []sim.HJob{{AtMs: 0, ID: "j1", Task: "export", Outcome: "ok"}},
+	history := func() *oracle.History {
+		evs := []oracle.Event{ev(0, "none", "queued", "enqueued", 0), ev(100, "queued", "in-flight", "leased", 0), ev(200, "in-flight", "succeeded", "succeeded", 1)}
+		return &oracle.History{Version: oracle.HistoryVersion, Scenario: "live-pace", Seed: 1, TimeScale: 20, DurationMs: 60_000, EndedMs: 60_000,
+			Workers: []string{"w1"}, Alerter: &oracle.AlerterCounts{}, Planned: 1,
+			Jobs:      []oracle.Job{{AtMs: 0, ID: "j1", Task: "export", Outcome: "ok"}},
 			Events:    evs,
-			Snapshots: []sim.HSnapshot{{AtMs: 59_000, AfterEvents: len(evs)}},
-			Attempts:  []sim.HAttempt{{AtMs: 100, EndMs: 200, Worker: "w1", JobID: "j1", Action: "succeed", Result: "applied"}},
-			Slip: &sim.HSlip{ToleranceMs: 25, Parts: []sim.HSlipPart{
+			Snapshots: []oracle.Snapshot{{AtMs: 59_000, AfterEvents: len(evs)}},
+			Attempts:  []oracle.Attempt{{AtMs: 100, EndMs: 200, Worker: "w1", JobID: "j1", Action: "succeed", Result: "applied"}},
+			Slip: &oracle.Slip{ToleranceMs: 25, Parts: []oracle.SlipPart{
 				{What: "producer", Samples: 1, P99Ms: 1, MaxMs: 1}, {What: "timers", Samples: 100, P99Ms: 2, MaxMs: 3}}}}
 	}
-	judge := func(h *sim.History) *reports.Result {
+	judge := func(h *oracle.History) *reports.Result {
 		res, err := sim.Judge(context.Background(), scenario(), h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
@@ -97,7 +98,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		// Due at 0, created at +600ms: the 500ms blip it was due in had
 		// closed (the tolerance, 25ms at scale 20, is 500ms of scenario time).
 		h.Jobs[0].AtMs, h.Jobs[0].LagMs = 600, 600
-		h.Events = []sim.HEvent{ev(600, "none", "queued", "enqueued", 0), ev(700, "queued", "in-flight", "leased", 0), ev(800, "in-flight", "succeeded", "succeeded", 1)}
+		h.Events = []oracle.Event{ev(600, "none", "queued", "enqueued", 0), ev(700, "queued", "in-flight", "leased", 0), ev(800, "in-flight", "succeeded", "succeeded", 1)}
 		h.Attempts[0].AtMs, h.Attempts[0].EndMs = 700, 800
 		r, err := sim.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
@@ -112,7 +113,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 
 	It("passes when only the producer's enqueues ran slow, every job was made in time and every expectation held; stays inconclusive when one failed", func() {
 		h := history()
-		h.Slip.Parts = append(h.Slip.Parts, sim.HSlipPart{What: "store", Samples: 1, P99Ms: 60, MaxMs: 60, Over: 1})
+		h.Slip.Parts = append(h.Slip.Parts, oracle.SlipPart{What: "store", Samples: 1, P99Ms: 60, MaxMs: 60, Over: 1})
 		r := judge(h)
 		Expect(r.Verdict).To(Equal(reports.Passed), r.Error)
 		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("store p99 60.0ms"), ContainSubstring("the verdict stands"))))
@@ -133,8 +134,8 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 
 	It("never passes a drill whose history lacks a job a gateway served and a worker reported (the store's stream read short): it names the missing evidence", func() {
 		h := history()
-		h.Calls = []sim.HCall{{AtMs: 150, Dependency: "crm", JobID: "ghost-7", Status: 200, Outcome: "ok"}}
-		h.Attempts = append(h.Attempts, sim.HAttempt{AtMs: 150, EndMs: 160, Worker: "w1", JobID: "ghost-7", Action: "succeed", Result: "applied"})
+		h.Calls = []oracle.Call{{AtMs: 150, Dependency: "crm", JobID: "ghost-7", Status: 200, Outcome: "ok"}}
+		h.Attempts = append(h.Attempts, oracle.Attempt{AtMs: 150, EndMs: 160, Worker: "w1", JobID: "ghost-7", Action: "succeed", Result: "applied"})
 		r := judge(h)
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
 		Expect(r.Error).To(And(ContainSubstring("missing evidence"), ContainSubstring("1 seen by a fault gateway (e.g. ghost-7)"), ContainSubstring("1 seen by a worker's report (e.g. ghost-7)")))

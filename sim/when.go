@@ -4,48 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 )
-
-// HMiss is a window of a worker fault aimed at a state (schedule.when) in
-// which a targeted worker never reached the state, so that the fault did
-// not strike it there: the simulator's and a drill's record alike, which
-// the report turns into a warning, or a failed requireHits.
-type HMiss struct {
-	// Fault is the fault's name; Worker the worker it did not strike.
-	Fault  string `json:"fault"`
-	Worker string `json:"worker"`
-	// State and Dependency are the state waited for (faults.When).
-	State      string `json:"state"`
-	Dependency string `json:"dependency"`
-	// FromMs and UntilMs are the window waited in, [from, until).
-	FromMs  int64 `json:"fromMs"`
-	UntilMs int64 `json:"untilMs"`
-	// Targeted is how many workers the fault waited for in that window:
-	// when every one of them missed, the window struck none.
-	Targeted int `json:"targeted"`
-}
-
-// MissOf is the record of worker's miss of fault f's state in window win,
-// one of targeted workers the window waited for.
-func MissOf(f faults.Fault, worker string, win faults.Window, targeted int) HMiss {
-	m := HMiss{Fault: f.Name, Worker: worker, FromMs: win.From.Milliseconds(), UntilMs: win.Until.Milliseconds(), Targeted: targeted}
-	if w := f.Schedule.When; w != nil {
-		m.State, m.Dependency = string(w.State), w.Dependency
-	}
-	return m
-}
-
-// String returns e.g. `never found worker w2 mid-call at payment-gateway
-// in [1m20s, 1m30s)`.
-func (m HMiss) String() string {
-	return faults.Miss{Fault: m.Fault, Worker: m.Worker, When: faults.When{State: faults.WhenState(m.State), Dependency: m.Dependency},
-		Window: faults.Window{From: time.Duration(m.FromMs) * time.Millisecond, Until: time.Duration(m.UntilMs) * time.Millisecond}}.String()
-}
 
 // whenWait is a targeted worker waiting, in one window, for the state its
 // worker fault is aimed at.
@@ -119,7 +83,7 @@ func (w *world) endWhen(i int, win faults.Window) {
 		if wt.fault != i || wt.win != win {
 			return false
 		}
-		w.misses = append(w.misses, MissOf(w.sc.Faults[i], wt.worker, wt.win, wt.targeted))
+		w.misses = append(w.misses, oracle.MissOf(w.sc.Faults[i], wt.worker, wt.win, wt.targeted))
 		return true
 	})
 }
@@ -128,14 +92,14 @@ func (w *world) endWhen(i int, win faults.Window) {
 // or the simulator's, those of windows still open at the end included
 // once the run reached them (a run stopped early leaves its open windows
 // out: they had no chance).
-func (w *world) whenMisses() []HMiss {
+func (w *world) whenMisses() []oracle.Miss {
 	if w.judge != nil {
 		return w.judge.h.Misses
 	}
 	out := slices.Clone(w.misses)
 	for _, wt := range w.waits {
 		if wt.win.Until <= w.now() || w.now() >= w.end {
-			out = append(out, MissOf(w.sc.Faults[wt.fault], wt.worker, wt.win, wt.targeted))
+			out = append(out, oracle.MissOf(w.sc.Faults[wt.fault], wt.worker, wt.win, wt.targeted))
 		}
 	}
 	return out
@@ -147,7 +111,7 @@ func (w *world) whenMisses() []HMiss {
 // expectation names every miss; any other miss is a warning. Neither is
 // ever a silent pass: a fault that did not find its state did not test
 // what it was written for.
-func whenChecks(res *reports.Result, sc *scenarios.Scenario, misses []HMiss, stopped string) {
+func whenChecks(res *reports.Result, sc *scenarios.Scenario, misses []oracle.Miss, stopped string) {
 	for _, f := range sc.Faults {
 		if f.Schedule.When == nil || f.Target.Kind != faults.Worker {
 			continue

@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/faultline/faultline/drill/gateway"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
@@ -165,10 +166,10 @@ type Report struct {
 	Seq  uint64 `json:"seq"`
 	// Attempt, with Failure when the attempt failed (for the drill's
 	// alerter: the fingerprint is the drill's).
-	Attempt *sim.HAttempt  `json:"attempt,omitempty"`
-	Failure *alert.Failure `json:"failure,omitempty"`
+	Attempt *oracle.Attempt `json:"attempt,omitempty"`
+	Failure *alert.Failure  `json:"failure,omitempty"`
 	// Breaker is a breaker transition.
-	Breaker *sim.HBreaker `json:"breaker,omitempty"`
+	Breaker *oracle.BreakerTransition `json:"breaker,omitempty"`
 	// KeptJob and KeptErr: a decided dead letter kept in memory.
 	KeptJob *job.Job `json:"keptJob,omitempty"`
 	KeptErr string   `json:"keptErr,omitempty"`
@@ -335,7 +336,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	ms := func(t time.Time) int64 { return t.Sub(start).Milliseconds() }
 	for _, nb := range sys.Breakers {
 		nb.Breaker.OnStateChange(func(t degrade.Transition) {
-			fd.send(Report{Kind: "breaker", Worker: cfg.Name, Breaker: &sim.HBreaker{AtMs: ms(t.At), Worker: cfg.Name, Breaker: nb.Name,
+			fd.send(Report{Kind: "breaker", Worker: cfg.Name, Breaker: &oracle.BreakerTransition{AtMs: ms(t.At), Worker: cfg.Name, Breaker: nb.Name,
 				From: t.From.String(), To: t.To.String(), Reason: t.Reason}})
 		})
 	}
@@ -437,7 +438,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		StoreTimeout: max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond),
 		OnFinish: func(a worker.Attempt, o worker.Outcome, err error) {
 			ans := calls.take(a.Job.ID)
-			ha := &sim.HAttempt{AtMs: ms(a.StartedAt), EndMs: ms(clk.Now()), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
+			ha := &oracle.Attempt{AtMs: ms(a.StartedAt), EndMs: ms(clk.Now()), Worker: cfg.Name, JobID: a.Job.ID, Fault: ans.Fault, Truth: ans.Class,
 				Action: o.Action.String(), Result: resultOf(err)}
 			if o.Err != nil {
 				ha.Err, ha.Class, ha.Severity, ha.Rule = o.Err.Error(), o.Verdict.Class.String(), o.Verdict.Severity.String(), o.Verdict.Rule

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline/faultline/drill"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/metrics"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/redact"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
@@ -314,7 +315,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			used[name] = 1
 		}
 		base := filepath.Join(f.reportDir, name)
-		if err := writeFile(base+".history.json", func(w io.Writer) error { return sim.WriteHistory(w, h) }); err != nil {
+		if err := writeFile(base+".history.json", func(w io.Writer) error { return oracle.Write(w, h) }); err != nil {
 			return err
 		}
 		for _, format := range formats {
@@ -379,7 +380,7 @@ type drillRow struct {
 	name, verdict, scale, wall, first string
 }
 
-func drillRowOf(res *reports.Result, h *sim.History, wall time.Duration) drillRow {
+func drillRowOf(res *reports.Result, h *oracle.History, wall time.Duration) drillRow {
 	r := drillRow{name: res.Scenario, verdict: strings.ToUpper(string(res.Verdict)), wall: wall.Round(100 * time.Millisecond).String()}
 	if h != nil {
 		r.scale = fmt.Sprint(h.TimeScale)
@@ -563,7 +564,7 @@ could not keep pace with its time scale).`,
 				return &InvalidInputError{Err: err}
 			}
 			defer f.Close()
-			h, err := sim.ReadHistory(f)
+			h, err := oracle.Read(f)
 			if err != nil {
 				return &InvalidInputError{Err: fmt.Errorf("%s: %w", args[0], err)}
 			}

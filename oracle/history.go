@@ -1,4 +1,4 @@
-package sim
+package oracle
 
 import (
 	"encoding/json"
@@ -17,13 +17,14 @@ import (
 )
 
 // HistoryVersion is the version of the History format this package writes
-// and reads.
+// and reads (the file's "historyVersion"). It keeps the word History: the
+// package is to hold more than the history format.
 const HistoryVersion = 1
 
 // History is everything a live drill observed, in the order it was
-// observed: the oracle's whole input. Judge computes the verdict from it
-// alone, so a saved drill can be judged again (`faultline report check`),
-// and a new invariant applied to an old drill. Times are scenario offsets
+// observed: the oracle's whole input. The judge (sim.Judge, for now)
+// computes the verdict from it alone, so a saved drill can be judged again
+// (`faultline report check`), and a new invariant applied to an old drill. Times are scenario offsets
 // in milliseconds (the drill's scaled clock), as in the reports.
 type History struct {
 	Version int `json:"historyVersion"`
@@ -54,35 +55,35 @@ type History struct {
 	// Workers are the worker process names (w1..wN).
 	Workers []string `json:"workers"`
 	// Jobs are the jobs the drill's producer enqueued.
-	Jobs []HJob `json:"jobs"`
+	Jobs []Job `json:"jobs"`
 	// Events are the store's disposition events, in the stream's order.
 	// EventsLost says the stream was trimmed before the drill read part
 	// of it: conservation is then not observable.
-	Events     []HEvent `json:"events"`
-	EventsLost bool     `json:"eventsLost,omitempty"`
+	Events     []Event `json:"events"`
+	EventsLost bool    `json:"eventsLost,omitempty"`
 	// Snapshots are the store's counts, each read atomically with the
 	// position in the event stream it corresponds to.
-	Snapshots []HSnapshot `json:"snapshots"`
+	Snapshots []Snapshot `json:"snapshots"`
 	// Attempts are the workers' reports of their attempts' outcomes.
-	Attempts []HAttempt `json:"attempts"`
+	Attempts []Attempt `json:"attempts"`
 	// Calls is the fault gateways' call log.
-	Calls []HCall `json:"calls"`
+	Calls []Call `json:"calls"`
 	// Deliveries are the notifications the alerter's sinks delivered (or
 	// tried to).
-	Deliveries []HDelivery `json:"deliveries"`
+	Deliveries []Delivery `json:"deliveries"`
 	// Overflows are the workers' stores' reports of a full DLQ.
-	Overflows []HOverflow `json:"overflows,omitempty"`
+	Overflows []Overflow `json:"overflows,omitempty"`
 	// Breakers are the workers' breaker transitions.
-	Breakers []HBreaker `json:"breakers"`
+	Breakers []BreakerTransition `json:"breakers"`
 	// Processes are the supervisor's events: started, killed, stalled,
 	// resumed, exited.
-	Processes []HProcess `json:"processes"`
+	Processes []ProcessEvent `json:"processes"`
 	// Faults are the faults as they really happened: their windows and
 	// hits.
 	Faults []reports.Fault `json:"faults"`
 	// Misses are the windows of the worker faults aimed at a state
 	// (schedule.when) in which a targeted worker never reached it.
-	Misses []HMiss `json:"misses,omitempty"`
+	Misses []Miss `json:"misses,omitempty"`
 	// Steps are the operator steps the drill carried out.
 	Steps []reports.Step `json:"steps"`
 	// DLQ is the DLQ's entries at the end, encoded (dlq.Encode).
@@ -91,13 +92,13 @@ type History struct {
 	// alerter runs once, in the drill process, and hears every worker's
 	// failures): the alerts raised are judged from it. Nil in a history
 	// of an older faultline: the alerts raised are then not observable.
-	Alerter *HAlerter `json:"alerter,omitempty"`
+	Alerter *AlerterCounts `json:"alerter,omitempty"`
 	// Planned is how many jobs the scenario's workload makes (the
 	// producer creates every one, late rather than never); Slip how far
 	// the drill's parts fell behind its scaled clock (nil: not measured,
 	// a history of an older faultline).
-	Planned int    `json:"planned,omitempty"`
-	Slip    *HSlip `json:"slip,omitempty"`
+	Planned int   `json:"planned,omitempty"`
+	Slip    *Slip `json:"slip,omitempty"`
 	// SettleMs is the bound of the settle after the scenario's end (the
 	// drill lets the system finish what it holds before its last look);
 	// SettledMs when nothing was pending any more (-1: the bound came
@@ -110,13 +111,14 @@ type History struct {
 	// External is what a black-box drill observed of the team's system;
 	// nil for a drill of the reference worker. A black-box history has no
 	// events, snapshots, attempts or breakers: it is judged from the call
-	// log, the deliveries and the DLQ reads (JudgeExternal).
-	External *HExternal `json:"external,omitempty"`
+	// log, the deliveries and the DLQ reads.
+	External *ExternalRun `json:"external,omitempty"`
 }
 
-// HExternal is what a black-box drill observed of a system it did not
-// write.
-type HExternal struct {
+// ExternalRun is what a black-box drill observed of a system it did not
+// write: the run's side of scenarios.ExternalSpec, which says how to run
+// and reach that system (formerly sim.HExternal).
+type ExternalRun struct {
 	// File is the file the drill was given system.external from
 	// (`--external`), "" when the scenario holds it.
 	File string `json:"file,omitempty"`
@@ -140,12 +142,12 @@ type HExternal struct {
 	// Reads are the DLQ's reads: the first lists every entry as added, the
 	// next only what changed. An entry is known by its job ID ("" for a
 	// corrupt one, then by Corrupt and its source).
-	Reads []HDLQRead `json:"reads"`
+	Reads []DLQRead `json:"reads"`
 	// ReadCount is how many times the DLQ was read (Reads holds only the
 	// reads that saw a change, and the first).
 	ReadCount int `json:"readCount,omitempty"`
 	// ReadErrors are the reads that failed, with why.
-	ReadErrors []HReadError `json:"readErrors,omitempty"`
+	ReadErrors []AdapterFailure `json:"readErrors,omitempty"`
 	// Entries are the DLQ's entries at the end, as read (corrupt ones
 	// included).
 	Entries []layout.Entry `json:"entries"`
@@ -155,20 +157,20 @@ type HExternal struct {
 	QueueObservable bool     `json:"queueObservable"`
 	// InjectErrors are the jobs the adapter failed to inject, with why:
 	// they were never the system's.
-	InjectErrors []HReadError `json:"injectErrors,omitempty"`
+	InjectErrors []AdapterFailure `json:"injectErrors,omitempty"`
 }
 
-// HDLQRead is one read of a black-box system's DLQ: what changed since
+// DLQRead is one read of a black-box system's DLQ: what changed since
 // the previous read, and the total after it (active entries only).
-type HDLQRead struct {
-	AtMs    int64      `json:"atMs"`
-	Added   []HDLQItem `json:"added,omitempty"`
-	Removed []HDLQItem `json:"removed,omitempty"`
-	Total   int        `json:"total"`
+type DLQRead struct {
+	AtMs    int64     `json:"atMs"`
+	Added   []DLQItem `json:"added,omitempty"`
+	Removed []DLQItem `json:"removed,omitempty"`
+	Total   int       `json:"total"`
 }
 
-// HDLQItem is one DLQ entry as a read saw it.
-type HDLQItem struct {
+// DLQItem is one DLQ entry as a read saw it.
+type DLQItem struct {
 	JobID    string `json:"job,omitempty"`
 	Severity string `json:"severity,omitempty"`
 	Class    string `json:"class,omitempty"`
@@ -176,17 +178,19 @@ type HDLQItem struct {
 	Source   string `json:"source,omitempty"`
 }
 
-// HReadError is a failed read or injection.
-type HReadError struct {
+// AdapterFailure is a failed read of the DLQ or injection of a job: an
+// adapter's failure as the history records it (not a Go error; formerly
+// sim.HReadError).
+type AdapterFailure struct {
 	AtMs  int64  `json:"atMs"`
 	JobID string `json:"job,omitempty"`
 	Error string `json:"error"`
 }
 
-// HJob is one job the producer enqueued. Outcome is "ok", or "unknown" for
+// Job is one job the producer enqueued. Outcome is "ok", or "unknown" for
 // an enqueue whose answer never came (its Enqueued event, if any, says it
 // happened).
-type HJob struct {
+type Job struct {
 	AtMs int64 `json:"atMs"`
 	// LagMs is how long after its scenario instant the job was created
 	// (a producer behind its clock creates late, never skips).
@@ -197,8 +201,9 @@ type HJob struct {
 	Outcome string `json:"outcome"`
 }
 
-// HAlerter is an alerter's counts (alert.Stats) as a drill recorded them.
-type HAlerter struct {
+// AlerterCounts is an alerter's counts (alert.Stats) as a drill recorded
+// them (formerly sim.HAlerter; not an alerter itself).
+type AlerterCounts struct {
 	Raised       int64 `json:"raised"`
 	Deduplicated int64 `json:"deduplicated"`
 	Inhibited    int64 `json:"inhibited"`
@@ -208,16 +213,16 @@ type HAlerter struct {
 }
 
 // AlerterOf is st as a history records it.
-func AlerterOf(st alert.Stats) *HAlerter {
-	return &HAlerter{Raised: int64(st.Raised), Deduplicated: int64(st.Deduplicated), Inhibited: int64(st.Inhibited),
+func AlerterOf(st alert.Stats) *AlerterCounts {
+	return &AlerterCounts{Raised: int64(st.Raised), Deduplicated: int64(st.Deduplicated), Inhibited: int64(st.Inhibited),
 		Retried: int64(st.Retried), Repeats: int64(st.Repeats), Resolved: int64(st.Resolved)}
 }
 
-// HSlip is how far a drill's parts fell behind its scaled clock, on the
+// Slip is how far a drill's parts fell behind its scaled clock, on the
 // wall clock, against the tolerance its scale allows.
-type HSlip struct {
-	ToleranceMs float64     `json:"toleranceMs"`
-	Parts       []HSlipPart `json:"parts"`
+type Slip struct {
+	ToleranceMs float64    `json:"toleranceMs"`
+	Parts       []SlipPart `json:"parts"`
 	// AutoScale says how --time-scale auto chose the scale ("" for a
 	// scale given).
 	AutoScale string `json:"autoScale,omitempty"`
@@ -227,13 +232,13 @@ type HSlip struct {
 	Machine string `json:"machine,omitempty"`
 }
 
-// HSlipPart is one part's slip: "producer" (how late each batch of due
+// SlipPart is one part's slip: "producer" (how late each batch of due
 // jobs began to be created), "store" (how long the drill's Redis took to
 // answer a probe sent every 20ms on a connection of its own: what a
 // worker's heartbeat meets), "timers" (how
 // late the drill's own timer woke), "gateway" (the fault gateways' own time to answer a call no
 // fault touched).
-type HSlipPart struct {
+type SlipPart struct {
 	What    string  `json:"what"`
 	Samples int64   `json:"samples"`
 	P99Ms   float64 `json:"p99Ms"`
@@ -243,10 +248,10 @@ type HSlipPart struct {
 
 // Past names the parts whose p99 slip is past the tolerance, with their
 // figures ("" when none is).
-func (s *HSlip) Past() string { return s.PastBut("") }
+func (s *Slip) Past() string { return s.PastBut("") }
 
 // PastBut is Past without the part named except.
-func (s *HSlip) PastBut(except string) string {
+func (s *Slip) PastBut(except string) string {
 	if s == nil {
 		return ""
 	}
@@ -266,8 +271,20 @@ func (s *HSlip) PastBut(except string) string {
 	return why
 }
 
-// HEvent is one disposition event read from the store's stream.
-type HEvent struct {
+// Report is s as a report shows it (nil for nil; formerly sim.SlipReport).
+func (s *Slip) Report() *reports.Slip {
+	if s == nil {
+		return nil
+	}
+	r := &reports.Slip{ToleranceMs: s.ToleranceMs, Parts: []reports.SlipPart{}}
+	for _, p := range s.Parts {
+		r.Parts = append(r.Parts, reports.SlipPart(p))
+	}
+	return r
+}
+
+// Event is one disposition event read from the store's stream.
+type Event struct {
 	ID       string `json:"id"`
 	AtMs     int64  `json:"atMs"`
 	JobID    string `json:"job"`
@@ -278,22 +295,22 @@ type HEvent struct {
 	Attempts int    `json:"attempts"`
 }
 
-// HSnapshot is the store's counts at one instant, read atomically with the
+// Snapshot is the store's counts at one instant, read atomically with the
 // number of events of the stream that precede it (AfterEvents).
-type HSnapshot struct {
+type Snapshot struct {
 	AtMs        int64        `json:"atMs"`
 	AfterEvents int          `json:"afterEvents"`
 	Counts      queue.Counts `json:"counts"`
 	Stats       dlq.Stats    `json:"stats"`
 }
 
-// HAttempt is a worker's report of one attempt, at the instant it began
+// Attempt is a worker's report of one attempt, at the instant it began
 // (AtMs): the fault the gateway
 // said it injected and its true class, the classifier's verdict, the
 // action, and what became of the move: applied, fenced (the lease was
 // lost), kept (the worker keeps the dead letter in memory), kept-fenced,
 // or failed (the store failed; the job comes back when its lease expires).
-type HAttempt struct {
+type Attempt struct {
 	AtMs        int64  `json:"atMs"`
 	Worker      string `json:"worker"`
 	JobID       string `json:"job"`
@@ -310,8 +327,8 @@ type HAttempt struct {
 	EndMs int64 `json:"endMs"`
 }
 
-// HCall is one call a fault gateway answered.
-type HCall struct {
+// Call is one call a fault gateway answered.
+type Call struct {
 	AtMs       int64  `json:"atMs"`
 	Dependency string `json:"dependency"`
 	JobID      string `json:"job"`
@@ -329,20 +346,20 @@ type HCall struct {
 	TookMs float64 `json:"tookMs"`
 }
 
-// HDelivery is one notification the alerter sent to a receiver, and
+// Delivery is one notification the alerter sent to a receiver, and
 // whether the receiver accepted it.
-type HDelivery struct {
+type Delivery struct {
 	AtMs     int64     `json:"atMs"`
 	Receiver string    `json:"receiver"`
 	Attempt  int       `json:"attempt"`
 	Accepted bool      `json:"accepted"`
 	Error    string    `json:"error,omitempty"`
-	Alerts   []HAlert  `json:"alerts"`
+	Alerts   []Alert   `json:"alerts"`
 	Sent     time.Time `json:"sent"`
 }
 
-// HAlert is one alert of a notification.
-type HAlert struct {
+// Alert is one alert of a notification.
+type Alert struct {
 	Fingerprint string `json:"fingerprint"`
 	Name        string `json:"name"`
 	Severity    string `json:"severity"`
@@ -351,10 +368,10 @@ type HAlert struct {
 	Summary     string `json:"summary"`
 }
 
-// HOverflow is a store's report of a full DLQ: under reject, the job
+// Overflow is a store's report of a full DLQ: under reject, the job
 // whose dead letter it refused (parked in the held set when Held); under
 // evict-oldest, the entries it evicted.
-type HOverflow struct {
+type Overflow struct {
 	AtMs     int64    `json:"atMs"`
 	Worker   string   `json:"worker"`
 	JobID    string   `json:"job"`
@@ -364,8 +381,9 @@ type HOverflow struct {
 	Held     bool     `json:"held,omitempty"`
 }
 
-// HBreaker is one transition of a worker process's breaker.
-type HBreaker struct {
+// BreakerTransition is one transition of a worker process's breaker
+// (formerly sim.HBreaker).
+type BreakerTransition struct {
 	AtMs    int64  `json:"atMs"`
 	Worker  string `json:"worker"`
 	Breaker string `json:"breaker"`
@@ -374,8 +392,9 @@ type HBreaker struct {
 	Reason  string `json:"reason"`
 }
 
-// HProcess is one supervisor event of a worker process.
-type HProcess struct {
+// ProcessEvent is one supervisor event of a worker process: started,
+// killed, stalled, resumed, exited (formerly sim.HProcess).
+type ProcessEvent struct {
 	AtMs   int64  `json:"atMs"`
 	Worker string `json:"worker"`
 	Kind   string `json:"kind"`
@@ -383,18 +402,20 @@ type HProcess struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// WriteHistory writes h as JSON.
-func WriteHistory(w io.Writer, h *History) error {
+// Write writes h as JSON, one line (formerly sim.WriteHistory).
+func Write(w io.Writer, h *History) error {
 	enc := json.NewEncoder(w)
 	return enc.Encode(h)
 }
 
-// ErrHistory is matched by every error ReadHistory returns for a file that
+// ErrHistory is matched by every error Read returns for a file that
 // is not a history it can read.
 var ErrHistory = errors.New("not a drill history")
 
-// ReadHistory reads a history WriteHistory wrote.
-func ReadHistory(r io.Reader) (*History, error) {
+// Read reads a history Write wrote, and refuses, with an error matching
+// ErrHistory, what is not one this package can read (formerly
+// sim.ReadHistory).
+func Read(r io.Reader) (*History, error) {
 	var h History
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&h); err != nil {
@@ -423,7 +444,7 @@ func ReadHistory(r io.Reader) (*History, error) {
 
 // EventOf converts a disposition event to its history form, its time as
 // an offset from start.
-func EventOf(id string, e disposition.Event, start time.Time) HEvent {
-	return HEvent{ID: id, AtMs: e.At.Sub(start).Milliseconds(), JobID: e.JobID, Task: e.Task, From: e.From.String(),
+func EventOf(id string, e disposition.Event, start time.Time) Event {
+	return Event{ID: id, AtMs: e.At.Sub(start).Milliseconds(), JobID: e.JobID, Task: e.Task, From: e.From.String(),
 		To: e.To.String(), Reason: string(e.Reason), Attempts: e.Attempts}
 }

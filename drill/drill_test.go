@@ -98,9 +98,9 @@ var (
 	// a week of commits CI has required PASS of each: the built-ins
 	// outside the eight and the fleet's, whose drill takes under a minute
 	// at auto scale here (off-peak-auto-retry and auto-retry-once-a-night,
-	// a night each, would take two; retry-wave-jitter asks its 50 slots
-	// for a throughput the live path does not keep at auto scale — see
-	// docs/drills.md).
+	// a night each, would take two; dlq-past-ten-thousand's and
+	// retry-wave-jitter's bursts slow auto to scale 1 on a loaded machine,
+	// 2 and 5 minutes — see docs/drills.md).
 	rotatingBuiltins = []string{"alert-sink-outage", "breaker-discipline", "dlq-full-reject", "dlq-overflow", "graceful-degradation",
 		"manual-reprocessing", "mini-project", "misconfigured-pager", "requeue-drill", "requeue-reset-attempts", "secrets-stay-inside"}
 )

@@ -588,6 +588,13 @@ func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []oracle.Job 
 	hjs := make([]oracle.Job, len(as))
 	for i, a := range as {
 		err := errs[i]
+		if errors.Is(err, job.ErrInvalid) {
+			// Final: trying again would not make it valid (validate
+			// refuses such a job before a drill starts).
+			d.log.Error("enqueue", "job", a.Job.ID, "err", err)
+			hjs[i] = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "unknown"}
+			continue
+		}
 		if err != nil && !errors.Is(err, queue.ErrDuplicate) && !errors.Is(err, queue.ErrDeadLettered) {
 			d.log.Warn("enqueue", "job", a.Job.ID, "err", err)
 			hjs[i] = d.enqueue(ctx, a)

@@ -86,7 +86,17 @@ func (s *Store) EnqueueMany(ctx context.Context, jobs []job.Job, now time.Time) 
 		cmds := make([]*redis.Cmd, len(jobs))
 		for i := range jobs {
 			if !done[i] {
-				cmds[i] = enqueueScript.EvalSha(ctx, pipe, s.keys, args[i]...)
+				// As scripter sends a script: a command the client must
+				// not send again by itself (a cluster client replays a
+				// pipeline after a lost connection, and a job this call
+				// made would come back as a duplicate, its event lost).
+				all := make([]any, 0, 3+len(s.keys)+len(args[i]))
+				all = append(all, "evalsha", enqueueScript.Hash(), len(s.keys))
+				for _, k := range s.keys {
+					all = append(all, k)
+				}
+				cmds[i] = redis.NewCmd(ctx, append(all, args[i]...)...)
+				_ = pipe.Process(ctx, noRetryCmd{cmds[i]})
 			}
 		}
 		_, _ = pipe.Exec(ctx)

@@ -5,7 +5,7 @@
 // functions of that history, so that a saved run can be judged again
 // (`faultline report check`) and a new invariant applied to an old run.
 //
-// # What it holds now: the history format
+// # The history format
 //
 // History is a drill's whole record, in the order it was observed, written
 // by Write and read back by Read (which refuses, with an error matching
@@ -35,12 +35,44 @@
 // The JSON encoding is the one package sim wrote before the move, field
 // for field: histories written by an older faultline still load.
 //
+// # The ledger and its invariants
+//
+// Ledger follows every job from a store's disposition events and a run's
+// attempt outcomes and checks the invariants as it goes (Inv* name them,
+// as a violation carries them; Invariants lists them in a report's order),
+// with O(1) work and no allocation per event for a job it holds. The
+// simulator's engine feeds it as its run goes, the judge of a drill from
+// the drill's history: both through the same methods, so a run is judged
+// the same way however it was observed. Its files:
+//
+//   - ledger.go: Ledger, NewLedger and Record (one job's record and its
+//     trail); Observe (a store's move), Register and Unregister (a job
+//     enqueued, or not), Attempt, Settle, Keep and Refuse (an attempt's
+//     verdict and its outcome's fate), Note, Fail; the legal moves; the
+//     totals (Report) and the confusion matrix (Confusion,
+//     ConfusionCount);
+//   - outcome.go: attempt-outcome-is-the-move and no-lease-left-expired
+//     (BeginOutcome, ResolveRefusal, LeaseCheckDue, CheckLeases; WantMove,
+//     ActionWords), and the times expectations read (Attempts, WatchDue,
+//     RetriesDue);
+//   - ledger_api.go: what a driver reads of the ledger (Record's ID,
+//     TaskIndex, State, Kept; Last, Job, Count, Created, Violations,
+//     ViolationCount, Fate, Fates, Pending, InDLQ) and the checks it feeds
+//     with what only it sees: a payment's charges (Charge,
+//     no-double-charge), the store's own counts and DLQ listing
+//     (CheckCounts, DLQDiffers, CheckDLQ).
+//
+// The engine keeps what is its own: worker slots, timers, breakers, the
+// alerter's pages (it calls Fail and FailJob for critical-failure-paged,
+// one-page-per-repeat-interval and breaker-transitions-legal, which rest
+// on its state).
+//
 // # What is to come
 //
-// The ledger, the invariants, the evaluation of a scenario's expectations
-// (data of package scenarios) and the result move here from package sim in
-// later steps, so that the simulator and the drills feed one oracle over
-// one history, and sim is only the engine.
+// The evaluation of a scenario's expectations (data of package scenarios)
+// and the result move here from package sim in later steps, so that the
+// simulator and the drills feed one oracle over one history, and sim is
+// only the engine.
 //
 // # What it may import
 //

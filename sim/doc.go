@@ -5,13 +5,19 @@
 // components) on virtual time, and says whether every job was accounted
 // for, the right people were paged, and the service degraded instead of
 // falling over. The scenario model and its validation are package
-// scenarios'; sim holds the engine, the ledger and its invariants, the
-// evaluation of the scenario's expectations (data of package scenarios)
-// against a run's Observation, and the live judges that judge a drill's
-// history with the same ledger and expectations. The history format
-// (oracle.History and its records, oracle.Write and oracle.Read) is package
-// oracle's, which is to take the ledger, the invariants, the expectations'
-// evaluation and the result from sim too, leaving sim only the engine.
+// scenarios'; sim holds the engine, the evaluation of the scenario's
+// expectations (data of package scenarios) against a run's Observation,
+// and the live judges that judge a drill's history with the same ledger
+// and expectations. The history format (oracle.History and its records,
+// oracle.Write and oracle.Read) and the ledger with its invariants
+// (oracle.Ledger, oracle.Record, the Inv* names, which sim names again
+// for its callers) are package oracle's, which is to take the
+// expectations' evaluation and the result from sim too, leaving sim only
+// the engine. The engine keeps what is its own — worker slots, timers,
+// breakers, the world — and feeds the ledger: every disposition event
+// (Observe), every attempt and its outcome (Attempt, BeginOutcome, Settle,
+// Keep), the store's counts at each sample (CheckCounts, DLQDiffers,
+// CheckDLQ) and the leases its busy workers hold (CheckLeases).
 //
 // # The engine
 //
@@ -33,7 +39,7 @@
 //
 // # The ledger
 //
-// The store's disposition events feed a ledger that knows where every job
+// The store's disposition events feed a ledger (oracle.Ledger) that knows where every job
 // is at every instant and checks the invariants as the run goes, with O(1)
 // work per event: conservation (and, at every sample, the store's own
 // counts against it; at the end, its DLQ listing), legal moves, nothing

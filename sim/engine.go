@@ -57,7 +57,7 @@ type slot struct {
 	lease  queue.Lease
 	att    worker.Attempt
 	eff    faults.Effect
-	rec    *rec
+	rec    *oracle.Record
 	doneAt time.Duration
 	timer  clock.Timer
 	fire   func()
@@ -120,7 +120,10 @@ type world struct {
 	inj      *faults.Injector
 	il       *interleaver // the interleave faults (interleave.go), or nil
 	calls    callWatch    // the dependency calls an expectation reads (selectors.go)
-	led      *ledger
+	led      *oracle.Ledger
+	// dueInited: the expectations were asked, at the first attempt's
+	// end, whether the ledger keeps retries' due times (attemptEnded).
+	dueInited bool
 
 	deps   map[string]scenarios.DependencySpec
 	tasks  []*taskGen
@@ -290,9 +293,9 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 			}
 		}
 	}
-	w.led = newLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
+	w.led = oracle.NewLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
 	for _, t := range w.tasks { // the ledger's task index is the workload's
-		w.led.task(t.Name)
+		w.led.Task(t.Name)
 	}
 
 	return w
@@ -579,19 +582,19 @@ func (w *world) pick(task string) *taskGen {
 
 // create enqueues one job of task t (with pj's explicit fields, if any).
 func (w *world) create(t *taskGen, pj scenarios.PlannedJobSpec) {
-	if len(w.led.jobs) >= w.sc.Limits.MaxInFlight {
+	if w.led.Tracked() >= w.sc.Limits.MaxInFlight {
 		if len(w.errs) == 0 {
 			w.errs = append(w.errs, fmt.Errorf("run stopped at %s: %w", fmtOffset(w.now()),
-				&scenarios.LimitError{What: "jobs in flight", Flag: "--max-in-flight", Max: int64(w.sc.Limits.MaxInFlight), Got: int64(len(w.led.jobs)) + 1,
+				&scenarios.LimitError{What: "jobs in flight", Flag: "--max-in-flight", Max: int64(w.sc.Limits.MaxInFlight), Got: int64(w.led.Tracked()) + 1,
 					Hint: "lower the arrival rate, shorten the run,"}))
 		}
 		return
 	}
 	now := w.clk.Now()
 	j, n := w.newJob(t, pj, now)
-	w.led.register(j.ID, j.Task, n)
+	w.led.Register(j.ID, j.Task, n)
 	if err := w.backend.Enqueue(w.ctx, j, now); err != nil {
-		w.led.unregister(j.ID)
+		w.led.Unregister(j.ID)
 		w.errs = append(w.errs, fmt.Errorf("enqueue job %s at %s: %w", j.ID, fmtOffset(w.now()), err))
 		return
 	}
@@ -636,7 +639,7 @@ func (w *world) newJob(t *taskGen, pj scenarios.PlannedJobSpec, now time.Time) (
 
 // observe is the store's Observer: the ledger, and a wake for idle workers.
 func (w *world) observe(e disposition.Event) {
-	w.led.observe(e)
+	w.led.Observe(e)
 	if e.To == disposition.Queued && len(w.idle) > 0 {
 		w.kick = true
 	}
@@ -646,7 +649,7 @@ func (w *world) observe(e disposition.Event) {
 func (w *world) dispatch() {
 	w.kick = false
 	now := w.clk.Now()
-	for len(w.idle) > 0 && w.led.counts[disposition.Queued] > 0 {
+	for len(w.idle) > 0 && w.led.Count(disposition.Queued) > 0 {
 		s := w.idle[len(w.idle)-1]
 		if !s.idle || s.busy || s.down || s.retired || s.stallUntil > w.now() {
 			// Off the stack; a stalled slot's stall timer puts it back.
@@ -681,15 +684,15 @@ func (w *world) dispatch() {
 func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	now := w.clk.Now()
 	off := w.now()
-	r := w.led.last // the Leased event just went through the ledger
-	if r == nil || r.id != j.ID {
-		r = w.led.jobs[j.ID]
+	r := w.led.Last() // the Leased event just went through the ledger
+	if r == nil || r.ID() != j.ID {
+		r = w.led.Job(j.ID)
 	}
 	a, run, err := w.pipeline.Start(w.ctx, j, l, now)
 	if err != nil {
 		// The job stays leased and comes back when the lease expires.
 		if r != nil {
-			w.led.note(r, "attempt could not start: %v", err)
+			w.led.Note(r, "attempt could not start: %v", err)
 		}
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
 		w.setIdle(s)
@@ -700,8 +703,8 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		return
 	}
 	var t *taskGen
-	if r != nil && int(r.task) < len(w.tasks) {
-		t = w.tasks[r.task]
+	if r != nil && int(r.TaskIndex()) < len(w.tasks) {
+		t = w.tasks[r.TaskIndex()]
 	} else {
 		t = w.byTask[j.Task]
 	}
@@ -768,29 +771,15 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 
 // charge counts one charge of r's payment; a second charge is a violation
 // unless the gateway replayed the first for the same idempotency key.
-func (w *world) charge(r *rec, j job.Job, dep scenarios.DependencySpec) {
+func (w *world) charge(r *oracle.Record, j job.Job, dep scenarios.DependencySpec) {
 	// A payment is the job's, or its key's when explicit jobs share keys.
-	charged := &r.charged
+	var shared *int32
 	if k := j.IdempotencyKey; k != "" && w.sharedKeys[k] {
 		n := w.keyCharges[k]
-		charged = &n
+		shared = &n
 		defer func() { w.keyCharges[k] = n }()
 	}
-	if *charged > 0 && j.IdempotencyKey != "" && !dep.IgnoresIdempotencyKeys {
-		w.led.note(r, "gateway %s replayed the charge for idempotency key %s", dep.Name, j.IdempotencyKey)
-		return
-	}
-	*charged++
-	r.charged = max(r.charged, *charged)
-	w.led.totals.Charges++
-	w.led.note(r, "gateway %s charged the payment (charge %d)", dep.Name, *charged)
-	if *charged > 1 {
-		why := "the job has no idempotency key"
-		if j.IdempotencyKey != "" {
-			why = "the gateway ignored idempotency key " + j.IdempotencyKey
-		}
-		w.led.fail(InvNoDoubleCharge, r, "the payment of job %s was charged %d times: %s", j.ID, *charged, why)
-	}
+	w.led.Charge(r, j.IdempotencyKey, dep.Name, dep.IgnoresIdempotencyKeys, shared)
 }
 
 // complete ends the attempt on slot s.
@@ -810,8 +799,8 @@ func (w *world) complete(s *slot) {
 	// may have been recovered and finished elsewhere meanwhile, and its
 	// record reused for another job.
 	r := s.rec
-	if r == nil || r.id != s.job.ID {
-		r = w.led.jobs[s.job.ID]
+	if r == nil || r.ID() != s.job.ID {
+		r = w.led.Job(s.job.ID)
 	}
 	if r != nil {
 		if w.recordAttempt(r, s.eff.Fault, s.eff.Class, &o) {
@@ -820,11 +809,11 @@ func (w *world) complete(s *slot) {
 	}
 	w.attemptEnded(s, r, &o)
 	w.apply(s.lease, &o, r, now)
-	if r != nil && r.kept {
+	if r != nil && r.Kept() {
 		// Those no longer kept (written or parked since) are let go of
 		// here, so the list stays as short as what the worker keeps.
-		s.kept = slices.DeleteFunc(s.kept, func(id string) bool { k := w.led.jobs[id]; return k == nil || !k.kept })
-		s.kept = append(s.kept, r.id)
+		s.kept = slices.DeleteFunc(s.kept, func(id string) bool { k := w.led.Job(id); return k == nil || !k.Kept() })
+		s.kept = append(s.kept, r.ID())
 	}
 	s.rec, s.att, s.job = nil, worker.Attempt{}, job.Job{}
 	w.setIdle(s)
@@ -847,8 +836,8 @@ func repeatEvery(acfg alert.Config) time.Duration {
 // and a drill's alike, and reports whether it was a critical failure, whose
 // page must follow (the caller starts its clock: at once in the simulator,
 // at the attempt's end in a drill).
-func (w *world) recordAttempt(r *rec, fault string, truth classify.Class, o *worker.Outcome) bool {
-	w.led.attempt(r, fault, truth, o)
+func (w *world) recordAttempt(r *oracle.Record, fault string, truth classify.Class, o *worker.Outcome) bool {
+	w.led.Attempt(r, fault, truth, o)
 	return o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical)
 }
 
@@ -857,17 +846,17 @@ func (w *world) recordAttempt(r *rec, fault string, truth classify.Class, o *wor
 // expires, and runs again.
 func (w *world) dropKept(s *slot) {
 	for _, id := range s.kept {
-		r := w.led.jobs[id]
-		if r == nil || !r.kept {
+		r := w.led.Job(id)
+		if r == nil || !r.Kept() {
 			continue
 		}
 		l, ok := w.pipeline.DropKept(id)
 		if !ok {
 			continue
 		}
-		r.kept = false
-		w.led.settle(r, false)
-		w.led.note(r, "worker %s crashed keeping the dead letter in memory: it is lost, and the job comes back when its lease expires at %s", s.name, fmtOffset(l.Expires.Sub(w.start)))
+		r.Unkeep()
+		w.led.Settle(r, false)
+		w.led.Note(r, "worker %s crashed keeping the dead letter in memory: it is lost, and the job comes back when its lease expires at %s", s.name, fmtOffset(l.Expires.Sub(w.start)))
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	}
 	s.kept = s.kept[:0]
@@ -878,38 +867,38 @@ func (w *world) dropKept(s *slot) {
 // the pipeline, or kept by it in memory when the held set is full too; its
 // handler never runs again, and retryHolds writes it later. now is the
 // clock's now (the attempt's end): o is large, and passed by reference.
-func (w *world) apply(l queue.Lease, o *worker.Outcome, r *rec, now time.Time) {
+func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) {
 	err := w.pipeline.Apply(w.ctx, l, *o, now)
 	switch {
 	case err == nil:
-		w.led.settle(r, true)
+		w.led.Settle(r, true)
 		if o.Action == worker.Retry {
 			// The wake is on a whole millisecond, the store's resolution
 			// (Redis scripts get integer milliseconds).
 			w.wake(ceilMs(o.At.Sub(w.start)), w.forwardFn)
 		}
-		if o.Action == worker.DeadLetter && r != nil && r.state == disposition.Held {
-			w.led.note(r, "the DLQ did not take the dead letter: it is held with its entry; only the write is retried")
+		if o.Action == worker.DeadLetter && r != nil && r.State() == disposition.Held {
+			w.led.Note(r, "the DLQ did not take the dead letter: it is held with its entry; only the write is retried")
 			w.scheduleHolds()
 		}
 	case errors.Is(err, queue.ErrLeaseLost):
-		w.led.settle(r, false)
-		w.led.totals.Fenced++
+		w.led.Settle(r, false)
+		w.led.AddFenced()
 		if r != nil {
-			w.led.note(r, "late completion (%s) fenced off: the lease was lost", o.Action)
+			w.led.Note(r, "late completion (%s) fenced off: the lease was lost", o.Action)
 		}
 	case errors.Is(err, worker.ErrKept):
 		// Neither the DLQ nor the held set took it: the worker keeps it,
 		// its lease alive. The verdict stays pending until it is parked.
-		w.led.keep(r)
+		w.led.Keep(r)
 		if r != nil {
-			w.led.note(r, "the dead letter is kept by the worker, its lease kept alive (%v)", err)
+			w.led.Note(r, "the dead letter is kept by the worker, its lease kept alive (%v)", err)
 		}
 		w.scheduleHolds()
 	default:
-		w.led.settle(r, false)
+		w.led.Settle(r, false)
 		if r != nil {
-			w.led.note(r, "the store failed (%v): the job comes back when its lease expires", err)
+			w.led.Note(r, "the store failed (%v): the job comes back when its lease expires", err)
 		}
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
 	}
@@ -919,9 +908,9 @@ func (w *world) apply(l queue.Lease, o *worker.Outcome, r *rec, now time.Time) {
 // DLQ monitor hears of it at once, whenever it happens.
 func (w *world) overflow(o store.Overflow) {
 	if o.Policy == store.Reject {
-		w.led.refuse(o.JobID)
-		if r := w.led.jobs[o.JobID]; r != nil {
-			w.led.note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
+		w.led.Refuse(o.JobID)
+		if r := w.led.Job(o.JobID); r != nil {
+			w.led.Note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
 		}
 	}
 	if w.mon != nil {
@@ -953,7 +942,7 @@ func (w *world) holdEvery() time.Duration {
 
 // scheduleHolds wakes retryHolds while dead letters are held or kept.
 func (w *world) scheduleHolds() {
-	if w.holdTimerSet || w.led.counts[disposition.Held] == 0 && w.pipeline.Kept() == 0 {
+	if w.holdTimerSet || w.led.Count(disposition.Held) == 0 && w.pipeline.Kept() == 0 {
 		return
 	}
 	w.holdTimerSet = true
@@ -966,19 +955,19 @@ func (w *world) retryHolds() {
 	w.holdTimerSet = false
 	now := w.clk.Now()
 	for _, k := range w.pipeline.RetryKept(w.ctx, now) {
-		r := w.led.jobs[k.JobID]
+		r := w.led.Job(k.JobID)
 		if r == nil {
 			continue
 		}
 		if k.State == worker.KeptFenced {
-			w.led.settle(r, false)
-			w.led.totals.Fenced++
-			w.led.note(r, "kept dead letter let go: its lease was lost")
+			w.led.Settle(r, false)
+			w.led.AddFenced()
+			w.led.Note(r, "kept dead letter let go: its lease was lost")
 			continue
 		}
-		r.kept = false
+		r.Unkeep()
 	}
-	if w.led.counts[disposition.Held] > 0 {
+	if w.led.Count(disposition.Held) > 0 {
 		for {
 			res, err := w.pipeline.FlushHeld(w.ctx, now, 1000)
 			if err != nil || res.Full || len(res.Written) < 1000 {
@@ -1041,7 +1030,7 @@ func (w *world) strikeSlot(i int, s *slot) {
 			s.gen++
 			s.timer.Stop()
 			if s.rec != nil {
-				w.led.note(s.rec, "worker %s crashed mid-attempt: the job comes back when its lease expires at %s", s.name, fmtOffset(s.lease.Expires.Sub(w.start)))
+				w.led.Note(s.rec, "worker %s crashed mid-attempt: the job comes back when its lease expires at %s", s.name, fmtOffset(s.lease.Expires.Sub(w.start)))
 			}
 			w.at(s.lease.Expires.Sub(w.start), w.recoverFn)
 			s.rec = nil
@@ -1059,7 +1048,7 @@ func (w *world) strikeSlot(i int, s *slot) {
 	case eff.StallFor > 0:
 		s.stallUntil = max(s.stallUntil, off+eff.StallFor)
 		if s.busy && s.rec != nil {
-			w.led.note(s.rec, "worker %s stalled until %s", s.name, fmtOffset(s.stallUntil))
+			w.led.Note(s.rec, "worker %s stalled until %s", s.name, fmtOffset(s.stallUntil))
 		}
 		w.at(s.stallUntil, func() { w.setIdle(s) })
 	}
@@ -1069,7 +1058,7 @@ func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
 	at := t.At.Sub(w.start)
 	w.trans = append(w.trans, reports.Transition{AtMs: at.Milliseconds(), Breaker: br.name, From: t.From.String(), To: t.To.String(), Reason: t.Reason})
 	if t.From != br.state || !legalBreaker(t.From, t.To) {
-		w.led.fail(InvBreakerLegal, nil, "breaker %s moved %s → %s (%s), but it was %s", br.name, t.From, t.To, t.Reason, br.state)
+		w.led.Fail(InvBreakerLegal, nil, "breaker %s moved %s → %s (%s), but it was %s", br.name, t.From, t.To, t.Reason, br.state)
 	}
 	br.state = t.To
 	w.alerter.BreakerChanged(t)
@@ -1108,7 +1097,7 @@ func (w *world) drainAll() {
 // critical notes a critical failure with alert fingerprint fp: unless its
 // alert already paged and still fires, a page must follow within
 // PageWithin.
-func (w *world) critical(r *rec, fp string) {
+func (w *world) critical(r *oracle.Record, fp string) {
 	off := w.now()
 	if !w.hasCrit {
 		w.hasCrit, w.firstCrit = true, off
@@ -1120,15 +1109,11 @@ func (w *world) critical(r *rec, fp string) {
 	if _, ok := w.pendingCrit[fp]; ok {
 		return
 	}
-	w.pendingCrit[fp] = pending{at: off, job: r.id}
+	w.pendingCrit[fp] = pending{at: off, job: r.ID()}
 	deadline := off + w.pageWithin
 	w.at(deadline, func() {
 		if p, ok := w.pendingCrit[fp]; ok && p.at == off {
-			rr := w.led.jobs[p.job]
-			if rr == nil {
-				rr = &rec{id: p.job}
-			}
-			w.led.fail(InvCriticalPaged, rr, "job %s failed critically at %s, and no high-severity alert for fingerprint %q reached a receiver within %s",
+			w.led.FailJob(InvCriticalPaged, p.job, "job %s failed critically at %s, and no high-severity alert for fingerprint %q reached a receiver within %s",
 				p.job, fmtOffset(p.at), fp, w.pageWithin)
 		}
 	})
@@ -1160,7 +1145,7 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 			continue
 		}
 		if prev, ok := w.pages[k]; ok && off-prev.at < w.repeatEvery && a.Severity <= prev.severity {
-			w.led.fail(InvOnePage, nil, "receiver %s got alert %q (fingerprint %s) again after %s, within the repeat interval of %s",
+			w.led.Fail(InvOnePage, nil, "receiver %s got alert %q (fingerprint %s) again after %s, within the repeat interval of %s",
 				receiver, a.Summary, a.Fingerprint, off-prev.at, w.repeatEvery)
 		}
 		w.pages[k] = pageState{at: off, severity: a.Severity}
@@ -1190,11 +1175,11 @@ func (w *world) sample() {
 	}
 	l := w.led
 	s.AtMs = append(s.AtMs, off.Milliseconds())
-	s.Queued = append(s.Queued, l.counts[disposition.Queued])
-	s.InFlight = append(s.InFlight, l.counts[disposition.InFlight])
-	s.Scheduled = append(s.Scheduled, l.counts[disposition.Scheduled])
-	s.Fallback = append(s.Fallback, l.counts[disposition.Fallback])
-	if h := l.counts[disposition.Held]; h > 0 || s.Held != nil {
+	s.Queued = append(s.Queued, l.Count(disposition.Queued))
+	s.InFlight = append(s.InFlight, l.Count(disposition.InFlight))
+	s.Scheduled = append(s.Scheduled, l.Count(disposition.Scheduled))
+	s.Fallback = append(s.Fallback, l.Count(disposition.Fallback))
+	if h := l.Count(disposition.Held); h > 0 || s.Held != nil {
 		// Only runs that ever held a dead letter carry the series.
 		if s.Held == nil {
 			s.Held = make([]int64, len(s.AtMs)-1, cap(s.AtMs))
@@ -1206,12 +1191,12 @@ func (w *world) sample() {
 		s.Breakers = map[string][]string{}
 	}
 	for _, sev := range classify.Severities {
-		s.DLQBySeverity[sev.String()] = append(s.DLQBySeverity[sev.String()], l.dlqBySev[sev])
+		s.DLQBySeverity[sev.String()] = append(s.DLQBySeverity[sev.String()], l.DLQBySeverity(sev))
 	}
 	for _, br := range w.breakers {
 		s.Breakers[br.name] = append(s.Breakers[br.name], br.b.State().String())
 	}
-	w.maxQ = max(w.maxQ, l.counts[disposition.Queued])
+	w.maxQ = max(w.maxQ, l.Count(disposition.Queued))
 	w.reconcile(false)
 }
 
@@ -1222,16 +1207,7 @@ func (w *world) reconcile(full bool) {
 	if err != nil {
 		return // a store outage: the next sample checks again
 	}
-	l := w.led
-	if l.mismatch(2, int64(c.Held)-l.counts[disposition.Held]) {
-		l.fail(InvConservation, nil, "the store holds %d jobs in its held set; its moves account for %d: a job moved without an event",
-			c.Held, l.counts[disposition.Held])
-	}
-	if l.mismatch(0, int64(c.Queued)-l.counts[disposition.Queued], int64(c.InFlight)-l.counts[disposition.InFlight],
-		int64(c.Scheduled)-l.counts[disposition.Scheduled], int64(c.Fallback)-l.counts[disposition.Fallback]) {
-		l.fail(InvConservation, nil, "the store holds %d queued, %d in flight, %d scheduled, %d in fallback; its moves account for %d, %d, %d, %d: a job moved without an event",
-			c.Queued, c.InFlight, c.Scheduled, c.Fallback, l.counts[disposition.Queued], l.counts[disposition.InFlight], l.counts[disposition.Scheduled], l.counts[disposition.Fallback])
-	}
+	w.led.CheckCounts(int64(c.Held), int64(c.Queued), int64(c.InFlight), int64(c.Scheduled), int64(c.Fallback))
 	st, err := w.backend.Stats(w.ctx)
 	if err != nil {
 		return
@@ -1239,7 +1215,7 @@ func (w *world) reconcile(full bool) {
 	inDLQ := int64(st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()] + st.ByStatus[dlq.Deleted.String()] + st.Corrupt)
 	// A difference is reported once until it changes; the DLQ is listed
 	// when it is new, and at the end.
-	fresh := l.mismatch(1, inDLQ-l.counts[disposition.DeadLettered])
+	fresh := w.led.DLQDiffers(inDLQ)
 	if !fresh && !full {
 		return
 	}
@@ -1259,27 +1235,7 @@ func (w *world) reconcile(full bool) {
 		}
 		cursor = p.Next
 	}
-	ids := make([]string, 0, len(l.jobs))
-	for id, r := range l.jobs {
-		if r.state == disposition.DeadLettered {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	blamed := false // a job named explains the difference
-	for _, id := range ids {
-		blamed = blamed || seen[id] != 1
-		switch seen[id] {
-		case 1:
-		case 0:
-			l.fail(InvConservation, l.jobs[id], "job %s was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event (%d entries held, %d dead-lettered)", id, inDLQ, l.counts[disposition.DeadLettered])
-		default:
-			l.fail(InvOneDLQEntry, l.jobs[id], "job %s has %d DLQ entries", id, seen[id])
-		}
-	}
-	if fresh && !blamed {
-		l.fail(InvConservation, nil, "the DLQ store holds %d entries that are failed, quarantined, deleted or corrupt, but %d jobs were dead-lettered", inDLQ, l.counts[disposition.DeadLettered])
-	}
+	w.led.CheckDLQ(seen, inDLQ, fresh)
 }
 
 // step carries out one operator step.
@@ -1319,8 +1275,8 @@ func (w *world) step(st scenarios.StepSpec) {
 			break
 		}
 		w.policy.p = p
-		w.led.maxAttempts = st.Retry.WithDefaults().MaxAttempts
-		rec.Detail = fmt.Sprintf("max attempts %d", w.led.maxAttempts)
+		w.led.SetMaxAttempts(st.Retry.WithDefaults().MaxAttempts)
+		rec.Detail = fmt.Sprintf("max attempts %d", w.led.MaxAttempts())
 	}
 	w.stepLog = append(w.stepLog, rec)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
@@ -70,20 +71,8 @@ type Snapshot struct {
 	Breakers map[string]string
 }
 
-// Fate is where one job ended.
-type Fate struct {
-	State disposition.State
-	// LastMove is the reason of its last move (e.g. "dead-lettered",
-	// "drained", "requeued").
-	LastMove disposition.Reason
-	// Severity and Class are its latest failure's verdict, if it failed.
-	Severity classify.Severity
-	Class    classify.Class
-	// Requeued counts its requeues from the DLQ; Charged the charges of its
-	// payment.
-	Requeued, Charged int
-	EverDeadLettered  bool
-}
+// Fate is where one job ended (package oracle's: see oracle.Fate).
+type Fate = oracle.Fate
 
 // Observation is what a run found, for expectations to judge: the result
 // (ledger totals, alerts, breakers, confusion matrix) and the facts the
@@ -115,18 +104,7 @@ func (o *Observation) notObserved(m scenarios.Metric) string {
 
 // Fate returns where job id ended, if the run kept it: every explicit job,
 // and every generated job an expectation names (see Jobs).
-func (o *Observation) Fate(id string) (Fate, bool) {
-	r := o.w.led.jobs[id]
-	if r == nil {
-		return Fate{}, false
-	}
-	st := r.state
-	if st == removed { // purged or evicted from the DLQ: out of the system
-		st = disposition.None
-	}
-	return Fate{State: st, LastMove: r.lastMove, Severity: r.severity, Class: r.class,
-		Requeued: int(r.requeued), Charged: int(r.charged), EverDeadLettered: r.everDLQ}, true
-}
+func (o *Observation) Fate(id string) (Fate, bool) { return o.w.led.Fate(id) }
 
 // Snapshot returns the ledger at offset at, if an expectation asked for
 // that instant (see Probes).
@@ -157,10 +135,10 @@ func (o *Observation) Pages(receiver, fp string, min classify.Severity) int64 {
 
 func (w *world) snapshot() *Snapshot {
 	l := w.led
-	s := &Snapshot{At: w.now(), Queued: l.counts[disposition.Queued], InFlight: l.counts[disposition.InFlight],
-		Scheduled: l.counts[disposition.Scheduled], Fallback: l.counts[disposition.Fallback],
-		DeadLettered: l.counts[disposition.DeadLettered], Succeeded: l.counts[disposition.Succeeded],
-		Removed: l.counts[removed], Total: l.created, Breakers: map[string]string{}}
+	s := &Snapshot{At: w.now(), Queued: l.Count(disposition.Queued), InFlight: l.Count(disposition.InFlight),
+		Scheduled: l.Count(disposition.Scheduled), Fallback: l.Count(disposition.Fallback),
+		DeadLettered: l.Count(disposition.DeadLettered), Succeeded: l.Count(disposition.Succeeded),
+		Removed: l.Count(oracle.Removed), Total: l.Created(), Breakers: map[string]string{}}
 	for _, br := range w.breakers {
 		s.Breakers[br.name] = br.b.State().String()
 	}
@@ -199,7 +177,7 @@ func evalCount(c scenarios.Count, o *Observation) reports.Expectation {
 			}
 			break
 		}
-		n = o.w.led.inDLQ(c.Task, c.Severity, c.Class)
+		n = o.w.led.InDLQ(c.Task, c.Severity, c.Class)
 	case scenarios.DeadLetters:
 		for _, d := range led.DeadLetteredBy {
 			if (c.Task == "" || d.Task == c.Task) && (c.Severity == classify.SeverityNone || d.Severity == c.Severity.String()) &&
@@ -446,6 +424,6 @@ func evalConfusion(c scenarios.Confusion, o *Observation) reports.Expectation {
 		name += " routed to " + c.Route.String()
 	}
 	name += fmt.Sprintf(" %s %d", c.Op, c.N)
-	n := o.w.led.confusionCount(c.True, c.Said, c.Route)
+	n := o.w.led.ConfusionCount(c.True, c.Said, c.Route)
 	return reports.Expectation{Name: name, Expected: fmt.Sprintf("%s %d", c.Op, c.N), Actual: fmt.Sprint(n), Verdict: verdict(c.Op.Holds(n, c.N))}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 )
@@ -18,10 +17,7 @@ func (o *Observation) Attempts(id string) ([]time.Duration, bool) {
 	if o.w == nil {
 		return nil, false
 	}
-	if _, ok := o.w.led.jobs[id]; !ok {
-		return nil, false
-	}
-	return o.w.led.ow.leases[id], true
+	return o.w.led.Attempts(id)
 }
 
 // evalJobAttempts judges JobAttempts: it reads the job's attempt times.
@@ -76,8 +72,8 @@ func (o *Observation) RetriesDue(dep string) []time.Duration {
 	}
 	var out []time.Duration
 	for i, t := range o.w.tasks {
-		if t.Dependency == dep && i < len(o.w.led.ow.due) {
-			out = append(out, o.w.led.ow.due[i]...)
+		if t.Dependency == dep {
+			out = append(out, o.w.led.RetriesDue(i)...)
 		}
 	}
 	slices.Sort(out)
@@ -140,25 +136,4 @@ func rateWindow(r scenarios.RetryRate, times []time.Duration) []time.Duration {
 		j, _ = slices.BinarySearch(times, r.Until)
 	}
 	return times[i:max(i, j)]
-}
-
-// noteAttempt keeps the attempt times of watched jobs and the due times
-// of retries an expectation reads.
-func (l *ledger) noteTiming(r *rec, e disposition.Event, at time.Duration) {
-	switch e.Reason {
-	case disposition.Leased:
-		if r.watched {
-			if l.ow.leases == nil {
-				l.ow.leases = make(map[string][]time.Duration)
-			}
-			l.ow.leases[r.id] = append(l.ow.leases[r.id], at)
-		}
-	case disposition.Due:
-		if l.ow.wantDue {
-			for int(r.task) >= len(l.ow.due) {
-				l.ow.due = append(l.ow.due, nil)
-			}
-			l.ow.due[r.task] = append(l.ow.due[r.task], at)
-		}
-	}
 }

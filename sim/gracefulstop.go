@@ -28,7 +28,7 @@ func (w *world) gracefulStop(s *slot, eff faults.Effect) {
 		s.att.ShuttingDown = true
 		s.eff = faults.Effect{Err: errGracefulStop, Class: classify.Canceled, Fault: eff.Fault}
 		if s.rec != nil {
-			w.led.note(s.rec, "worker %s stopped gracefully mid-attempt: the attempt is canceled as a shutdown", s.name)
+			w.led.Note(s.rec, "worker %s stopped gracefully mid-attempt: the attempt is canceled as a shutdown", s.name)
 		}
 		w.complete(s) // a stalled worker answers when its stall ends
 	}

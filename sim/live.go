@@ -188,7 +188,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	w := baseWorld(ctx, sc)
 	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]oracle.Attempt{}}
 	w.judge = j
-	w.led.keepAll = true
+	w.led.KeepAll()
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}
 	w.repeatEvery = repeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil }))
@@ -214,7 +214,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 			continue
 		}
 		items = append(items, judged{at: ms(hj.AtMs), do: func() {
-			w.led.register(hj.ID, hj.Task, jobN(hj.ID))
+			w.led.Register(hj.ID, hj.Task, jobN(hj.ID))
 			w.made++
 		}})
 	}
@@ -229,20 +229,20 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		items = append(items, judged{at: last, prio: 1, pos: float64(i), do: func() {
 			e := disposition.Event{JobID: he.JobID, Task: he.Task, From: stateByName[he.From], To: stateByName[he.To],
 				Reason: disposition.Reason(he.Reason), At: w.start.Add(ms(he.AtMs)), Attempts: he.Attempts}
-			if e.From == disposition.None && w.led.jobs[e.JobID] == nil {
+			if e.From == disposition.None && w.led.Job(e.JobID) == nil {
 				if hj, ok := unknown[e.JobID]; ok { // an enqueue whose answer was lost, that happened
-					w.led.register(hj.ID, hj.Task, jobN(hj.ID))
+					w.led.Register(hj.ID, hj.Task, jobN(hj.ID))
 					w.made++
 				}
 			}
 			if a, ok := j.decided[e.JobID]; ok && e.From == disposition.InFlight {
 				delete(j.decided, e.JobID)
 				if e.To != disposition.DeadLettered && e.To != disposition.Held {
-					w.led.fail(InvConservation, w.led.jobs[e.JobID], "job %s: worker %s decided its dead letter (%s, rule %q) and reported the move applied, but the store moved it %s → %s (%s): the dead letter was dropped",
+					w.led.Fail(InvConservation, w.led.Job(e.JobID), "job %s: worker %s decided its dead letter (%s, rule %q) and reported the move applied, but the store moved it %s → %s (%s): the dead letter was dropped",
 						e.JobID, a.Worker, a.Class, a.Rule, e.From, e.To, e.Reason)
 				}
 			}
-			w.led.observe(e)
+			w.led.Observe(e)
 		}})
 	}
 	for i := range h.Snapshots {
@@ -292,9 +292,9 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 			continue
 		}
 		items = append(items, judged{at: ms(c.AtMs), do: func() {
-			r := w.led.jobs[c.JobID]
+			r := w.led.Job(c.JobID)
 			if r == nil {
-				r = w.led.stranger(disposition.Event{JobID: c.JobID}, disposition.None)
+				r = w.led.Stranger(c.JobID)
 			}
 			if r != nil {
 				w.charge(r, job.Job{ID: c.JobID, IdempotencyKey: c.Key}, dep)
@@ -314,9 +314,9 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		}
 		// As the simulator's store reports it to its ledger (overflow).
 		items = append(items, judged{at: ms(o.AtMs), prio: 1, pos: -1, do: func() {
-			w.led.refuse(o.JobID)
-			if r := w.led.jobs[o.JobID]; r != nil {
-				w.led.note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
+			w.led.Refuse(o.JobID)
+			if r := w.led.Job(o.JobID); r != nil {
+				w.led.Note(r, "a full DLQ refused the dead letter (capacity %d)", o.Capacity)
 			}
 		}})
 	}
@@ -334,7 +334,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	// its attempts end: attemptEnded).
 	lo := judgeLiveOutcomes(&sc, h)
 	for _, c := range lo.checks {
-		it := judged{at: c.at, do: func() { w.led.fail(c.inv, w.led.jobs[c.job], "%s", c.msg) }}
+		it := judged{at: c.at, do: func() { w.led.Fail(c.inv, w.led.Job(c.job), "%s", c.msg) }}
 		if c.pos >= 0 {
 			it.at, it.prio, it.pos = evAt[int(c.pos)], 1, c.pos
 		}
@@ -401,7 +401,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 func judgeEvidence(res *reports.Result, h *oracle.History, w *world) {
 	missing := map[string][]string{}
 	see := func(id, who string) {
-		if id == "" || w.led.jobs[id] != nil {
+		if id == "" || w.led.Job(id) != nil {
 			return
 		}
 		if !slices.Contains(missing[who], id) {
@@ -459,7 +459,7 @@ func judgePace(res *reports.Result, h *oracle.History, w *world) {
 	if h.Planned > 0 {
 		created := 0
 		for _, hj := range h.Jobs {
-			if hj.Outcome == "ok" || w.led.jobs[hj.ID] != nil {
+			if hj.Outcome == "ok" || w.led.Job(hj.ID) != nil {
 				created++
 			}
 		}
@@ -476,13 +476,7 @@ func judgePace(res *reports.Result, h *oracle.History, w *world) {
 		}
 	}
 	if h.SettleMs > 0 && h.SettledMs < 0 {
-		var ids []string
-		for id, r := range w.led.jobs {
-			if r.state == disposition.Queued || r.state == disposition.InFlight || r.state == disposition.Scheduled || r.state == disposition.Fallback {
-				ids = append(ids, id+" ("+r.state.String()+")")
-			}
-		}
-		slices.Sort(ids)
+		ids := w.led.Pending()
 		more := ""
 		if len(ids) > 10 {
 			more = fmt.Sprintf(" and %d more", len(ids)-10)
@@ -624,7 +618,7 @@ func liveSection(h *oracle.History) *reports.Live {
 
 // jobN is a generated job's number, 0 for an explicit job's ID.
 func jobN(id string) int64 {
-	n, ok := jobNumber(id)
+	n, ok := oracle.JobNumber(id)
 	if !ok {
 		return 0
 	}
@@ -634,7 +628,7 @@ func jobN(id string) int64 {
 // judgeAttempt records a worker's report of an attempt, as complete and
 // apply record the simulator's.
 func (w *world) judgeAttempt(a oracle.Attempt) {
-	r := w.led.jobs[a.JobID]
+	r := w.led.Job(a.JobID)
 	if r == nil {
 		return // its moves report it
 	}
@@ -659,20 +653,20 @@ func (w *world) judgeAttempt(a oracle.Attempt) {
 	}
 	switch a.Result {
 	case "applied":
-		w.led.settle(r, true)
+		w.led.Settle(r, true)
 		if o.Action == worker.DeadLetter {
 			w.judge.decided[a.JobID] = a
 		}
 	case "fenced", "kept-fenced":
-		w.led.settle(r, false)
-		w.led.totals.Fenced++
-		w.led.note(r, "late completion (%s) by %s fenced off: the lease was lost", o.Action, a.Worker)
+		w.led.Settle(r, false)
+		w.led.AddFenced()
+		w.led.Note(r, "late completion (%s) by %s fenced off: the lease was lost", o.Action, a.Worker)
 	case "kept":
-		w.led.keep(r)
-		w.led.note(r, "the dead letter is kept by worker %s, its lease kept alive", a.Worker)
+		w.led.Keep(r)
+		w.led.Note(r, "the dead letter is kept by worker %s, its lease kept alive", a.Worker)
 	default:
-		w.led.settle(r, false)
-		w.led.note(r, "worker %s could not write the %s (%s): the job comes back when its lease expires", a.Worker, o.Action, a.Result)
+		w.led.Settle(r, false)
+		w.led.Note(r, "worker %s could not write the %s (%s): the job comes back when its lease expires", a.Worker, o.Action, a.Result)
 	}
 }
 
@@ -691,7 +685,7 @@ func (w *world) judgeBreaker(b oracle.BreakerTransition) {
 		if ok {
 			was = prev
 		}
-		w.led.fail(InvBreakerLegal, nil, "breaker %s of worker %s moved %s → %s (%s) at %s, but it was %s", b.Breaker, b.Worker, from, to, b.Reason, fmtOffset(at), was)
+		w.led.Fail(InvBreakerLegal, nil, "breaker %s of worker %s moved %s → %s (%s) at %s, but it was %s", b.Breaker, b.Worker, from, to, b.Reason, fmtOffset(at), was)
 	}
 	procs[b.Worker] = to
 	w.aggregateBreaker(b.Breaker)

@@ -122,19 +122,19 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 			if end+slack < seen {
 				out.checks = append(out.checks, liveCheck{at: end, pos: -1, inv: InvOutcomeIsMove, job: a.JobID,
 					msg: fmt.Sprintf("job %s: worker %s reported its attempt's outcome (%s) taken by the store at %s, but the store made no move out of flight: the job is dropped",
-						a.JobID, a.Worker, actionWords(action), fmtOffset(end))})
+						a.JobID, a.Worker, oracle.ActionWords(action), fmtOffset(end))})
 			}
 		case a.Result == "applied" && h.Events[mi].Reason == string(disposition.LeaseExpired):
 			e := h.Events[mi]
 			out.checks = append(out.checks, liveCheck{at: ms(e.AtMs), pos: float64(mi) + 0.5, inv: InvOutcomeIsMove, job: a.JobID,
 				msg: fmt.Sprintf("job %s: the late answer of an attempt whose lease was lost (it began at %s on worker %s, its lease was recovered at %s) was applied: the store took its outcome (%s) instead of fencing it off",
-					a.JobID, fmtOffset(ms(a.AtMs)), a.Worker, fmtOffset(ms(e.AtMs)), actionWords(action))})
+					a.JobID, fmtOffset(ms(a.AtMs)), a.Worker, fmtOffset(ms(e.AtMs)), oracle.ActionWords(action))})
 		case a.Result == "applied":
 			e := h.Events[mi]
-			if to := stateByName[e.To]; !wantMove(action, to) {
+			if to := stateByName[e.To]; !oracle.WantMove(action, to) {
 				out.checks = append(out.checks, liveCheck{at: ms(e.AtMs), pos: float64(mi) + 0.5, inv: InvOutcomeIsMove, job: a.JobID,
 					msg: fmt.Sprintf("job %s: its attempt (worker %s) was told %s, but the store moved it %s → %s (%s)",
-						a.JobID, a.Worker, actionWords(action), e.From, e.To, e.Reason)})
+						a.JobID, a.Worker, oracle.ActionWords(action), e.From, e.To, e.Reason)})
 			}
 		case a.Result == "fenced" && action == worker.Succeed:
 			// Fenced off as a lost lease's while the lease was certainly

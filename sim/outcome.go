@@ -1,214 +1,71 @@
 package sim
 
 import (
-	"slices"
 	"time"
 
-	"github.com/faultline/faultline/reference/disposition"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reports"
 )
 
-// The invariants of an attempt's end and of a lease's life.
+// The invariants, by the name a violation carries: package oracle's,
+// which checks them (see its constants for each one's rule); named here
+// too for the callers that know them as sim's.
 const (
-	// InvOutcomeIsMove: every attempt's outcome is the move the store
-	// made. An attempt that succeeded ends in the store as succeeded
-	// unless it was fenced off because its lease was stale (recovered
-	// since it began); one told to retry is scheduled, one told to
-	// dead-letter is dead-lettered or held (never acked); a completion
-	// the store took makes a move (a job is never dropped); and the late
-	// answer of a lease that was lost is fenced off, never applied.
-	InvOutcomeIsMove = "attempt-outcome-is-the-move"
-	// InvNoLeaseLeftExpired: a job whose lease expired is recovered (put
-	// back on its queue) within a lease TTL of the expiry; no job stays in
-	// flight under a dead lease.
-	InvNoLeaseLeftExpired = "no-lease-left-expired"
+	InvConservation       = oracle.InvConservation       // see oracle.InvConservation
+	InvLegalMove          = oracle.InvLegalMove          // see oracle.InvLegalMove
+	InvNoMoveAfterDone    = oracle.InvNoMoveAfterDone    // see oracle.InvNoMoveAfterDone
+	InvOneDLQEntry        = oracle.InvOneDLQEntry        // see oracle.InvOneDLQEntry
+	InvNoRetryOfFinal     = oracle.InvNoRetryOfFinal     // see oracle.InvNoRetryOfFinal
+	InvAttempts           = oracle.InvAttempts           // see oracle.InvAttempts
+	InvNoDoubleCharge     = oracle.InvNoDoubleCharge     // see oracle.InvNoDoubleCharge
+	InvCriticalPaged      = oracle.InvCriticalPaged      // see oracle.InvCriticalPaged
+	InvOnePage            = oracle.InvOnePage            // see oracle.InvOnePage
+	InvBreakerLegal       = oracle.InvBreakerLegal       // see oracle.InvBreakerLegal
+	InvNoRerunAfterDead   = oracle.InvNoRerunAfterDead   // see oracle.InvNoRerunAfterDead
+	InvOutcomeIsMove      = oracle.InvOutcomeIsMove      // see oracle.InvOutcomeIsMove
+	InvNoLeaseLeftExpired = oracle.InvNoLeaseLeftExpired // see oracle.InvNoLeaseLeftExpired
 )
 
-// outcomeWatch follows the attempt whose outcome is being applied, and the
-// recoveries of expired leases, for attempt-outcome-is-the-move and
-// no-lease-left-expired.
-type outcomeWatch struct {
-	cur pendingOutcome
-	// expired is when each job's lease was last recovered.
-	expired map[string]time.Duration
-	// gone is when a job in flight was first seen held by no worker: its
-	// lease expires a TTL after at the latest.
-	gone map[string]time.Duration
-	// nextCheck is when the leases are looked at next.
-	nextCheck time.Duration
-	// leases are the watched jobs' attempt times; due, by task index, the
-	// times retries came due, kept when an expectation reads them
-	// (wantDue, looked up at the first attempt's end: inited).
-	leases  map[string][]time.Duration
-	due     [][]time.Duration
-	wantDue bool
-	inited  bool
-}
-
-// pendingOutcome is the attempt being applied: set before the store is
-// told, checked against the move the store makes and, when none, against
-// the refusal.
-type pendingOutcome struct {
-	r      *rec
-	id     string
-	action worker.Action
-	// at is when the outcome is applied; began and expires are the
-	// attempt's start and its lease's end.
-	at, began, expires time.Duration
-	// recovered: the job's lease was recovered after the attempt began
-	// (the lease is stale, the job may run elsewhere).
-	recovered bool
-	pending   bool
-	// refused: the store refused the outcome; fenced (read from the
-	// fenced count at the next look) says it was as a lost lease's.
-	refused    bool
-	fencedBase int64
-}
-
-// wantMove says whether an outcome's action is carried out by a move from
-// in flight to to.
-func wantMove(a worker.Action, to disposition.State) bool {
-	switch a {
-	case worker.Succeed:
-		return to == disposition.Succeeded
-	case worker.Retry:
-		return to == disposition.Scheduled
-	case worker.DeadLetter:
-		return to == disposition.DeadLettered || to == disposition.Held
-	case worker.Release:
-		return to == disposition.Queued
-	case worker.Divert:
-		return to == disposition.Fallback
-	}
-	return true
-}
-
-// actionWords says what an attempt was told, for a violation's message.
-func actionWords(a worker.Action) string {
-	switch a {
-	case worker.Succeed:
-		return "succeeded (to be acked)"
-	case worker.Retry:
-		return "to be retried (scheduled)"
-	case worker.DeadLetter:
-		return "to be dead-lettered (written, or held while the DLQ cannot take it)"
-	case worker.Release:
-		return "to be released (queued again)"
-	case worker.Divert:
-		return "to be diverted (to the fallback queue)"
-	}
-	return a.String()
-}
+// Violation is a broken invariant. A run does not stop at one: it runs to
+// its end and records every violation (at most
+// reports.MaxListedViolations of each invariant listed, all counted).
+type Violation = reports.Violation
 
 // attemptEnded is called as attempt s of job r ends, before its outcome o
 // is applied: the ledger then checks the store's move against it, and
 // looks at the leases.
-func (w *world) attemptEnded(s *slot, r *rec, o *worker.Outcome) {
+func (w *world) attemptEnded(s *slot, r *oracle.Record, o *worker.Outcome) {
 	l := w.led
-	if !l.ow.inited {
-		l.ow.inited = true
+	if !w.dueInited {
+		w.dueInited = true
 		for _, e := range w.sc.Expect {
 			if _, ok := e.(interface{ WantsDue() bool }); ok {
-				l.ow.wantDue = true
+				l.WatchDue()
 			}
 		}
 	}
-	l.resolveRefusal()
+	l.ResolveRefusal()
 	w.checkLeases()
 	if r == nil {
-		l.ow.cur = pendingOutcome{}
+		l.BeginOutcome(nil, o.Action, 0, 0, 0)
 		return
 	}
-	began := s.att.StartedAt.Sub(w.start)
-	exp, ok := l.ow.expired[r.id]
-	l.ow.cur = pendingOutcome{r: r, id: r.id, action: o.Action, at: w.now(), began: began,
-		expires: s.lease.Expires.Sub(w.start), recovered: ok && exp > began, pending: true}
-}
-
-// outcomeMove checks move e of job r against the outcome being applied,
-// and notes the recovery of an expired lease.
-func (l *ledger) outcomeMove(r *rec, e disposition.Event, at time.Duration) {
-	l.resolveRefusal()
-	l.noteTiming(r, e, at)
-	if e.Reason == disposition.LeaseExpired {
-		if l.ow.expired == nil {
-			l.ow.expired = make(map[string]time.Duration)
-		}
-		l.ow.expired[e.JobID] = at
-	}
-	if l.ow.gone != nil && e.From == disposition.InFlight {
-		delete(l.ow.gone, e.JobID)
-	}
-	c := &l.ow.cur
-	if !c.pending || c.r != r || c.id != e.JobID || e.From != disposition.InFlight || at != c.at {
-		return
-	}
-	c.pending = false
-	switch {
-	case c.recovered:
-		l.fail(InvOutcomeIsMove, r, "job %s: the late answer of an attempt whose lease was lost (it began at %s, its lease was recovered at %s and the job leased again) was applied: the store moved it %s → %s (%s) instead of fencing it off",
-			r.id, fmtOffset(c.began), fmtOffset(l.ow.expired[r.id]), e.From, e.To, e.Reason)
-	case !wantMove(c.action, e.To):
-		l.fail(InvOutcomeIsMove, r, "job %s: its attempt was told %s, but the store moved it %s → %s (%s)",
-			r.id, actionWords(c.action), e.From, e.To, e.Reason)
-	}
-}
-
-// outcomeSettled is told whether the store took the outcome being applied
-// to job r.
-func (l *ledger) outcomeSettled(r *rec, applied bool) {
-	c := &l.ow.cur
-	if !c.pending || c.r != r || r == nil || c.id != r.id {
-		return
-	}
-	if applied {
-		c.pending = false
-		l.fail(InvOutcomeIsMove, r, "job %s: the store took its attempt's outcome (%s) without an error but made no move: the job is dropped",
-			r.id, actionWords(c.action))
-		return
-	}
-	c.refused, c.fencedBase = true, l.totals.Fenced
-}
-
-// resolveRefusal judges the refusal of the last outcome, once the caller
-// counted it as fenced (a lost lease) or not (a store failure): a success
-// fenced off while its lease was still its own was lost by the store.
-func (l *ledger) resolveRefusal() {
-	c := &l.ow.cur
-	if !c.pending || !c.refused {
-		return
-	}
-	c.pending = false
-	if l.totals.Fenced == c.fencedBase || c.action != worker.Succeed || c.recovered || c.expires <= c.at {
-		return
-	}
-	r := c.r
-	if r == nil || r.id != c.id {
-		r = l.jobs[c.id]
-	}
-	if r == nil {
-		return
-	}
-	l.fail(InvOutcomeIsMove, r, "job %s: its attempt succeeded under a lease that was still its own (begun at %s, good until %s, never recovered), but the store fenced the completion off as a lost lease's; the job is %s instead of succeeded",
-		c.id, fmtOffset(c.began), fmtOffset(c.expires), r.state)
+	l.BeginOutcome(r, o.Action, w.now(), s.att.StartedAt.Sub(w.start), s.lease.Expires.Sub(w.start))
 }
 
 // checkLeases looks, at most every recovery tick, for jobs in flight under
-// a lease that expired more than a TTL ago and was never recovered.
+// a lease that expired more than a TTL ago and was never recovered: the
+// ledger judges, from the leases the busy workers hold.
 func (w *world) checkLeases() {
-	l := w.led
 	now := w.now()
 	ttl := w.sc.Workers.LeaseTTL
-	if ttl <= 0 || now < l.ow.nextCheck {
+	if !w.led.LeaseCheckDue(now, ttl) {
 		return
 	}
-	tick := max(ttl/2, time.Second)
-	l.ow.nextCheck = now + tick
-	grace := max(ttl, tick)
 	// The lease each job in flight is held under, by the busy workers
 	// (the latest, when a stalled worker and its successor hold one job).
 	held := make(map[string]time.Duration)
-	stale := false
 	for _, s := range w.slots {
 		if !s.busy || s.job.ID == "" {
 			continue
@@ -218,50 +75,10 @@ func (w *world) checkLeases() {
 			held[s.job.ID] = e
 		}
 	}
-	for id, e := range held {
-		if e+grace < now {
-			if r := l.jobs[id]; r != nil && r.state == disposition.InFlight {
-				stale = true
-			}
-		}
-	}
-	if !stale && l.counts[disposition.InFlight] <= int64(len(held)) && len(l.ow.gone) == 0 {
-		return
-	}
-	for _, id := range sortedKeys(l.jobs) {
-		r := l.jobs[id]
-		if r.state != disposition.InFlight || r.kept {
-			delete(l.ow.gone, id)
-			continue
-		}
-		expires, ok := held[id]
-		if !ok {
-			// Held by no worker (it crashed, or the attempt could not
-			// start): the lease ran out a TTL after it was last seen held.
-			if l.ow.gone == nil {
-				l.ow.gone = make(map[string]time.Duration)
-			}
-			g, seen := l.ow.gone[id]
-			if !seen {
-				l.ow.gone[id] = now
-				continue
-			}
-			expires = g + ttl
-		}
-		if expires+grace < now {
-			l.fail(InvNoLeaseLeftExpired, r, "job %s is still in flight at %s under a lease that expired by %s and was never recovered: it is stuck, no worker will run it again",
-				id, fmtOffset(now), fmtOffset(expires))
-		}
-	}
+	w.led.CheckLeases(now, ttl, held)
 }
 
-// sortedKeys returns the IDs of jobs in order, so that violations are
-// listed the same way on every run.
-func sortedKeys(jobs map[string]*rec) []string {
-	out := make([]string, 0, len(jobs))
-	for id := range jobs {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
+// fmtOffset prints a virtual offset as "+1m02.500s".
+func fmtOffset(d time.Duration) string {
+	return "+" + d.Round(time.Millisecond).String()
 }

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/retry"
@@ -17,7 +17,7 @@ import (
 // result assembles the run's report model.
 func (w *world) result() *reports.Result {
 	if len(w.errs) == 0 {
-		w.led.checkCreated(w.made)
+		w.led.CheckCreated(w.made)
 		w.reconcile(true)
 	}
 	res := &reports.Result{
@@ -29,10 +29,10 @@ func (w *world) result() *reports.Result {
 		EndedAtMs:     w.now().Milliseconds(),
 		Expectations:  []reports.Expectation{},
 		Violations:    []reports.Violation{},
-		Ledger:        w.led.report(),
+		Ledger:        w.led.Report(),
 		Alerts:        w.alerts,
 		Breakers:      w.trans,
-		Confusion:     w.led.confusion(),
+		Confusion:     w.led.Confusion(),
 		Steps:         w.stepLog,
 		Series:        w.series,
 		Engine:        reports.Engine{Events: w.events, Jobs: w.made, MaxQueue: w.maxQ},
@@ -91,7 +91,7 @@ func (w *world) result() *reports.Result {
 		}
 	}
 	w.checkResultSecrets(res)
-	res.Violations = append(res.Violations, w.led.violations...)
+	res.Violations = append(res.Violations, w.led.Violations()...)
 	res.Invariants = w.invariants(stopped)
 
 	obs := &Observation{Result: res, w: w}
@@ -124,15 +124,16 @@ func (w *world) result() *reports.Result {
 // end, or skipped — turned off, or checked only until the run stopped
 // (stopped says where; "" for a run that reached its end).
 func (w *world) invariants(stopped string) []reports.InvariantResult {
-	out := make([]reports.InvariantResult, 0, len(invariantNames))
-	for _, name := range invariantNames {
-		ir := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: w.led.violationN[name]}
+	names := oracle.Invariants()
+	out := make([]reports.InvariantResult, 0, len(names))
+	for _, name := range names {
+		ir := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: w.led.ViolationCount(name)}
 		switch {
 		case ir.Violations > 0:
 			ir.Verdict = reports.Failed
 		case name == InvCriticalPaged && w.pageWithin < 0:
 			ir.Verdict, ir.Note = reports.Skipped, "turned off (invariants.pageWithin: off)"
-		case name == InvAttempts && w.led.maxAttempts <= 0:
+		case name == InvAttempts && w.led.MaxAttempts() <= 0:
 			ir.Verdict, ir.Note = reports.Skipped, "turned off: the retry policy sets no maximum of attempts"
 		case stopped != "":
 			ir.Verdict, ir.Note = reports.Skipped, "not checked to the end: "+stopped
@@ -238,28 +239,10 @@ func (w *world) lost() int64 {
 	}
 	held := int64(c.Queued+c.InFlight+c.Scheduled+c.Fallback+c.Held) +
 		int64(st.ByStatus[dlq.Failed.String()]+st.ByStatus[dlq.Quarantined.String()]+st.ByStatus[dlq.Deleted.String()]+st.Corrupt)
-	return max(w.made-held-w.led.counts[disposition.Succeeded]-w.led.counts[removed], 0)
+	return max(w.made-held-w.led.Count(disposition.Succeeded)-w.led.Count(oracle.Removed), 0)
 }
 
-func (w *world) fates() []reports.JobFate {
-	out := []reports.JobFate{}
-	for id, r := range w.led.jobs {
-		if !r.watched {
-			continue
-		}
-		f := reports.JobFate{JobID: id, Task: w.led.taskNames[r.task], State: r.state.String(), LastMove: string(r.lastMove),
-			Requeued: int(r.requeued), Charged: int(r.charged), EverDeadLettered: r.everDLQ}
-		if r.state == removed {
-			f.State = "removed"
-		}
-		if r.severity != classify.SeverityNone {
-			f.Severity, f.Class = r.severity.String(), r.class.String()
-		}
-		out = append(out, f)
-	}
-	slices.SortFunc(out, func(a, b reports.JobFate) int { return strings.Compare(a.JobID, b.JobID) })
-	return out
-}
+func (w *world) fates() []reports.JobFate { return w.led.Fates() }
 
 // faultChecks adds to res what its faults' hits say: an expectation for
 // each fault that requires hits, a warning for any other that never hit

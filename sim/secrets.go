@@ -122,7 +122,7 @@ func (w *world) checkNotificationSecrets(receiver string, n alert.Notification) 
 				id = j.ID
 			}
 		}
-		w.led.fail(InvNoSecretLeaves, w.led.jobs[id], "a notification to receiver %s (alert %s) carries the secret invariants.secrets[%d] in its %s%s: what a page carries must be redacted",
+		w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "a notification to receiver %s (alert %s) carries the secret invariants.secrets[%d] in its %s%s: what a page carries must be redacted",
 			receiver, a.Fingerprint, k, path, aboutJob(id))
 	}
 }
@@ -149,7 +149,7 @@ func (w *world) checkResultSecrets(res *reports.Result) {
 		if _, err := fmt.Sscanf(path, "DLQ.Entries[%d]", &idx); err == nil && idx < len(res.DLQ.Entries) {
 			id = res.DLQ.Entries[idx].JobID
 		}
-		w.led.fail(InvNoSecretLeaves, w.led.jobs[id], "the report carries the secret invariants.secrets[%d] in its field %s%s: every report field is redacted before it is written",
+		w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "the report carries the secret invariants.secrets[%d] in its field %s%s: every report field is redacted before it is written",
 			k, path, aboutJob(id))
 	}
 	for _, id := range w.plantedOrder {
@@ -158,7 +158,7 @@ func (w *world) checkResultSecrets(res *reports.Result) {
 			continue
 		}
 		if !bytes.Equal(e.Job.Payload, w.planted[id]) {
-			w.led.fail(InvNoSecretLeaves, w.led.jobs[id], "job %s's payload in the DLQ is not the one it was created with (%d bytes, %d created): stored data is never redacted, so a requeue sends the job as it was",
+			w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "job %s's payload in the DLQ is not the one it was created with (%d bytes, %d created): stored data is never redacted, so a requeue sends the job as it was",
 				id, len(e.Job.Payload), len(w.planted[id]))
 		}
 	}
@@ -186,7 +186,7 @@ func (w *world) secretResult(stopped string) (reports.InvariantResult, bool) {
 	if len(w.sc.Invariants.Secrets) == 0 {
 		return reports.InvariantResult{}, false
 	}
-	ir := reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.Passed, Violations: w.led.violationN[InvNoSecretLeaves]}
+	ir := reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.Passed, Violations: w.led.ViolationCount(InvNoSecretLeaves)}
 	switch {
 	case ir.Violations > 0:
 		ir.Verdict = reports.Failed

@@ -1,4 +1,4 @@
-package sim
+package oracle
 
 import (
 	"fmt"
@@ -15,16 +15,32 @@ import (
 
 // The invariants, by the name a violation carries.
 const (
-	InvConservation    = "conservation"
-	InvLegalMove       = "legal-move"
+	// InvConservation: every job is somewhere, the store's counts and DLQ
+	// agree with its moves, and no job is moved that was never created.
+	InvConservation = "conservation"
+	// InvLegalMove: every move is one a store may make (see legal).
+	InvLegalMove = "legal-move"
+	// InvNoMoveAfterDone: a job that succeeded never moves again.
 	InvNoMoveAfterDone = "no-move-after-success"
-	InvOneDLQEntry     = "one-dlq-entry-per-job"
-	InvNoRetryOfFinal  = "no-retry-of-permanent-or-critical"
-	InvAttempts        = "attempts-within-policy"
-	InvNoDoubleCharge  = "no-double-charge"
-	InvCriticalPaged   = "critical-failure-paged"
-	InvOnePage         = "one-page-per-repeat-interval"
-	InvBreakerLegal    = "breaker-transitions-legal"
+	// InvOneDLQEntry: a dead-lettered job has one DLQ entry.
+	InvOneDLQEntry = "one-dlq-entry-per-job"
+	// InvNoRetryOfFinal: a failure whose injected class is permanent or
+	// critical is never retried.
+	InvNoRetryOfFinal = "no-retry-of-permanent-or-critical"
+	// InvAttempts: no job is scheduled for another attempt past the retry
+	// policy's maximum.
+	InvAttempts = "attempts-within-policy"
+	// InvNoDoubleCharge: no payment is charged twice (see Ledger.Charge).
+	InvNoDoubleCharge = "no-double-charge"
+	// InvCriticalPaged: a high-severity alert reaches a receiver within
+	// the page deadline of every critical failure (the engine checks it).
+	InvCriticalPaged = "critical-failure-paged"
+	// InvOnePage: at most one page per fingerprint per repeat interval
+	// (the engine checks it).
+	InvOnePage = "one-page-per-repeat-interval"
+	// InvBreakerLegal: every breaker transition is a legal one (the
+	// engine checks it).
+	InvBreakerLegal = "breaker-transitions-legal"
 	// InvNoRerunAfterDead: once a job's dead letter is decided (written,
 	// held, or kept by the worker), its handler never runs again, whatever
 	// the path (a lease that expired included), until an operator or the
@@ -32,12 +48,7 @@ const (
 	InvNoRerunAfterDead = "no-rerun-after-dead-letter"
 )
 
-// Violation is a broken invariant. A run does not stop at one: it runs to
-// its end and records every violation (at most
-// reports.MaxListedViolations of each invariant listed, all counted).
-type Violation = reports.Violation
-
-// invariantNames are the invariants in declaration order: a rec keeps one
+// invariantNames are the invariants in declaration order: a Record keeps one
 // bit per invariant its job has violated.
 var invariantNames = []string{InvConservation, InvLegalMove, InvNoMoveAfterDone, InvOneDLQEntry, InvNoRetryOfFinal,
 	InvAttempts, InvNoDoubleCharge, InvCriticalPaged, InvOnePage, InvBreakerLegal, InvNoRerunAfterDead,
@@ -57,11 +68,16 @@ func invariantBit(name string) uint16 {
 // reported.
 const maxUnknownJobs = 10_000
 
-// states counted by the ledger: the disposition states plus Removed.
-const (
-	removed   = disposition.Held + 1
-	numStates = removed + 1
-)
+// Removed is the state the ledger counts a job in once it left the system
+// (purged or evicted from the DLQ): the disposition states plus Removed
+// are the ledger's buckets (see Count).
+const Removed = disposition.Held + 1
+
+// removed is Removed, as the ledger's own code names it.
+const removed = Removed
+
+// numStates is how many buckets the ledger counts jobs in.
+const numStates = removed + 1
 
 // trailCap is how many recent moves a job's trail keeps.
 const trailCap = 12
@@ -91,9 +107,11 @@ type trailItem struct {
 	failed    bool
 }
 
-// rec is the ledger's record of one job that has not succeeded (or is
-// watched by an expectation).
-type rec struct {
+// Record is the ledger's record of one job that has not succeeded (or is
+// watched by an expectation, or kept by a drill's judge). The engine holds
+// on to it while the job's attempt runs (see Ledger.Last and Ledger.Job);
+// its fields are the ledger's, read through its methods.
+type Record struct {
 	id       string
 	task     int32
 	n        int64 // generated job number, 0 for an explicit job
@@ -126,13 +144,13 @@ type rec struct {
 	decidedAt time.Duration
 }
 
-func (r *rec) add(it trailItem) {
+func (r *Record) add(it trailItem) {
 	r.trail[r.trailLen%trailCap] = it
 	r.trailLen++
 }
 
 // lines formats the trail, oldest first.
-func (r *rec) lines(start time.Time) []string {
+func (r *Record) lines(start time.Time) []string {
 	n := min(r.trailLen, trailCap)
 	out := make([]string, 0, n+1)
 	if r.trailLen > trailCap {
@@ -198,19 +216,22 @@ type dlKey struct {
 	class    classify.Class
 }
 
-// ledger follows every job from the store's disposition events and the
+// Ledger follows every job from the store's disposition events and the
 // engine's attempt outcomes, and checks the invariants as it goes: O(1)
-// work per event, memory for the jobs not yet succeeded only.
-type ledger struct {
+// work per event, memory for the jobs not yet succeeded only. The
+// simulator feeds it as its run goes, a drill's judge from the drill's
+// history; both read the totals, the violations and the jobs' fates from
+// it at the end. It is not safe for concurrent use.
+type Ledger struct {
 	seed  uint64
 	start time.Time
 	now   func() time.Duration
 
-	jobs map[string]*rec
+	jobs map[string]*Record
 	// last is the record of the latest event: a job's moves often come
 	// one after another.
-	last      *rec
-	free      []*rec
+	last      *Record
+	free      []*Record
 	succeeded []uint64 // bitset of generated job numbers that succeeded
 
 	counts    [numStates]int64
@@ -238,7 +259,7 @@ type ledger struct {
 
 	// violations are the violations listed, in order; violationN counts
 	// every violation per invariant, listed or not.
-	violations []Violation
+	violations []reports.Violation
 	violationN map[string]int64
 	// lastMismatch is the last difference reconcile found between the
 	// store's counts and the ledger's, per check: reported once until it
@@ -248,10 +269,14 @@ type ledger struct {
 	ow outcomeWatch
 }
 
-func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *ledger {
-	return &ledger{
+// NewLedger returns an empty ledger for a run with seed seed started at
+// start: now tells the run's offset (a violation's time, a trail's),
+// maxAttempts is the retry policy's maximum (0 for none), and watched are
+// the IDs of generated jobs an expectation names, kept after they succeed.
+func NewLedger(seed uint64, start time.Time, now func() time.Duration, maxAttempts int, watched map[string]bool) *Ledger {
+	return &Ledger{
 		seed: seed, start: start, now: now,
-		jobs:        make(map[string]*rec),
+		jobs:        make(map[string]*Record),
 		taskIndex:   make(map[string]int32),
 		deadBy:      make(map[dlKey]int64),
 		maxAttempts: maxAttempts,
@@ -260,7 +285,9 @@ func newLedger(seed uint64, start time.Time, now func() time.Duration, maxAttemp
 	}
 }
 
-func (l *ledger) task(name string) int32 {
+// Task returns the index of task name, adding it: the engine adds the
+// workload's tasks first, in order, so that the ledger's index is its own.
+func (l *Ledger) Task(name string) int32 {
 	if len(l.taskNames) > 0 && l.taskNames[l.lastTask] == name {
 		return l.lastTask // jobs mostly come in runs of one task
 	}
@@ -276,11 +303,11 @@ func (l *ledger) task(name string) int32 {
 	return i
 }
 
-// fail records a violation; the run goes on. A job is named once per
+// Fail records a violation of invariant (about job r, nil for none); the run goes on. A job is named once per
 // invariant (a job charged three times is one double charge); the first
 // reports.MaxListedViolations of an invariant are listed with the job's
 // trail, the rest only counted.
-func (l *ledger) fail(invariant string, r *rec, format string, args ...any) {
+func (l *Ledger) Fail(invariant string, r *Record, format string, args ...any) {
 	if r != nil {
 		bit := invariantBit(invariant)
 		if r.violated&bit != 0 {
@@ -292,7 +319,7 @@ func (l *ledger) fail(invariant string, r *rec, format string, args ...any) {
 	if l.violationN[invariant] > reports.MaxListedViolations {
 		return
 	}
-	v := Violation{Invariant: invariant, Message: fmt.Sprintf(format, args...), AtMs: l.now().Milliseconds(), Seed: l.seed}
+	v := reports.Violation{Invariant: invariant, Message: fmt.Sprintf(format, args...), AtMs: l.now().Milliseconds(), Seed: l.seed}
 	if r != nil {
 		v.JobID = r.id
 		v.Trail = r.lines(l.start)
@@ -303,7 +330,7 @@ func (l *ledger) fail(invariant string, r *rec, format string, args ...any) {
 // mismatch records the difference d between the store's counts and the
 // ledger's for check kind, and reports whether it is one to report: not
 // zero, and not the one last recorded.
-func (l *ledger) mismatch(kind int, d ...int64) bool {
+func (l *Ledger) mismatch(kind int, d ...int64) bool {
 	var k [4]int64
 	copy(k[:], d)
 	if k == l.lastMismatch[kind] {
@@ -314,17 +341,17 @@ func (l *ledger) mismatch(kind int, d ...int64) bool {
 }
 
 // violated reports whether any invariant was violated.
-func (l *ledger) violated() bool { return len(l.violations) > 0 }
+func (l *Ledger) violated() bool { return len(l.violations) > 0 }
 
 // stranger returns a record for a job the ledger does not hold — never
 // created, or forgotten once it succeeded — so that its moves are followed
 // (and it is reported once) from now on: in state, with the event's task.
-func (l *ledger) stranger(e disposition.Event, state disposition.State) *rec {
+func (l *Ledger) stranger(e disposition.Event, state disposition.State) *Record {
 	if len(l.jobs) >= maxUnknownJobs && state == disposition.None {
 		// Bounded: past this many, an unknown job is counted, not followed.
 		return nil
 	}
-	r := l.register(e.JobID, e.Task, 0)
+	r := l.Register(e.JobID, e.Task, 0)
 	r.watched = true
 	if state == disposition.Succeeded {
 		r.state = state
@@ -337,7 +364,7 @@ func (l *ledger) stranger(e disposition.Event, state disposition.State) *rec {
 // shift moves r, in the counts, from where the ledger had it to state
 // from, where the store says it was: after a violation, the ledger follows
 // the store so that one lost event is one violation, not a cascade.
-func (l *ledger) shift(r *rec, from disposition.State) {
+func (l *Ledger) shift(r *Record, from disposition.State) {
 	if s := r.state; s != disposition.None {
 		l.counts[s]--
 		l.byTask[r.task][s]--
@@ -349,8 +376,8 @@ func (l *ledger) shift(r *rec, from disposition.State) {
 	r.state = from
 }
 
-// jobNumber returns the number of a generated job ID ("<task>-<n>").
-func jobNumber(id string) (int64, bool) {
+// JobNumber returns the number of a generated job ID ("<task>-<n>").
+func JobNumber(id string) (int64, bool) {
 	i := strings.LastIndexByte(id, '-')
 	if i < 0 {
 		return 0, false
@@ -359,12 +386,12 @@ func jobNumber(id string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-func (l *ledger) isSucceeded(n int64) bool {
+func (l *Ledger) isSucceeded(n int64) bool {
 	w := n >> 6
 	return w < int64(len(l.succeeded)) && l.succeeded[w]&(1<<(n&63)) != 0
 }
 
-func (l *ledger) markSucceeded(n int64) {
+func (l *Ledger) markSucceeded(n int64) {
 	w := int(n >> 6)
 	if w >= len(l.succeeded) {
 		l.succeeded = slices.Grow(l.succeeded, w+1-len(l.succeeded))[:w+1]
@@ -372,25 +399,25 @@ func (l *ledger) markSucceeded(n int64) {
 	l.succeeded[w] |= 1 << (n & 63)
 }
 
-// register tells the ledger a job is about to be enqueued: n is its
+// Register tells the ledger a job is about to be enqueued: n is its
 // generated number (0 for an explicit job).
-func (l *ledger) register(id, task string, n int64) *rec {
-	var r *rec
+func (l *Ledger) Register(id, task string, n int64) *Record {
+	var r *Record
 	if k := len(l.free); k > 0 {
 		r, l.free = l.free[k-1], l.free[:k-1]
-		*r = rec{}
+		*r = Record{}
 	} else {
-		r = new(rec)
+		r = new(Record)
 	}
-	r.id, r.task, r.n = id, l.task(task), n
+	r.id, r.task, r.n = id, l.Task(task), n
 	r.watched = n == 0 || l.watched[id]
 	l.jobs[id] = r
 	l.last = r
 	return r
 }
 
-// unregister forgets a job whose enqueue failed before any move.
-func (l *ledger) unregister(id string) {
+// Unregister forgets a job whose enqueue failed before any move.
+func (l *Ledger) Unregister(id string) {
 	if r := l.jobs[id]; r != nil && r.state == disposition.None && r.trailLen == 0 {
 		delete(l.jobs, id)
 		l.free = append(l.free, r)
@@ -398,27 +425,28 @@ func (l *ledger) unregister(id string) {
 	}
 }
 
-// observe is the store's Observer.
-func (l *ledger) observe(e disposition.Event) {
+// Observe is the store's Observer: it follows move e, and checks it.
+// It allocates nothing for a job it holds.
+func (l *Ledger) Observe(e disposition.Event) {
 	r := l.last
 	if r == nil || r.id != e.JobID {
 		r = l.jobs[e.JobID]
 		l.last = r
 	}
 	if r == nil {
-		if n, ok := jobNumber(e.JobID); ok && l.isSucceeded(n) {
+		if n, ok := JobNumber(e.JobID); ok && l.isSucceeded(n) {
 			r = l.stranger(e, disposition.Succeeded)
 		} else {
 			r = l.stranger(e, disposition.None)
 			if r == nil {
-				l.fail(InvConservation, nil, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
+				l.Fail(InvConservation, nil, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
 				return
 			}
-			l.fail(InvConservation, r, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
+			l.Fail(InvConservation, r, "the store moved job %s (%s → %s, %s), which the simulator never created", e.JobID, e.From, e.To, e.Reason)
 		}
 	}
 	if e.From >= numStates || e.To >= numStates {
-		l.fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
+		l.Fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
 		return // no state the ledger can count it in
 	}
 	at := l.now() // the store's events carry the simulator's now
@@ -430,14 +458,14 @@ func (l *ledger) observe(e disposition.Event) {
 	}
 	if e.From != state {
 		if r.state == disposition.Succeeded {
-			l.fail(InvNoMoveAfterDone, r, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
+			l.Fail(InvNoMoveAfterDone, r, "job %s moved %s → %s (%s) after it had succeeded", e.JobID, e.From, e.To, e.Reason)
 		} else {
-			l.fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
+			l.Fail(InvConservation, r, "job %s moved %s → %s (%s), but the ledger had it %s: the store lost track of it", e.JobID, e.From, e.To, e.Reason, r.state)
 		}
 		l.shift(r, e.From)
 	}
 	if !legal[e.From][e.To] {
-		l.fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
+		l.Fail(InvLegalMove, r, "job %s made an illegal move %s → %s (%s)", e.JobID, e.From, e.To, e.Reason)
 	}
 	from, to := e.From, e.To
 	if to == disposition.None {
@@ -477,7 +505,7 @@ func (l *ledger) observe(e disposition.Event) {
 	case e.Reason == disposition.Requeued:
 		r.decided = false
 	case e.Reason == disposition.Leased && r.decided:
-		l.fail(InvNoRerunAfterDead, r, "job %s was leased again at %s (its handler runs again) after its dead letter was decided at %s",
+		l.Fail(InvNoRerunAfterDead, r, "job %s was leased again at %s (its handler runs again) after its dead letter was decided at %s",
 			e.JobID, fmtOffset(at), fmtOffset(r.decidedAt))
 	}
 
@@ -487,7 +515,7 @@ func (l *ledger) observe(e disposition.Event) {
 	case disposition.RetryLater:
 		l.totals.Retries++
 		if l.maxAttempts > 0 && e.Attempts >= l.maxAttempts {
-			l.fail(InvAttempts, r, "job %s was scheduled for another attempt after %d attempts; the policy allows %d", e.JobID, e.Attempts, l.maxAttempts)
+			l.Fail(InvAttempts, r, "job %s was scheduled for another attempt after %d attempts; the policy allows %d", e.JobID, e.Attempts, l.maxAttempts)
 		}
 	case disposition.DeadLetter:
 		l.totals.DeadLetters++
@@ -530,9 +558,9 @@ func (l *ledger) observe(e disposition.Event) {
 	}
 }
 
-// attempt records the outcome of an attempt whose handler returned err with
-// injected true class truth (zero when the error was not injected).
-func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.Outcome) {
+// Attempt records the outcome o of an attempt of job r, fault and truth
+// the injected fault and its true class (zero when the error was not injected).
+func (l *Ledger) Attempt(r *Record, fault string, truth classify.Class, o *worker.Outcome) {
 	failed := o.Err != nil
 	r.add(trailItem{kind: trailAttempt, at: l.now(), fault: fault, trueClass: truth, said: o.Verdict.Class, text: o.Verdict.Rule, action: o.Action, failed: failed})
 	if !failed {
@@ -543,14 +571,14 @@ func (l *ledger) attempt(r *rec, fault string, truth classify.Class, o *worker.O
 		l.confusionN[truth][o.Verdict.Class][o.Action]++
 	}
 	if o.Action == worker.Retry && (truth == classify.Permanent || truth == classify.Critical) {
-		l.fail(InvNoRetryOfFinal, r, "job %s: a %s failure (fault %s) was scheduled for a retry: the classifier said %s by rule %q",
+		l.Fail(InvNoRetryOfFinal, r, "job %s: a %s failure (fault %s) was scheduled for a retry: the classifier said %s by rule %q",
 			r.id, truth, fault, o.Verdict.Class, o.Verdict.Rule)
 	}
 }
 
-// settle ends an attempt's pending verdict: the job's own when its outcome
+// Settle ends an attempt's pending verdict: the job's own when its outcome
 // was applied, dropped when the move was fenced off or refused.
-func (l *ledger) settle(r *rec, applied bool) {
+func (l *Ledger) Settle(r *Record, applied bool) {
 	l.outcomeSettled(r, applied)
 	if r == nil || !r.hasPend {
 		return
@@ -562,14 +590,14 @@ func (l *ledger) settle(r *rec, applied bool) {
 }
 
 // heldWritten counts a held (or kept) dead letter written to the DLQ at at.
-func (l *ledger) heldWritten(r *rec, at time.Duration) {
+func (l *Ledger) heldWritten(r *Record, at time.Duration) {
 	l.totals.Held++
 	l.totals.HeldMaxMs = max(l.totals.HeldMaxMs, (at - r.decidedAt).Milliseconds())
 }
 
-// keep notes that the worker keeps r's decided dead letter in memory: it
+// Keep notes that the worker keeps r's decided dead letter in memory: it
 // is in flight, its fate decided.
-func (l *ledger) keep(r *rec) {
+func (l *Ledger) Keep(r *Record) {
 	if r == nil || r.kept {
 		return
 	}
@@ -580,9 +608,9 @@ func (l *ledger) keep(r *rec) {
 	l.totals.Kept++
 }
 
-// refuse counts a full DLQ's refusal of job id's dead letter: the job once,
+// Refuse counts a full DLQ's refusal of job id's dead letter: the job once,
 // the refusal every time.
-func (l *ledger) refuse(id string) {
+func (l *Ledger) Refuse(id string) {
 	l.totals.RefusedTimes++
 	if r := l.jobs[id]; r != nil && !r.refused {
 		r.refused = true
@@ -592,14 +620,14 @@ func (l *ledger) refuse(id string) {
 	}
 }
 
-// note adds a line to a job's trail.
-func (l *ledger) note(r *rec, format string, args ...any) {
+// Note adds a line to job r's trail.
+func (l *Ledger) Note(r *Record, format string, args ...any) {
 	r.add(trailItem{kind: trailNote, at: l.now(), text: fmt.Sprintf(format, args...)})
 }
 
-// inDLQ counts the jobs in the DLQ whose task, latest severity and class
+// InDLQ counts the jobs in the DLQ whose task, latest severity and class
 // match (empty filters match all): O(jobs not succeeded), for the end.
-func (l *ledger) inDLQ(task string, sev classify.Severity, class classify.Class) int64 {
+func (l *Ledger) InDLQ(task string, sev classify.Severity, class classify.Class) int64 {
 	var n int64
 	for _, r := range l.jobs {
 		if r.state == disposition.DeadLettered && (task == "" || l.taskNames[r.task] == task) &&
@@ -610,18 +638,19 @@ func (l *ledger) inDLQ(task string, sev classify.Severity, class classify.Class)
 	return n
 }
 
-// checkCreated verifies that every job the simulator enqueued reached the
+// CheckCreated verifies that every job the simulator enqueued reached the
 // ledger through an enqueue event (the buckets add up by construction:
 // every event moves one job from one to another; the store's own counts
 // are checked against them by reconcile).
-func (l *ledger) checkCreated(made int64) {
-	l.resolveRefusal()
+func (l *Ledger) CheckCreated(made int64) {
+	l.ResolveRefusal()
 	if l.created != made {
-		l.fail(InvConservation, nil, "%d jobs were enqueued, but the store reported %d enqueue events", made, l.created)
+		l.Fail(InvConservation, nil, "%d jobs were enqueued, but the store reported %d enqueue events", made, l.created)
 	}
 }
 
-func (l *ledger) report() reports.Ledger {
+// Report returns the ledger's totals, as the report lists them.
+func (l *Ledger) Report() reports.Ledger {
 	t := l.totals
 	t.Created = l.created
 	t.Queued = l.counts[disposition.Queued]
@@ -655,9 +684,9 @@ func (l *ledger) report() reports.Ledger {
 	return t
 }
 
-// confusionCount counts the failures of true class truth the classifier
+// ConfusionCount counts the failures of true class truth the classifier
 // called said (0 = any) whose job took route (0 = any).
-func (l *ledger) confusionCount(truth, said classify.Class, route worker.Action) int64 {
+func (l *Ledger) ConfusionCount(truth, said classify.Class, route worker.Action) int64 {
 	if int(truth) >= 8 || int(said) >= 8 || int(route) >= 8 {
 		return 0
 	}
@@ -672,7 +701,9 @@ func (l *ledger) confusionCount(truth, said classify.Class, route worker.Action)
 	return n
 }
 
-func (l *ledger) confusion() []reports.Confusion {
+// Confusion returns the confusion matrix's rows: failures by true class,
+// with what the classifier said and where the jobs went.
+func (l *Ledger) Confusion() []reports.Confusion {
 	var out []reports.Confusion
 	for truth := range l.confusionN {
 		row := reports.Confusion{True: classify.Class(truth).String(), Said: map[string]int64{}, Routes: map[string]int64{}}

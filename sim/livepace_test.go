@@ -111,7 +111,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		Expect(r.Verdict).NotTo(Equal(reports.Inconclusive), r.Error)
 	})
 
-	It("passes when only the producer's enqueues ran slow, every job was made in time and every expectation held; stays inconclusive when one failed", func() {
+	It("passes when only the store ran slow, every job was made in time and every expectation held; stays inconclusive when one failed", func() {
 		h := history()
 		h.Slip.Parts = append(h.Slip.Parts, oracle.SlipPart{What: "store", Samples: 1, P99Ms: 60, MaxMs: 60, Over: 1})
 		r := judge(h)

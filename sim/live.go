@@ -388,7 +388,58 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	res.Live = liveSection(h)
 	judgePace(res, h, w)
 	judgeEvidence(res, h, w)
+	judgeUnlanded(res, h)
 	return res, nil
+}
+
+// judgeUnlanded makes a drill whose only failures are of the fenced count
+// inconclusive when a frozen worker's late answer never reached the store:
+// an attempt that spanned its worker's freeze (SIGSTOP to SIGCONT) and
+// whose completion failed (the store call timed out or was refused) was
+// neither applied nor fenced, so the fence that fenced counts was never
+// put to the test. Measured on the project's 2-core machine at load 7,
+// worker-crash at scale 10: w2's charge, frozen 25 s of scenario time,
+// failed to write its completion within the worker's store timeout (a
+// third of the scaled lease, 333 ms) just after SIGCONT; the job came back
+// by its lease and was charged once, and `fenced = 1` got 0. A late answer
+// the store accepted (applied) is still the system's failure.
+func judgeUnlanded(res *reports.Result, h *oracle.History) {
+	if res.Verdict != reports.Failed || len(res.Violations) > 0 {
+		return
+	}
+	for _, e := range res.Expectations {
+		if e.Verdict == reports.Failed && !strings.HasPrefix(e.Name, string(scenarios.Fenced)+" ") {
+			return
+		}
+	}
+	var stalls []oracle.ProcessEvent
+	for _, p := range h.Processes {
+		if p.Kind == "stalled" || p.Kind == "resumed" {
+			stalls = append(stalls, p)
+		}
+	}
+	for _, a := range h.Attempts {
+		if a.Result != "failed" {
+			continue
+		}
+		for i, p := range stalls {
+			if p.Kind != "stalled" || p.Worker != a.Worker || p.AtMs < a.AtMs || p.AtMs > a.EndMs {
+				continue
+			}
+			until := a.EndMs
+			for _, q := range stalls[i+1:] {
+				if q.Worker == p.Worker && q.Kind == "resumed" {
+					until = q.AtMs
+					break
+				}
+			}
+			why := fmt.Sprintf("the late answer of %s's %s, frozen from +%s to +%s, never reached the store (its completion failed: the store call did not answer in time after the worker resumed), so the fence was never put to the test: %s cannot be judged", a.Worker, a.JobID,
+				time.Duration(p.AtMs)*time.Millisecond, time.Duration(until)*time.Millisecond, scenarios.Fenced)
+			res.Warnings = append(res.Warnings, why)
+			res.Verdict, res.Error = reports.Inconclusive, why
+			return
+		}
+	}
 }
 
 // judgeEvidence checks that every job any part of the drill saw — the

@@ -1,0 +1,65 @@
+package sim_test
+
+import (
+	"compress/gzip"
+	"context"
+	"os"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+	"github.com/faultline/faultline/sim"
+)
+
+// A real drill's history: worker-crash of the reference at scale 10 on a
+// 2-core machine at load 7, where w2, frozen mid-charge for 25 s of
+// scenario time, failed to write its late completion within its store
+// timeout just after SIGCONT: nothing reached the store to be fenced.
+var _ = Describe("A drill whose frozen worker's late answer never reached the store", func() {
+	load := func() (scenarios.Scenario, *oracle.History) {
+		f, err := os.Open("testdata/worker-crash-unlanded.history.json.gz")
+		Expect(err).NotTo(HaveOccurred())
+		defer f.Close()
+		z, err := gzip.NewReader(f)
+		Expect(err).NotTo(HaveOccurred())
+		h, err := oracle.Read(z)
+		Expect(err).NotTo(HaveOccurred())
+		l, err := scenarios.LoadBuiltin("worker-crash")
+		Expect(err).NotTo(HaveOccurred())
+		sc := l.Scenario
+		sc.Seed = h.Seed
+		return sc, h
+	}
+
+	It("is inconclusive on fenced, naming the attempt and the freeze, not FAIL", func() {
+		sc, h := load()
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Violations).To(BeEmpty())
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+		Expect(r.Error).To(And(ContainSubstring("w2's charge-73"), ContainSubstring("never reached the store"), ContainSubstring("fenced cannot be judged")))
+	})
+
+	It("FAILs when the late answer reached the store and was applied: the fence let it through", func() {
+		sc, h := load()
+		for i, a := range h.Attempts {
+			if a.Worker == "w2" && a.JobID == "charge-73" && a.Result == "failed" {
+				h.Attempts[i].Result = "applied"
+			}
+		}
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(reports.Failed))
+	})
+
+	It("FAILs when another expectation failed beside fenced", func() {
+		sc, h := load()
+		sc.Expect = append(sc.Expect, scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 301})
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(reports.Failed))
+	})
+})

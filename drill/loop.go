@@ -570,6 +570,11 @@ func (d *drill) produce(ctx context.Context) {
 	}
 }
 
+// made is the record of arrival a's job, created at at with outcome.
+func made(a sim.Arrival, at time.Duration, outcome string) oracle.Job {
+	return oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: outcome}
+}
+
 // enqueueMany creates the jobs of as, in one round trip, and says how each
 // went; a job whose enqueue failed is tried again by itself (enqueue).
 func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []oracle.Job {
@@ -592,7 +597,7 @@ func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []oracle.Job 
 			// Final: trying again would not make it valid (validate
 			// refuses such a job before a drill starts).
 			d.log.Error("enqueue", "job", a.Job.ID, "err", err)
-			hjs[i] = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "unknown"}
+			hjs[i] = made(a, at, "unknown")
 			continue
 		}
 		if err != nil && !errors.Is(err, queue.ErrDuplicate) && !errors.Is(err, queue.ErrDeadLettered) {
@@ -600,7 +605,7 @@ func (d *drill) enqueueMany(ctx context.Context, as []sim.Arrival) []oracle.Job 
 			hjs[i] = d.enqueue(ctx, a)
 			continue
 		}
-		hjs[i] = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		hjs[i] = made(a, at, "ok")
 		if err != nil {
 			hjs[i].Outcome = "unknown" // made by an earlier try: its event says when
 		}
@@ -624,7 +629,7 @@ func (d *drill) enqueue(ctx context.Context, a sim.Arrival) oracle.Job {
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		now := d.clk.Now()
 		at := now.Sub(d.sc.Start)
-		hj = oracle.Job{AtMs: at.Milliseconds(), LagMs: max(at-a.At, 0).Milliseconds(), ID: a.Job.ID, Task: a.Job.Task, Key: a.Job.IdempotencyKey, Outcome: "ok"}
+		hj = made(a, at, "ok")
 		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := d.st.Enqueue(ectx, a.Job, now)
 		cancel()

@@ -22,17 +22,7 @@ import (
 // the reference (at scale 6 the same drill passes).
 var _ = Describe("A drill that fell behind its scale, with violations of lease-bound invariants", func() {
 	load := func() (scenarios.Scenario, *oracle.History) {
-		f, err := os.Open("testdata/late-store-rerun.history.json.gz")
-		Expect(err).NotTo(HaveOccurred())
-		defer f.Close()
-		z, err := gzip.NewReader(f)
-		Expect(err).NotTo(HaveOccurred())
-		h, err := oracle.Read(z)
-		Expect(err).NotTo(HaveOccurred())
-		l, err := scenarios.LoadBuiltin("requeue-reset-attempts")
-		Expect(err).NotTo(HaveOccurred())
-		sc := l.Scenario
-		sc.Seed = h.Seed
+		sc, h := drillHistory("testdata/late-store-rerun.history.json.gz", "requeue-reset-attempts")
 		sc.Workers.Count = len(h.Workers)
 		return sc, h
 	}
@@ -54,3 +44,21 @@ var _ = Describe("A drill that fell behind its scale, with violations of lease-b
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
 })
+
+// drillHistory reads a real drill's gzipped history and the built-in it
+// drilled, with the drill's seed.
+func drillHistory(path, builtin string) (scenarios.Scenario, *oracle.History) {
+	GinkgoHelper()
+	f, err := os.Open(path)
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	Expect(err).NotTo(HaveOccurred())
+	h, err := oracle.Read(z)
+	Expect(err).NotTo(HaveOccurred())
+	l, err := scenarios.LoadBuiltin(builtin)
+	Expect(err).NotTo(HaveOccurred())
+	sc := l.Scenario
+	sc.Seed = h.Seed
+	return sc, h
+}

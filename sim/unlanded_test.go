@@ -1,9 +1,7 @@
 package sim_test
 
 import (
-	"compress/gzip"
 	"context"
-	"os"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,18 +18,7 @@ import (
 // timeout just after SIGCONT: nothing reached the store to be fenced.
 var _ = Describe("A drill whose frozen worker's late answer never reached the store", func() {
 	load := func() (scenarios.Scenario, *oracle.History) {
-		f, err := os.Open("testdata/worker-crash-unlanded.history.json.gz")
-		Expect(err).NotTo(HaveOccurred())
-		defer f.Close()
-		z, err := gzip.NewReader(f)
-		Expect(err).NotTo(HaveOccurred())
-		h, err := oracle.Read(z)
-		Expect(err).NotTo(HaveOccurred())
-		l, err := scenarios.LoadBuiltin("worker-crash")
-		Expect(err).NotTo(HaveOccurred())
-		sc := l.Scenario
-		sc.Seed = h.Seed
-		return sc, h
+		return drillHistory("testdata/worker-crash-unlanded.history.json.gz", "worker-crash")
 	}
 
 	It("is inconclusive on fenced, naming the attempt and the freeze, not FAIL", func() {

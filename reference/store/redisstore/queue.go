@@ -27,14 +27,23 @@ func (s *Store) Enqueue(ctx context.Context, j job.Job, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", j.ID, err)
 	}
-	switch asInt(r) {
-	case 0:
-		return fmt.Errorf("enqueue %s: %w", j.ID, queue.ErrDuplicate)
-	case 2:
-		return fmt.Errorf("enqueue %s: %w (requeue it from there)", j.ID, queue.ErrDeadLettered)
+	if err := enqueueAnswer(j.ID, r); err != nil {
+		return err
 	}
 	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.None, To: disposition.Queued,
 		Reason: disposition.Enqueued, At: now, Attempts: j.Attempts})
+	return nil
+}
+
+// enqueueAnswer is the error of the enqueue script's reply r for job id:
+// nil when it enqueued the job.
+func enqueueAnswer(id string, r any) error {
+	switch asInt(r) {
+	case 0:
+		return fmt.Errorf("enqueue %s: %w", id, queue.ErrDuplicate)
+	case 2:
+		return fmt.Errorf("enqueue %s: %w (requeue it from there)", id, queue.ErrDeadLettered)
+	}
 	return nil
 }
 
@@ -112,11 +121,10 @@ func (s *Store) EnqueueMany(ctx context.Context, jobs []job.Job, now time.Time) 
 				continue
 			case err != nil:
 				errs[i] = fmt.Errorf("enqueue %s: %w", jobs[i].ID, err)
-			case asInt(r) == 0:
-				errs[i] = fmt.Errorf("enqueue %s: %w", jobs[i].ID, queue.ErrDuplicate)
-			case asInt(r) == 2:
-				errs[i] = fmt.Errorf("enqueue %s: %w (requeue it from there)", jobs[i].ID, queue.ErrDeadLettered)
 			default:
+				if errs[i] = enqueueAnswer(jobs[i].ID, r); errs[i] != nil {
+					break
+				}
 				s.emit(disposition.Event{JobID: jobs[i].ID, Task: jobs[i].Task, From: disposition.None, To: disposition.Queued,
 					Reason: disposition.Enqueued, At: now, Attempts: jobs[i].Attempts})
 			}

@@ -67,12 +67,24 @@
 // one-page-per-repeat-interval and breaker-transitions-legal, which rest
 // on its state).
 //
+// # The expectations
+//
+// Evaluate judges one of a scenario's expectations (data of package
+// scenarios, each naming itself with Name) against the Observation a run
+// gives: the result's totals, the Ledger (nil for a black-box drill, whose
+// counts come from the result alone), the Probe snapshots taken at the
+// instants expectations asked for, the first critical failure and page,
+// the firing deliveries (FiringKey), the dependency calls and the DLQ
+// entries; a count the run could not see is named in Unobservable and
+// reported not observable. FaultChecks adds what the faults' hits say.
+// Files: expect.go (Evaluate, Observation, Probe), evaluate.go (each
+// expectation's evaluation, FaultChecks).
+//
 // # What is to come
 //
-// The evaluation of a scenario's expectations (data of package scenarios)
-// and the result move here from package sim in later steps, so that the
-// simulator and the drills feed one oracle over one history, and sim is
-// only the engine.
+// The result and the live judges move here from package sim in later
+// steps, so that the simulator and the drills feed one oracle over one
+// history, and sim is only the engine.
 //
 // # What it may import
 //

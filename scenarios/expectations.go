@@ -17,6 +17,9 @@ import (
 // one method is unexported), and the simulator's judge evaluates each
 // against a run's observation to expected / actual / verdict.
 type Expectation interface {
+	// Name is the expectation's line in a report, fixed by the
+	// expectation alone (see names.go).
+	Name() string
 	// expectation marks the expectation types.
 	expectation()
 }

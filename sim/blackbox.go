@@ -210,7 +210,7 @@ func judgeExternal(sc scenarios.Scenario, h *oracle.History) *reports.Result {
 	b.dlq()
 	b.alerts()
 	b.expectations()
-	faultChecks(res, h.Interrupted)
+	oracle.FaultChecks(res, h.Interrupted)
 	if h.Interrupted != "" {
 		for i := range res.Expectations {
 			res.Expectations[i].Verdict = reports.Skipped
@@ -677,26 +677,15 @@ var blackMetrics = map[scenarios.Metric]bool{scenarios.Created: true, scenarios.
 // from outside, with the simulator's own Count; the others are not
 // observable.
 func (b *blackJudge) expectations() {
-	o := &Observation{Result: b.res} // no world: Count reads the result alone
+	o := &oracle.Observation{Result: b.res} // no ledger: Count reads the result alone
 	for _, e := range b.sc.Expect {
 		c, ok := e.(scenarios.Count)
 		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Metric == scenarios.Pages && c.Receiver != "") || (c.Task != "" && c.Metric != scenarios.DeadLettered) {
-			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: expectationName(e), Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered (by task), lost, pending, charges, notifications and pages — a notification of high or unknown severity)", Verdict: reports.NotObservable})
+			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: e.Name(), Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered (by task), lost, pending, charges, notifications and pages — a notification of high or unknown severity)", Verdict: reports.NotObservable})
 			continue
 		}
-		b.res.Expectations = append(b.res.Expectations, evalCount(c, o))
+		b.res.Expectations = append(b.res.Expectations, oracle.Evaluate(c, o))
 	}
-}
-
-// expectationName is an expectation's name without evaluating it: a
-// count's, or else its type's, named as black-box reports have always
-// named it ("sim.JobFate", from when the expectation types were sim's) so
-// that a report diff across versions matches it.
-func expectationName(e scenarios.Expectation) string {
-	if c, ok := e.(scenarios.Count); ok {
-		return c.Name()
-	}
-	return strings.Replace(fmt.Sprintf("%T", e), "scenarios.", "sim.", 1)
 }
 
 func (b *blackJudge) external() *reports.External {

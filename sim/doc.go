@@ -5,14 +5,14 @@
 // components) on virtual time, and says whether every job was accounted
 // for, the right people were paged, and the service degraded instead of
 // falling over. The scenario model and its validation are package
-// scenarios'; sim holds the engine, the evaluation of the scenario's
-// expectations (data of package scenarios) against a run's Observation,
-// and the live judges that judge a drill's history with the same ledger
-// and expectations. The history format (oracle.History and its records,
-// oracle.Write and oracle.Read) and the ledger with its invariants
-// (oracle.Ledger, oracle.Record, the Inv* names, which sim names again
-// for its callers) are package oracle's, which is to take the
-// expectations' evaluation and the result from sim too, leaving sim only
+// scenarios'; sim holds the engine and the live judges that judge a
+// drill's history with the same ledger and expectations. The history
+// format (oracle.History and its records, oracle.Write and oracle.Read),
+// the ledger with its invariants (oracle.Ledger, oracle.Record, the Inv*
+// names, which sim names again for its callers) and the evaluation of a
+// scenario's expectations (oracle.Evaluate, against the oracle.Observation
+// a run gives it, and oracle.FaultChecks) are package oracle's, which is
+// to take the result and the live judges from sim too, leaving sim only
 // the engine. The engine keeps what is its own — worker slots, timers,
 // breakers, the world — and feeds the ledger: every disposition event
 // (Observe), every attempt and its outcome (Attempt, BeginOutcome, Settle,

@@ -86,11 +86,6 @@ type breakerRun struct {
 
 type pageKey struct{ receiver, fingerprint string }
 
-type firingKey struct {
-	receiver, fingerprint string
-	severity              classify.Severity
-}
-
 type pageState struct {
 	at       time.Duration
 	severity classify.Severity
@@ -157,7 +152,7 @@ type world struct {
 
 	alerts      reports.Alerts
 	pages       map[pageKey]pageState
-	firing      map[firingKey]int64
+	firing      map[oracle.FiringKey]int64
 	highFiring  map[string]bool
 	pendingCrit map[string]pending
 	pageWithin  time.Duration
@@ -190,7 +185,7 @@ type world struct {
 	stepLog              []reports.Step
 
 	series  reports.Series
-	probes  map[time.Duration]*Snapshot
+	probes  map[time.Duration]*oracle.Probe
 	events  int64
 	maxQ    int64
 	errs    []error
@@ -241,14 +236,14 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 		deps:        map[string]scenarios.DependencySpec{},
 		byTask:      map[string]*taskGen{},
 		pages:       map[pageKey]pageState{},
-		firing:      map[firingKey]int64{},
+		firing:      map[oracle.FiringKey]int64{},
 		highFiring:  map[string]bool{},
 		pendingCrit: map[string]pending{},
 		critFPs:     map[string]bool{},
 		sharedKeys:  map[string]bool{},
 		keyCharges:  map[string]int32{},
 		pageWithin:  sc.Invariants.PageWithin,
-		probes:      map[time.Duration]*Snapshot{},
+		probes:      map[time.Duration]*oracle.Probe{},
 	}
 	w.start = w.clk.Now() // the clock's own start, to the nanosecond
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
@@ -1149,7 +1144,7 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 				receiver, a.Summary, a.Fingerprint, off-prev.at, w.repeatEvery)
 		}
 		w.pages[k] = pageState{at: off, severity: a.Severity}
-		w.firing[firingKey{receiver, a.Fingerprint, a.Severity}]++
+		w.firing[oracle.FiringKey{Receiver: receiver, Fingerprint: a.Fingerprint, Severity: a.Severity}]++
 		if alert.IsPage(a) { // what a page is, everywhere: see alert.IsPage
 			if w.alerts.PagesByFingerprint == nil {
 				w.alerts.PagesByFingerprint = map[string]int64{}

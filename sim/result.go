@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -94,11 +93,11 @@ func (w *world) result() *reports.Result {
 	res.Violations = append(res.Violations, w.led.Violations()...)
 	res.Invariants = w.invariants(stopped)
 
-	obs := &Observation{Result: res, w: w}
+	obs := w.observation(res)
 	for _, e := range w.sc.Expect {
-		res.Expectations = append(res.Expectations, evaluate(e, obs))
+		res.Expectations = append(res.Expectations, oracle.Evaluate(e, obs))
 	}
-	faultChecks(res, stopped)
+	oracle.FaultChecks(res, stopped)
 	whenChecks(res, &w.sc, w.whenMisses(), stopped)
 	if stopped != "" {
 		// Judged on part of a run, an expectation would mean nothing.
@@ -243,20 +242,3 @@ func (w *world) lost() int64 {
 }
 
 func (w *world) fates() []reports.JobFate { return w.led.Fates() }
-
-// faultChecks adds to res what its faults' hits say: an expectation for
-// each fault that requires hits, a warning for any other that never hit
-// (none when the run stopped early: its later faults had no chance). The
-// simulator and the black-box oracle both call it.
-func faultChecks(res *reports.Result, stopped string) {
-	for _, f := range res.Faults {
-		switch {
-		case f.RequireHits:
-			res.Expectations = append(res.Expectations, reports.Expectation{Name: "fault " + f.Name + " hits at least once (requireHits)",
-				Expected: "≥ 1 hit", Actual: fmt.Sprintf("%d %s", f.Hits, plural(f.Hits, "hit", "hits")), Verdict: verdict(f.Hits > 0)})
-		case f.Hits == 0 && stopped == "":
-			res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s (%s on %s) never hit: no call reached its target while it was on, so the run did not test it (requireHits: true makes this a failure)",
-				f.Name, f.Model, f.Target))
-		}
-	}
-}

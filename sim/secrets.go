@@ -153,7 +153,7 @@ func (w *world) checkResultSecrets(res *reports.Result) {
 			k, path, aboutJob(id))
 	}
 	for _, id := range w.plantedOrder {
-		e, ok := (&Observation{w: w}).Entry(id)
+		e, ok := w.entry(id)
 		if !ok {
 			continue
 		}

@@ -58,13 +58,3 @@ func (w *world) noteCall(dep string, at time.Duration) {
 	}
 	c.at[dep] = append(c.at[dep], at)
 }
-
-// DependencyCalls returns when dependency dep was called (each attempt's
-// call as it began, in order), if an expectation asked the run to keep
-// them; nil otherwise.
-func (o *Observation) DependencyCalls(dep string) []time.Duration {
-	if o.w == nil {
-		return nil
-	}
-	return o.w.calls.at[dep]
-}

@@ -15,7 +15,21 @@ import (
 // types are data (package scenarios), and each has its evaluation here, the
 // same for every run that gives an Observation — the simulator's, a drill's
 // judged again from its history, a black-box drill's.
+//
+// An expectation that reads evidence the run lacks (ExpectationReads,
+// Observed) is not observable, with why: never evaluated on what is not
+// there, never passed.
 func Evaluate(e scenarios.Expectation, o *Observation) reports.Expectation {
+	if why, lacking := o.Observed.Lacks(ExpectationReads(e, o.Ledger == nil)); lacking {
+		expected := "-"
+		switch c := e.(type) {
+		case scenarios.Count:
+			expected = fmt.Sprintf("%s %d", c.Op, c.N)
+		case *scenarios.Count:
+			expected = fmt.Sprintf("%s %d", c.Op, c.N)
+		}
+		return reports.Expectation{Name: e.Name(), Expected: expected, Actual: "not observable: " + why, Verdict: reports.NotObservable}
+	}
 	switch x := e.(type) {
 	case scenarios.Count:
 		return evalCount(x, o)
@@ -81,8 +95,7 @@ type FiringKey struct {
 // Observation is what a run found, for expectations to judge: the result
 // (ledger totals, alerts, breakers) and the facts the result does not list
 // in full. A driver fills in what it observed; what it leaves empty reads
-// as nothing happened, except where Unobservable says why it could not be
-// seen.
+// as nothing happened, except where Observed says it could not be seen.
 type Observation struct {
 	// Result is the run's result as far as it is filled in: its ledger
 	// totals, alerts and breaker transitions.
@@ -110,10 +123,11 @@ type Observation struct {
 	// Entry returns a job's DLQ entry at the end of the run, if it has
 	// one; nil when the run cannot read entries.
 	Entry func(id string) (dlq.Entry, bool)
-	// Unobservable says, by metric, why a count was neither recorded nor
-	// observed by the run: such a count is reported not observable —
-	// never 0, never passed.
-	Unobservable map[scenarios.Metric]string
+	// Observed is what evidence the run has, and why it lacks the rest
+	// (the zero value: everything, the simulator's): an expectation that
+	// reads what the run lacks is reported not observable — never 0,
+	// never passed.
+	Observed Observed
 }
 
 // Fate returns where job id ended, if the run kept it: every explicit job,

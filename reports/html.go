@@ -339,7 +339,11 @@ func newHTMLVerdict(r *Result, failed int) htmlVerdict {
 		parts = append(parts, fmt.Sprintf("%d invariants were violated (%d times in all)", broken, violations))
 	}
 	if n := len(notObservable(r)); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d not observable from outside", n))
+		where := ""
+		if r.Live != nil && r.Live.External != nil {
+			where = " from outside"
+		}
+		parts = append(parts, fmt.Sprintf("%d not observable%s", n, where))
 	}
 	v.Headline = strings.Join(parts, "; ")
 	if r.EndedAtMs < r.DurationMs {

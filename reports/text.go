@@ -308,7 +308,7 @@ func (t textWriter) verbose(r *Result) {
 		case Skipped, Errored:
 			mark, what = t.paint(ansiDim, "–"), "not checked: "+inv.Note
 		case NotObservable:
-			mark, what = t.paint(ansiDim, "○"), "not observable from outside: "+inv.Note
+			mark, what = t.paint(ansiDim, "○"), notObservableNote(r, inv.Note)
 		}
 		t.line(4, mark+" "+inv.Name+": "+what)
 	}
@@ -769,4 +769,17 @@ func orNone(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// notObservableNote is an invariant's "not observable" line: "from
+// outside" for a black-box drill's, and the note as it is when it says so
+// itself.
+func notObservableNote(r *Result, note string) string {
+	if strings.HasPrefix(note, "not observable") {
+		return note
+	}
+	if r.Live != nil && r.Live.External != nil {
+		return "not observable from outside: " + note
+	}
+	return "not observable: " + note
 }

@@ -13,31 +13,29 @@ import (
 	"github.com/faultline/faultline/scenarios"
 )
 
-// The invariants only a black-box drill judges (the others it shares with
-// the simulator keep their names: conservation, one-dlq-entry-per-job,
-// no-double-charge, no-retry-of-permanent-or-critical,
-// critical-failure-paged, one-page-per-repeat-interval,
-// no-rerun-after-dead-letter).
+// The invariants only a black-box drill judges: see oracle's.
 const (
-	// InvNotBoth: no job both succeeded and sits in the DLQ.
-	InvNotBoth = "not-both-succeeded-and-dead-lettered"
-	// InvDLQNeverShrinks: an entry leaves the DLQ only by a mechanism the
-	// scenario declares (system.external.dlqShrinks).
-	InvDLQNeverShrinks = "dlq-never-shrinks"
-	// InvDLQSeverity: where the layout carries a severity, a critical
-	// failure's entry says high (or critical).
-	InvDLQSeverity = "dlq-entry-severity"
+	InvNotBoth         = oracle.InvNotBoth         // see oracle.InvNotBoth
+	InvDLQNeverShrinks = oracle.InvDLQNeverShrinks // see oracle.InvDLQNeverShrinks
+	InvDLQSeverity     = oracle.InvDLQSeverity     // see oracle.InvDLQSeverity
 )
 
-// notObservable are the simulator's invariants a black-box drill cannot
-// judge from outside, with why.
-var notObservable = []struct{ name, why string }{
-	{InvLegalMove, "the system's moves between its own queues happen inside it; the drill sees the calls, the alerts and the DLQ"},
-	{InvNoMoveAfterDone, "a run after a success shows only as another call (the double charges it could cause are checked by no-double-charge)"},
-	{InvAttempts, "the system's retry policy is its own; the calls of every job are in the call log"},
-	{InvBreakerLegal, "the system's circuit breakers, if any, are inside it"},
-	{InvOutcomeIsMove, "an attempt's outcome and the move its store made are both inside the system; the drill sees the calls and the DLQ, not what each attempt decided"},
-	{InvNoLeaseLeftExpired, "the system's leases (if it has any) and their recovery are inside it; a job stuck in flight shows only as a job never settled (conservation, judged after the drain)"},
+// blackInvariants are the invariants a black-box report lists, in its
+// order: those it has a check for from outside, then the ledger's others
+// (not observable from outside, each saying what it reads), the planted-
+// secrets one only for a scenario that plants secrets.
+func blackInvariants(secrets bool) []string {
+	out := []string{InvConservation, InvNotBoth, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
+		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity}
+	for _, name := range oracle.Invariants() {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if secrets {
+		out = append(out, InvNoSecretLeaves)
+	}
+	return out
 }
 
 // blackJob is one injected job as the black-box oracle follows it.
@@ -150,54 +148,40 @@ func judgeExternal(sc scenarios.Scenario, h *oracle.History) *reports.Result {
 	}
 
 	judged := h.Interrupted == ""
+	obs := h.Observed()
+	pageWithin := sc.Invariants.PageWithin
+	// Each check runs when the history has what it reads.
+	can := func(name string) bool { return obs.Has(oracle.InvariantReads(name, oracle.FromOutside)) }
+	b.reads()
+	b.conservation()
+	b.charges()
+	b.finalRetries()
+	if can(InvCriticalPaged) && pageWithin >= 0 {
+		b.pages(pageWithin)
+	}
+	if can(InvDLQSeverity) {
+		b.severities()
+	}
+	notes := map[string]string{
+		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
+		InvDLQNeverShrinks: shrinkNote(b.shrinks()),
+		InvCriticalPaged:   "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer",
+	}
 	invs := []reports.InvariantResult{}
-	add := func(name string, note string) {
-		r := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: b.counts[name], Note: note}
+	for _, name := range blackInvariants(len(sc.Invariants.Secrets) > 0) {
+		r := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: b.counts[name], Note: notes[name]}
+		why, lacking := obs.Lacks(oracle.InvariantReads(name, oracle.FromOutside))
 		switch {
+		case lacking:
+			r.Verdict, r.Note, r.Violations = reports.NotObservable, why, 0
+		case pageWithin < 0 && (name == InvCriticalPaged || name == InvOnePage):
+			r.Verdict, r.Note = reports.Skipped, "turned off (invariants.pageWithin < 0)"
 		case !judged:
 			r.Verdict, r.Note = reports.Skipped, "the drill was interrupted: "+h.Interrupted
 		case b.counts[name] > 0:
 			r.Verdict = reports.Failed
 		}
 		invs = append(invs, r)
-	}
-	b.reads()
-	b.conservation()
-	add(InvConservation, "judged at the end, after the drain: in between, the system's own queues are not observable")
-	add(InvNotBoth, "")
-	add(InvOneDLQEntry, "")
-	add(InvDLQNeverShrinks, shrinkNote(b.shrinks()))
-	b.charges()
-	add(InvNoDoubleCharge, "")
-	b.finalRetries()
-	add(InvNoRetryOfFinal, "")
-	add(InvNoRerunAfterDead, "")
-	pageWithin := sc.Invariants.PageWithin
-	switch {
-	case pageWithin < 0:
-		invs = append(invs, reports.InvariantResult{Name: InvCriticalPaged, Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin < 0)"},
-			reports.InvariantResult{Name: InvOnePage, Verdict: reports.Skipped, Note: "turned off (invariants.pageWithin < 0)"})
-	case !x.Alerts:
-		why := "the system was given no receiver's URL (system.external.noAlerts): whether it pages cannot be seen from outside"
-		invs = append(invs, reports.InvariantResult{Name: InvCriticalPaged, Verdict: reports.NotObservable, Note: why},
-			reports.InvariantResult{Name: InvOnePage, Verdict: reports.NotObservable, Note: why})
-	default:
-		b.pages(pageWithin)
-		add(InvCriticalPaged, "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer")
-		add(InvOnePage, "")
-	}
-	if b.severityKnown() {
-		b.severities()
-		add(InvDLQSeverity, "")
-	} else {
-		invs = append(invs, reports.InvariantResult{Name: InvDLQSeverity, Verdict: reports.NotObservable, Note: "no entry of the DLQ carries a severity (at the layout's dlq.fields.severity): where none is written, none can be judged"})
-	}
-	for _, n := range notObservable {
-		invs = append(invs, reports.InvariantResult{Name: n.name, Verdict: reports.NotObservable, Note: n.why})
-	}
-	if len(sc.Invariants.Secrets) > 0 {
-		invs = append(invs, reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.NotObservable,
-			Note: "not observable from outside the system: a black-box drill does not judge what its notifications and its DLQ's texts carry"})
 	}
 	res.Invariants = invs
 	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
@@ -517,9 +501,6 @@ func (b *blackJudge) pages(within time.Duration) {
 	}
 }
 
-// severityKnown says some entry of the DLQ carries a severity: only
-// those are judged (the seed's dead_letter list has no severity field,
-// its dlq:<severity> lists have one).
 // isPage says a delivery may be a page: its severity is high or
 // critical, or unknown (a plain Slack {"text": ...} says none).
 func isPage(d oracle.Delivery) bool {
@@ -530,15 +511,6 @@ func isPage(d oracle.Delivery) bool {
 		}
 	}
 	return len(d.Alerts) == 0
-}
-
-func (b *blackJudge) severityKnown() bool {
-	for _, e := range b.x.Entries {
-		if e.Severity != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // severities: a job dead-lettered after a critical answer has an entry
@@ -670,21 +642,17 @@ func (b *blackJudge) alerts() {
 	b.res.Alerts = a
 }
 
-// blackMetrics are the counts a black-box drill observes.
-var blackMetrics = map[scenarios.Metric]bool{scenarios.Created: true, scenarios.Succeeded: true, scenarios.DeadLettered: true, scenarios.Lost: true, scenarios.Charges: true, scenarios.Notifications: true, scenarios.Pending: true, scenarios.Pages: true}
-
-// expectations evaluates the scenario's expectations that can be judged
-// from outside, with the simulator's own Count; the others are not
-// observable.
+// expectations evaluates the scenario's expectations with the oracle's
+// evaluation, from outside: what one reads that a black-box drill does not
+// observe is not observable, by the expectation's own declaration
+// (oracle.ExpectationReads).
 func (b *blackJudge) expectations() {
-	o := &oracle.Observation{Result: b.res} // no ledger: Count reads the result alone
+	o := &oracle.Observation{Result: b.res, Observed: b.h.Observed(), Calls: map[string][]time.Duration{}} // no ledger: counts read the result
+	for _, c := range b.h.Calls {
+		o.Calls[c.Dependency] = append(o.Calls[c.Dependency], time.Duration(c.AtMs)*time.Millisecond)
+	}
 	for _, e := range b.sc.Expect {
-		c, ok := e.(scenarios.Count)
-		if !ok || !blackMetrics[c.Metric] || c.Severity != 0 || c.Class != 0 || c.Fingerprint != "" || (c.Metric == scenarios.Pages && c.Receiver != "") || (c.Task != "" && c.Metric != scenarios.DeadLettered) {
-			b.res.Expectations = append(b.res.Expectations, reports.Expectation{Name: e.Name(), Expected: "-", Actual: "not observable from outside the system (a black-box drill counts created, succeeded, dead-lettered (by task), lost, pending, charges, notifications and pages — a notification of high or unknown severity)", Verdict: reports.NotObservable})
-			continue
-		}
-		b.res.Expectations = append(b.res.Expectations, oracle.Evaluate(c, o))
+		b.res.Expectations = append(b.res.Expectations, oracle.Evaluate(e, o))
 	}
 }
 

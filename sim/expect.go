@@ -5,7 +5,6 @@ import (
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/scenarios"
 )
 
 // Fate is where one job ended (package oracle's: see oracle.Fate).
@@ -23,16 +22,7 @@ func (w *world) observation(res *reports.Result) *oracle.Observation {
 		FirstCritical: w.firstCrit, HasCritical: w.hasCrit, FirstCriticalPage: w.firstPage, HasCriticalPage: w.hasPage,
 		Firing: w.firing, Calls: w.calls.at, TaskDependencies: deps, Entry: w.entry}
 	if w.judge != nil {
-		// A drill's history without its alerter's own counts cannot give
-		// the alerts raised, and a drill's retry budgets live in each
-		// worker process, uncounted.
-		o.Unobservable = map[scenarios.Metric]string{
-			scenarios.BudgetDelayed:  "a drill's retry budgets live in each worker process, which does not report them",
-			scenarios.BudgetExceeded: "a drill's retry budgets live in each worker process, which does not report them",
-		}
-		if w.judge.h.Alerter == nil {
-			o.Unobservable[scenarios.AlertsRaised] = "the drill's history does not record its alerter's own counts (a history from an older faultline)"
-		}
+		o.Observed = w.judge.h.Observed()
 	}
 	return o
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"github.com/faultline/faultline/oracle"
 	"reflect"
 	"strings"
 	"time"
@@ -11,17 +12,8 @@ import (
 	"github.com/faultline/faultline/reports"
 )
 
-// InvNoSecretLeaves: no text the scenario planted as a secret
-// (Scenario.Invariants.Secrets: a card number, a bearer token, a webhook
-// URL in a fault's body or a job's payload) leaves the process — not in a
-// delivered notification (its summaries, its jobs' error texts and
-// payload fields, its labels), not in any field of the report as it is
-// written (reports.Redact: the DLQ entries' error texts, the deliveries,
-// the fates), the scenario's own texts (its description, its effective
-// configuration) aside — while the DLQ's stored payload of a job created
-// with one is still the payload it was created with, so that a requeue
-// sends it as it was. Listed only for a scenario that plants secrets.
-const InvNoSecretLeaves = "no-planted-secret-leaves"
+// InvNoSecretLeaves: see oracle.InvNoSecretLeaves.
+const InvNoSecretLeaves = oracle.InvNoSecretLeaves
 
 // secretNote says what a drill cannot see of InvNoSecretLeaves.
 const secretNote = "not observable in a drill: its history keeps a notification's summaries only, not its jobs' error texts and payload fields (the summaries and the report were judged and leaked nothing)"

@@ -389,7 +389,23 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	judgePace(res, h, w)
 	judgeEvidence(res, h, w)
 	judgeUnlanded(res, h)
+	judgeUnaccounted(res)
 	return res, nil
+}
+
+// judgeUnaccounted makes a drill that passed inconclusive when its
+// conservation was not observable (its event stream trimmed): a drill that
+// cannot account for every job does not pass.
+func judgeUnaccounted(res *reports.Result) {
+	if res.Verdict != reports.Passed {
+		return
+	}
+	for _, ir := range res.Invariants {
+		if ir.Name == InvConservation && ir.Verdict == reports.NotObservable {
+			why := "conservation is " + ir.Note + ": the drill cannot account for every job, so it does not pass"
+			res.Verdict, res.Error = reports.Inconclusive, why
+		}
+	}
 }
 
 // judgeUnlanded makes a drill whose only failures are of the fenced count

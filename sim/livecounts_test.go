@@ -53,6 +53,30 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 		Expect(r.Verdict).To(Equal(reports.Passed))
 	})
 
+	It("says every check that reads the store's stream is not observable when the drill's stream was trimmed, and fails nothing on the part it read", func() {
+		h := history()
+		h.Alerter = &oracle.AlerterCounts{}
+		// A job the producer made whose events the trimmed stream lost:
+		// the ledger alone would call it lost.
+		h.Jobs = []oracle.Job{{AtMs: 1_000, ID: "export-1", Task: "export", Outcome: "ok"}}
+		h.EventsLost = true
+		r := judge(scenario(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), h)
+		for _, ir := range r.Invariants {
+			if ir.Name == sim.InvConservation || ir.Name == sim.InvLegalMove {
+				Expect(ir).To(And(HaveField("Verdict", reports.NotObservable), HaveField("Note", ContainSubstring("trimmed"))), ir.Name)
+			}
+		}
+		Expect(r.Violations).To(BeEmpty())
+		Expect(r.Expectations).To(ConsistOf(HaveField("Verdict", reports.NotObservable)))
+		Expect(r.Verdict).NotTo(Equal(reports.Failed))
+		Expect(r.Verdict).NotTo(Equal(reports.Passed), "a drill that saw part of its jobs does not pass")
+
+		h.EventsLost = false // the same drill, its stream whole: the job is lost
+		r = judge(scenario(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), h)
+		Expect(r.Violations).To(ContainElement(HaveField("Invariant", sim.InvConservation)))
+		Expect(r.Verdict).To(Equal(reports.Failed))
+	})
+
 	It("counts a send the receiver refused as alerts-refused, as the simulator's sink does", func() {
 		h := history()
 		h.Alerter = &oracle.AlerterCounts{}

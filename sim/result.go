@@ -92,6 +92,7 @@ func (w *world) result() *reports.Result {
 	w.checkResultSecrets(res)
 	res.Violations = append(res.Violations, w.led.Violations()...)
 	res.Invariants = w.invariants(stopped)
+	res.Violations = observedViolations(res)
 
 	obs := w.observation(res)
 	for _, e := range w.sc.Expect {
@@ -125,9 +126,17 @@ func (w *world) result() *reports.Result {
 func (w *world) invariants(stopped string) []reports.InvariantResult {
 	names := oracle.Invariants()
 	out := make([]reports.InvariantResult, 0, len(names))
+	var obs oracle.Observed // the simulator's: everything
+	if w.judge != nil {
+		obs = w.judge.h.Observed()
+	}
 	for _, name := range names {
 		ir := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: w.led.ViolationCount(name)}
+		why, lacking := obs.Lacks(oracle.InvariantReads(name, oracle.ViaLedger))
 		switch {
+		case lacking:
+			// What the ledger saw of it is not the whole: no verdict.
+			ir.Verdict, ir.Note, ir.Violations = reports.NotObservable, "not observable in this drill: "+why, 0
 		case ir.Violations > 0:
 			ir.Verdict = reports.Failed
 		case name == InvCriticalPaged && w.pageWithin < 0:
@@ -141,6 +150,28 @@ func (w *world) invariants(stopped string) []reports.InvariantResult {
 	}
 	if ir, ok := w.secretResult(stopped); ok {
 		out = append(out, ir)
+	}
+	return out
+}
+
+// observedViolations are res's violations of the invariants it could
+// observe: a violation of one it could not (a drill's event stream
+// trimmed) is the ledger's view of part of the run, not a verdict.
+func observedViolations(res *reports.Result) []reports.Violation {
+	unseen := map[string]bool{}
+	for _, ir := range res.Invariants {
+		if ir.Verdict == reports.NotObservable {
+			unseen[ir.Name] = true
+		}
+	}
+	if len(unseen) == 0 {
+		return res.Violations
+	}
+	out := res.Violations[:0:0]
+	for _, v := range res.Violations {
+		if !unseen[v.Invariant] {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -67,11 +68,27 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 
 		// The reference example's command is `faultline` on PATH.
 		path := filepath.Dir(faultlineBin) + string(os.PathListSeparator) + os.Getenv("PATH")
-		for _, name := range []string{"python-naive", "python-fixed", "reference", "asynq"} {
+		// The reference example once more, as the reference: the same
+		// scenario without its system.external, so that faultline runs its
+		// own worker processes and judges them through the store's stream.
+		asRef := filepath.Join(GinkgoT().TempDir(), "reference-as-reference.yaml")
+		src, err := os.ReadFile(filepath.Join("..", "examples", "reference", "drill.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		from, until := bytes.Index(src, []byte("\n  external:\n")), bytes.Index(src, []byte("\ninvariants:\n"))
+		Expect(from).To(BeNumerically(">", 0), "examples/reference/drill.yaml has a system.external block")
+		Expect(until).To(BeNumerically(">", from))
+		Expect(os.WriteFile(asRef, append(slices.Clone(src[:from]), src[until:]...), 0o644)).To(Succeed())
+
+		for _, name := range []string{"python-naive", "python-fixed", "reference", "asynq", "reference-as-reference"} {
 			e := &exampleDrill{name: name, dir: GinkgoT().TempDir(), done: make(chan struct{})}
 			file, err := filepath.Abs(filepath.Join("..", "examples", name, "drill.yaml"))
 			Expect(err).NotTo(HaveOccurred())
-			e.cmd = exec.Command(faultlineBin, "drill", file, "--redis-url", "redis://"+srv.Addr+"/0", "--report", "json", "--report-dir", e.dir)
+			args := []string{"drill", file, "--redis-url", "redis://" + srv.Addr + "/0", "--report", "json", "--report-dir", e.dir}
+			if name == "reference-as-reference" {
+				args[1] = asRef
+				args = append(args, "--time-scale", "1") // as the black box runs
+			}
+			e.cmd = exec.Command(faultlineBin, args...)
 			e.cmd.Env = append(os.Environ(), "PATH="+path)
 			e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out
 			Expect(e.cmd.Start()).To(Succeed())
@@ -150,6 +167,40 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 		Expect(e.code).To(Equal(0), e.out.String())
 		Expect(e.result.Verdict).To(Equal(reports.Passed))
 		Expect(e.result.Alerts.Pages).To(BeNumerically(">=", 1), "its 401 incident is paged")
+	})
+
+	It("gives the reference drilled as a black box and as the reference the same verdict on every check both observe", func() {
+		bb, ref := get("reference"), get("reference-as-reference")
+		Expect(ref.code).To(Equal(0), ref.out.String())
+		judged := func(r *reports.Result) map[string]reports.Verdict {
+			out := map[string]reports.Verdict{}
+			for _, inv := range r.Invariants {
+				if inv.Verdict == reports.Passed || inv.Verdict == reports.Failed {
+					out["invariant "+inv.Name] = inv.Verdict
+				}
+			}
+			for _, e := range r.Expectations {
+				if e.Verdict == reports.Passed || e.Verdict == reports.Failed {
+					out["expectation "+e.Name] = e.Verdict
+				}
+			}
+			return out
+		}
+		a, b := judged(bb.result), judged(ref.result)
+		var both []string
+		for name, v := range a {
+			if w, ok := b[name]; ok {
+				both = append(both, name)
+				Expect(w).To(Equal(v), "%s: %s as a black box, %s as the reference\nblack box:\n%s\nreference:\n%s", name, v, w, bb.out.String(), ref.out.String())
+			}
+		}
+		// The comparison is not empty: the checks both judges have.
+		for _, inv := range []string{sim.InvConservation, sim.InvOneDLQEntry, sim.InvNoDoubleCharge, sim.InvNoRetryOfFinal, sim.InvNoRerunAfterDead, sim.InvCriticalPaged, sim.InvOnePage} {
+			Expect(both).To(ContainElement("invariant "+inv), "both judges judge %s", inv)
+		}
+		Expect(both).To(ContainElement(HavePrefix("expectation fault ")))
+		Expect(ref.result.Ledger.Created).To(Equal(bb.result.Ledger.Created))
+		Expect(ref.result.Ledger.Lost).To(Equal(bb.result.Ledger.Lost))
 	})
 
 	It("catches asynq's archive dropping dead letters past its cap, naming the jobs", func() {

@@ -204,17 +204,7 @@ func producerScale(sc *scenarios.Scenario, per, rt time.Duration, k float64) (fl
 	if err != nil || len(arr) == 0 {
 		return k, ""
 	}
-	type win struct {
-		name     string
-		from, to time.Duration
-	}
-	var wins []win
-	for _, f := range sc.Faults {
-		ws, _ := f.Schedule.Windows(sc.Seed, f.Name, sc.Duration, 10_000)
-		for _, w := range ws {
-			wins = append(wins, win{"fault " + f.Name + "'s window", w.From, w.Until})
-		}
-	}
+	wins := oracle.FaultWindows(sc, sc.Seed, sc.Duration)
 	// late is the first job the drill makes or tries too late at scale x,
 	// and what it misses ("" when none is). A job counts only when the
 	// machine's costs make it late: one the fleet would try after its
@@ -246,8 +236,9 @@ func producerScale(sc *scenarios.Scenario, per, rt time.Duration, k float64) (fl
 				continue
 			}
 			for _, w := range wins {
-				if a.At >= w.from && a.At < w.to && tried >= w.to && tried0 < w.to {
-					return fmt.Sprintf("tried job %d of %d, due at +%s, after %s closed at +%s", i+1, len(arr), a.At, w.name, w.to)
+				// Missed at this scale, and not at no cost.
+				if w.Misses(a.At, tried) && !w.Misses(a.At, tried0) {
+					return fmt.Sprintf("tried job %d of %d, due at +%s, after fault %s's window closed at +%s", i+1, len(arr), a.At, w.Fault, w.Until)
 				}
 			}
 			if made >= sc.Duration && made-a.At > allow {

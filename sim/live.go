@@ -538,7 +538,7 @@ func judgePace(res *reports.Result, h *oracle.History, w *world) {
 		if created < h.Planned && h.Interrupted == "" && why == "" {
 			why = fmt.Sprintf("the drill created %d of the scenario's %d jobs: it did not run the scenario's workload", created, h.Planned)
 		}
-		if late := lateJobs(h, &w.sc); late != "" && h.Interrupted == "" && why == "" {
+		if late := oracle.LateJobs(h, &w.sc); late != "" && h.Interrupted == "" && why == "" {
 			why = late
 		}
 	}
@@ -583,61 +583,6 @@ func judgePace(res *reports.Result, h *oracle.History, w *world) {
 			" depend on leases and timeouts the drill ran late against: drill at a slower --time-scale to judge them"
 	}
 	res.Verdict, res.Error = reports.Inconclusive, why
-}
-
-// lateJobs says which jobs the drill created so late that they missed
-// what the scenario meant them to meet ("" when none did): a job due
-// inside a fault's window but created after the window closed, or due
-// before the scenario's end but created after it (the settle runs with
-// every fault undone), by more than the drill's tolerance. A burst of 10,050 jobs created over 12 s of wall
-// time at scale 10 met no fault after the scenario's 2 minutes, and
-// succeeded; the judge would have called that the system's.
-func lateJobs(h *oracle.History, sc *scenarios.Scenario) string {
-	end := h.DurationMs
-	type win struct {
-		fault    string
-		from, to int64
-	}
-	var wins []win
-	for _, f := range sc.Faults {
-		ws, _ := f.Schedule.Windows(h.Seed, f.Name, time.Duration(end)*time.Millisecond, 10_000)
-		for _, x := range ws {
-			wins = append(wins, win{f.Name, x.From.Milliseconds(), x.Until.Milliseconds()})
-		}
-	}
-	// A lag within the drill's tolerance (on the scenario's clock) is the
-	// pace the drill promises: such a job is on time.
-	var allow int64
-	if h.Slip != nil {
-		allow = int64(h.Slip.ToleranceMs * max(h.TimeScale, 1))
-	}
-	n, example := 0, ""
-	for _, hj := range h.Jobs {
-		if hj.LagMs <= allow {
-			continue
-		}
-		due, made := hj.AtMs-hj.LagMs, hj.AtMs
-		what := ""
-		for _, x := range wins {
-			if due >= x.from && due < x.to && made >= x.to {
-				what = fmt.Sprintf("fault %s's window, which closed at +%s", x.fault, time.Duration(x.to)*time.Millisecond)
-				break
-			}
-		}
-		if what == "" && end > 0 && due < end && made >= end {
-			what = fmt.Sprintf("the scenario's end at +%s", time.Duration(end)*time.Millisecond)
-		}
-		if what == "" {
-			continue
-		}
-		if n++; example == "" {
-			example = fmt.Sprintf("%s, due at +%s, created at +%s, after %s", hj.ID, time.Duration(due)*time.Millisecond, time.Duration(made)*time.Millisecond, what)
-		}
-	}
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the drill created %d jobs too late for what the scenario meant them to meet (e.g. %s): it did not run the scenario's workload on time", n, example)
 }
 
 // paceBound are the invariants a drill that fell behind its time scale

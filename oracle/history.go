@@ -19,7 +19,7 @@ import (
 // HistoryVersion is the version of the History format this package writes
 // and reads (the file's "historyVersion"). It keeps the word History: the
 // package is to hold more than the history format.
-const HistoryVersion = 1
+const HistoryVersion = 2
 
 // History is everything a live drill observed, in the order it was
 // observed: the oracle's whole input. The judge (sim.Judge, for now)
@@ -34,6 +34,9 @@ type History struct {
 	Source       string `json:"source"`
 	SourceSHA256 string `json:"sourceSha256,omitempty"`
 	Seed         uint64 `json:"seed"`
+	// Simulated says the simulator wrote the history (faultline run
+	// --history): a run on virtual time, TimeScale 0.
+	Simulated bool `json:"simulated,omitempty"`
 	// Namespace is the store namespace the drill ran in.
 	Namespace string `json:"namespace,omitempty"`
 	// TimeScale is scenario seconds per wall second; StartedAt the wall
@@ -402,12 +405,6 @@ type ProcessEvent struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Write writes h as JSON, one line (formerly sim.WriteHistory).
-func Write(w io.Writer, h *History) error {
-	enc := json.NewEncoder(w)
-	return enc.Encode(h)
-}
-
 // ErrHistory is matched by every error Read returns for a file that
 // is not a history it can read.
 var ErrHistory = errors.New("not a drill history")
@@ -416,17 +413,19 @@ var ErrHistory = errors.New("not a drill history")
 // ErrHistory, what is not one this package can read (formerly
 // sim.ReadHistory).
 func Read(r io.Reader) (*History, error) {
-	var h History
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&h); err != nil {
+	hp, err := decode(r)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHistory, err)
 	}
-	if h.Version != HistoryVersion {
-		return nil, fmt.Errorf("%w: historyVersion %d; this faultline reads version %d", ErrHistory, h.Version, HistoryVersion)
+	h := *hp
+	if h.Version != HistoryVersion && h.Version != 1 {
+		return nil, fmt.Errorf("%w: historyVersion %d; this faultline reads versions 1 and %d", ErrHistory, h.Version, HistoryVersion)
 	}
 	const maxMs = int64(1<<63-1) / int64(time.Millisecond)
 	switch {
-	case !(h.TimeScale >= 1) || h.TimeScale > 1000:
+	case h.Simulated && h.TimeScale != 0:
+		return nil, fmt.Errorf("%w: timeScale %v: a simulated run has none (it runs on virtual time)", ErrHistory, h.TimeScale)
+	case !h.Simulated && (!(h.TimeScale >= 1) || h.TimeScale > 1000):
 		return nil, fmt.Errorf("%w: timeScale %v: a drill's scale is from 1 to 1000", ErrHistory, h.TimeScale)
 	case h.DurationMs <= 0 || h.DurationMs > maxMs:
 		return nil, fmt.Errorf("%w: durationMs %d: not a duration a scenario can have", ErrHistory, h.DurationMs)

@@ -3,6 +3,7 @@ package oracle_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -49,16 +50,50 @@ var _ = Describe("A history", func() {
 		return b
 	}
 
-	It("round-trips through Write and Read byte for byte", func() {
+	It("loads as version 1, and goes through Write (version 2) and Read unchanged, smaller, and again byte for byte", func() {
 		in := fixture()
 		h, err := oracle.Read(bytes.NewReader(in))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(h.Version).To(Equal(oracle.HistoryVersion))
+		Expect(h.Version).To(Equal(1))
 		Expect(h.Events).NotTo(BeEmpty())
 		Expect(h.Attempts).NotTo(BeEmpty())
-		var out bytes.Buffer
-		Expect(oracle.Write(&out, h)).To(Succeed())
-		Expect(out.String()).To(Equal(string(in)))
+		var v2 bytes.Buffer
+		Expect(oracle.Write(&v2, h)).To(Succeed())
+		Expect(v2.String()).To(HavePrefix(`{"historyVersion":2,"records":[`))
+		Expect(json.Valid(v2.Bytes())).To(BeTrue(), "a version 2 history is one JSON document")
+		Expect(v2.Len()).To(BeNumerically("<", len(in)), "its events name jobs by index")
+		back, err := oracle.Read(bytes.NewReader(v2.Bytes()))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(back.Version).To(Equal(2))
+		back.Version = 1
+		Expect(back).To(Equal(h))
+
+		var again bytes.Buffer
+		Expect(oracle.Write(&again, back)).To(Succeed())
+		Expect(again.String()).To(Equal(v2.String()))
+	})
+
+	It("names a job again after the writer let it go, and refuses a record naming a job the table does not hold", func() {
+		var b bytes.Buffer
+		hw := oracle.NewHistoryWriter(&b)
+		hw.Job(oracle.Job{ID: "a", Task: "t", Outcome: "ok"})
+		hw.Event(oracle.Event{JobID: "a", Task: "t", From: "none", To: "queued", Reason: "enqueued"})
+		hw.Forget("a")
+		hw.Event(oracle.Event{JobID: "a", Task: "t", From: "succeeded", To: "queued", Reason: "requeued"})
+		hw.Call(oracle.Call{JobID: "stranger", Dependency: "d"})
+		Expect(hw.Close(&oracle.History{Scenario: "x", TimeScale: 1, DurationMs: 1000, Workers: []string{"w1"}, Snapshots: []oracle.Snapshot{{}}})).To(Succeed())
+		h, err := oracle.Read(&b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.Jobs).To(HaveLen(1), "a job named but not made is not the producer's")
+		Expect(h.Events).To(HaveLen(2))
+		Expect(h.Events[1]).To(And(HaveField("JobID", "a"), HaveField("Task", "t")))
+		Expect(h.Calls).To(ConsistOf(HaveField("JobID", "stranger")))
+		Expect(h.Snapshots).To(HaveLen(1))
+
+		bad := `{"historyVersion":2,"records":[{"event":{"i":3,"atMs":0}}],"history":{"scenario":"x","timeScale":1,"durationMs":1000,"workers":["w1"]}}`
+		_, err = oracle.Read(strings.NewReader(bad))
+		Expect(errors.Is(err, oracle.ErrHistory)).To(BeTrue())
+		Expect(err).To(MatchError(ContainSubstring("names job 3, which the job table before it does not hold")))
 	})
 
 	It("is refused by Read when it is not a history, with an error matching ErrHistory", func() {
@@ -68,6 +103,9 @@ var _ = Describe("A history", func() {
 			`{"scenario": "x"}`,
 			`{"historyVersion": 99, "scenario": "x", "timeScale": 1, "durationMs": 1000, "workers": ["w1"]}`,
 			`{"historyVersion": 1, "scenario": "x", "timeScale": 1, "durationMs": 1000, "workers": ["w1"]}`,
+			`{"historyVersion":2,"records":[`,
+			`{"historyVersion":2,"records":[{"nothing":{}}],"history":{}}`,
+			`{"historyVersion":2,"records":[],"history":{"scenario":"x","simulated":true,"timeScale":1,"durationMs":1000,"workers":["w1"]}}`,
 		} {
 			h, err := oracle.Read(strings.NewReader(in))
 			Expect(err).To(HaveOccurred(), "%q", in)

@@ -135,6 +135,8 @@ func (o Observed) Lacks(need Evidence) (string, bool) {
 
 // The reasons a live run lacks a kind of evidence.
 const (
+	whyBudgetsSim    = "a simulated run's history does not record its retry budgets' counts (its own report has them)"
+	whyTextsSim      = "a simulated run's history keeps a notification's summaries only, not its jobs' error texts and payload fields (its own report judged them)"
 	whyBudgets       = "a drill's retry budgets live in each worker process, which does not report them"
 	whyOldAlerter    = "the drill's history does not record its alerter's own counts (a history from an older faultline)"
 	whyTrimmed       = "the store's event stream was trimmed before the drill read all of it"
@@ -150,13 +152,21 @@ const (
 	whyNoSeverity    = "no entry of the DLQ carries a severity (at the layout's dlq.fields.severity): where none is written, none can be judged"
 )
 
-// Observed says what the drill that wrote h observed: a drill of the
+// Observed says what the run that wrote h observed: a simulated run
+// everything but its retry budgets' counts and its texts; a drill of the
 // reference workers everything but the retry budgets (and the DLQ's
 // successive reads, which its event stream replaces); a black-box drill
 // the jobs, the call log, the deliveries (when the system was given the
 // receivers), and the DLQ.
 func (h *History) Observed() Observed {
 	var o Observed
+	if h.Simulated {
+		// faultline run --history: everything but what the format does
+		// not carry.
+		o.lack(EvBudgets, whyBudgetsSim)
+		o.lack(EvTexts, whyTextsSim)
+		return o
+	}
 	if h.External == nil {
 		o.lack(EvBudgets, whyBudgets)
 		o.lack(EvDLQReads, whyReadsRef)

@@ -159,7 +159,9 @@ type world struct {
 	repeatEvery time.Duration
 	// judge is set when the world judges a drill's history instead of
 	// running (see Judge).
-	judge     *judge
+	judge *judge
+	// rec writes the run's history as it goes (WithHistory), or nil.
+	rec       *recorder
 	firstCrit time.Duration
 	hasCrit   bool
 	// critFPs are the alert fingerprints of critical failures; the first
@@ -224,6 +226,11 @@ func Run(ctx context.Context, sc scenarios.Scenario, opts ...Option) (*reports.R
 		d.annotate(res)
 	}
 	res.Reproduce = o.name
+	if w.rec != nil {
+		if err := w.closeHistory(res); err != nil {
+			return res, fmt.Errorf("write the run's history: %w", err)
+		}
+	}
 	return res, nil
 }
 
@@ -298,6 +305,9 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 
 func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, error) {
 	w := baseWorld(ctx, sc)
+	if o.history != nil {
+		w.rec = &recorder{hw: oracle.NewHistoryWriter(o.history), source: o.source}
+	}
 
 	inj, err := faults.NewInjector(w.seed, sc.Faults)
 	if err != nil {
@@ -588,6 +598,9 @@ func (w *world) create(t *taskGen, pj scenarios.PlannedJobSpec) {
 	now := w.clk.Now()
 	j, n := w.newJob(t, pj, now)
 	w.led.Register(j.ID, j.Task, n)
+	if w.rec != nil {
+		w.recordJob(j)
+	}
 	if err := w.backend.Enqueue(w.ctx, j, now); err != nil {
 		w.led.Unregister(j.ID)
 		w.errs = append(w.errs, fmt.Errorf("enqueue job %s at %s: %w", j.ID, fmtOffset(w.now()), err))
@@ -634,6 +647,9 @@ func (w *world) newJob(t *taskGen, pj scenarios.PlannedJobSpec, now time.Time) (
 
 // observe is the store's Observer: the ledger, and a wake for idle workers.
 func (w *world) observe(e disposition.Event) {
+	if w.rec != nil {
+		w.recordEvent(e)
+	}
 	w.led.Observe(e)
 	if e.To == disposition.Queued && len(w.idle) > 0 {
 		w.kick = true
@@ -711,6 +727,9 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 		}
 		eff = w.inj.Call(target, dependencyCall(off, j))
 		w.noteCall(j.Dependency, off)
+		if w.rec != nil {
+			w.recordCall(off, j, eff)
+		}
 	}
 	slow := w.inj.Call(faults.Target{Kind: faults.Store}, faults.Call{At: off, JobID: j.ID})
 	if eff.Err == nil || eff.Charged {
@@ -803,7 +822,10 @@ func (w *world) complete(s *slot) {
 		}
 	}
 	w.attemptEnded(s, r, &o)
-	w.apply(s.lease, &o, r, now)
+	result := w.apply(s.lease, &o, r, now)
+	if w.rec != nil {
+		w.recordAttemptOf(s, &o, result)
+	}
 	if r != nil && r.Kept() {
 		// Those no longer kept (written or parked since) are let go of
 		// here, so the list stays as short as what the worker keeps.
@@ -862,7 +884,10 @@ func (w *world) dropKept(s *slot) {
 // the pipeline, or kept by it in memory when the held set is full too; its
 // handler never runs again, and retryHolds writes it later. now is the
 // clock's now (the attempt's end): o is large, and passed by reference.
-func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) {
+//
+// It returns what became of the move, as a drill's worker reports it:
+// applied, fenced, kept or failed.
+func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) string {
 	err := w.pipeline.Apply(w.ctx, l, *o, now)
 	switch {
 	case err == nil:
@@ -876,12 +901,14 @@ func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now ti
 			w.led.Note(r, "the DLQ did not take the dead letter: it is held with its entry; only the write is retried")
 			w.scheduleHolds()
 		}
+		return "applied"
 	case errors.Is(err, queue.ErrLeaseLost):
 		w.led.Settle(r, false)
 		w.led.AddFenced()
 		if r != nil {
 			w.led.Note(r, "late completion (%s) fenced off: the lease was lost", o.Action)
 		}
+		return "fenced"
 	case errors.Is(err, worker.ErrKept):
 		// Neither the DLQ nor the held set took it: the worker keeps it,
 		// its lease alive. The verdict stays pending until it is parked.
@@ -890,18 +917,24 @@ func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now ti
 			w.led.Note(r, "the dead letter is kept by the worker, its lease kept alive (%v)", err)
 		}
 		w.scheduleHolds()
+		return "kept"
 	default:
 		w.led.Settle(r, false)
 		if r != nil {
 			w.led.Note(r, "the store failed (%v): the job comes back when its lease expires", err)
 		}
 		w.at(l.Expires.Sub(w.start), w.recoverFn)
+		return "failed"
 	}
 }
 
 // overflow is the store's OnOverflow: the ledger counts refusals, and the
 // DLQ monitor hears of it at once, whenever it happens.
 func (w *world) overflow(o store.Overflow) {
+	if w.rec != nil {
+		w.rec.hw.Overflow(oracle.Overflow{AtMs: o.At.Sub(w.start).Milliseconds(), JobID: o.JobID, Policy: o.Policy.String(),
+			Capacity: o.Capacity, Evicted: o.Evicted, Held: o.Held})
+	}
 	if o.Policy == store.Reject {
 		w.led.Refuse(o.JobID)
 		if r := w.led.Job(o.JobID); r != nil {
@@ -1052,6 +1085,9 @@ func (w *world) strikeSlot(i int, s *slot) {
 func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
 	at := t.At.Sub(w.start)
 	w.trans = append(w.trans, reports.Transition{AtMs: at.Milliseconds(), Breaker: br.name, From: t.From.String(), To: t.To.String(), Reason: t.Reason})
+	if w.rec != nil {
+		w.recordBreaker(w.trans[len(w.trans)-1])
+	}
 	if t.From != br.state || !legalBreaker(t.From, t.To) {
 		w.led.Fail(InvBreakerLegal, nil, "breaker %s moved %s → %s (%s), but it was %s", br.name, t.From, t.To, t.Reason, br.state)
 	}
@@ -1206,6 +1242,9 @@ func (w *world) reconcile(full bool) {
 	st, err := w.backend.Stats(w.ctx)
 	if err != nil {
 		return
+	}
+	if w.rec != nil {
+		w.recordSnapshot(c, st)
 	}
 	inDLQ := int64(st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()] + st.ByStatus[dlq.Deleted.String()] + st.Corrupt)
 	// A difference is reported once until it changes; the DLQ is listed
@@ -1465,7 +1504,14 @@ func (s *recordingSink) Send(_ context.Context, n alert.Notification) error {
 	eff := s.w.inj.Call(faults.Target{Kind: faults.AlertSink, Name: s.name}, faults.Call{At: s.w.now()})
 	if eff.Err != nil {
 		s.w.alerts.Rejected++
-		return fmt.Errorf("alert sink %s (fault %s): %w", s.name, eff.Fault, eff.Err)
+		err := fmt.Errorf("alert sink %s (fault %s): %w", s.name, eff.Fault, eff.Err)
+		if s.w.rec != nil {
+			s.w.recordDelivery(s.name, n, err)
+		}
+		return err
+	}
+	if s.w.rec != nil {
+		s.w.recordDelivery(s.name, n, nil)
 	}
 	s.w.deliver(s.name, n)
 	return nil

@@ -385,6 +385,12 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		res.Warnings = append(res.Warnings, "the store's event stream was trimmed before the drill read all of it: conservation is not observable for this drill")
 	}
 	res.Warnings = append(res.Warnings, h.Notes...)
+	if h.Simulated {
+		// A simulated run's history (faultline run --history): no pace,
+		// no processes, the simulator's own virtual time.
+		judgeEvidence(res, h, w)
+		return res, nil
+	}
 	res.Live = liveSection(h)
 	judgePace(res, h, w)
 	judgeEvidence(res, h, w)
@@ -763,6 +769,10 @@ func judgeFaults(sc *scenarios.Scenario, h *oracle.History) []reports.Fault {
 	}
 	return out
 }
+
+// SimulatedNote is the warning a simulated run's report carries when it is
+// judged again from its history.
+const SimulatedNote = "judged again from a simulated run's history (faultline run --history): the run's own report is the one reproducible to the byte"
 
 // LiveNote is the warning every drill's report carries.
 func LiveNote(scale float64) string {

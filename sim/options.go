@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"io"
 	"context"
 	"hash/fnv"
 	"math/rand/v2"
@@ -75,6 +76,8 @@ type options struct {
 	breaker    func(Env, degrade.BreakerConfig) (Breaker, error)
 	name       string
 	dlqOnly    func(ctx context.Context, env Env) (TeamDLQ, error)
+	history    io.Writer
+	source     string
 }
 
 // WithSeed runs the scenario with seed instead of its own.

@@ -602,7 +602,11 @@ could not keep pace with its time scale).`,
 				return &InvalidInputError{Err: err}
 			}
 			scenarios.Annotate(res, l, src)
-			res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
+			note := sim.LiveNote(h.TimeScale)
+			if h.Simulated {
+				note = sim.SimulatedNote
+			}
+			res.Warnings = append([]string{note}, res.Warnings...)
 			if err := writeReportText(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {
 				return err
 			}

@@ -39,6 +39,7 @@ type runFlags struct {
 	progress  string
 	shrunkOut string
 	shard     string
+	history   string
 	limits    limitFlags
 	store     runBackendFlags
 }
@@ -108,6 +109,7 @@ keys when it ends. The report is the same on every backend, byte for byte.`,
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.shard, "shard", "", "run the I-th of N shares of the (scenario, seed) pairs, 1-based (e.g. 2/8), for report merge")
+	fl.StringVar(&f.history, "history", "", "write the run's history to this file, as the run goes (mode 0600: it holds the DLQ's payloads as they are), for faultline report check to judge again; one scenario, one seed")
 	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
 	f.limits.register(fl)
 	f.store.register(c)
@@ -286,6 +288,8 @@ type job struct {
 	state jobState
 	// verdict is res's, kept when res is released (see release).
 	verdict reports.Verdict
+	// history is the file the run streams its history to ("": none).
+	history string
 }
 
 // done says the job finished: res or err is its outcome.
@@ -373,6 +377,12 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		seedSpec = fmt.Sprintf("seed %d", f.seed)
 	}
 	jobs := plan.jobs(shard)
+	if f.history != "" {
+		if len(jobs) != 1 {
+			return usage(c, fmt.Errorf("--history writes one run's history: give one scenario and at most one seed (this is %d runs)", len(jobs)))
+		}
+		jobs[0].history = f.history
+	}
 
 	bar := newBar(errw, f.progress, len(jobs))
 	p := &printer{w: out, sweep: sweep, color: colorFor(out)}
@@ -586,7 +596,18 @@ func runOne(ctx context.Context, j *job, open runStore) (*reports.Result, error)
 		defer done()
 		opts = append(opts, opt)
 	}
-	return sim.Run(ctx, j.t.loaded.Scenario, opts...)
+	if j.history == "" {
+		return sim.Run(ctx, j.t.loaded.Scenario, opts...)
+	}
+	f, err := os.OpenFile(j.history, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--history: %w", err)
+	}
+	res, err := sim.Run(ctx, j.t.loaded.Scenario, append(opts, sim.WithHistory(f, j.t.file))...)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("--history: %w", cerr)
+	}
+	return res, err
 }
 
 // aheadPerWorker bounds how far past the first unreported job the workers

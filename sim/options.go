@@ -1,9 +1,9 @@
 package sim
 
 import (
-	"io"
 	"context"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 
 	"github.com/faultline/faultline/reference/alert"

@@ -121,6 +121,32 @@ var _ = Describe("faultline report check", func() {
 	})
 })
 
+var _ = Describe("faultline run --history", func() {
+	It("writes a simulated run's history (mode 0600) that report check judges to the run's own verdict", func() {
+		dir := GinkgoT().TempDir()
+		f := filepath.Join(dir, "h.json")
+		out, stderr, code := run("run", "dlq-full-reject", "--seed", "2", "--history", f, "--no-shrink")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		Expect(out).To(HavePrefix("PASS"))
+		st, err := os.Stat(f)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		again, stderr, code := run("report", "check", f)
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		Expect(again).To(And(HavePrefix("PASS  dlq-full-reject  seed 2"), ContainSubstring("judged again from a simulated run's history")))
+		Expect(again).NotTo(ContainSubstring("wall clock"))
+	})
+
+	It("writes one run's history only: more than one run is refused, saying why", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "h.json")
+		_, stderr, code := run("run", "dlq-basics", "--seeds", "1..2", "--history", f)
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(stderr).To(ContainSubstring("--history writes one run's history: give one scenario and at most one seed (this is 2 runs)"))
+		_, err := os.Stat(f)
+		Expect(os.IsNotExist(err)).To(BeTrue(), "nothing written")
+	})
+})
+
 var _ = Describe("faultline drill --all", func() {
 	It("takes no scenario besides it (exit 2, saying why)", func() {
 		_, stderr, code := run("drill", "--all", "dlq-basics", "--redis-url", "127.0.0.1:1")

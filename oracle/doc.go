@@ -80,11 +80,36 @@
 // Files: expect.go (Evaluate, Observation, Probe), evaluate.go (each
 // expectation's evaluation, FaultChecks).
 //
+// # The evidence checks read
+//
+// Every invariant and expectation declares the kinds of evidence it reads
+// (Evidence; InvariantReads, ExpectationReads), and a history says what its
+// run observed and why it lacks the rest (History.Observed, Simulated): a
+// check whose evidence the run lacks is not observable, with why — no
+// judge keeps a list of what it cannot see. Files: evidence.go.
+//
+// # The black-box judge, pacing and the live section
+//
+// JudgeBlackBox judges a black-box drill's history (blackbox.go): where
+// each job ended and what crossed the system's edges. FaultWindows and
+// LateJobs (pace.go) are the one computation of where a scenario's faults
+// are on, which the drill's pacing and the judge share; LiveSection,
+// JudgedFaults and RepeatEvery (live.go) are what every judge of a live
+// history reports alike.
+//
+// # The history format on disk
+//
+// Version 2 (history2.go): one JSON document whose records stream — a job
+// table, then events, attempts and calls naming their job by index — so
+// that the simulator writes it as it runs (HistoryWriter, memory flat) and
+// Read takes a record at a time; version 1 (one History object) still
+// loads.
+//
 // # What is to come
 //
-// The result and the live judges move here from package sim in later
-// steps, so that the simulator and the drills feed one oracle over one
-// history, and sim is only the engine.
+// The ledger's judge (sim.Judge, which replays a history into the
+// engine's world for the pages and breakers it tracks) moves here, so
+// that sim is only the engine.
 //
 // # What it may import
 //

@@ -347,7 +347,7 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 
 	// The alerter, delivering through recording sinks.
 	acfg := sc.AlertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
-	w.repeatEvery = repeatEvery(acfg)
+	w.repeatEvery = oracle.RepeatEvery(acfg)
 	if o.alerter != nil {
 		w.alerter, err = o.alerter(w.env, acfg)
 	} else {
@@ -834,18 +834,6 @@ func (w *world) complete(s *slot) {
 	}
 	s.rec, s.att, s.job = nil, worker.Attempt{}, job.Job{}
 	w.setIdle(s)
-}
-
-// repeatEvery is the shortest repeat interval of an alerter's
-// configuration: one-page-per-repeat-interval's window.
-func repeatEvery(acfg alert.Config) time.Duration {
-	d := acfg.WithDefaults().Timing.RepeatInterval
-	for _, r := range acfg.Routes {
-		if t := r.Timing.RepeatInterval; t > 0 && t < d {
-			d = t
-		}
-	}
-	return d
 }
 
 // recordAttempt tells the ledger of an attempt's outcome (fault and truth

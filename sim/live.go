@@ -183,7 +183,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		return nil, err
 	}
 	if h.External != nil {
-		return judgeExternal(sc, h), nil
+		return oracle.JudgeBlackBox(sc, h), nil
 	}
 	w := baseWorld(ctx, sc)
 	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]oracle.Attempt{}}
@@ -191,7 +191,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	w.led.KeepAll()
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}
-	w.repeatEvery = repeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil }))
+	w.repeatEvery = oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil }))
 	for _, bc := range sc.System.Breakers {
 		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}, state: degrade.Closed})
 		j.procBreakers[bc.Config.Name] = map[string]degrade.State{}
@@ -203,7 +203,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		_ = json.Unmarshal(raw, &probe)
 		j.dlq = append(j.dlq, dlq.Decode(probe.Job.ID, raw))
 	}
-	j.faults = judgeFaults(&sc, h)
+	j.faults = oracle.JudgedFaults(&sc, h)
 
 	items := make([]judged, 0, len(h.Jobs)+len(h.Events)+len(h.Snapshots)+len(h.Attempts)+len(h.Calls)+len(h.Deliveries)+len(h.Breakers)+len(h.Processes))
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -391,7 +391,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		judgeEvidence(res, h, w)
 		return res, nil
 	}
-	res.Live = liveSection(h)
+	res.Live = oracle.LiveSection(h)
 	judgePace(res, h, w)
 	judgeEvidence(res, h, w)
 	judgeUnlanded(res, h)
@@ -607,36 +607,6 @@ var paceBound = map[string]bool{
 	InvAttempts:           true,
 }
 
-// liveSection is the report's account of how a drill ran: its scale, its
-// processes' events, and the latencies of the dependencies' calls.
-func liveSection(h *oracle.History) *reports.Live {
-	l := &reports.Live{TimeScale: h.TimeScale, StartedAt: h.StartedAt.UTC().Format(time.RFC3339Nano), Workers: len(h.Workers),
-		Processes: map[string]int{}, Latencies: []reports.Latency{}, Aborted: h.Aborted}
-	for _, p := range h.Processes {
-		l.Processes[p.Kind]++
-	}
-	by := map[string][]float64{}
-	var deps []string
-	for _, c := range h.Calls {
-		if c.Outcome == "" {
-			continue
-		}
-		if _, ok := by[c.Dependency]; !ok {
-			deps = append(deps, c.Dependency)
-		}
-		by[c.Dependency] = append(by[c.Dependency], c.TookMs)
-	}
-	slices.Sort(deps)
-	for _, d := range deps {
-		ms := by[d]
-		slices.Sort(ms)
-		q := func(p float64) float64 { return ms[min(len(ms)-1, int(p*float64(len(ms))))] }
-		l.Latencies = append(l.Latencies, reports.Latency{What: "dependency " + d, Calls: int64(len(ms)),
-			P50Ms: q(0.50), P95Ms: q(0.95), P99Ms: q(0.99), MaxMs: ms[len(ms)-1]})
-	}
-	return l
-}
-
 // jobN is a generated job's number, 0 for an explicit job's ID.
 func jobN(id string) int64 {
 	n, ok := oracle.JobNumber(id)
@@ -748,26 +718,6 @@ func parseBreakerState(s string) degrade.State {
 		}
 	}
 	return 0
-}
-
-// judgeFaults is the faults' report: as the drill recorded them, with the
-// scenario's requireHits.
-func judgeFaults(sc *scenarios.Scenario, h *oracle.History) []reports.Fault {
-	out := slices.Clone(h.Faults)
-	for i := range out {
-		for _, f := range sc.Faults {
-			if f.Name == out[i].Name {
-				out[i].RequireHits = f.RequireHits
-			}
-		}
-		if out[i].Windows == nil {
-			out[i].Windows = [][2]int64{}
-		}
-	}
-	if out == nil {
-		out = []reports.Fault{}
-	}
-	return out
 }
 
 // SimulatedNote is the warning a simulated run's report carries when it is

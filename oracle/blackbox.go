@@ -1,0 +1,668 @@
+package oracle
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reports"
+	"github.com/faultline/faultline/scenarios"
+)
+
+// blackInvariants are the invariants a black-box report lists, in its
+// order: those it has a check for from outside, then the ledger's others
+// (not observable from outside, each saying what it reads), the planted-
+// secrets one only for a scenario that plants secrets.
+func blackInvariants(secrets bool) []string {
+	out := []string{InvConservation, InvNotBoth, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
+		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity}
+	for _, name := range Invariants() {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if secrets {
+		out = append(out, InvNoSecretLeaves)
+	}
+	return out
+}
+
+// blackJob is one injected job as the black-box oracle follows it.
+type blackJob struct {
+	h Job
+	// calls are its calls, in arrival order.
+	calls []Call
+	// okAt is the first successful call's offset (-1: none).
+	okAt int64
+	// inDLQ counts its active entries at the end; everDLQ says a read
+	// saw it there; firstDLQ when; leftDLQ a read saw it leave.
+	inDLQ    int
+	everDLQ  bool
+	firstDLQ int64
+	leftDLQ  bool
+	queued   bool
+	severity string
+	// dupSeen says a duplicate entry was already reported.
+	dupSeen bool
+}
+
+// unseen says the job's injection timed out and the system never showed
+// it: not the system's, as far as anyone can tell.
+func (j *blackJob) unseen() bool {
+	return j.h.Outcome == "unknown" && len(j.calls) == 0 && !j.everDLQ && j.inDLQ == 0
+}
+
+// blackJudge judges a black-box history.
+type blackJudge struct {
+	sc  *scenarios.Scenario
+	h   *History
+	x   *ExternalRun
+	res *reports.Result
+	// counts are the violations per invariant; checked the invariants
+	// judged.
+	counts map[string]int64
+	jobs   map[string]*blackJob
+	order  []string
+}
+
+func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any) {
+	b.counts[inv]++
+	if b.counts[inv] > reports.MaxListedViolations {
+		return
+	}
+	b.res.Violations = append(b.res.Violations, reports.Violation{Invariant: inv, Message: fmt.Sprintf(format, args...), JobID: job, AtMs: at, Seed: b.h.Seed})
+}
+
+// JudgeBlackBox computes a black-box drill's result from its history
+// alone: every invariant that can be judged from outside (the call log,
+// the deliveries, the DLQ's reads, the queue at the end), each named, and
+// those that cannot listed as not observable.
+func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
+	// The judge reads the history in time order, whatever order a hand-
+	// edited file gives.
+	h = sortedHistory(h)
+	x := h.External
+	res := &reports.Result{ReportVersion: reports.ReportVersion, Scenario: sc.Name, Description: sc.Description, Seed: h.Seed,
+		DurationMs: sc.Duration.Milliseconds(), EndedAtMs: h.EndedMs, Expectations: []reports.Expectation{}, Violations: []reports.Violation{},
+		Fates: []reports.JobFate{}, Breakers: []reports.Transition{}, Confusion: []reports.Confusion{}, Steps: []reports.Step{}}
+	b := &blackJudge{sc: &sc, h: h, x: x, res: res, counts: map[string]int64{}, jobs: map[string]*blackJob{}}
+	for _, hj := range h.Jobs {
+		if hj.Outcome == "failed" {
+			continue // never the system's
+		}
+		b.jobs[hj.ID] = &blackJob{h: hj, okAt: -1, firstDLQ: -1}
+		b.order = append(b.order, hj.ID)
+	}
+	for _, c := range h.Calls {
+		if j := b.jobs[c.JobID]; j != nil {
+			j.calls = append(j.calls, c)
+			if j.okAt < 0 && (c.Outcome == "ok" || c.Outcome == "replayed") {
+				j.okAt = c.AtMs
+			}
+		}
+	}
+	for _, id := range x.Queued {
+		if j := b.jobs[id]; j != nil {
+			j.queued = true
+		}
+	}
+	corrupt := 0
+	for _, e := range x.Entries {
+		switch {
+		case e.Corrupt != "":
+			corrupt++
+		case e.Inactive:
+		default:
+			if j := b.jobs[e.JobID]; j != nil {
+				j.inDLQ++
+				if j.severity == "" {
+					j.severity = e.Severity
+				}
+			}
+		}
+	}
+	res.Faults = JudgedFaults(&sc, h)
+	res.Warnings = append(res.Warnings, h.Notes...)
+	if h.Interrupted != "" {
+		res.Verdict, res.Error = reports.Interrupted, h.Interrupted
+	}
+	if corrupt > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d DLQ entries could not be read (corrupt or without a job ID at the layout's id path): shown in the DLQ, and the jobs they hold cannot be named", corrupt))
+	}
+	for _, e := range x.InjectErrors {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("job %s could not be injected at %s: %s (not judged: it was never the system's)", e.JobID, fmtMs(e.AtMs), e.Error))
+	}
+	if len(x.ReadErrors) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of the DLQ's reads failed (first at %s: %s): what changed between the others is judged", len(x.ReadErrors), fmtMs(x.ReadErrors[0].AtMs), x.ReadErrors[0].Error))
+	}
+
+	judged := h.Interrupted == ""
+	obs := h.Observed()
+	pageWithin := sc.Invariants.PageWithin
+	// Each check runs when the history has what it reads.
+	can := func(name string) bool { return obs.Has(InvariantReads(name, FromOutside)) }
+	b.reads()
+	b.conservation()
+	b.charges()
+	b.finalRetries()
+	if can(InvCriticalPaged) && pageWithin >= 0 {
+		b.pages(pageWithin)
+	}
+	if can(InvDLQSeverity) {
+		b.severities()
+	}
+	notes := map[string]string{
+		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
+		InvDLQNeverShrinks: shrinkNote(b.shrinks()),
+		InvCriticalPaged:   "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer",
+	}
+	invs := []reports.InvariantResult{}
+	for _, name := range blackInvariants(len(sc.Invariants.Secrets) > 0) {
+		r := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: b.counts[name], Note: notes[name]}
+		why, lacking := obs.Lacks(InvariantReads(name, FromOutside))
+		switch {
+		case lacking:
+			r.Verdict, r.Note, r.Violations = reports.NotObservable, why, 0
+		case pageWithin < 0 && (name == InvCriticalPaged || name == InvOnePage):
+			r.Verdict, r.Note = reports.Skipped, "turned off (invariants.pageWithin < 0)"
+		case !judged:
+			r.Verdict, r.Note = reports.Skipped, "the drill was interrupted: "+h.Interrupted
+		case b.counts[name] > 0:
+			r.Verdict = reports.Failed
+		}
+		invs = append(invs, r)
+	}
+	res.Invariants = invs
+	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
+	if !judged {
+		// Judged on part of a drill, a violation would mean nothing.
+		res.Violations = []reports.Violation{}
+	}
+
+	b.ledger()
+	b.dlq()
+	b.alerts()
+	b.expectations()
+	FaultChecks(res, h.Interrupted)
+	if h.Interrupted != "" {
+		for i := range res.Expectations {
+			res.Expectations[i].Verdict = reports.Skipped
+		}
+	}
+	res.Live = LiveSection(h)
+	res.Live.External = b.external()
+	if h.Aborted != "" && res.Verdict == "" {
+		res.Verdict, res.Error = reports.Interrupted, "aborted: "+h.Aborted
+	}
+	if res.Verdict == "" {
+		res.Verdict = reports.Passed
+		for _, inv := range res.Invariants {
+			if inv.Verdict == reports.Failed {
+				res.Verdict = reports.Failed
+			}
+		}
+		for _, e := range res.Expectations {
+			if e.Verdict == reports.Failed {
+				res.Verdict = reports.Failed
+			}
+		}
+	}
+	return res
+}
+
+func fmtMs(ms int64) string { return "+" + (time.Duration(ms) * time.Millisecond).String() }
+
+// shrinks are the declared ways out of the DLQ: the scenario's (judged
+// again with `report check --scenario`, its own), else the history's.
+func (b *blackJudge) shrinks() []string {
+	if x := b.sc.System.External; x != nil {
+		return x.DLQShrinks
+	}
+	return b.x.DLQShrinks
+}
+
+func shrinkNote(declared []string) string {
+	if len(declared) == 0 {
+		return "no mechanism declared (system.external.dlqShrinks): every entry that leaves the DLQ is a violation"
+	}
+	return "declared: " + strings.Join(declared, ", ") + " — entries leaving the DLQ are counted, not failed"
+}
+
+// reads replays the DLQ's reads: an entry seen twice for one job, an
+// entry leaving by no declared mechanism.
+func (b *blackJudge) reads() {
+	cur := map[string]int{}
+	allowed := len(b.shrinks()) > 0
+	reads := b.x.Reads
+	addedAt := func(k int, id string) bool {
+		if k >= len(reads) {
+			return false
+		}
+		return slices.ContainsFunc(reads[k].Added, func(it DLQItem) bool { return it.JobID == id })
+	}
+	for k, r := range reads {
+		for _, it := range r.Added {
+			j := b.jobs[it.JobID]
+			if j == nil {
+				continue // not a job of the drill's
+			}
+			cur[it.JobID]++
+			if !j.everDLQ {
+				j.everDLQ, j.firstDLQ = true, r.AtMs
+			}
+		}
+		for _, it := range r.Removed {
+			j := b.jobs[it.JobID]
+			if j == nil {
+				continue
+			}
+			cur[it.JobID]--
+			if addedAt(k+1, it.JobID) {
+				continue // moved (from one list to another) between two reads
+			}
+			j.leftDLQ = true
+			if !allowed {
+				b.fail(InvDLQNeverShrinks, it.JobID, r.AtMs, "job %s's entry left the DLQ by %s (it was at %s): the DLQ shrank and the scenario declares no way it may (dlqShrinks) — a trim (LTRIM), a cap or an expiry drops dead letters silently", it.JobID, fmtMs(r.AtMs), it.Source)
+			}
+		}
+		// Two entries for one job, seen by two reads in a row (not a
+		// move caught half-way) or at the end.
+		for _, it := range r.Added {
+			j := b.jobs[it.JobID]
+			if j == nil || j.dupSeen || cur[it.JobID] < 2 {
+				continue
+			}
+			if k+1 < len(reads) && slices.ContainsFunc(reads[k+1].Removed, func(x DLQItem) bool { return x.JobID == it.JobID }) {
+				continue
+			}
+			j.dupSeen = true
+			b.fail(InvOneDLQEntry, it.JobID, r.AtMs, "job %s has two entries in the DLQ at %s (the second at %s): one failed job, one entry — a retry that dead-letters again must replace its entry, not add one", it.JobID, fmtMs(r.AtMs), it.Source)
+		}
+	}
+}
+
+// sortedHistory returns h with its calls, deliveries and reads in time
+// order (stable: the order of one instant is kept).
+func sortedHistory(h *History) *History {
+	c := *h
+	byAt := func(a, b int64) int { return cmp.Compare(a, b) }
+	c.Calls = slices.Clone(h.Calls)
+	slices.SortStableFunc(c.Calls, func(a, b Call) int { return byAt(a.AtMs, b.AtMs) })
+	c.Deliveries = slices.Clone(h.Deliveries)
+	slices.SortStableFunc(c.Deliveries, func(a, b Delivery) int { return byAt(a.AtMs, b.AtMs) })
+	c.Processes = slices.Clone(h.Processes)
+	slices.SortStableFunc(c.Processes, func(a, b ProcessEvent) int { return byAt(a.AtMs, b.AtMs) })
+	x := *h.External
+	x.Reads = slices.Clone(h.External.Reads)
+	slices.SortStableFunc(x.Reads, func(a, b DLQRead) int { return byAt(a.AtMs, b.AtMs) })
+	c.External = &x
+	return &c
+}
+
+// conservation: every job succeeded, sits in the DLQ, or is named as
+// still queued; none both succeeded and dead-lettered.
+func (b *blackJudge) conservation() {
+	end := b.h.EndedMs + b.x.DrainMs
+	for _, id := range b.order {
+		j := b.jobs[id]
+		switch {
+		case j.okAt >= 0 && j.inDLQ > 0:
+			b.fail(InvNotBoth, id, end, "job %s succeeded at %s and is also in the DLQ: an operator would run it again (a second charge)", id, fmtMs(j.okAt))
+		case j.okAt >= 0 || j.inDLQ > 0:
+			if j.inDLQ > 1 && !j.dupSeen {
+				b.fail(InvOneDLQEntry, id, end, "job %s has %d entries in the DLQ at the end: one failed job, one entry", id, j.inDLQ)
+			}
+		case j.unseen():
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s's injection timed out and the system never showed it (no call, no DLQ entry): not judged", id))
+		case j.queued:
+			b.fail(InvConservation, id, end, "job %s is still in the system's queue %s after the scenario's end: not lost, but never handled within the drain — a worker that does not read its queue, or one too slow for the workload (raise system.external.drain if it is slow by design)", id, time.Duration(b.x.DrainMs)*time.Millisecond)
+		default:
+			b.fail(InvConservation, id, end, "job %s was lost: %s", id, b.lostStory(j))
+		}
+	}
+}
+
+// lostStory says what the drill saw of a lost job.
+func (b *blackJudge) lostStory(j *blackJob) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "injected at %s, ", fmtMs(j.h.AtMs))
+	if n := len(j.calls); n == 0 {
+		s.WriteString("never called its dependency")
+	} else {
+		last := j.calls[n-1]
+		fmt.Fprintf(&s, "called %d time(s), the last at %s answered %s", n, fmtMs(last.AtMs), answer(last))
+	}
+	s.WriteString("; never succeeded")
+	switch {
+	case j.everDLQ && j.leftDLQ:
+		fmt.Fprintf(&s, "; it was in the DLQ at %s and then left it", fmtMs(j.firstDLQ))
+	default:
+		s.WriteString("; never in the DLQ")
+	}
+	if b.x.QueueObservable {
+		s.WriteString("; not in the queue at the end")
+	} else {
+		s.WriteString("; the queue itself is not observable through this inject adapter")
+	}
+	if b.x.SettledMs < 0 && !j.leftDLQ {
+		fmt.Fprintf(&s, " (the jobs had not settled when the drain of %s ended: it may be in flight inside the system — a longer system.external.drain tells)", time.Duration(b.x.DrainMs)*time.Millisecond)
+	}
+	return s.String()
+}
+
+// answer describes a call's answer for a message.
+func answer(c Call) string {
+	var what string
+	switch {
+	case c.Status > 0:
+		what = fmt.Sprintf("%d", c.Status)
+	case c.Outcome != "":
+		what = c.Outcome
+	default:
+		what = "nothing yet"
+	}
+	if c.Class != "" {
+		what += " (" + c.Class + ")"
+	}
+	if c.Fault != "" {
+		what += " from fault " + c.Fault
+	}
+	return what
+}
+
+// charges: no payment taken twice for one key (or one job without a key).
+func (b *blackJudge) charges() {
+	for _, c := range b.h.Calls {
+		if c.Charge >= 2 {
+			what := "key " + c.Key
+			if c.Key == "" {
+				what = "job " + c.JobID + " (no idempotency key sent)"
+			}
+			b.fail(InvNoDoubleCharge, c.JobID, c.AtMs, "%s charged %d times at %s by %s: the earlier call took effect although its answer failed, and the retry charged again", what, c.Charge, fmtMs(c.AtMs), c.Dependency)
+		}
+	}
+}
+
+// finalRetries: a permanent or critical answer is final for its job,
+// unless the job left the DLQ by a declared requeue first; a job in the
+// DLQ is not run.
+func (b *blackJudge) finalRetries() {
+	requeues := slices.Contains(b.shrinks(), scenarios.ShrinkOperator) || slices.Contains(b.shrinks(), scenarios.ShrinkAutoRetry)
+	for _, id := range b.order {
+		j := b.jobs[id]
+		var final *Call
+		var after []int64
+		for i := range j.calls {
+			c := &j.calls[i]
+			if final != nil {
+				after = append(after, c.AtMs)
+			}
+			if final == nil && c.Outcome == "error" && (c.Class == "permanent" || c.Class == "critical") {
+				final = c
+			}
+		}
+		if final != nil && len(after) > 0 && b.crashBetween(final.AtMs, after[0]) {
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its final answer at %s, with a copy of the system killed or gone in between: a redelivery, not judged a retry", id, fmtMs(after[0]), fmtMs(final.AtMs)))
+			after = after[:0]
+		}
+		if final != nil && len(after) > 0 && !(requeues && j.leftDLQ) {
+			why := "a declined card is declined again: retrying it only annoys the customer's bank"
+			if final.Class == "critical" {
+				why = "an authentication failure needs a person, not a retry: every retry fails the same way"
+			}
+			b.fail(InvNoRetryOfFinal, id, after[0], "job %s was answered %s at %s and called again %d time(s) (%s): %s", id, answer(*final), fmtMs(final.AtMs), len(after), joinMs(after, 5), why)
+		}
+		if j.everDLQ && !j.leftDLQ {
+			var late []int64
+			for _, c := range j.calls {
+				if c.AtMs > j.firstDLQ {
+					late = append(late, c.AtMs)
+				}
+			}
+			if len(late) > 0 {
+				b.fail(InvNoRerunAfterDead, id, late[0], "job %s was in the DLQ from %s and still ran: %d call(s) after (%s)", id, fmtMs(j.firstDLQ), len(late), joinMs(late, 5))
+			}
+		}
+	}
+}
+
+// crashBetween says a copy of the system was killed or exited in
+// (from, to].
+func (b *blackJudge) crashBetween(from, to int64) bool {
+	return slices.ContainsFunc(b.h.Processes, func(p ProcessEvent) bool {
+		return (p.Kind == "killed" || p.Kind == "exited") && p.AtMs > from && p.AtMs <= to
+	})
+}
+
+func joinMs(ms []int64, n int) string {
+	var parts []string
+	for i, m := range ms {
+		if i == n {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ms)-n))
+			break
+		}
+		parts = append(parts, fmtMs(m))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// incident is a run of critical answers from one dependency, none more
+// than the page deadline after the one before.
+type incident struct {
+	dep         string
+	first, last int64
+	job, fault  string
+	answer      string
+}
+
+// pages: every incident of critical answers paged within the deadline,
+// and not more often than once per repeat interval.
+func (b *blackJudge) pages(within time.Duration) {
+	var incs []incident
+	open := map[string]int{}
+	for _, c := range b.h.Calls {
+		if c.Class != "critical" || c.Outcome != "error" {
+			continue
+		}
+		if i, ok := open[c.Dependency]; ok && c.AtMs-incs[i].last <= within.Milliseconds() {
+			incs[i].last = c.AtMs
+			continue
+		}
+		open[c.Dependency] = len(incs)
+		incs = append(incs, incident{dep: c.Dependency, first: c.AtMs, last: c.AtMs, job: c.JobID, fault: c.Fault, answer: answer(c)})
+	}
+	repeat := RepeatEvery(b.sc.AlertConfig(func(string) alert.Sink { return nil }))
+	for _, in := range incs {
+		var pages []int64
+		for _, d := range b.h.Deliveries {
+			if d.Accepted && isPage(d) && d.AtMs >= in.first && d.AtMs <= in.last+within.Milliseconds() {
+				pages = append(pages, d.AtMs)
+			}
+		}
+		if len(pages) == 0 || pages[0] > in.first+within.Milliseconds() {
+			b.fail(InvCriticalPaged, in.job, in.first, "the critical failure of %s at %s (job %s answered %s, until %s) was never paged: no receiver accepted a notification within %s", in.dep, fmtMs(in.first), in.job, in.answer, fmtMs(in.last), within)
+			continue
+		}
+		allowed := 1 + int((in.last-in.first)/max(repeat.Milliseconds(), 1))
+		if len(pages) > allowed {
+			b.fail(InvOnePage, in.job, pages[allowed], "the critical failure of %s from %s to %s paged %d times (%s): once per incident (per repeat interval %s) is enough — every extra page is noise at 3 a.m.", in.dep, fmtMs(in.first), fmtMs(in.last), len(pages), joinMs(pages, 5), repeat)
+		}
+	}
+}
+
+// isPage says a delivery may be a page: its severity is high or
+// critical, or unknown (a plain Slack {"text": ...} says none).
+func isPage(d Delivery) bool {
+	for _, a := range d.Alerts {
+		switch strings.ToLower(a.Severity) {
+		case "", "high", "critical":
+			return true
+		}
+	}
+	return len(d.Alerts) == 0
+}
+
+// severities: a job dead-lettered after a critical answer has an entry
+// of high (or critical) severity.
+func (b *blackJudge) severities() {
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.inDLQ == 0 || len(j.calls) == 0 {
+			continue
+		}
+		last := j.calls[len(j.calls)-1]
+		if last.Class != "critical" {
+			continue
+		}
+		if s := strings.ToLower(j.severity); s != "" && s != "high" && s != "critical" {
+			b.fail(InvDLQSeverity, id, b.h.EndedMs, "job %s was dead-lettered after %s but its entry's severity is %s: a critical failure's entry says high, so the DLQ's triage shows it first", id, answer(last), s)
+		}
+	}
+}
+
+// ledger fills the result's ledger from the oracle's view.
+func (b *blackJudge) ledger() {
+	led := &b.res.Ledger
+	byTask := map[string]*reports.TaskTotals{}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.unseen() {
+			continue
+		}
+		led.Created++
+		t := byTask[j.h.Task]
+		if t == nil {
+			t = &reports.TaskTotals{Task: j.h.Task}
+			byTask[j.h.Task] = t
+		}
+		t.Created++
+		led.Attempts += int64(len(j.calls))
+		if n := len(j.calls); n > 1 {
+			led.Retries += int64(n - 1)
+		}
+		switch {
+		case j.okAt >= 0:
+			led.Succeeded++
+			t.Succeeded++
+		case j.inDLQ > 0:
+			led.DeadLettered++
+			t.DeadLettered++
+		case j.queued:
+			led.Queued++
+			t.Pending++
+		default:
+			led.Lost++
+		}
+		if j.everDLQ {
+			led.DeadLetters++
+		}
+	}
+	for _, c := range b.h.Calls {
+		if c.Charge > 0 {
+			led.Charges++
+		}
+	}
+	led.ByTask = []reports.TaskTotals{}
+	for _, t := range b.sc.Workload.Tasks {
+		if tt := byTask[t.Name]; tt != nil {
+			led.ByTask = append(led.ByTask, *tt)
+		}
+	}
+	led.DeadLetteredBy = []reports.DeadLetterCount{}
+}
+
+// dlq fills the result's DLQ from the last read.
+func (b *blackJudge) dlq() {
+	d := reports.DLQ{ByStatus: map[string]int{}, BySeverity: map[string]int{}, Entries: []reports.DLQEntry{}}
+	for _, e := range b.x.Entries {
+		d.Total++
+		if e.Corrupt != "" {
+			d.Corrupt++
+		}
+		st := e.Status
+		if st == "" {
+			st = "failed"
+		}
+		d.ByStatus[st]++
+		if e.Severity != "" {
+			d.BySeverity[strings.ToLower(e.Severity)]++
+		}
+		if len(d.Entries) < 100 {
+			task := ""
+			if j := b.jobs[e.JobID]; j != nil {
+				task = j.h.Task
+			}
+			errText := e.Error
+			if e.Corrupt != "" {
+				errText = "corrupt entry at " + e.Source + ": " + e.Corrupt
+			}
+			d.Entries = append(d.Entries, reports.DLQEntry{JobID: e.JobID, Task: task, Status: st, Class: e.Class, Severity: e.Severity,
+				Attempts: e.Retries, Error: errText, Reason: e.Source})
+		} else {
+			d.Truncated = true
+		}
+	}
+	b.res.DLQ = d
+}
+
+// alerts fills the result's alerts from the receivers' deliveries.
+func (b *blackJudge) alerts() {
+	a := reports.Alerts{ByReceiver: map[string]int64{}, PagesByFingerprint: map[string]int64{}, Deliveries: []reports.Delivery{}}
+	for _, d := range b.h.Deliveries {
+		if !d.Accepted {
+			a.Rejected++
+			continue
+		}
+		a.Notifications++
+		a.ByReceiver[d.Receiver]++
+		if isPage(d) {
+			a.Pages++
+		}
+		if len(a.Deliveries) < 100 {
+			sum := ""
+			if len(d.Alerts) > 0 {
+				sum = d.Alerts[0].Summary
+			}
+			a.Deliveries = append(a.Deliveries, reports.Delivery{AtMs: d.AtMs, Receiver: d.Receiver, Summary: sum, Attempt: max(d.Attempt, 1), Status: "firing", Count: 1})
+		} else {
+			a.Truncated = true
+		}
+	}
+	b.res.Alerts = a
+}
+
+// expectations evaluates the scenario's expectations with the oracle's
+// evaluation, from outside: what one reads that a black-box drill does not
+// observe is not observable, by the expectation's own declaration
+// (ExpectationReads).
+func (b *blackJudge) expectations() {
+	o := &Observation{Result: b.res, Observed: b.h.Observed(), Calls: map[string][]time.Duration{}} // no ledger: counts read the result
+	for _, c := range b.h.Calls {
+		o.Calls[c.Dependency] = append(o.Calls[c.Dependency], time.Duration(c.AtMs)*time.Millisecond)
+	}
+	for _, e := range b.sc.Expect {
+		b.res.Expectations = append(b.res.Expectations, Evaluate(e, o))
+	}
+}
+
+func (b *blackJudge) external() *reports.External {
+	x := b.x
+	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
+		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors)}
+	if b.h.Interrupted != "" {
+		return out // nothing is lost of a drill stopped half-way
+	}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && !j.unseen() && len(out.Lost) < reports.MaxListedViolations {
+			out.Lost = append(out.Lost, id)
+		}
+		if j.leftDLQ && len(b.shrinks()) == 0 && len(out.Trimmed) < reports.MaxListedViolations {
+			out.Trimmed = append(out.Trimmed, id)
+		}
+	}
+	return out
+}

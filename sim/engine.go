@@ -33,7 +33,6 @@ import (
 // Caps on what a result lists (totals are always complete).
 const (
 	maxDLQEntries  = 100
-	maxDeliveries  = 500
 	maxWindows     = 200
 	maxMaintenance = 10_000
 )
@@ -82,18 +81,6 @@ type breakerRun struct {
 	state degrade.State
 	// states per sample
 	series []string
-}
-
-type pageKey struct{ receiver, fingerprint string }
-
-type pageState struct {
-	at       time.Duration
-	severity classify.Severity
-}
-
-type pending struct {
-	at  time.Duration
-	job string
 }
 
 // world is one run of one scenario.
@@ -150,26 +137,14 @@ type world struct {
 	breakers []*breakerRun
 	trans    []reports.Transition
 
-	alerts      reports.Alerts
-	pages       map[pageKey]pageState
-	firing      map[oracle.FiringKey]int64
-	highFiring  map[string]bool
-	pendingCrit map[string]pending
-	pageWithin  time.Duration
-	repeatEvery time.Duration
+	// pg checks the pages (critical-failure-paged,
+	// one-page-per-repeat-interval) and counts the alerts.
+	pg *oracle.Pages
 	// judge is set when the world judges a drill's history instead of
 	// running (see Judge).
 	judge *judge
 	// rec writes the run's history as it goes (WithHistory), or nil.
-	rec       *recorder
-	firstCrit time.Duration
-	hasCrit   bool
-	// critFPs are the alert fingerprints of critical failures; the first
-	// critical page is the first high-severity firing delivery of one of
-	// them at or after the first critical failure.
-	critFPs   map[string]bool
-	firstPage time.Duration
-	hasPage   bool
+	rec *recorder
 	// planted are the payloads of the jobs created with a planted secret
 	// (InvNoSecretLeaves), by job ID, in plantedOrder.
 	planted      map[string][]byte
@@ -239,18 +214,12 @@ func Run(ctx context.Context, sc scenarios.Scenario, opts ...Option) (*reports.R
 func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	w := &world{
 		ctx: ctx, sc: sc, seed: sc.Seed, start: sc.Start, end: sc.Duration,
-		clk:         clock.NewVirtual(sc.Start),
-		deps:        map[string]scenarios.DependencySpec{},
-		byTask:      map[string]*taskGen{},
-		pages:       map[pageKey]pageState{},
-		firing:      map[oracle.FiringKey]int64{},
-		highFiring:  map[string]bool{},
-		pendingCrit: map[string]pending{},
-		critFPs:     map[string]bool{},
-		sharedKeys:  map[string]bool{},
-		keyCharges:  map[string]int32{},
-		pageWithin:  sc.Invariants.PageWithin,
-		probes:      map[time.Duration]*oracle.Probe{},
+		clk:        clock.NewVirtual(sc.Start),
+		deps:       map[string]scenarios.DependencySpec{},
+		byTask:     map[string]*taskGen{},
+		sharedKeys: map[string]bool{},
+		keyCharges: map[string]int32{},
+		probes:     map[time.Duration]*oracle.Probe{},
 	}
 	w.start = w.clk.Now() // the clock's own start, to the nanosecond
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
@@ -296,6 +265,8 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 		}
 	}
 	w.led = oracle.NewLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
+	w.pg = oracle.NewPages(w.led, sc.Invariants.PageWithin, oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil })),
+		func(d time.Duration, f func()) { w.at(d, f) })
 	for _, t := range w.tasks { // the ledger's task index is the workload's
 		w.led.Task(t.Name)
 	}
@@ -347,7 +318,6 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 
 	// The alerter, delivering through recording sinks.
 	acfg := sc.AlertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
-	w.repeatEvery = oracle.RepeatEvery(acfg)
 	if o.alerter != nil {
 		w.alerter, err = o.alerter(w.env, acfg)
 	} else {
@@ -1116,72 +1086,12 @@ func (w *world) drainAll() {
 // critical notes a critical failure with alert fingerprint fp: unless its
 // alert already paged and still fires, a page must follow within
 // PageWithin.
-func (w *world) critical(r *oracle.Record, fp string) {
-	off := w.now()
-	if !w.hasCrit {
-		w.hasCrit, w.firstCrit = true, off
-	}
-	w.critFPs[fp] = true
-	if w.pageWithin < 0 || w.highFiring[fp] {
-		return
-	}
-	if _, ok := w.pendingCrit[fp]; ok {
-		return
-	}
-	w.pendingCrit[fp] = pending{at: off, job: r.ID()}
-	deadline := off + w.pageWithin
-	w.at(deadline, func() {
-		if p, ok := w.pendingCrit[fp]; ok && p.at == off {
-			w.led.FailJob(InvCriticalPaged, p.job, "job %s failed critically at %s, and no high-severity alert for fingerprint %q reached a receiver within %s",
-				p.job, fmtOffset(p.at), fp, w.pageWithin)
-		}
-	})
-}
+func (w *world) critical(r *oracle.Record, fp string) { w.pg.Critical(w.now(), r.ID(), fp) }
 
 // deliver records a notification a sink accepted.
 func (w *world) deliver(receiver string, n alert.Notification) {
 	w.checkNotificationSecrets(receiver, n)
-	off := w.now()
-	w.alerts.Notifications++
-	if w.alerts.ByReceiver == nil {
-		w.alerts.ByReceiver = map[string]int64{}
-	}
-	w.alerts.ByReceiver[receiver]++
-	for _, a := range n.Alerts {
-		if len(w.alerts.Deliveries) < maxDeliveries {
-			w.alerts.Deliveries = append(w.alerts.Deliveries, reports.Delivery{AtMs: off.Milliseconds(), Receiver: receiver,
-				Fingerprint: a.Fingerprint, Name: a.Name, Severity: a.Severity.String(), Status: a.Status.String(),
-				Count: a.Count, Summary: a.Summary, Attempt: n.Attempt})
-		} else {
-			w.alerts.Truncated = true
-		}
-		k := pageKey{receiver, a.Fingerprint}
-		if a.Status == alert.Resolved {
-			delete(w.pages, k)
-			if a.Severity == classify.High {
-				delete(w.highFiring, a.Fingerprint)
-			}
-			continue
-		}
-		if prev, ok := w.pages[k]; ok && off-prev.at < w.repeatEvery && a.Severity <= prev.severity {
-			w.led.Fail(InvOnePage, nil, "receiver %s got alert %q (fingerprint %s) again after %s, within the repeat interval of %s",
-				receiver, a.Summary, a.Fingerprint, off-prev.at, w.repeatEvery)
-		}
-		w.pages[k] = pageState{at: off, severity: a.Severity}
-		w.firing[oracle.FiringKey{Receiver: receiver, Fingerprint: a.Fingerprint, Severity: a.Severity}]++
-		if alert.IsPage(a) { // what a page is, everywhere: see alert.IsPage
-			if w.alerts.PagesByFingerprint == nil {
-				w.alerts.PagesByFingerprint = map[string]int64{}
-			}
-			w.alerts.PagesByFingerprint[a.Fingerprint]++
-			w.alerts.Pages++
-			w.highFiring[a.Fingerprint] = true
-			delete(w.pendingCrit, a.Fingerprint)
-			if !w.hasPage && w.hasCrit && w.critFPs[a.Fingerprint] && off >= w.firstCrit {
-				w.hasPage, w.firstPage = true, off
-			}
-		}
-	}
+	w.pg.Deliver(w.now(), receiver, n)
 }
 
 // sample records one point of the time series and checks the ledger
@@ -1491,7 +1401,7 @@ type recordingSink struct {
 func (s *recordingSink) Send(_ context.Context, n alert.Notification) error {
 	eff := s.w.inj.Call(faults.Target{Kind: faults.AlertSink, Name: s.name}, faults.Call{At: s.w.now()})
 	if eff.Err != nil {
-		s.w.alerts.Rejected++
+		s.w.pg.Refused()
 		err := fmt.Errorf("alert sink %s (fault %s): %w", s.name, eff.Fault, eff.Err)
 		if s.w.rec != nil {
 			s.w.recordDelivery(s.name, n, err)

@@ -18,9 +18,8 @@ func (w *world) observation(res *reports.Result) *oracle.Observation {
 	for i, t := range w.tasks {
 		deps[i] = t.Dependency
 	}
-	o := &oracle.Observation{Result: res, Ledger: w.led, Probes: w.probes,
-		FirstCritical: w.firstCrit, HasCritical: w.hasCrit, FirstCriticalPage: w.firstPage, HasCriticalPage: w.hasPage,
-		Firing: w.firing, Calls: w.calls.at, TaskDependencies: deps, Entry: w.entry}
+	o := &oracle.Observation{Result: res, Ledger: w.led, Probes: w.probes, Calls: w.calls.at, TaskDependencies: deps, Entry: w.entry}
+	w.pg.Observe(o)
 	if w.judge != nil {
 		o.Observed = w.judge.h.Observed()
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/oracle"
-	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/disposition"
@@ -191,7 +190,6 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	w.led.KeepAll()
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}
-	w.repeatEvery = oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil }))
 	for _, bc := range sc.System.Breakers {
 		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}, state: degrade.Closed})
 		j.procBreakers[bc.Config.Name] = map[string]degrade.State{}
@@ -303,7 +301,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	}
 	for _, d := range h.Deliveries {
 		if !d.Accepted { // a send the receiver refused: counted as the simulator's sink counts it
-			items = append(items, judged{at: ms(d.AtMs), do: func() { w.alerts.Rejected++ }})
+			items = append(items, judged{at: ms(d.AtMs), do: w.pg.Refused})
 			continue
 		}
 		items = append(items, judged{at: ms(d.AtMs), do: func() { w.deliver(d.Receiver, d.Notification()) }})

@@ -29,7 +29,7 @@ func (w *world) result() *reports.Result {
 		Expectations:  []reports.Expectation{},
 		Violations:    []reports.Violation{},
 		Ledger:        w.led.Report(),
-		Alerts:        w.alerts,
+		Alerts:        w.pg.Alerts,
 		Breakers:      w.trans,
 		Confusion:     w.led.Confusion(),
 		Steps:         w.stepLog,
@@ -139,7 +139,7 @@ func (w *world) invariants(stopped string) []reports.InvariantResult {
 			ir.Verdict, ir.Note, ir.Violations = reports.NotObservable, "not observable in this drill: "+why, 0
 		case ir.Violations > 0:
 			ir.Verdict = reports.Failed
-		case name == InvCriticalPaged && w.pageWithin < 0:
+		case name == InvCriticalPaged && w.pg.PageWithin() < 0:
 			ir.Verdict, ir.Note = reports.Skipped, "turned off (invariants.pageWithin: off)"
 		case name == InvAttempts && w.led.MaxAttempts() <= 0:
 			ir.Verdict, ir.Note = reports.Skipped, "turned off: the retry policy sets no maximum of attempts"

@@ -76,9 +76,8 @@ type taskGen struct {
 }
 
 type breakerRun struct {
-	name  string
-	b     Breaker
-	state degrade.State
+	name string
+	b    Breaker
 	// states per sample
 	series []string
 }
@@ -135,7 +134,8 @@ type world struct {
 	arrOn bool
 
 	breakers []*breakerRun
-	trans    []reports.Transition
+	// brk checks the breakers' transitions and keeps them for the result.
+	brk *oracle.Breakers
 
 	// pg checks the pages (critical-failure-paged,
 	// one-page-per-repeat-interval) and counts the alerts.
@@ -265,6 +265,7 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 		}
 	}
 	w.led = oracle.NewLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
+	w.brk = oracle.NewBreakers(w.led)
 	w.pg = oracle.NewPages(w.led, sc.Invariants.PageWithin, oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil })),
 		func(d time.Duration, f func()) { w.at(d, f) })
 	for _, t := range w.tasks { // the ledger's task index is the workload's
@@ -327,7 +328,8 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 		return nil, fmt.Errorf("alerter: %w", err)
 	}
 	for _, nb := range sys.Breakers {
-		br := &breakerRun{name: nb.Name, b: nb.Breaker, state: nb.Breaker.State()}
+		br := &breakerRun{name: nb.Name, b: nb.Breaker}
+		w.brk.Begin(nb.Name, "", nb.Breaker.State())
 		w.breakers = append(w.breakers, br)
 		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
@@ -1041,31 +1043,15 @@ func (w *world) strikeSlot(i int, s *slot) {
 }
 
 func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
-	at := t.At.Sub(w.start)
-	w.trans = append(w.trans, reports.Transition{AtMs: at.Milliseconds(), Breaker: br.name, From: t.From.String(), To: t.To.String(), Reason: t.Reason})
+	w.brk.Transition(t.At.Sub(w.start), "", br.name, t.From.String(), t.To.String(), t.Reason)
 	if w.rec != nil {
-		w.recordBreaker(w.trans[len(w.trans)-1])
+		tr := w.brk.Transitions()
+		w.recordBreaker(tr[len(tr)-1])
 	}
-	if t.From != br.state || !legalBreaker(t.From, t.To) {
-		w.led.Fail(InvBreakerLegal, nil, "breaker %s moved %s → %s (%s), but it was %s", br.name, t.From, t.To, t.Reason, br.state)
-	}
-	br.state = t.To
 	w.alerter.BreakerChanged(t)
 	if _, ok := br.b.(*degrade.Breaker); !ok && t.To == degrade.Closed {
 		w.drainAll()
 	}
-}
-
-func legalBreaker(from, to degrade.State) bool {
-	switch from {
-	case degrade.Closed:
-		return to == degrade.Open
-	case degrade.Open:
-		return to == degrade.HalfOpen
-	case degrade.HalfOpen:
-		return to == degrade.Open || to == degrade.Closed
-	}
-	return false
 }
 
 // drainAll empties the fallback queue (for a team's breaker, which has no

@@ -100,13 +100,10 @@ func (p *Plan) Next() (Arrival, bool) {
 
 // judge is the part of a world that judges a history rather than running.
 type judge struct {
-	h *oracle.History
-	// procBreakers are each process's breakers' states, by breaker then
-	// worker: a breaker reads closed only when every process's is.
-	procBreakers map[string]map[string]degrade.State
-	faults       []reports.Fault
-	snap         *oracle.Snapshot
-	dlq          []dlq.Entry
+	h      *oracle.History
+	faults []reports.Fault
+	snap   *oracle.Snapshot
+	dlq    []dlq.Entry
 	// decided are the jobs whose dead letter a worker reported written,
 	// until their next move out of flight shows it was.
 	decided map[string]oracle.Attempt
@@ -185,14 +182,14 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 		return oracle.JudgeBlackBox(sc, h), nil
 	}
 	w := baseWorld(ctx, sc)
-	j := &judge{h: h, procBreakers: map[string]map[string]degrade.State{}, decided: map[string]oracle.Attempt{}}
+	j := &judge{h: h, decided: map[string]oracle.Attempt{}}
 	w.judge = j
 	w.led.KeepAll()
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}
 	for _, bc := range sc.System.Breakers {
-		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}, state: degrade.Closed})
-		j.procBreakers[bc.Config.Name] = map[string]degrade.State{}
+		w.breakers = append(w.breakers, &breakerRun{name: bc.Config.Name, b: &liveBreaker{state: degrade.Closed}})
+		w.brk.Track(bc.Config.Name)
 	}
 	for _, raw := range h.DLQ {
 		var probe struct {
@@ -662,60 +659,28 @@ func (w *world) judgeAttempt(a oracle.Attempt) {
 // judgeBreaker records one process's breaker transition: the legality of
 // each process's own sequence, and the dependency's state across them.
 func (w *world) judgeBreaker(b oracle.BreakerTransition) {
-	procs := w.judge.procBreakers[b.Breaker]
-	if procs == nil {
-		return
+	if w.brk.Transition(time.Duration(b.AtMs)*time.Millisecond, b.Worker, b.Breaker, b.From, b.To, b.Reason) {
+		w.aggregateBreaker(b.Breaker)
 	}
-	from, to := parseBreakerState(b.From), parseBreakerState(b.To)
-	at := time.Duration(b.AtMs) * time.Millisecond
-	w.trans = append(w.trans, reports.Transition{AtMs: b.AtMs, Breaker: b.Breaker, From: b.From, To: b.To, Reason: b.Reason, Worker: b.Worker})
-	if prev, ok := procs[b.Worker]; (ok && prev != from || !ok && from != degrade.Closed) || !legalBreaker(from, to) {
-		was := degrade.Closed
-		if ok {
-			was = prev
-		}
-		w.led.Fail(InvBreakerLegal, nil, "breaker %s of worker %s moved %s → %s (%s) at %s, but it was %s", b.Breaker, b.Worker, from, to, b.Reason, fmtOffset(at), was)
-	}
-	procs[b.Worker] = to
-	w.aggregateBreaker(b.Breaker)
 }
 
 // judgeRestart notes a worker process (re)started: its breakers start
 // closed.
 func (w *world) judgeRestart(worker string, _ time.Duration) {
-	for name, procs := range w.judge.procBreakers {
-		if _, ok := procs[worker]; ok {
-			procs[worker] = degrade.Closed
-			w.aggregateBreaker(name)
-		}
+	w.brk.Restart(worker)
+	for _, br := range w.breakers {
+		w.aggregateBreaker(br.name)
 	}
 }
 
+// aggregateBreaker sets the judge's view of breaker name: its state across
+// the processes, as the probes read it.
 func (w *world) aggregateBreaker(name string) {
-	st := degrade.Closed
-	for _, s := range w.judge.procBreakers[name] {
-		switch {
-		case s == degrade.Open:
-			st = degrade.Open
-		case s == degrade.HalfOpen && st == degrade.Closed:
-			st = degrade.HalfOpen
-		}
-	}
 	for _, br := range w.breakers {
 		if br.name == name {
-			br.b.(*liveBreaker).state = st
-			br.state = st
+			br.b.(*liveBreaker).state = w.brk.State(name)
 		}
 	}
-}
-
-func parseBreakerState(s string) degrade.State {
-	for _, st := range []degrade.State{degrade.Closed, degrade.Open, degrade.HalfOpen} {
-		if st.String() == s {
-			return st
-		}
-	}
-	return 0
 }
 
 // SimulatedNote is the warning a simulated run's report carries when it is

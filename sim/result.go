@@ -30,7 +30,7 @@ func (w *world) result() *reports.Result {
 		Violations:    []reports.Violation{},
 		Ledger:        w.led.Report(),
 		Alerts:        w.pg.Alerts,
-		Breakers:      w.trans,
+		Breakers:      w.brk.Transitions(),
 		Confusion:     w.led.Confusion(),
 		Steps:         w.stepLog,
 		Series:        w.series,

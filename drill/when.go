@@ -64,9 +64,18 @@ func (d *drill) awaitMidCall(ctx context.Context, gw *gateway.Gateway, i int, f 
 	// inFlight strikes a call the poll found in flight, unless the hook
 	// already did.
 	inFlight := func() bool {
-		if !gw.InFlight(n) {
+		// The answer of the call found in flight waits for the strike:
+		// struck just after it left, the worker would have its answer
+		// (and its move applied) before the fault landed. Measured on the
+		// project's 2-core machine, idle, worker-crash at scale 15: the
+		// poll found w2's charge in flight at +80.546s, the gateway
+		// answered in 0.05ms, and the SIGSTOP at +80.547s froze a worker
+		// whose success the store applied at +80.549s — nothing to fence.
+		release, ok := gw.HoldInFlight(n)
+		if !ok {
 			return false
 		}
+		defer release()
 		if cancel() {
 			strike()
 		}

@@ -418,8 +418,12 @@ func judgeUnaccounted(res *reports.Result) {
 // worker-crash at scale 10: w2's charge, frozen 25 s of scenario time,
 // failed to write its completion within the worker's store timeout (a
 // third of the scaled lease, 333 ms) just after SIGCONT; the job came back
-// by its lease and was charged once, and `fenced = 1` got 0. A late answer
-// the store accepted (applied) is still the system's failure.
+// by its lease and was charged once, and `fenced = 1` got 0. So is one
+// whose answer left before the freeze landed: the store applied its move
+// while the worker was frozen (the freeze came a moment too late; the
+// drill now holds the answer of a call found in flight until the stop has
+// landed). A late answer the store accepted after the worker resumed is
+// still the system's failure.
 func judgeUnlanded(res *reports.Result, h *oracle.History) {
 	if res.Verdict != reports.Failed || len(res.Violations) > 0 {
 		return
@@ -436,7 +440,7 @@ func judgeUnlanded(res *reports.Result, h *oracle.History) {
 		}
 	}
 	for _, a := range h.Attempts {
-		if a.Result != "failed" {
+		if a.Result != "failed" && a.Result != "applied" {
 			continue
 		}
 		for i, p := range stalls {
@@ -450,13 +454,28 @@ func judgeUnlanded(res *reports.Result, h *oracle.History) {
 					break
 				}
 			}
-			why := fmt.Sprintf("the late answer of %s's %s, frozen from +%s to +%s, never reached the store (its completion failed: the store call did not answer in time after the worker resumed), so the fence was never put to the test: %s cannot be judged", a.Worker, a.JobID,
-				time.Duration(p.AtMs)*time.Millisecond, time.Duration(until)*time.Millisecond, scenarios.Fenced)
+			what := "never reached the store (its completion failed: the store call did not answer in time after the worker resumed)"
+			if a.Result == "applied" {
+				if !movedWhileFrozen(h, a.JobID, p.AtMs, until) {
+					continue // applied after the worker resumed: the fence's failure
+				}
+				what = "left before the freeze landed (the store applied its move while the worker was frozen)"
+			}
+			why := fmt.Sprintf("the answer of %s's %s, frozen from +%s to +%s, %s, so the fence was never put to the test: %s cannot be judged", a.Worker, a.JobID,
+				time.Duration(p.AtMs)*time.Millisecond, time.Duration(until)*time.Millisecond, what, scenarios.Fenced)
 			res.Warnings = append(res.Warnings, why)
 			res.Verdict, res.Error = reports.Inconclusive, why
 			return
 		}
 	}
+}
+
+// movedWhileFrozen says the store moved job id out of flight in [from,
+// until]: a completion written while its worker was frozen.
+func movedWhileFrozen(h *oracle.History, id string, from, until int64) bool {
+	return slices.ContainsFunc(h.Events, func(e oracle.Event) bool {
+		return e.JobID == id && e.From == disposition.InFlight.String() && e.AtMs >= from && e.AtMs <= until
+	})
 }
 
 // judgeEvidence checks that every job any part of the drill saw — the

@@ -50,3 +50,42 @@ var _ = Describe("A drill whose frozen worker's late answer never reached the st
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
 })
+
+// A real drill's history: worker-crash of the reference at scale 15 on the
+// idle 2-core machine, before the drill held a call's answer for the
+// strike: the poll found w2's charge-131 in flight at +80.546s, the gateway
+// answered in 0.05ms, and the SIGSTOP at +80.547s froze a worker whose
+// success the store applied at +80.549s: nothing late to fence.
+var _ = Describe("A drill whose frozen worker's answer left before the freeze landed", func() {
+	load := func() (scenarios.Scenario, *oracle.History) {
+		return drillHistory("testdata/worker-crash-frozen-late.history.json.gz", "worker-crash")
+	}
+
+	It("is inconclusive on fenced, saying the answer left before the freeze landed, not FAIL", func() {
+		sc, h := load()
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Violations).To(BeEmpty())
+		Expect(r.Verdict).To(Equal(reports.Inconclusive))
+		Expect(r.Error).To(And(ContainSubstring("w2's charge-131"), ContainSubstring("left before the freeze landed"), ContainSubstring("fenced cannot be judged")))
+	})
+
+	It("FAILs when the store applied the answer only after the worker resumed: a late answer let through", func() {
+		sc, h := load()
+		for i, e := range h.Events {
+			if e.JobID == "charge-131" && e.To == "succeeded" {
+				h.Events[i].AtMs = 105_600 // after the resume at +105.564s
+			}
+		}
+		r, err := sim.Judge(context.Background(), sc, h)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(reports.Failed))
+		var failed []string
+		for _, e := range r.Expectations {
+			if e.Verdict == reports.Failed {
+				failed = append(failed, e.Name)
+			}
+		}
+		Expect(failed).To(Equal([]string{"fenced = 1"}))
+	})
+})

@@ -138,6 +138,10 @@ type Gateway struct {
 	// not yet sent); hooks are OnCall's armed hooks, by worker.
 	busy  map[string]int
 	hooks map[string][]*hook
+	// held counts HoldInFlight's holds, by worker: while a worker has one,
+	// the answers of its calls in flight wait (released signals them).
+	held     map[string]int
+	released *sync.Cond
 }
 
 // hook is one OnCall: f, and whether a call took it or cancel disarmed it.
@@ -167,7 +171,9 @@ func New(cfg Config) (*Gateway, error) {
 		closing: make(chan struct{}),
 		busy:    map[string]int{},
 		hooks:   map[string][]*hook{},
+		held:    map[string]int{},
 	}
+	g.released = sync.NewCond(&g.mu)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+CallPath, g.serveCall)
 	g.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -262,6 +268,31 @@ func (g *Gateway) InFlight(worker string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return worker != "" && g.busy[worker] > 0
+}
+
+// HoldInFlight holds the answers of worker's calls in flight until the
+// release it returns is called (ok false, and nothing held, when worker has
+// no call in flight): a fault aimed at a worker mid-call that found the
+// call already in flight strikes while its answer waits, as OnCall's hook
+// does for a call yet to come — never just after the answer left.
+func (g *Gateway) HoldInFlight(worker string) (release func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if worker == "" || g.busy[worker] == 0 {
+		return nil, false
+	}
+	g.held[worker]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.held[worker]--; g.held[worker] <= 0 {
+				delete(g.held, worker)
+			}
+			g.released.Broadcast()
+			g.mu.Unlock()
+		})
+	}, true
 }
 
 // OnCall arms a one-shot hook on worker's calls: f runs on the first call
@@ -388,6 +419,9 @@ func (g *Gateway) serveCall(w http.ResponseWriter, r *http.Request) {
 	// its answer finds it in the log.
 	finish := func(o Outcome, status int) {
 		g.mu.Lock()
+		for worker != "" && g.held[worker] > 0 { // HoldInFlight: the answer waits
+			g.released.Wait()
+		}
 		g.log[i].Outcome, g.log[i].Status, g.log[i].Took = o, status, time.Since(c.Wall)
 		if worker != "" {
 			if g.busy[worker]--; g.busy[worker] <= 0 {

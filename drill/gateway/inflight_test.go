@@ -74,6 +74,31 @@ var _ = Describe("Gateway calls in flight by worker (schedule.when, issue 24)", 
 		Expect(ran.Load()).To(BeEquivalentTo(1), "one-shot")
 	})
 
+	It("holds the answer of a call found in flight until released (HoldInFlight), and holds nothing when none is", func() {
+		_, ok := g.HoldInFlight("w5")
+		Expect(ok).To(BeFalse(), "no call in flight")
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.CallFor(context.Background(), gateway.Caller{Job: "slow-job", Worker: "w5"})
+			done <- err
+		}()
+		var release func()
+		Eventually(func() bool {
+			var held bool
+			release, held = g.HoldInFlight("w5")
+			return held
+		}).WithTimeout(5 * time.Second).WithPolling(time.Millisecond).Should(BeTrue())
+		// The call's own latency (20ms of wall) passes; its answer waits.
+		Consistently(done).WithTimeout(200 * time.Millisecond).ShouldNot(Receive())
+		Expect(g.InFlight("w5")).To(BeTrue())
+		release()
+		release() // once is enough
+		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
+		Expect(g.InFlight("w5")).To(BeFalse())
+		_, err := c.CallFor(context.Background(), gateway.Caller{Job: "j2", Worker: "w5"})
+		Expect(err).NotTo(HaveOccurred(), "a released hold holds nothing more")
+	})
+
 	It("never runs a hook canceled before the worker called", func() {
 		var ran atomic.Int32
 		cancel := g.OnCall("w3", func() { ran.Add(1) })

@@ -3,10 +3,12 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -323,6 +325,10 @@ func (s *Supervisor) Stall(name string, d time.Duration) error {
 		if err := signalGroup(c.pid, syscall.SIGSTOP); err != nil {
 			return fmt.Errorf("supervisor: stall %s (pid %d): %w", name, c.pid, err)
 		}
+		// The stop lands a little after kill returns: wait for it, so
+		// that what the caller does next (an answer it held, released)
+		// finds the worker stopped.
+		waitStopped(c.pid, stopBound)
 	}
 	if c.resumeTimer != nil {
 		c.resumeTimer.Stop()
@@ -470,6 +476,29 @@ func waitAll(chans []chan struct{}) <-chan struct{} {
 
 // signalGroup sends sig to the process group pgid; a group already gone
 // is not an error.
+// stopBound bounds waitStopped: a process not stopped by then is left to
+// stop as it will (a zombie, a process that just exited).
+const stopBound = 100 * time.Millisecond
+
+// waitStopped waits, up to bound, until process pid shows as stopped in
+// /proc (state T): a SIGSTOP is delivered asynchronously. It reads the
+// wall clock, as the signals it waits for are the wall's.
+func waitStopped(pid int, bound time.Duration) {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		// The state follows the command's closing parenthesis.
+		if k := bytes.LastIndexByte(b, ')'); k >= 0 && k+2 < len(b) && (b[k+2] == 'T' || b[k+2] == 't') {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 func signalGroup(pgid int, sig syscall.Signal) error {
 	err := syscall.Kill(-pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {

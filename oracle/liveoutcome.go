@@ -1,4 +1,4 @@
-package sim
+package oracle
 
 import (
 	"cmp"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
-	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
@@ -21,20 +20,23 @@ import (
 // move early or late.
 const liveSlackWall = 250 * time.Millisecond
 
-// liveCheck is one violation a history shows, judged at its instant.
-type liveCheck struct {
-	at  time.Duration
-	pos float64 // the event it follows in the stream (-1: none)
-	inv string
-	job string
-	msg string
+// LiveCheck is one violation a history shows, judged at its instant: the
+// ledger's judge fails invariant Inv for job Job with Msg at At (after the
+// event of the stream at index Pos, when Pos ≥ 0).
+type LiveCheck struct {
+	At  time.Duration
+	Pos float64 // the event it follows in the stream (-1: none)
+	Inv string
+	Job string
+	Msg string
 }
 
-// liveOutcomes is what the history says of attempt-outcome-is-the-move and
+// LiveOutcomes is what the history says of attempt-outcome-is-the-move and
 // no-lease-left-expired: the violations it shows, and how much of each it
 // could judge.
-type liveOutcomes struct {
-	checks []liveCheck
+type LiveOutcomes struct {
+	// Checks are the violations, each judged at its instant.
+	Checks []LiveCheck
 	// moves: the attempts whose move was judged; unmatched those whose
 	// lease is not in the stream.
 	moves, unmatched int
@@ -43,12 +45,12 @@ type liveOutcomes struct {
 	leases, open int
 }
 
-// judgeLiveOutcomes checks each reported attempt against the store's move
+// JudgeLiveOutcomes checks each reported attempt against the store's move
 // of its job (the first move out of flight after the lease it ran under),
 // and each lease whose attempt ended against its recovery, as the
 // simulator's attemptEnded and checkLeases do. It reads nothing but h.
-func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
-	var out liveOutcomes
+func JudgeLiveOutcomes(sc *scenarios.Scenario, h *History) LiveOutcomes {
+	var out LiveOutcomes
 	if len(h.Snapshots) == 0 || h.EventsLost {
 		return out
 	}
@@ -72,7 +74,7 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 	// The attempts, each with the lease it ran under; a lease two reports
 	// claim is judged for neither.
 	type claimed struct {
-		a     oracle.Attempt
+		a     Attempt
 		lease int
 	}
 	var atts []claimed
@@ -111,7 +113,7 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 			}
 		}
 		end := ms(a.EndMs)
-		action, known := actionByName[a.Action]
+		action, known := ActionByName[a.Action]
 		if !known {
 			out.unmatched++
 			continue
@@ -120,21 +122,21 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 		switch {
 		case a.Result == "applied" && mi < 0:
 			if end+slack < seen {
-				out.checks = append(out.checks, liveCheck{at: end, pos: -1, inv: InvOutcomeIsMove, job: a.JobID,
-					msg: fmt.Sprintf("job %s: worker %s reported its attempt's outcome (%s) taken by the store at %s, but the store made no move out of flight: the job is dropped",
-						a.JobID, a.Worker, oracle.ActionWords(action), fmtOffset(end))})
+				out.Checks = append(out.Checks, LiveCheck{At: end, Pos: -1, Inv: InvOutcomeIsMove, Job: a.JobID,
+					Msg: fmt.Sprintf("job %s: worker %s reported its attempt's outcome (%s) taken by the store at %s, but the store made no move out of flight: the job is dropped",
+						a.JobID, a.Worker, ActionWords(action), fmtOffset(end))})
 			}
 		case a.Result == "applied" && h.Events[mi].Reason == string(disposition.LeaseExpired):
 			e := h.Events[mi]
-			out.checks = append(out.checks, liveCheck{at: ms(e.AtMs), pos: float64(mi) + 0.5, inv: InvOutcomeIsMove, job: a.JobID,
-				msg: fmt.Sprintf("job %s: the late answer of an attempt whose lease was lost (it began at %s on worker %s, its lease was recovered at %s) was applied: the store took its outcome (%s) instead of fencing it off",
-					a.JobID, fmtOffset(ms(a.AtMs)), a.Worker, fmtOffset(ms(e.AtMs)), oracle.ActionWords(action))})
+			out.Checks = append(out.Checks, LiveCheck{At: ms(e.AtMs), Pos: float64(mi) + 0.5, Inv: InvOutcomeIsMove, Job: a.JobID,
+				Msg: fmt.Sprintf("job %s: the late answer of an attempt whose lease was lost (it began at %s on worker %s, its lease was recovered at %s) was applied: the store took its outcome (%s) instead of fencing it off",
+					a.JobID, fmtOffset(ms(a.AtMs)), a.Worker, fmtOffset(ms(e.AtMs)), ActionWords(action))})
 		case a.Result == "applied":
 			e := h.Events[mi]
-			if to := stateByName[e.To]; !oracle.WantMove(action, to) {
-				out.checks = append(out.checks, liveCheck{at: ms(e.AtMs), pos: float64(mi) + 0.5, inv: InvOutcomeIsMove, job: a.JobID,
-					msg: fmt.Sprintf("job %s: its attempt (worker %s) was told %s, but the store moved it %s → %s (%s)",
-						a.JobID, a.Worker, oracle.ActionWords(action), e.From, e.To, e.Reason)})
+			if to := StateByName[e.To]; !WantMove(action, to) {
+				out.Checks = append(out.Checks, LiveCheck{At: ms(e.AtMs), Pos: float64(mi) + 0.5, Inv: InvOutcomeIsMove, Job: a.JobID,
+					Msg: fmt.Sprintf("job %s: its attempt (worker %s) was told %s, but the store moved it %s → %s (%s)",
+						a.JobID, a.Worker, ActionWords(action), e.From, e.To, e.Reason)})
 			}
 		case a.Result == "fenced" && action == worker.Succeed:
 			// Fenced off as a lost lease's while the lease was certainly
@@ -142,8 +144,8 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 			// never recovered before the answer.
 			recovered := mi >= 0 && h.Events[mi].Reason == string(disposition.LeaseExpired) && ms(h.Events[mi].AtMs) <= end+slack
 			if !recovered && end+slack < ms(lease.AtMs)+ttl {
-				out.checks = append(out.checks, liveCheck{at: end, pos: -1, inv: InvOutcomeIsMove, job: a.JobID,
-					msg: fmt.Sprintf("job %s: its attempt (worker %s) succeeded under a lease that was still its own (leased at %s, good until at least %s, never recovered), but the store fenced the completion off as a lost lease's",
+				out.Checks = append(out.Checks, LiveCheck{At: end, Pos: -1, Inv: InvOutcomeIsMove, Job: a.JobID,
+					Msg: fmt.Sprintf("job %s: its attempt (worker %s) succeeded under a lease that was still its own (leased at %s, good until at least %s, never recovered), but the store fenced the completion off as a lost lease's",
 						a.JobID, a.Worker, fmtOffset(ms(lease.AtMs)), fmtOffset(ms(lease.AtMs)+ttl))})
 			}
 		}
@@ -171,8 +173,8 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 		}
 		out.leases++
 		if left > deadline {
-			out.checks = append(out.checks, liveCheck{at: deadline, pos: -1, inv: InvNoLeaseLeftExpired, job: a.JobID,
-				msg: fmt.Sprintf("job %s is still in flight at %s under a lease that expired by %s (its attempt on worker %s ended at %s, %s) and was never recovered: it is stuck, no worker will run it again",
+			out.Checks = append(out.Checks, LiveCheck{At: deadline, Pos: -1, Inv: InvNoLeaseLeftExpired, Job: a.JobID,
+				Msg: fmt.Sprintf("job %s is still in flight at %s under a lease that expired by %s (its attempt on worker %s ended at %s, %s) and was never recovered: it is stuck, no worker will run it again",
 					a.JobID, fmtOffset(deadline), fmtOffset(end+ttl), a.Worker, fmtOffset(end), a.Result)})
 		}
 	}
@@ -191,7 +193,7 @@ func judgeLiveOutcomes(sc *scenarios.Scenario, h *oracle.History) liveOutcomes {
 // liveStalls are the spans of a drill in which no worker could recover an
 // expired lease: every worker process down or stalled, or the queue
 // store's proxy cut or slowed.
-func liveStalls(sc *scenarios.Scenario, h *oracle.History) [][2]time.Duration {
+func liveStalls(sc *scenarios.Scenario, h *History) [][2]time.Duration {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	var spans [][2]time.Duration
 	for _, f := range h.Faults {
@@ -211,7 +213,7 @@ func liveStalls(sc *scenarios.Scenario, h *oracle.History) [][2]time.Duration {
 	n := 0
 	downAt := time.Duration(-1)
 	procs := slices.Clone(h.Processes)
-	slices.SortStableFunc(procs, func(a, b oracle.ProcessEvent) int { return cmp.Compare(a.AtMs, b.AtMs) })
+	slices.SortStableFunc(procs, func(a, b ProcessEvent) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	for _, p := range procs {
 		was := up[p.Worker]
 		switch p.Kind {
@@ -255,10 +257,10 @@ func extendPast(deadline, from time.Duration, spans [][2]time.Duration) time.Dur
 	return deadline
 }
 
-// liveOutcomeNotes sets the results of attempt-outcome-is-the-move and
+// LiveOutcomeNotes sets the results of attempt-outcome-is-the-move and
 // no-lease-left-expired to what the history let the judge see: a note
 // saying how much was judged, and not observable when nothing was.
-func liveOutcomeNotes(res *reports.Result, lo liveOutcomes, h *oracle.History) {
+func LiveOutcomeNotes(res *reports.Result, lo LiveOutcomes, h *History) {
 	for i := range res.Invariants {
 		ir := &res.Invariants[i]
 		var judged, unjudged int
@@ -295,3 +297,22 @@ func liveOutcomeNotes(res *reports.Result, lo liveOutcomes, h *oracle.History) {
 		}
 	}
 }
+
+// StateByName is each disposition state by its name (a history's
+// spelling).
+var StateByName = func() map[string]disposition.State {
+	m := map[string]disposition.State{}
+	for s := disposition.None; s <= disposition.Held; s++ {
+		m[s.String()] = s
+	}
+	return m
+}()
+
+// ActionByName is each worker action by its name.
+var ActionByName = func() map[string]worker.Action {
+	m := map[string]worker.Action{}
+	for a := worker.Succeed; a <= worker.Divert; a++ {
+		m[a.String()] = a
+	}
+	return m
+}()

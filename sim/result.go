@@ -92,86 +92,21 @@ func (w *world) result() *reports.Result {
 	w.checkResultSecrets(res)
 	res.Violations = append(res.Violations, w.led.Violations()...)
 	res.Invariants = w.invariants(stopped)
-	res.Violations = observedViolations(res)
-
-	obs := w.observation(res)
-	for _, e := range w.sc.Expect {
-		res.Expectations = append(res.Expectations, oracle.Evaluate(e, obs))
-	}
-	oracle.FaultChecks(res, stopped)
-	whenChecks(res, &w.sc, w.whenMisses(), stopped)
-	if stopped != "" {
-		// Judged on part of a run, an expectation would mean nothing.
-		for i := range res.Expectations {
-			e := &res.Expectations[i]
-			e.Actual, e.Verdict = "not evaluated: "+stopped, reports.Skipped
-		}
-		return res
-	}
-	res.Verdict = reports.Passed
-	if len(res.Violations) > 0 {
-		res.Verdict = reports.Failed
-	}
-	for _, e := range res.Expectations {
-		if e.Verdict != reports.Passed && e.Verdict != reports.NotObservable {
-			res.Verdict = reports.Failed
-		}
-	}
+	res.Violations = oracle.ObservedViolations(res)
+	oracle.Conclude(res, &w.sc, w.observation(res), w.whenMisses(), stopped)
 	return res
 }
 
-// invariants says what became of each invariant: violated, held to the
-// end, or skipped — turned off, or checked only until the run stopped
-// (stopped says where; "" for a run that reached its end).
+// invariants says what became of each invariant (oracle.InvariantResults),
+// the planted-secrets one, which the engine alone checks, after them.
 func (w *world) invariants(stopped string) []reports.InvariantResult {
-	names := oracle.Invariants()
-	out := make([]reports.InvariantResult, 0, len(names))
 	var obs oracle.Observed // the simulator's: everything
 	if w.judge != nil {
 		obs = w.judge.h.Observed()
 	}
-	for _, name := range names {
-		ir := reports.InvariantResult{Name: name, Verdict: reports.Passed, Violations: w.led.ViolationCount(name)}
-		why, lacking := obs.Lacks(oracle.InvariantReads(name, oracle.ViaLedger))
-		switch {
-		case lacking:
-			// What the ledger saw of it is not the whole: no verdict.
-			ir.Verdict, ir.Note, ir.Violations = reports.NotObservable, "not observable in this drill: "+why, 0
-		case ir.Violations > 0:
-			ir.Verdict = reports.Failed
-		case name == InvCriticalPaged && w.pg.PageWithin() < 0:
-			ir.Verdict, ir.Note = reports.Skipped, "turned off (invariants.pageWithin: off)"
-		case name == InvAttempts && w.led.MaxAttempts() <= 0:
-			ir.Verdict, ir.Note = reports.Skipped, "turned off: the retry policy sets no maximum of attempts"
-		case stopped != "":
-			ir.Verdict, ir.Note = reports.Skipped, "not checked to the end: "+stopped
-		}
-		out = append(out, ir)
-	}
+	out := oracle.InvariantResults(w.led, obs, w.pg.PageWithin(), stopped)
 	if ir, ok := w.secretResult(stopped); ok {
 		out = append(out, ir)
-	}
-	return out
-}
-
-// observedViolations are res's violations of the invariants it could
-// observe: a violation of one it could not (a drill's event stream
-// trimmed) is the ledger's view of part of the run, not a verdict.
-func observedViolations(res *reports.Result) []reports.Violation {
-	unseen := map[string]bool{}
-	for _, ir := range res.Invariants {
-		if ir.Verdict == reports.NotObservable {
-			unseen[ir.Name] = true
-		}
-	}
-	if len(unseen) == 0 {
-		return res.Violations
-	}
-	out := res.Violations[:0:0]
-	for _, v := range res.Violations {
-		if !unseen[v.Invariant] {
-			out = append(out, v)
-		}
 	}
 	return out
 }

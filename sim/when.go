@@ -1,14 +1,10 @@
 package sim
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/oracle"
-	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/scenarios"
 )
 
 // whenWait is a targeted worker waiting, in one window, for the state its
@@ -103,48 +99,4 @@ func (w *world) whenMisses() []oracle.Miss {
 		}
 	}
 	return out
-}
-
-// whenChecks adds to res what the misses of the faults aimed at a state
-// say. A fault that requires hits fails when it never hit, or when one of
-// its windows struck none of the workers it waited for, and its
-// expectation names every miss; any other miss is a warning. Neither is
-// ever a silent pass: a fault that did not find its state did not test
-// what it was written for.
-func whenChecks(res *reports.Result, sc *scenarios.Scenario, misses []oracle.Miss, stopped string) {
-	for _, f := range sc.Faults {
-		if f.Schedule.When == nil || f.Target.Kind != faults.Worker {
-			continue
-		}
-		var texts []string
-		whole := false
-		count := map[[2]int64]int{}
-		for _, m := range misses {
-			if m.Fault != f.Name {
-				continue
-			}
-			texts = append(texts, m.String())
-			k := [2]int64{m.FromMs, m.UntilMs}
-			count[k]++
-			whole = whole || count[k] >= m.Targeted
-		}
-		name := "fault " + f.Name + " hits at least once (requireHits)"
-		i := slices.IndexFunc(res.Expectations, func(e reports.Expectation) bool { return e.Name == name })
-		switch {
-		case f.RequireHits && i >= 0:
-			e := &res.Expectations[i]
-			e.Expected = fmt.Sprintf("≥ 1 hit, and every window finding a targeted worker %s", f.Schedule.When)
-			if len(texts) > 0 {
-				e.Actual += "; " + strings.Join(texts, "; ")
-			}
-			if whole {
-				e.Verdict = reports.Failed
-			}
-		case stopped == "":
-			for _, t := range texts {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("fault %s (%s on %s) %s, so it did not strike it there (requireHits: true makes a window that strikes no worker a failure)",
-					f.Name, f.Model.Name(), f.Target, t))
-			}
-		}
-	}
 }

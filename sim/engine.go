@@ -32,7 +32,6 @@ import (
 
 // Caps on what a result lists (totals are always complete).
 const (
-	maxDLQEntries  = 100
 	maxWindows     = 200
 	maxMaintenance = 10_000
 )
@@ -1115,45 +1114,13 @@ func (w *world) sample() {
 	w.reconcile(false)
 }
 
-// reconcile compares the ledger with the store's counts; at the end (full)
-// it also lists the DLQ and checks every dead-lettered job has one entry.
+// reconcile compares the ledger with the store's counts (and, at the end,
+// its DLQ listing): oracle.Reconcile, the history recording each count.
 func (w *world) reconcile(full bool) {
-	c, err := w.backend.Counts(w.ctx)
-	if err != nil {
-		return // a store outage: the next sample checks again
-	}
-	w.led.CheckCounts(int64(c.Held), int64(c.Queued), int64(c.InFlight), int64(c.Scheduled), int64(c.Fallback))
-	st, err := w.backend.Stats(w.ctx)
-	if err != nil {
-		return
-	}
-	if w.rec != nil {
+	c, st, ok := oracle.Reconcile(w.ctx, w.led, w.backend, full)
+	if ok && w.rec != nil {
 		w.recordSnapshot(c, st)
 	}
-	inDLQ := int64(st.ByStatus[dlq.Failed.String()] + st.ByStatus[dlq.Quarantined.String()] + st.ByStatus[dlq.Deleted.String()] + st.Corrupt)
-	// A difference is reported once until it changes; the DLQ is listed
-	// when it is new, and at the end.
-	fresh := w.led.DLQDiffers(inDLQ)
-	if !fresh && !full {
-		return
-	}
-	// List the DLQ: which dead-lettered job has no entry, or two?
-	seen := map[string]int{}
-	cursor := ""
-	for {
-		p, err := w.backend.List(w.ctx, dlq.Filter{}, cursor, 1000)
-		if err != nil {
-			return
-		}
-		for _, e := range p.Entries {
-			seen[e.Job.ID]++
-		}
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
-	}
-	w.led.CheckDLQ(seen, inDLQ, fresh)
 }
 
 // step carries out one operator step.

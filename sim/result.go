@@ -2,13 +2,9 @@ package sim
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
-	"github.com/faultline/faultline/reference/disposition"
-	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 )
@@ -118,49 +114,7 @@ func plural(n int64, one, many string) string {
 	return many
 }
 
-func (w *world) dlqSummary() reports.DLQ {
-	out := reports.DLQ{ByStatus: map[string]int{}, BySeverity: map[string]int{}, Entries: []reports.DLQEntry{}}
-	st, err := w.backend.Stats(w.ctx)
-	if err != nil {
-		return out
-	}
-	out.Total, out.Corrupt = st.Total, st.Corrupt
-	for k, v := range st.ByStatus {
-		out.ByStatus[k] = v
-	}
-	for k, v := range st.BySeverity {
-		out.BySeverity[k] = v
-	}
-	var all []dlq.Entry
-	cursor := ""
-	for {
-		p, err := w.backend.List(w.ctx, dlq.Filter{}, cursor, 1000)
-		if err != nil {
-			break
-		}
-		all = append(all, p.Entries...)
-		if p.Next == "" {
-			break
-		}
-		cursor = p.Next
-	}
-	slices.SortFunc(all, func(a, b dlq.Entry) int { return strings.Compare(a.Job.ID, b.Job.ID) })
-	if len(all) > maxDLQEntries {
-		all, out.Truncated = all[:maxDLQEntries], true
-	}
-	for _, e := range all {
-		last := ""
-		if n := len(e.History); n > 0 {
-			last = e.History[n-1].Error
-		}
-		out.Entries = append(out.Entries, reports.DLQEntry{
-			JobID: e.Job.ID, Task: e.Job.Task, Status: e.Status.String(), Class: e.Verdict.Class.String(),
-			Severity: e.Verdict.Severity.String(), Rule: e.Verdict.Rule, Attempts: e.Job.Attempts, Reason: e.Reason,
-			Error: last, FirstFailedAtMs: e.FirstFailedAt.Sub(w.start).Milliseconds(), LastFailedAtMs: e.LastFailedAt.Sub(w.start).Milliseconds(),
-		})
-	}
-	return out
-}
+func (w *world) dlqSummary() reports.DLQ { return oracle.DLQSummary(w.ctx, w.backend, w.start) }
 
 func (w *world) faultReport() []reports.Fault {
 	if w.judge != nil {
@@ -193,18 +147,6 @@ func (w *world) faultReport() []reports.Fault {
 
 // lost counts the jobs created that the store does not hold and that did
 // not succeed or leave the DLQ with an event.
-func (w *world) lost() int64 {
-	c, err := w.backend.Counts(w.ctx)
-	if err != nil {
-		return 0
-	}
-	st, err := w.backend.Stats(w.ctx)
-	if err != nil {
-		return 0
-	}
-	held := int64(c.Queued+c.InFlight+c.Scheduled+c.Fallback+c.Held) +
-		int64(st.ByStatus[dlq.Failed.String()]+st.ByStatus[dlq.Quarantined.String()]+st.ByStatus[dlq.Deleted.String()]+st.Corrupt)
-	return max(w.made-held-w.led.Count(disposition.Succeeded)-w.led.Count(oracle.Removed), 0)
-}
+func (w *world) lost() int64 { return oracle.Lost(w.ctx, w.led, w.backend, w.made) }
 
 func (w *world) fates() []reports.JobFate { return w.led.Fates() }

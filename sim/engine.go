@@ -160,10 +160,9 @@ type world struct {
 	holdTimerSet         bool
 	stepLog              []reports.Step
 
-	series  reports.Series
+	samp    oracle.Sampler
 	probes  map[time.Duration]*oracle.Probe
 	events  int64
-	maxQ    int64
 	errs    []error
 	nextCtx int
 }
@@ -1082,36 +1081,20 @@ func (w *world) deliver(receiver string, n alert.Notification) {
 // sample records one point of the time series and checks the ledger
 // against the store's own counts.
 func (w *world) sample() {
-	off := w.now()
-	s := &w.series
-	if n := len(s.AtMs); n > 0 && s.AtMs[n-1] == off.Milliseconds() {
+	if !w.samp.Sample(w.now(), w.led, w.breakerStates) {
 		return
 	}
-	l := w.led
-	s.AtMs = append(s.AtMs, off.Milliseconds())
-	s.Queued = append(s.Queued, l.Count(disposition.Queued))
-	s.InFlight = append(s.InFlight, l.Count(disposition.InFlight))
-	s.Scheduled = append(s.Scheduled, l.Count(disposition.Scheduled))
-	s.Fallback = append(s.Fallback, l.Count(disposition.Fallback))
-	if h := l.Count(disposition.Held); h > 0 || s.Held != nil {
-		// Only runs that ever held a dead letter carry the series.
-		if s.Held == nil {
-			s.Held = make([]int64, len(s.AtMs)-1, cap(s.AtMs))
-		}
-		s.Held = append(s.Held, h)
-	}
-	if s.DLQBySeverity == nil {
-		s.DLQBySeverity = map[string][]int64{}
-		s.Breakers = map[string][]string{}
-	}
-	for _, sev := range classify.Severities {
-		s.DLQBySeverity[sev.String()] = append(s.DLQBySeverity[sev.String()], l.DLQBySeverity(sev))
-	}
-	for _, br := range w.breakers {
-		s.Breakers[br.name] = append(s.Breakers[br.name], br.b.State().String())
-	}
-	w.maxQ = max(w.maxQ, l.Count(disposition.Queued))
 	w.reconcile(false)
+}
+
+// breakerStates yields each breaker's name and state, for the series and
+// the probes.
+func (w *world) breakerStates(yield func(string, degrade.State) bool) {
+	for _, br := range w.breakers {
+		if !yield(br.name, br.b.State()) {
+			return
+		}
+	}
 }
 
 // reconcile compares the ledger with the store's counts (and, at the end,

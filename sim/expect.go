@@ -2,7 +2,6 @@ package sim
 
 import (
 	"github.com/faultline/faultline/oracle"
-	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reports"
 )
@@ -46,14 +45,4 @@ func (w *world) entry(id string) (dlq.Entry, bool) {
 
 // snapshot is the ledger now, for an expectation that asked for this
 // instant.
-func (w *world) snapshot() *oracle.Probe {
-	l := w.led
-	s := &oracle.Probe{At: w.now(), Queued: l.Count(disposition.Queued), InFlight: l.Count(disposition.InFlight),
-		Scheduled: l.Count(disposition.Scheduled), Fallback: l.Count(disposition.Fallback),
-		DeadLettered: l.Count(disposition.DeadLettered), Succeeded: l.Count(disposition.Succeeded),
-		Removed: l.Count(oracle.Removed), Total: l.Created(), Breakers: map[string]string{}}
-	for _, br := range w.breakers {
-		s.Breakers[br.name] = br.b.State().String()
-	}
-	return s
-}
+func (w *world) snapshot() *oracle.Probe { return oracle.TakeProbe(w.now(), w.led, w.breakerStates) }

@@ -29,8 +29,8 @@ func (w *world) result() *reports.Result {
 		Breakers:      w.brk.Transitions(),
 		Confusion:     w.led.Confusion(),
 		Steps:         w.stepLog,
-		Series:        w.series,
-		Engine:        reports.Engine{Events: w.events, Jobs: w.made, MaxQueue: w.maxQ},
+		Series:        w.samp.Series,
+		Engine:        reports.Engine{Events: w.events, Jobs: w.made, MaxQueue: w.samp.MaxQueue},
 	}
 	res.Series.IntervalMs = w.sc.Sample.Milliseconds()
 	if res.Alerts.ByReceiver == nil {

@@ -144,10 +144,8 @@ type world struct {
 	judge *judge
 	// rec writes the run's history as it goes (WithHistory), or nil.
 	rec *recorder
-	// planted are the payloads of the jobs created with a planted secret
-	// (InvNoSecretLeaves), by job ID, in plantedOrder.
-	planted      map[string][]byte
-	plantedOrder []string
+	// sec checks that no planted secret leaves (InvNoSecretLeaves).
+	sec *oracle.Secrets
 	// mon is the DLQ monitor, when the scenario has one: it hears the
 	// store's overflow reports as they happen.
 	mon *worker.Monitor
@@ -264,6 +262,7 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	}
 	w.led = oracle.NewLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
 	w.brk = oracle.NewBreakers(w.led)
+	w.sec = oracle.NewSecrets(w.led, sc.Invariants.Secrets, false)
 	w.pg = oracle.NewPages(w.led, sc.Invariants.PageWithin, oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil })),
 		func(d time.Duration, f func()) { w.at(d, f) })
 	for _, t := range w.tasks { // the ledger's task index is the workload's
@@ -609,7 +608,7 @@ func (w *world) newJob(t *taskGen, pj scenarios.PlannedJobSpec, now time.Time) (
 	if payload != "" {
 		j.Payload = []byte(strings.NewReplacer("{n}", strconv.FormatInt(w.seq, 10), "{id}", j.ID).Replace(payload))
 		if len(w.sc.Invariants.Secrets) > 0 {
-			w.plant(j.ID, j.Payload)
+			w.sec.Plant(j.ID, j.Payload)
 		}
 	}
 	return j, n
@@ -1074,7 +1073,7 @@ func (w *world) critical(r *oracle.Record, fp string) { w.pg.Critical(w.now(), r
 
 // deliver records a notification a sink accepted.
 func (w *world) deliver(receiver string, n alert.Notification) {
-	w.checkNotificationSecrets(receiver, n)
+	w.sec.Notification(receiver, n)
 	w.pg.Deliver(w.now(), receiver, n)
 }
 

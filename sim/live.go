@@ -168,6 +168,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *oracle.History) (*repo
 	w := baseWorld(ctx, sc)
 	j := &judge{h: h, decided: map[string]oracle.Attempt{}}
 	w.judge = j
+	w.sec = oracle.NewSecrets(w.led, sc.Invariants.Secrets, true)
 	w.led.KeepAll()
 	w.backend = &snapBackend{j: j}
 	w.policy = &swapPolicy{}

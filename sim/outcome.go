@@ -25,6 +25,7 @@ const (
 	InvNoRerunAfterDead   = oracle.InvNoRerunAfterDead   // see oracle.InvNoRerunAfterDead
 	InvOutcomeIsMove      = oracle.InvOutcomeIsMove      // see oracle.InvOutcomeIsMove
 	InvNoLeaseLeftExpired = oracle.InvNoLeaseLeftExpired // see oracle.InvNoLeaseLeftExpired
+	InvNoSecretLeaves     = oracle.InvNoSecretLeaves     // see oracle.InvNoSecretLeaves
 )
 
 // Violation is a broken invariant. A run does not stop at one: it runs to

@@ -85,7 +85,7 @@ func (w *world) result() *reports.Result {
 			stopped = "the run was interrupted at " + fmtOffset(w.now())
 		}
 	}
-	w.checkResultSecrets(res)
+	w.sec.Result(res, w.entry)
 	res.Violations = append(res.Violations, w.led.Violations()...)
 	res.Invariants = w.invariants(stopped)
 	res.Violations = oracle.ObservedViolations(res)
@@ -101,7 +101,7 @@ func (w *world) invariants(stopped string) []reports.InvariantResult {
 		obs = w.judge.h.Observed()
 	}
 	out := oracle.InvariantResults(w.led, obs, w.pg.PageWithin(), stopped)
-	if ir, ok := w.secretResult(stopped); ok {
+	if ir, ok := w.sec.InvariantResult(stopped); ok {
 		out = append(out, ir)
 	}
 	return out

@@ -1,22 +1,44 @@
-package sim
+package oracle
 
 import (
 	"bytes"
 	"fmt"
-	"github.com/faultline/faultline/oracle"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reports"
 )
 
-// InvNoSecretLeaves: see oracle.InvNoSecretLeaves.
-const InvNoSecretLeaves = oracle.InvNoSecretLeaves
-
 // secretNote says what a drill cannot see of InvNoSecretLeaves.
 const secretNote = "not observable in a drill: its history keeps a notification's summaries only, not its jobs' error texts and payload fields (the summaries and the report were judged and leaked nothing)"
+
+// Secrets is the checker of no-planted-secret-leaves: no text the scenario
+// planted as a secret leaves in a notification (Notification) or in the
+// report as it is written (Result), and a job created with one keeps its
+// payload in the DLQ as created. The engine feeds it every notification
+// and the jobs it plants secrets in; the ledger's judge of a drill the
+// notifications its history kept (summaries only: InvariantResult says
+// the rest is not observable).
+type Secrets struct {
+	led     *Ledger
+	secrets []string
+	drill   bool
+	// planted are the payloads of the jobs created with a planted secret,
+	// by job ID, in plantedOrder.
+	planted      map[string][]byte
+	plantedOrder []string
+}
+
+// NewSecrets returns the checker of secrets (a scenario's
+// invariants.secrets; none: it checks nothing), whose violations led
+// records; drill says the run is a drill's, whose history keeps only part
+// of the texts.
+func NewSecrets(led *Ledger, secrets []string, drill bool) *Secrets {
+	return &Secrets{led: led, secrets: secrets, drill: drill}
+}
 
 // maxSecretDepth bounds the walk of a value for planted secrets.
 const maxSecretDepth = 24
@@ -96,10 +118,10 @@ func found(s, path string, secrets []string) (string, int) {
 	return "", -1
 }
 
-// checkNotificationSecrets fails InvNoSecretLeaves for a notification to
-// receiver that carries a planted secret, naming the job it is about.
-func (w *world) checkNotificationSecrets(receiver string, n alert.Notification) {
-	secrets := w.sc.Invariants.Secrets
+// Notification fails InvNoSecretLeaves for a notification to receiver that
+// carries a planted secret, naming the job it is about.
+func (c *Secrets) Notification(receiver string, n alert.Notification) {
+	secrets := c.secrets
 	if len(secrets) == 0 {
 		return
 	}
@@ -114,7 +136,7 @@ func (w *world) checkNotificationSecrets(receiver string, n alert.Notification) 
 				id = j.ID
 			}
 		}
-		w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "a notification to receiver %s (alert %s) carries the secret invariants.secrets[%d] in its %s%s: what a page carries must be redacted",
+		c.led.Fail(InvNoSecretLeaves, c.led.Job(id), "a notification to receiver %s (alert %s) carries the secret invariants.secrets[%d] in its %s%s: what a page carries must be redacted",
 			receiver, a.Fingerprint, k, path, aboutJob(id))
 	}
 }
@@ -126,11 +148,11 @@ func aboutJob(id string) string {
 	return ", about job " + id
 }
 
-// checkResultSecrets fails InvNoSecretLeaves for a field of res, as it is
-// written, that carries a planted secret, and for a job created with one
-// whose stored DLQ payload is not the one it was created with.
-func (w *world) checkResultSecrets(res *reports.Result) {
-	secrets := w.sc.Invariants.Secrets
+// Result fails InvNoSecretLeaves for a field of res, as it is written,
+// that carries a planted secret, and for a job created with one whose
+// stored DLQ payload (entry reads it) is not the one it was created with.
+func (c *Secrets) Result(res *reports.Result, entry func(id string) (dlq.Entry, bool)) {
+	secrets := c.secrets
 	if len(secrets) == 0 {
 		return
 	}
@@ -141,48 +163,49 @@ func (w *world) checkResultSecrets(res *reports.Result) {
 		if _, err := fmt.Sscanf(path, "DLQ.Entries[%d]", &idx); err == nil && idx < len(res.DLQ.Entries) {
 			id = res.DLQ.Entries[idx].JobID
 		}
-		w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "the report carries the secret invariants.secrets[%d] in its field %s%s: every report field is redacted before it is written",
+		c.led.Fail(InvNoSecretLeaves, c.led.Job(id), "the report carries the secret invariants.secrets[%d] in its field %s%s: every report field is redacted before it is written",
 			k, path, aboutJob(id))
 	}
-	for _, id := range w.plantedOrder {
-		e, ok := w.entry(id)
+	for _, id := range c.plantedOrder {
+		e, ok := entry(id)
 		if !ok {
 			continue
 		}
-		if !bytes.Equal(e.Job.Payload, w.planted[id]) {
-			w.led.Fail(InvNoSecretLeaves, w.led.Job(id), "job %s's payload in the DLQ is not the one it was created with (%d bytes, %d created): stored data is never redacted, so a requeue sends the job as it was",
-				id, len(e.Job.Payload), len(w.planted[id]))
+		if !bytes.Equal(e.Job.Payload, c.planted[id]) {
+			c.led.Fail(InvNoSecretLeaves, c.led.Job(id), "job %s's payload in the DLQ is not the one it was created with (%d bytes, %d created): stored data is never redacted, so a requeue sends the job as it was",
+				id, len(e.Job.Payload), len(c.planted[id]))
 		}
 	}
 }
 
-// plant notes a job created with a payload that carries a planted secret.
-func (w *world) plant(id string, payload []byte) {
-	for _, secret := range w.sc.Invariants.Secrets {
+// Plant notes a job created with a payload that carries a planted secret.
+func (c *Secrets) Plant(id string, payload []byte) {
+	for _, secret := range c.secrets {
 		if bytes.Contains(payload, []byte(secret)) {
-			if w.planted == nil {
-				w.planted = map[string][]byte{}
+			if c.planted == nil {
+				c.planted = map[string][]byte{}
 			}
-			if _, ok := w.planted[id]; !ok {
-				w.plantedOrder = append(w.plantedOrder, id)
+			if _, ok := c.planted[id]; !ok {
+				c.plantedOrder = append(c.plantedOrder, id)
 			}
-			w.planted[id] = bytes.Clone(payload)
+			c.planted[id] = bytes.Clone(payload)
 			return
 		}
 	}
 }
 
-// secretResult is InvNoSecretLeaves' line of the report, for a scenario
-// that plants secrets.
-func (w *world) secretResult(stopped string) (reports.InvariantResult, bool) {
-	if len(w.sc.Invariants.Secrets) == 0 {
+// InvariantResult is InvNoSecretLeaves' line of the report, for a
+// scenario that plants secrets (false otherwise); stopped says where a run
+// that stopped early stopped.
+func (c *Secrets) InvariantResult(stopped string) (reports.InvariantResult, bool) {
+	if len(c.secrets) == 0 {
 		return reports.InvariantResult{}, false
 	}
-	ir := reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.Passed, Violations: w.led.ViolationCount(InvNoSecretLeaves)}
+	ir := reports.InvariantResult{Name: InvNoSecretLeaves, Verdict: reports.Passed, Violations: c.led.ViolationCount(InvNoSecretLeaves)}
 	switch {
 	case ir.Violations > 0:
 		ir.Verdict = reports.Failed
-	case w.judge != nil:
+	case c.drill:
 		ir.Verdict, ir.Note = reports.NotObservable, secretNote
 	case stopped != "":
 		ir.Verdict, ir.Note = reports.Skipped, "not checked to the end: "+stopped

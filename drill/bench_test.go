@@ -46,7 +46,6 @@ import (
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 const (
@@ -595,7 +594,7 @@ func BenchmarkDrillOverhead(b *testing.B) {
 		sc, h := benchHistory(b, addr)
 		b.ResetTimer()
 		for range b.N {
-			res, err := sim.Judge(ctx, sc, h)
+			res, err := oracle.Judge(ctx, sc, h)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/drill"
 	"github.com/faultline/faultline/metrics"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
@@ -217,7 +218,7 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 			Expect(namespaceKeys(url, opts.Namespace)).To(BeZero())
 
 			// The history judges the same again.
-			again, err := sim.Judge(ctx, l.Scenario.WithDefaults(), h)
+			again, err := oracle.Judge(ctx, l.Scenario.WithDefaults(), h)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(again.Verdict).To(Equal(res.Verdict))
 			Expect(again.Ledger).To(Equal(res.Ledger))

@@ -160,7 +160,7 @@ func Run(ctx context.Context, l *scenarios.Loaded, opts Options) (*reports.Resul
 		d.run(ctx)
 	}
 	h := d.finish()
-	res, err := sim.Judge(context.Background(), d.sc, h)
+	res, err := oracle.Judge(context.Background(), d.sc, h)
 	if err != nil {
 		return nil, h, err
 	}

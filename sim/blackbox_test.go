@@ -55,7 +55,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		}
 	}
 	judge := func(sc scenarios.Scenario, h *oracle.History) *reports.Result {
-		res, err := sim.Judge(context.Background(), sc, h)
+		res, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -133,33 +132,19 @@ type world struct {
 	arrOn bool
 
 	breakers []*breakerRun
-	// brk checks the breakers' transitions and keeps them for the result.
-	brk *oracle.Breakers
-
-	// pg checks the pages (critical-failure-paged,
-	// one-page-per-repeat-interval) and counts the alerts.
-	pg *oracle.Pages
-	// judge is set when the world judges a drill's history instead of
-	// running (see Judge).
-	judge *judge
+	// chk are the run's checkers (the oracle's), fed as the run goes; led
+	// is their ledger.
+	chk *oracle.Checks
 	// rec writes the run's history as it goes (WithHistory), or nil.
 	rec *recorder
-	// sec checks that no planted secret leaves (InvNoSecretLeaves).
-	sec *oracle.Secrets
 	// mon is the DLQ monitor, when the scenario has one: it hears the
 	// store's overflow reports as they happen.
 	mon *worker.Monitor
-	// sharedKeys are the idempotency keys explicit jobs were given (two
-	// jobs may share one); keyCharges counts their charges per key.
-	sharedKeys map[string]bool
-	keyCharges map[string]int32
 	// Callbacks bound once: a method value allocates each time it is made.
 	forwardFn, recoverFn func()
 	holdTimerSet         bool
 	stepLog              []reports.Step
 
-	samp    oracle.Sampler
-	probes  map[time.Duration]*oracle.Probe
 	events  int64
 	errs    []error
 	nextCtx int
@@ -210,12 +195,9 @@ func Run(ctx context.Context, sc scenarios.Scenario, opts ...Option) (*reports.R
 func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	w := &world{
 		ctx: ctx, sc: sc, seed: sc.Seed, start: sc.Start, end: sc.Duration,
-		clk:        clock.NewVirtual(sc.Start),
-		deps:       map[string]scenarios.DependencySpec{},
-		byTask:     map[string]*taskGen{},
-		sharedKeys: map[string]bool{},
-		keyCharges: map[string]int32{},
-		probes:     map[time.Duration]*oracle.Probe{},
+		clk:    clock.NewVirtual(sc.Start),
+		deps:   map[string]scenarios.DependencySpec{},
+		byTask: map[string]*taskGen{},
 	}
 	w.start = w.clk.Now() // the clock's own start, to the nanosecond
 	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
@@ -223,11 +205,6 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
 		w.deps[d.Name] = d
-	}
-	for _, pj := range sc.Workload.Jobs {
-		if pj.IdempotencyKey != "" {
-			w.sharedKeys[pj.IdempotencyKey] = true
-		}
 	}
 	for _, t := range sc.Workload.Tasks {
 		g := &taskGen{TaskSpec: t, queue: t.Queue, svc: w.stream("workload/service/" + t.Name)}
@@ -247,28 +224,8 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 	}
 	slices.Sort(w.queues)
 
-	watched := map[string]bool{}
-	for _, e := range sc.Expect {
-		if j, ok := e.(interface{ Jobs() []string }); ok {
-			for _, id := range j.Jobs() {
-				watched[id] = true
-			}
-		}
-		if p, ok := e.(interface{ Probes() []time.Duration }); ok {
-			for _, at := range p.Probes() {
-				w.probes[at] = nil
-			}
-		}
-	}
-	w.led = oracle.NewLedger(w.seed, w.start, w.now, sc.System.Retry.MaxAttempts, watched)
-	w.brk = oracle.NewBreakers(w.led)
-	w.sec = oracle.NewSecrets(w.led, sc.Invariants.Secrets, false)
-	w.pg = oracle.NewPages(w.led, sc.Invariants.PageWithin, oracle.RepeatEvery(sc.AlertConfig(func(string) alert.Sink { return nil })),
-		func(d time.Duration, f func()) { w.at(d, f) })
-	for _, t := range w.tasks { // the ledger's task index is the workload's
-		w.led.Task(t.Name)
-	}
-
+	w.chk = oracle.NewChecks(&w.sc, w.start, w.now, func(d time.Duration, f func()) { w.at(d, f) }, false)
+	w.led = w.chk.Ledger
 	return w
 }
 
@@ -326,7 +283,7 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 	}
 	for _, nb := range sys.Breakers {
 		br := &breakerRun{name: nb.Name, b: nb.Breaker}
-		w.brk.Begin(nb.Name, "", nb.Breaker.State())
+		w.chk.Breakers.Begin(nb.Name, "", nb.Breaker.State())
 		w.breakers = append(w.breakers, br)
 		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
@@ -502,9 +459,7 @@ func (w *world) schedule() {
 		}
 	}
 	w.at(0, sample)
-	for _, at := range slices.Sorted(maps.Keys(w.probes)) {
-		w.at(at, func() { w.probes[at] = w.snapshot() })
-	}
+	w.chk.ArmProbes(w.breakerStates)
 	if w.end > 0 {
 		w.at(w.end, func() { w.sample() })
 	}
@@ -608,7 +563,7 @@ func (w *world) newJob(t *taskGen, pj scenarios.PlannedJobSpec, now time.Time) (
 	if payload != "" {
 		j.Payload = []byte(strings.NewReplacer("{n}", strconv.FormatInt(w.seq, 10), "{id}", j.ID).Replace(payload))
 		if len(w.sc.Invariants.Secrets) > 0 {
-			w.sec.Plant(j.ID, j.Payload)
+			w.chk.Secrets.Plant(j.ID, j.Payload)
 		}
 	}
 	return j, n
@@ -704,10 +659,10 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	if eff.Err == nil || eff.Charged {
 		if t != nil && t.dep != nil && t.dep.Name == j.Dependency {
 			if t.dep.Payment && r != nil {
-				w.charge(r, j, *t.dep)
+				w.chk.Charge(r, j.IdempotencyKey, *t.dep)
 			}
 		} else if dep, ok := w.deps[j.Dependency]; ok && dep.Payment && r != nil {
-			w.charge(r, j, dep)
+			w.chk.Charge(r, j.IdempotencyKey, dep)
 		}
 	}
 	d := eff.Latency + slow.Latency
@@ -752,19 +707,6 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	}
 }
 
-// charge counts one charge of r's payment; a second charge is a violation
-// unless the gateway replayed the first for the same idempotency key.
-func (w *world) charge(r *oracle.Record, j job.Job, dep scenarios.DependencySpec) {
-	// A payment is the job's, or its key's when explicit jobs share keys.
-	var shared *int32
-	if k := j.IdempotencyKey; k != "" && w.sharedKeys[k] {
-		n := w.keyCharges[k]
-		shared = &n
-		defer func() { w.keyCharges[k] = n }()
-	}
-	w.led.Charge(r, j.IdempotencyKey, dep.Name, dep.IgnoresIdempotencyKeys, shared)
-}
-
 // complete ends the attempt on slot s.
 func (w *world) complete(s *slot) {
 	if !s.busy {
@@ -786,8 +728,8 @@ func (w *world) complete(s *slot) {
 		r = w.led.Job(s.job.ID)
 	}
 	if r != nil {
-		if w.recordAttempt(r, s.eff.Fault, s.eff.Class, &o) {
-			w.critical(r, o.Fingerprint)
+		if w.chk.Attempt(r, s.eff.Fault, s.eff.Class, &o) {
+			w.chk.Critical(r, o.Fingerprint)
 		}
 	}
 	w.attemptEnded(s, r, &o)
@@ -803,16 +745,6 @@ func (w *world) complete(s *slot) {
 	}
 	s.rec, s.att, s.job = nil, worker.Attempt{}, job.Job{}
 	w.setIdle(s)
-}
-
-// recordAttempt tells the ledger of an attempt's outcome (fault and truth
-// are the injected fault and its true class), for the simulator's attempts
-// and a drill's alike, and reports whether it was a critical failure, whose
-// page must follow (the caller starts its clock: at once in the simulator,
-// at the attempt's end in a drill).
-func (w *world) recordAttempt(r *oracle.Record, fault string, truth classify.Class, o *worker.Outcome) bool {
-	w.led.Attempt(r, fault, truth, o)
-	return o.Err != nil && (truth == classify.Critical || o.Verdict.Class == classify.Critical)
 }
 
 // dropKept loses the dead letters s keeps in memory, as its process does
@@ -1040,9 +972,9 @@ func (w *world) strikeSlot(i int, s *slot) {
 }
 
 func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
-	w.brk.Transition(t.At.Sub(w.start), "", br.name, t.From.String(), t.To.String(), t.Reason)
+	w.chk.Breakers.Transition(t.At.Sub(w.start), "", br.name, t.From.String(), t.To.String(), t.Reason)
 	if w.rec != nil {
-		tr := w.brk.Transitions()
+		tr := w.chk.Breakers.Transitions()
 		w.recordBreaker(tr[len(tr)-1])
 	}
 	w.alerter.BreakerChanged(t)
@@ -1066,21 +998,15 @@ func (w *world) drainAll() {
 	}
 }
 
-// critical notes a critical failure with alert fingerprint fp: unless its
-// alert already paged and still fires, a page must follow within
-// PageWithin.
-func (w *world) critical(r *oracle.Record, fp string) { w.pg.Critical(w.now(), r.ID(), fp) }
-
 // deliver records a notification a sink accepted.
 func (w *world) deliver(receiver string, n alert.Notification) {
-	w.sec.Notification(receiver, n)
-	w.pg.Deliver(w.now(), receiver, n)
+	w.chk.Deliver(receiver, n)
 }
 
 // sample records one point of the time series and checks the ledger
 // against the store's own counts.
 func (w *world) sample() {
-	if !w.samp.Sample(w.now(), w.led, w.breakerStates) {
+	if !w.chk.Sampler.Sample(w.now(), w.led, w.breakerStates) {
 		return
 	}
 	w.reconcile(false)
@@ -1336,7 +1262,7 @@ type recordingSink struct {
 func (s *recordingSink) Send(_ context.Context, n alert.Notification) error {
 	eff := s.w.inj.Call(faults.Target{Kind: faults.AlertSink, Name: s.name}, faults.Call{At: s.w.now()})
 	if eff.Err != nil {
-		s.w.pg.Refused()
+		s.w.chk.Pages.Refused()
 		err := fmt.Errorf("alert sink %s (fault %s): %w", s.name, eff.Fault, eff.Err)
 		if s.w.rec != nil {
 			s.w.recordDelivery(s.name, n, err)

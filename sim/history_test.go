@@ -36,7 +36,7 @@ var _ = Describe("A simulated run's history (sim.WithHistory), judged again (sim
 				Expect(h.Simulated).To(BeTrue())
 				sc := l.Scenario
 				sc.Seed = seed
-				again, err := sim.Judge(context.Background(), sc, h)
+				again, err := oracle.Judge(context.Background(), sc, h)
 				Expect(err).NotTo(HaveOccurred())
 				what := func(kind, name string) string { return b.Name + " seed " + fmt.Sprint(seed) + ": " + kind + " " + name }
 				Expect(again.Verdict).To(Equal(res.Verdict), what("verdict", ""))

@@ -29,7 +29,7 @@ var _ = Describe("A drill that fell behind its scale, with violations of lease-b
 
 	It("is inconclusive, naming the invariants and what to do, not FAIL", func() {
 		sc, h := load()
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Violations).To(ContainElement(HaveField("Invariant", sim.InvNoRerunAfterDead)))
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
@@ -39,7 +39,7 @@ var _ = Describe("A drill that fell behind its scale, with violations of lease-b
 	It("FAILs when the same history kept pace: the violations are then the system's", func() {
 		sc, h := load()
 		h.Slip = nil
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})

@@ -31,7 +31,7 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 			Workers: []string{"w1"}, Snapshots: []oracle.Snapshot{{AtMs: 59_000}}}
 	}
 	judge := func(sc scenarios.Scenario, h *oracle.History) *reports.Result {
-		res, err := sim.Judge(context.Background(), sc, h)
+		res, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}

@@ -45,7 +45,7 @@ var _ = Describe("The live judge's attempt and lease checks (sim.Judge of a dril
 		}
 	}
 	judge := func(h *oracle.History) *reports.Result {
-		res, err := sim.Judge(context.Background(), scenario(), h)
+		res, err := oracle.Judge(context.Background(), scenario(), h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // A drill's verdict is the system's, never the machine's: a drill that
@@ -44,7 +43,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 				{What: "producer", Samples: 1, P99Ms: 1, MaxMs: 1}, {What: "timers", Samples: 100, P99Ms: 2, MaxMs: 3}}}}
 	}
 	judge := func(h *oracle.History) *reports.Result {
-		res, err := sim.Judge(context.Background(), scenario(), h)
+		res, err := oracle.Judge(context.Background(), scenario(), h)
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}
@@ -70,7 +69,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		h.Slip.Parts[0].P99Ms = 300
 		sc := scenario()
 		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 2}}
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Violations).To(BeEmpty())
 		Expect(r.Expectations).To(ContainElement(HaveField("Verdict", reports.Failed)))
@@ -100,13 +99,13 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		h.Jobs[0].AtMs, h.Jobs[0].LagMs = 600, 600
 		h.Events = []oracle.Event{ev(600, "none", "queued", "enqueued", 0), ev(700, "queued", "in-flight", "leased", 0), ev(800, "in-flight", "succeeded", "succeeded", 1)}
 		h.Attempts[0].AtMs, h.Attempts[0].EndMs = 700, 800
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Inconclusive), "%s %v %v", r.Error, r.Violations, r.Expectations)
 		Expect(r.Error).To(And(ContainSubstring("1 jobs too late"), ContainSubstring("j1, due at +0s, created at +600ms, after fault blip's window, which closed at +500ms")))
 		h.Jobs[0].AtMs, h.Jobs[0].LagMs = 450, 450
 		h.Events[0].AtMs = 450
-		r, err = sim.Judge(context.Background(), sc, h)
+		r, err = oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).NotTo(Equal(reports.Inconclusive), r.Error)
 	})
@@ -119,7 +118,7 @@ var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
 		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("store p99 60.0ms"), ContainSubstring("the verdict stands"))))
 		sc := scenario()
 		sc.Expect = []scenarios.Expectation{scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 2}}
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
 	})

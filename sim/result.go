@@ -1,125 +1,33 @@
 package sim
 
 import (
-	"errors"
-
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 )
 
-// result assembles the run's report model.
+// result assembles the run's report: the oracle's checkers (oracle.Checks)
+// put it together from what they heard and what the engine alone knows.
 func (w *world) result() *reports.Result {
-	if len(w.errs) == 0 {
-		w.led.CheckCreated(w.made)
-		w.reconcile(true)
+	e := oracle.End{
+		Errs: w.errs, Made: w.made, Events: w.events, Steps: w.stepLog,
+		Store: w.backend, Entry: w.entry, Faults: w.faultReport(), Misses: w.whenMisses(), Calls: w.calls.at,
 	}
-	res := &reports.Result{
-		ReportVersion: reports.ReportVersion,
-		Scenario:      w.sc.Name,
-		Description:   w.sc.Description,
-		Seed:          w.seed,
-		DurationMs:    w.end.Milliseconds(),
-		EndedAtMs:     w.now().Milliseconds(),
-		Expectations:  []reports.Expectation{},
-		Violations:    []reports.Violation{},
-		Ledger:        w.led.Report(),
-		Alerts:        w.pg.Alerts,
-		Breakers:      w.brk.Transitions(),
-		Confusion:     w.led.Confusion(),
-		Steps:         w.stepLog,
-		Series:        w.samp.Series,
-		Engine:        reports.Engine{Events: w.events, Jobs: w.made, MaxQueue: w.samp.MaxQueue},
+	if w.rec != nil {
+		e.Counted = w.recordSnapshot
 	}
-	res.Series.IntervalMs = w.sc.Sample.Milliseconds()
-	if res.Alerts.ByReceiver == nil {
-		res.Alerts.ByReceiver = map[string]int64{}
-	}
-	if res.Alerts.PagesByFingerprint == nil {
-		res.Alerts.PagesByFingerprint = map[string]int64{}
-	}
-	if res.Alerts.Deliveries == nil {
-		res.Alerts.Deliveries = []reports.Delivery{}
-	}
-	if res.Breakers == nil {
-		res.Breakers = []reports.Transition{}
-	}
-	if res.Confusion == nil {
-		res.Confusion = []reports.Confusion{}
-	}
-	if res.Steps == nil {
-		res.Steps = []reports.Step{}
-	}
-	res.Ledger.Lost = w.lost()
 	if a, ok := w.alerter.(interface{ Stats() alert.Stats }); ok {
-		st := a.Stats()
-		res.Alerts.Raised, res.Alerts.Deduplicated, res.Alerts.Inhibited = int64(st.Raised), int64(st.Deduplicated), int64(st.Inhibited)
-		res.Alerts.Redelivered, res.Alerts.Repeats, res.Alerts.Resolved = int64(st.Retried), int64(st.Repeats), int64(st.Resolved)
-	}
-	if w.judge != nil && w.judge.h.Alerter != nil { // a drill's: its alerter's own counts, as recorded
-		st := w.judge.h.Alerter
-		res.Alerts.Raised, res.Alerts.Deduplicated, res.Alerts.Inhibited = st.Raised, st.Deduplicated, st.Inhibited
-		res.Alerts.Redelivered, res.Alerts.Repeats, res.Alerts.Resolved = st.Retried, st.Repeats, st.Resolved
+		e.Alerter = oracle.AlerterOf(a.Stats())
 	}
 	if p, ok := w.policy.p.(interface{ Stats() retry.Stats }); ok {
 		st := p.Stats()
-		res.Ledger.BudgetDelayed, res.Ledger.BudgetExceeded = int64(st.BudgetDelayed), int64(st.BudgetExceeded)
+		e.Budget = &st
 	}
-	res.Fates = w.fates()
-	res.DLQ = w.dlqSummary()
-	res.Faults = w.faultReport()
-
-	// The run's end: reached, or stopped by an error or an interruption.
-	stopped := ""
-	if len(w.errs) > 0 {
-		res.Verdict = reports.Interrupted
-		for _, err := range w.errs {
-			if !interruption(err) {
-				res.Verdict = reports.Errored
-			}
-		}
-		res.Error = errors.Join(w.errs...).Error()
-		stopped = "the run errored at " + fmtOffset(w.now())
-		if res.Verdict == reports.Interrupted {
-			stopped = "the run was interrupted at " + fmtOffset(w.now())
-		}
-	}
-	w.sec.Result(res, w.entry)
-	res.Violations = append(res.Violations, w.led.Violations()...)
-	res.Invariants = w.invariants(stopped)
-	res.Violations = oracle.ObservedViolations(res)
-	oracle.Conclude(res, &w.sc, w.observation(res), w.whenMisses(), stopped)
-	return res
+	return w.chk.Result(w.ctx, e)
 }
-
-// invariants says what became of each invariant (oracle.InvariantResults),
-// the planted-secrets one, which the engine alone checks, after them.
-func (w *world) invariants(stopped string) []reports.InvariantResult {
-	var obs oracle.Observed // the simulator's: everything
-	if w.judge != nil {
-		obs = w.judge.h.Observed()
-	}
-	out := oracle.InvariantResults(w.led, obs, w.pg.PageWithin(), stopped)
-	if ir, ok := w.sec.InvariantResult(stopped); ok {
-		out = append(out, ir)
-	}
-	return out
-}
-
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func (w *world) dlqSummary() reports.DLQ { return oracle.DLQSummary(w.ctx, w.backend, w.start) }
 
 func (w *world) faultReport() []reports.Fault {
-	if w.judge != nil {
-		return w.judge.faults
-	}
 	out := []reports.Fault{}
 	stats := w.inj.Stats()
 	wins := w.inj.Windows(w.end, maxWindows)
@@ -144,9 +52,3 @@ func (w *world) faultReport() []reports.Fault {
 	}
 	return out
 }
-
-// lost counts the jobs created that the store does not hold and that did
-// not succeed or leave the DLQ with an event.
-func (w *world) lost() int64 { return oracle.Lost(w.ctx, w.led, w.backend, w.made) }
-
-func (w *world) fates() []reports.JobFate { return w.led.Fates() }

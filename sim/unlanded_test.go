@@ -9,7 +9,6 @@ import (
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // A real drill's history: worker-crash of the reference at scale 10 on a
@@ -23,7 +22,7 @@ var _ = Describe("A drill whose frozen worker's late answer never reached the st
 
 	It("is inconclusive on fenced, naming the attempt and the freeze, not FAIL", func() {
 		sc, h := load()
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Violations).To(BeEmpty())
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
@@ -37,7 +36,7 @@ var _ = Describe("A drill whose frozen worker's late answer never reached the st
 				h.Attempts[i].Result = "applied"
 			}
 		}
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
@@ -45,7 +44,7 @@ var _ = Describe("A drill whose frozen worker's late answer never reached the st
 	It("FAILs when another expectation failed beside fenced", func() {
 		sc, h := load()
 		sc.Expect = append(sc.Expect, scenarios.Count{Metric: scenarios.Succeeded, Op: scenarios.Exactly, N: 301})
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
@@ -63,7 +62,7 @@ var _ = Describe("A drill whose frozen worker's answer left before the freeze la
 
 	It("is inconclusive on fenced, saying the answer left before the freeze landed, not FAIL", func() {
 		sc, h := load()
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Violations).To(BeEmpty())
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
@@ -77,7 +76,7 @@ var _ = Describe("A drill whose frozen worker's answer left before the freeze la
 				h.Events[i].AtMs = 105_600 // after the resume at +105.564s
 			}
 		}
-		r, err := sim.Judge(context.Background(), sc, h)
+		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.Verdict).To(Equal(reports.Failed))
 		var failed []string

@@ -89,9 +89,6 @@ func (w *world) endWhen(i int, win faults.Window) {
 // once the run reached them (a run stopped early leaves its open windows
 // out: they had no chance).
 func (w *world) whenMisses() []oracle.Miss {
-	if w.judge != nil {
-		return w.judge.h.Misses
-	}
 	out := slices.Clone(w.misses)
 	for _, wt := range w.waits {
 		if wt.win.Until <= w.now() || w.now() >= w.end {

@@ -25,7 +25,6 @@ import (
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 type drillFlags struct {
@@ -302,7 +301,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			return fmt.Errorf("drill %s: %w", t.arg, err)
 		}
 		scenarios.Annotate(res, t.loaded, t.file)
-		res.Warnings = append([]string{sim.LiveNote(h.TimeScale)}, res.Warnings...)
+		res.Warnings = append([]string{oracle.LiveNote(h.TimeScale)}, res.Warnings...)
 		res.Reproduce = drillCommand(t.arg, res.Seed, h.TimeScale, f, rt.printable())
 		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
@@ -597,14 +596,14 @@ could not keep pace with its time scale).`,
 			if len(h.Workers) > 0 {
 				sc.Workers.Count = len(h.Workers)
 			}
-			res, err := sim.Judge(c.Context(), sc, h)
+			res, err := oracle.Judge(c.Context(), sc, h)
 			if err != nil {
 				return &InvalidInputError{Err: err}
 			}
 			scenarios.Annotate(res, l, src)
-			note := sim.LiveNote(h.TimeScale)
+			note := oracle.LiveNote(h.TimeScale)
 			if h.Simulated {
-				note = sim.SimulatedNote
+				note = oracle.SimulatedNote
 			}
 			res.Warnings = append([]string{note}, res.Warnings...)
 			if err := writeReportText(c.OutOrStdout(), res, colorFor(c.OutOrStdout())); err != nil {

@@ -483,7 +483,7 @@ func startBenchFeed(b *testing.B) *benchFeed {
 // round trip to a fault gateway with no fault (beside a bare net/http
 // round trip), a Redis PING through the drill's Toxiproxy (beside one
 // direct), a Slack notification through the reference sink to the drill's
-// receiver, and the oracle: sim.Judge of the history of a short real drill
+// receiver, and the oracle: oracle.Judge of the history of a short real drill
 // of testdata/bench.yaml.
 func BenchmarkDrillOverhead(b *testing.B) {
 	addr := benchRedisAddr(b)

@@ -2,7 +2,7 @@
 // file the simulator runs — on the wall clock (scaled), against a real
 // Redis, real worker processes (`faultline worker`, see drill/workerproc)
 // and real HTTP dependencies, and judges what it observed with the
-// simulator's own ledger and expectations (sim.Judge).
+// simulator's own checkers and expectations (oracle.Judge).
 //
 // The parts: a producer that enqueues the simulator's jobs (sim.Plan) at
 // their instants; a fault gateway per dependency (drill/gateway) answering
@@ -15,7 +15,7 @@
 // once, here. What it observes — the store's event stream, the workers'
 // reports of their attempts, the gateways' call logs, the deliveries, the
 // processes' events, the faults' real windows — is an oracle.History,
-// saved beside the report; the verdict is sim.Judge of it.
+// saved beside the report; the verdict is oracle.Judge of it.
 package drill
 
 import (

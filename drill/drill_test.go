@@ -190,7 +190,7 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 				Expect(kinds).NotTo(HaveKey("killed"), "no worker needed a SIGKILL")
 				Expect(h.Notes).NotTo(ContainElement(ContainSubstring("exit(s) the drill did not cause")))
 				for _, inv := range res.Invariants {
-					if inv.Name == sim.InvOutcomeIsMove || inv.Name == sim.InvNoLeaseLeftExpired {
+					if inv.Name == oracle.InvOutcomeIsMove || inv.Name == oracle.InvNoLeaseLeftExpired {
 						Expect(inv.Verdict).To(Equal(reports.Passed), inv.Name)
 						Expect(inv.Note).To(HavePrefix("judged from the history"), inv.Name)
 					}
@@ -246,7 +246,7 @@ var _ = Describe("a broken worker", func() {
 		Expect(res.Verdict).To(Equal(reports.Failed))
 		Expect(res.Violations).NotTo(BeEmpty())
 		v := res.Violations[0]
-		Expect(v.Invariant).To(Equal(sim.InvConservation))
+		Expect(v.Invariant).To(Equal(oracle.InvConservation))
 		Expect(v.Message).To(MatchRegexp(`job charge-\d+: worker w\d decided its dead letter \(permanent, rule "[^"]+"\) .* in-flight → succeeded .*: the dead letter was dropped`))
 
 		By("and the same scenario with the reference worker passes, at a scale the machine holds")

@@ -14,9 +14,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
 )
 
 // exampleDrill is one `faultline drill examples/NAME/drill.yaml` run in the
@@ -147,7 +147,7 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 		Expect(e.code).To(Equal(1), e.out.String())
 		r := e.result
 		Expect(r.Verdict).To(Equal(reports.Failed))
-		Expect(failed(r)).To(ContainElements(sim.InvConservation, sim.InvDLQNeverShrinks, sim.InvNoRetryOfFinal, sim.InvNoDoubleCharge, sim.InvCriticalPaged), e.out.String())
+		Expect(failed(r)).To(ContainElements(oracle.InvConservation, oracle.InvDLQNeverShrinks, oracle.InvNoRetryOfFinal, oracle.InvNoDoubleCharge, oracle.InvCriticalPaged), e.out.String())
 		Expect(r.Live.External.Trimmed).NotTo(BeEmpty(), "the jobs LTRIM dropped from the DLQ are named")
 		Expect(r.Ledger.Lost).To(BeNumerically(">", 0))
 		Expect(e.out.String()).To(And(ContainSubstring("left the DLQ"), ContainSubstring("was lost"), ContainSubstring("declined"),
@@ -195,7 +195,7 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 			}
 		}
 		// The comparison is not empty: the checks both judges have.
-		for _, inv := range []string{sim.InvConservation, sim.InvOneDLQEntry, sim.InvNoDoubleCharge, sim.InvNoRetryOfFinal, sim.InvNoRerunAfterDead, sim.InvCriticalPaged, sim.InvOnePage} {
+		for _, inv := range []string{oracle.InvConservation, oracle.InvOneDLQEntry, oracle.InvNoDoubleCharge, oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage} {
 			Expect(both).To(ContainElement("invariant "+inv), "both judges judge %s", inv)
 		}
 		Expect(both).To(ContainElement(HavePrefix("expectation fault ")))
@@ -207,7 +207,7 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 		e := get("asynq")
 		Expect(e.code).To(Equal(1), e.out.String())
 		r := e.result
-		Expect(failed(r)).To(ContainElements(sim.InvConservation, sim.InvDLQNeverShrinks), e.out.String())
+		Expect(failed(r)).To(ContainElements(oracle.InvConservation, oracle.InvDLQNeverShrinks), e.out.String())
 		Expect(r.Ledger.DeadLettered).To(BeNumerically("<=", 10_000))
 		Expect(r.Ledger.Lost).To(BeNumerically(">=", 300))
 		Expect(r.Live.External.Lost).NotTo(BeEmpty())

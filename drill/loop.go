@@ -328,7 +328,7 @@ loop:
 // nothing pending (queued, in flight, scheduled for retry, in a fallback
 // queue), or the settle's bound passes, or ctx is done. The workers' reports
 // are taken meanwhile. What is still pending after the bound is judged as
-// pending, and named (sim.Judge).
+// pending, and named (oracle.Judge).
 func (d *drill) settle(ctx context.Context, sample, progress <-chan time.Time) {
 	bound := d.opts.Settle
 	d.mu.Lock()

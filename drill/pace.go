@@ -28,7 +28,7 @@ import (
 // the scaled clock (its slip) and compares that with what the scenario's
 // timing allows at the drill's scale (its tolerance). A drill whose slip
 // is past its tolerance cannot tell a slow machine from a wrong system,
-// so its verdict is inconclusive (sim.Judge), never a FAIL of the system
+// so its verdict is inconclusive (oracle.Judge), never a FAIL of the system
 // and never a PASS.
 
 // Defaults of the pacing.

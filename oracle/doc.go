@@ -105,11 +105,18 @@
 // Read takes a record at a time; version 1 (one History object) still
 // loads.
 //
-// # What is to come
+// # One run's checkers, and the judge of a history
 //
-// The ledger's judge (sim.Judge, which replays a history into the
-// engine's world for the pages and breakers it tracks) moves here, so
-// that sim is only the engine.
+// Checks (checks.go) are one run's checkers — the ledger, the breakers,
+// the pages, the secrets, the time series and the probes — fed by
+// whichever driver has the run, and Checks.Result the one assembler of its
+// report (the final reconciliation, the invariants' verdicts, the
+// expectations, the verdict). The simulator's engine feeds them as it
+// runs; Judge (judge.go) replays a history into them on a virtual clock of
+// its own: a drill of the reference, or a simulated run's history, which
+// gives the run's own verdict on every check. A black-box drill's history
+// goes to JudgeBlackBox. Judge reads nothing but the history and the
+// scenario.
 //
 // # What it may import
 //

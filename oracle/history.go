@@ -22,7 +22,7 @@ import (
 const HistoryVersion = 2
 
 // History is everything a live drill observed, in the order it was
-// observed: the oracle's whole input. The judge (sim.Judge, for now)
+// observed: the oracle's whole input. The judge (Judge)
 // computes the verdict from it alone, so a saved drill can be judged again
 // (`faultline report check`), and a new invariant applied to an old drill. Times are scenario offsets
 // in milliseconds (the drill's scaled clock), as in the reports.

@@ -40,7 +40,7 @@ var _ = Describe("A history", func() {
 	// A real drill's history (sim's fixture: requeue-reset-attempts at
 	// --time-scale 50), as the drill wrote it.
 	fixture := func() []byte {
-		f, err := os.Open("../sim/testdata/late-store-rerun.history.json.gz")
+		f, err := os.Open("testdata/late-store-rerun.history.json.gz")
 		Expect(err).NotTo(HaveOccurred())
 		defer f.Close()
 		z, err := gzip.NewReader(f)

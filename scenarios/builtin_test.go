@@ -14,6 +14,7 @@ import (
 	"github.com/onsi/gomega/gcustom"
 	"github.com/onsi/gomega/types"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/reports"
@@ -241,18 +242,18 @@ var _ = Describe("The built-in library", func() {
 				return []sim.Option{sim.WithClassifier(func(sim.Env) (worker.Classifier, error) {
 					return lenientClassifier{classify.Default()}, nil
 				})}
-			}, sim.InvNoRetryOfFinal),
+			}, oracle.InvNoRetryOfFinal),
 		Entry("auth-failure-burst, with a classifier that calls auth failures transient", "auth-failure-burst",
 			func(*scenarios.Scenario) []sim.Option {
 				return []sim.Option{sim.WithClassifier(func(sim.Env) (worker.Classifier, error) {
 					return lenientClassifier{classify.Default()}, nil
 				})}
-			}, sim.InvNoRetryOfFinal),
+			}, oracle.InvNoRetryOfFinal),
 		Entry("worker-crash, with charges sent without an idempotency key", "worker-crash",
 			func(sc *scenarios.Scenario) []sim.Option {
 				sc.Workload.Tasks[0].IdempotencyKey = false
 				return nil
-			}, sim.InvNoDoubleCharge),
+			}, oracle.InvNoDoubleCharge),
 		Entry("flapping-primary, with a breaker without hysteresis", "flapping-primary",
 			func(sc *scenarios.Scenario) []sim.Option {
 				sc.System.Breakers[0].Config.BackoffFactor = 1

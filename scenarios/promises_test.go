@@ -10,8 +10,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // The promise table, docs/promises.md: every promise of the reference with
@@ -34,9 +34,9 @@ type promiseRow struct {
 
 // ledgerInvariants are the invariants a row may name: the ledger's.
 var ledgerInvariants = []string{
-	sim.InvConservation, sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvOneDLQEntry, sim.InvNoRetryOfFinal,
-	sim.InvAttempts, sim.InvNoDoubleCharge, sim.InvCriticalPaged, sim.InvOnePage, sim.InvBreakerLegal,
-	sim.InvNoRerunAfterDead, sim.InvNoSecretLeaves, sim.InvOutcomeIsMove, sim.InvNoLeaseLeftExpired,
+	oracle.InvConservation, oracle.InvLegalMove, oracle.InvNoMoveAfterDone, oracle.InvOneDLQEntry, oracle.InvNoRetryOfFinal,
+	oracle.InvAttempts, oracle.InvNoDoubleCharge, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvBreakerLegal,
+	oracle.InvNoRerunAfterDead, oracle.InvNoSecretLeaves, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired,
 }
 
 var (

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/degrade"
@@ -253,7 +254,7 @@ var _ = Describe("a team's broken component", func() {
 		It("fails the run on the retry of the auth failure, naming the job and the rule", func() {
 			res := run(payments(), lenient)
 			v := violation(res)
-			Expect(v.Invariant).To(Equal(sim.InvNoRetryOfFinal))
+			Expect(v.Invariant).To(Equal(oracle.InvNoRetryOfFinal))
 			Expect(v.JobID).To(Equal("pay-auth"))
 			Expect(v.Message).To(Equal(`job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"`))
 			Expect(strings.Join(v.Trail, "\n")).To(ContainSubstring(`injected critical (fault revoked-key); classifier said transient by rule "auth-status" → retry`))
@@ -275,7 +276,7 @@ var _ = Describe("a team's broken component", func() {
 		It("fails the run on the retry past the last attempt", func() {
 			res := run(doomedSync(), relentless)
 			v := violation(res)
-			Expect(v.Invariant).To(Equal(sim.InvAttempts))
+			Expect(v.Invariant).To(Equal(oracle.InvAttempts))
 			Expect(v.JobID).To(Equal("sync-stock"))
 			Expect(v.Message).To(Equal("job sync-stock was scheduled for another attempt after 3 attempts; the policy allows 3"))
 			Expect(v.Trail[len(v.Trail)-1]).To(ContainSubstring("in-flight → scheduled (retry), attempts 3"))
@@ -292,7 +293,7 @@ var _ = Describe("a team's broken component", func() {
 			res := run(badData(), sim.WithStore(openTrimming(5, &ts)))
 			v := violation(res)
 			Expect(ts.dropped).NotTo(BeEmpty())
-			Expect(v.Invariant).To(Equal(sim.InvConservation))
+			Expect(v.Invariant).To(Equal(oracle.InvConservation))
 			Expect(v.JobID).To(Equal(ts.dropped[0]))
 			Expect(v.Message).To(HavePrefix("job " + v.JobID + " was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event"))
 			Expect(v.Message).To(MatchRegexp(`\(5 entries held, \d+ dead-lettered\)$`))
@@ -300,10 +301,10 @@ var _ = Describe("a team's broken component", func() {
 
 			named := map[string]int{}
 			for _, v := range res.Violations {
-				Expect(v.Invariant).To(Equal(sim.InvConservation), v.Message)
+				Expect(v.Invariant).To(Equal(oracle.InvConservation), v.Message)
 				named[v.JobID]++
 			}
-			Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: sim.InvConservation, Verdict: reports.Failed, Violations: int64(len(ts.dropped))}))
+			Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: oracle.InvConservation, Verdict: reports.Failed, Violations: int64(len(ts.dropped))}))
 			Expect(len(ts.dropped)).To(BeNumerically(">", reports.MaxListedViolations), "enough to be capped")
 			Expect(res.Violations).To(HaveLen(reports.MaxListedViolations))
 			Expect(slices.Sorted(maps.Keys(named))).To(Equal(slices.Sorted(slices.Values(ts.dropped[:reports.MaxListedViolations]))), "each dropped job named once, in order, up to the cap")
@@ -346,7 +347,7 @@ var _ = Describe("a team's broken component", func() {
 		It("pages a receiver twice for one alert within the repeat interval", func() {
 			res := run(payments(), eager)
 			v := violation(res)
-			Expect(v.Invariant).To(Equal(sim.InvOnePage))
+			Expect(v.Invariant).To(Equal(oracle.InvOnePage))
 			Expect(v.JobID).To(BeEmpty()) // an alert is about many jobs
 			Expect(v.Message).To(HavePrefix(`receiver team got alert "send-receipt failed: transient" (fingerprint job-failed/send-receipt/transient/smtp) again after `))
 			Expect(v.Message).To(HaveSuffix("within the repeat interval of 4h0m0s"))

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reports"
@@ -66,8 +67,8 @@ var _ = Describe("DLQ-only mode (WithDLQ)", func() {
 		Expect(res.Violations).To(BeEmpty())
 		Expect(failedExpectations(res)).To(BeEmpty())
 		Expect(res.Verdict).To(Equal(reports.Passed))
-		Expect(invariant(res, sim.InvConservation).Verdict).To(Equal(reports.Passed))
-		Expect(invariant(res, sim.InvOneDLQEntry).Verdict).To(Equal(reports.Passed))
+		Expect(invariant(res, oracle.InvConservation).Verdict).To(Equal(reports.Passed))
+		Expect(invariant(res, oracle.InvOneDLQEntry).Verdict).To(Equal(reports.Passed))
 		for _, name := range []string{sim.NotCheckedAtomicity, sim.NotCheckedCapacity, sim.NotCheckedQuarantine, sim.NotCheckedDelete} {
 			inv := invariant(res, name)
 			Expect(inv.Verdict).To(Equal(reports.Skipped), name)
@@ -92,7 +93,7 @@ var _ = Describe("DLQ-only mode (WithDLQ)", func() {
 		team := &dlqtest.MapStore{Caps: dlq.Caps{Capacity: true, Delete: true}, Capacity: sc.System.DLQ.Capacity}
 		res := run(sc, withTeam(team))
 		Expect(res.Violations).To(BeEmpty())
-		Expect(invariant(res, sim.InvConservation).Verdict).To(Equal(reports.Passed))
+		Expect(invariant(res, oracle.InvConservation).Verdict).To(Equal(reports.Passed))
 		Expect(res.Invariants).NotTo(ContainElement(HaveField("Name", sim.NotCheckedCapacity)))
 	})
 
@@ -100,13 +101,13 @@ var _ = Describe("DLQ-only mode (WithDLQ)", func() {
 		res := run(builtin("auth-failure-burst"), withTeam(&dropEvery10th{}))
 		Expect(res.Verdict).To(Equal(reports.Failed))
 		Expect(res.Violations).To(ContainElement(And(
-			HaveField("Invariant", sim.InvConservation),
+			HaveField("Invariant", oracle.InvConservation),
 			HaveField("Message", MatchRegexp(`job \S+ was dead-lettered, but the DLQ store has no entry for it`)))))
 	})
 
 	It("catches a store that lists an entry twice", func() {
 		res := run(builtin("dlq-basics"), withTeam(&listTwice{}))
-		Expect(res.Violations).To(ContainElement(And(HaveField("Invariant", sim.InvOneDLQEntry), HaveField("Message", ContainSubstring("has 2 DLQ entries")))))
+		Expect(res.Violations).To(ContainElement(And(HaveField("Invariant", oracle.InvOneDLQEntry), HaveField("Message", ContainSubstring("has 2 DLQ entries")))))
 	})
 
 	It("answers ErrNotDeclared for an operator's delete the store does not declare, and says so in the step", func() {

@@ -1,23 +1,19 @@
-// Package sim is faultline's deterministic simulator and its judge: it runs
-// a scenarios.Scenario — a workload, worker slots, dependencies, the
+// Package sim is faultline's deterministic simulator: it runs a
+// scenarios.Scenario — a workload, worker slots, dependencies, the
 // system's configuration, a fault schedule, operator steps and
 // expectations — against the reference failure handling (or a team's own
-// components) on virtual time, and says whether every job was accounted
-// for, the right people were paged, and the service degraded instead of
-// falling over. The scenario model and its validation are package
-// scenarios'; sim holds the engine and the live judges that judge a
-// drill's history with the same ledger and expectations. The history
-// format (oracle.History and its records, oracle.Write and oracle.Read),
-// the ledger with its invariants (oracle.Ledger, oracle.Record, the Inv*
-// names, which sim names again for its callers) and the evaluation of a
-// scenario's expectations (oracle.Evaluate, against the oracle.Observation
-// a run gives it, and oracle.FaultChecks) are package oracle's, which is
-// to take the result and the live judges from sim too, leaving sim only
-// the engine. The engine keeps what is its own — worker slots, timers,
-// breakers, the world — and feeds the ledger: every disposition event
-// (Observe), every attempt and its outcome (Attempt, BeginOutcome, Settle,
-// Keep), the store's counts at each sample (CheckCounts, DLQDiffers,
-// CheckDLQ) and the leases its busy workers hold (CheckLeases).
+// components) on virtual time. It is an engine only: the event loop, the
+// fault wiring, the system under test (BuildWorkerSystem), the workload
+// plan a drill's producer shares (Plan) and operator steps
+// (CarryOutStep). Whether every job was accounted for, the right people
+// were paged and the service degraded instead of falling over is the
+// oracle's to say (package oracle): the engine feeds the run's checkers
+// (oracle.Checks — the ledger, the breakers, the pages, the secrets, the
+// series, the probes) as it runs — every disposition event (Observe),
+// every attempt and its outcome (Attempt, BeginOutcome, Settle, Keep), the
+// store's counts at each sample (oracle.Reconcile) and the leases its busy
+// workers hold (CheckLeases) — and oracle.Checks.Result assembles the
+// report, as it does for oracle.Judge of a drill's history.
 //
 // # The engine
 //

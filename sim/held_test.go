@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/queue"
@@ -108,7 +109,7 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 		Expect(res.Ledger.LeaseExpiries).To(BeEquivalentTo(1), "the kept dead letter's lease, no longer heartbeated")
 		Expect(res.Ledger.Attempts).To(BeEquivalentTo(4), "declined-3 runs again")
 		Expect(res.Violations).To(ContainElement(SatisfyAll(
-			HaveField("Invariant", sim.InvNoRerunAfterDead), HaveField("JobID", "declined-3"))))
+			HaveField("Invariant", oracle.InvNoRerunAfterDead), HaveField("JobID", "declined-3"))))
 		Expect(res.Ledger.Created).To(Equal(res.Ledger.Queued + res.Ledger.InFlight + res.Ledger.Scheduled + res.Ledger.Fallback +
 			res.Ledger.HeldAtEnd + res.Ledger.DeadLettered + res.Ledger.Succeeded + res.Ledger.Removed))
 	})
@@ -161,7 +162,7 @@ var _ = Describe("A dead letter the DLQ cannot take", func() {
 			return &forgetfulStore{Store: s}, err
 		}))
 		Expect(res.Violations).NotTo(BeEmpty())
-		Expect(res.Violations[0].Invariant).To(Equal(sim.InvNoRerunAfterDead))
+		Expect(res.Violations[0].Invariant).To(Equal(oracle.InvNoRerunAfterDead))
 		Expect(res.Violations[0].JobID).To(Equal("declined-2"))
 	})
 })

@@ -19,7 +19,7 @@ import (
 // --history), judged again by the judge of drills, gives the run's own
 // verdict, invariant by invariant and expectation by expectation, on
 // every built-in (each judged where the history has what it reads).
-var _ = Describe("A simulated run's history (sim.WithHistory), judged again (sim.Judge)", func() {
+var _ = Describe("A simulated run's history (sim.WithHistory), judged again (oracle.Judge)", func() {
 	It("gives the run's own verdict on every check, for every built-in on seeds 1 to 3", func() {
 		for _, b := range scenarios.Builtins() {
 			if slices.Contains(b.Tags, "scale") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/dlq"
 )
 
@@ -240,5 +241,5 @@ func (il *interleaver) fail(w ilWrite, format string, args ...any) {
 		where = fmt.Sprintf("after step %d", w.step)
 	}
 	msg := fmt.Sprintf(format, args...)
-	il.w.led.Fail(InvLegalMove, il.w.led.Job(w.id), "job %s, %s (fault %s: %s %s): %s", w.id, il.op, w.fault, w.write, where, msg)
+	il.w.led.Fail(oracle.InvLegalMove, il.w.led.Job(w.id), "job %s, %s (fault %s: %s %s): %s", w.id, il.op, w.fault, w.write, where, msg)
 }

@@ -8,26 +8,6 @@ import (
 	"github.com/faultline/faultline/reports"
 )
 
-// The invariants, by the name a violation carries: package oracle's,
-// which checks them (see its constants for each one's rule); named here
-// too for the callers that know them as sim's.
-const (
-	InvConservation       = oracle.InvConservation       // see oracle.InvConservation
-	InvLegalMove          = oracle.InvLegalMove          // see oracle.InvLegalMove
-	InvNoMoveAfterDone    = oracle.InvNoMoveAfterDone    // see oracle.InvNoMoveAfterDone
-	InvOneDLQEntry        = oracle.InvOneDLQEntry        // see oracle.InvOneDLQEntry
-	InvNoRetryOfFinal     = oracle.InvNoRetryOfFinal     // see oracle.InvNoRetryOfFinal
-	InvAttempts           = oracle.InvAttempts           // see oracle.InvAttempts
-	InvNoDoubleCharge     = oracle.InvNoDoubleCharge     // see oracle.InvNoDoubleCharge
-	InvCriticalPaged      = oracle.InvCriticalPaged      // see oracle.InvCriticalPaged
-	InvOnePage            = oracle.InvOnePage            // see oracle.InvOnePage
-	InvBreakerLegal       = oracle.InvBreakerLegal       // see oracle.InvBreakerLegal
-	InvNoRerunAfterDead   = oracle.InvNoRerunAfterDead   // see oracle.InvNoRerunAfterDead
-	InvOutcomeIsMove      = oracle.InvOutcomeIsMove      // see oracle.InvOutcomeIsMove
-	InvNoLeaseLeftExpired = oracle.InvNoLeaseLeftExpired // see oracle.InvNoLeaseLeftExpired
-	InvNoSecretLeaves     = oracle.InvNoSecretLeaves     // see oracle.InvNoSecretLeaves
-)
-
 // Violation is a broken invariant. A run does not stop at one: it runs to
 // its end and records every violation (at most
 // reports.MaxListedViolations of each invariant listed, all counted).

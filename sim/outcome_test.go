@@ -6,9 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // judged runs sc with expectations xs in place of its own and returns how
@@ -25,8 +25,8 @@ var _ = Describe("An attempt's outcome and its lease (issue 15)", func() {
 		res := run(builtin("stale-answer-fenced"))
 		Expect(res.Verdict).To(Equal(reports.Passed), "%v", res.Violations)
 		Expect(res.Invariants).To(ContainElements(
-			reports.InvariantResult{Name: sim.InvOutcomeIsMove, Verdict: reports.Passed},
-			reports.InvariantResult{Name: sim.InvNoLeaseLeftExpired, Verdict: reports.Passed}))
+			reports.InvariantResult{Name: oracle.InvOutcomeIsMove, Verdict: reports.Passed},
+			reports.InvariantResult{Name: oracle.InvNoLeaseLeftExpired, Verdict: reports.Passed}))
 		Expect(res.Ledger.Fenced).To(BeEquivalentTo(1))
 	})
 

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
@@ -99,7 +100,7 @@ var _ = Describe("A run's result", func() {
 			sc := payments()
 			sc.Invariants.PageWithin = -1
 			res := run(sc)
-			Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: sim.InvCriticalPaged, Verdict: reports.Skipped,
+			Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: oracle.InvCriticalPaged, Verdict: reports.Skipped,
 				Note: "turned off (invariants.pageWithin: off)"}))
 		})
 	})

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
@@ -47,7 +48,7 @@ var _ = Describe("Entry content and planted secrets", func() {
 	It("passes secrets-stay-inside: its planted secrets are masked in every page and report field, and the DLQ keeps the payloads", func() {
 		res := run(builtin("secrets-stay-inside"))
 		Expect(res.Verdict).To(Equal(reports.Passed))
-		Expect(invariant(res, sim.InvNoSecretLeaves).Verdict).To(Equal(reports.Passed))
+		Expect(invariant(res, oracle.InvNoSecretLeaves).Verdict).To(Equal(reports.Passed))
 	})
 
 	It("names the job and the field when a planted secret leaves the process, never the secret itself", func() {
@@ -57,10 +58,10 @@ var _ = Describe("Entry content and planted secrets", func() {
 		sc.Invariants.Secrets = append(slices.Clone(sc.Invariants.Secrets), "invalid credentials")
 		res := run(sc)
 		Expect(res.Verdict).To(Equal(reports.Failed))
-		Expect(invariant(res, sim.InvNoSecretLeaves).Verdict).To(Equal(reports.Failed))
+		Expect(invariant(res, oracle.InvNoSecretLeaves).Verdict).To(Equal(reports.Failed))
 		var msgs []string
 		for _, v := range res.Violations {
-			if v.Invariant == sim.InvNoSecretLeaves {
+			if v.Invariant == oracle.InvNoSecretLeaves {
 				Expect(v.Message).NotTo(ContainSubstring("invalid credentials"))
 				msgs = append(msgs, v.Message)
 			}
@@ -72,7 +73,7 @@ var _ = Describe("Entry content and planted secrets", func() {
 	It("lists the invariant only for a scenario that plants secrets", func() {
 		res := run(builtin("requeue-drill"))
 		for _, inv := range res.Invariants {
-			Expect(inv.Name).NotTo(Equal(sim.InvNoSecretLeaves))
+			Expect(inv.Name).NotTo(Equal(oracle.InvNoSecretLeaves))
 		}
 	})
 })

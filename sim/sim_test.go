@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reports"
@@ -142,14 +143,14 @@ var _ = Describe("Run", func() {
 		// Every doubly charged job is named, once.
 		jobs := map[string]bool{}
 		for _, v := range res.Violations {
-			Expect(v.Invariant).To(Equal(sim.InvNoDoubleCharge))
+			Expect(v.Invariant).To(Equal(oracle.InvNoDoubleCharge))
 			Expect(jobs).NotTo(HaveKey(v.JobID))
 			jobs[v.JobID] = true
 		}
 		Expect(len(jobs)).To(BeNumerically(">", 1))
-		Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: sim.InvNoDoubleCharge, Verdict: reports.Failed, Violations: int64(len(jobs))}))
+		Expect(res.Invariants).To(ContainElement(reports.InvariantResult{Name: oracle.InvNoDoubleCharge, Verdict: reports.Failed, Violations: int64(len(jobs))}))
 		v := res.Violations[0]
-		Expect(v.Invariant).To(Equal(sim.InvNoDoubleCharge))
+		Expect(v.Invariant).To(Equal(oracle.InvNoDoubleCharge))
 		Expect(v.Message).To(ContainSubstring("ignored idempotency key"))
 		Expect(v.JobID).NotTo(BeEmpty())
 		Expect(strings.Join(v.Trail, "\n")).To(ContainSubstring("charged the payment (charge 2)"))

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	dlqplugin "github.com/faultline/faultline/examples/go-dlq-plugin"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reports"
@@ -36,7 +37,7 @@ var _ = Describe("the team's table", func() {
 		res := runBuiltin("auth-failure-burst", t)
 		Expect(res.Violations).To(BeEmpty())
 		Expect(res.Verdict).To(Equal(reports.Passed))
-		Expect(res.Invariants).To(ContainElement(And(HaveField("Name", sim.InvConservation), HaveField("Verdict", reports.Passed))))
+		Expect(res.Invariants).To(ContainElement(And(HaveField("Name", oracle.InvConservation), HaveField("Verdict", reports.Passed))))
 		Expect(res.Invariants).To(ContainElement(And(HaveField("Name", sim.NotCheckedQuarantine), HaveField("Verdict", reports.Skipped),
 			HaveField("Note", ContainSubstring("does not declare quarantine")))))
 		n, err := t.Count(context.Background())
@@ -48,7 +49,7 @@ var _ = Describe("the team's table", func() {
 		It("is caught by the run, naming a lost job", func() {
 			res := runBuiltin("auth-failure-burst", &dlqplugin.Table{DropEvery: 10})
 			Expect(res.Verdict).To(Equal(reports.Failed))
-			Expect(res.Violations).To(ContainElement(And(HaveField("Invariant", sim.InvConservation),
+			Expect(res.Violations).To(ContainElement(And(HaveField("Invariant", oracle.InvConservation),
 				HaveField("JobID", Not(BeEmpty())),
 				HaveField("Message", MatchRegexp(`^job \S+ was dead-lettered, but the DLQ store has no entry for it`)))))
 		})

@@ -17,7 +17,7 @@
 //		Expect(res).To(simmatchers.LoseNoJob())
 //		Expect(res).To(simmatchers.HaveDeadLettered("pay-auth", classify.High))
 //		Expect(res).To(simmatchers.HavePages(1, ""))
-//		Expect(res).NotTo(simmatchers.HaveViolated(sim.InvNoRetryOfFinal))
+//		Expect(res).NotTo(simmatchers.HaveViolated(oracle.InvNoRetryOfFinal))
 //	})
 //
 // When the classifier calls the auth failure transient, the first

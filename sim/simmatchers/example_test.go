@@ -3,8 +3,8 @@ package simmatchers_test
 import (
 	"fmt"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
 	"github.com/faultline/faultline/sim/simmatchers"
 )
 
@@ -14,7 +14,7 @@ func ExamplePass() {
 	res := &reports.Result{
 		Scenario: "payment-challenge", Seed: 1, Verdict: reports.Failed,
 		Violations: []reports.Violation{{
-			Invariant: sim.InvNoRetryOfFinal, AtMs: 180_050, JobID: "pay-auth",
+			Invariant: oracle.InvNoRetryOfFinal, AtMs: 180_050, JobID: "pay-auth",
 			Message: `job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"`,
 			Trail:   []string{`+3m0.05s  attempt failed: injected critical (fault revoked-key); classifier said transient by rule "auth-status" → retry`},
 		}},

@@ -9,12 +9,12 @@ import (
 	"github.com/onsi/gomega/gcustom"
 	"github.com/onsi/gomega/types"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reports"
-	"github.com/faultline/faultline/sim"
 )
 
 // ErrNilResult is the error of every matcher given a nil *reports.Result:
@@ -171,7 +171,7 @@ func ledgerSum(l *reports.Ledger) int64 {
 
 func conservation(r *reports.Result) *reports.Violation {
 	for i := range r.Violations {
-		if r.Violations[i].Invariant == sim.InvConservation {
+		if r.Violations[i].Invariant == oracle.InvConservation {
 			return &r.Violations[i]
 		}
 	}

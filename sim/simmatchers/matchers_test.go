@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega/types"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/retry"
@@ -54,7 +55,7 @@ func broken() *reports.Result {
 	r.Verdict = reports.Failed
 	r.Expectations = append(r.Expectations, reports.Expectation{Name: "job pay-auth ends dead-lettered with severity high",
 		Expected: "dead-lettered with severity high", Actual: "scheduled (retry) with severity medium", Verdict: reports.Failed})
-	r.Violations = []reports.Violation{{Invariant: sim.InvNoRetryOfFinal, AtMs: 180_050, Seed: 1, JobID: "pay-auth",
+	r.Violations = []reports.Violation{{Invariant: oracle.InvNoRetryOfFinal, AtMs: 180_050, Seed: 1, JobID: "pay-auth",
 		Message: `job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"`,
 		Trail: []string{
 			"+3m0s  none → queued (enqueued), attempts 0",
@@ -89,7 +90,7 @@ func negated(m types.GomegaMatcher, actual any) string {
 var _ = Describe("simmatchers", func() {
 	It("refuses a nil result with ErrNilResult", func() {
 		for _, m := range []types.GomegaMatcher{Pass(), LoseNoJob(), HaveDeadLettered("x", classify.High), HaveSucceeded("x"),
-			HavePages(1, ""), HaveDrainedDLQ(), HaveViolated(sim.InvAttempts), HaveBreakerTransitionsAtMost("b", 1)} {
+			HavePages(1, ""), HaveDrainedDLQ(), HaveViolated(oracle.InvAttempts), HaveBreakerTransitionsAtMost("b", 1)} {
 			_, err := m.Match((*reports.Result)(nil))
 			Expect(err).To(MatchError(ErrNilResult))
 		}
@@ -135,7 +136,7 @@ var _ = Describe("simmatchers", func() {
 
 		It("gives the conservation violation", func() {
 			r := healthy()
-			r.Violations = []reports.Violation{{Invariant: sim.InvConservation, AtMs: 12_000, JobID: "work-17",
+			r.Violations = []reports.Violation{{Invariant: oracle.InvConservation, AtMs: 12_000, JobID: "work-17",
 				Message: "job work-17 was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event (5 entries held, 6 dead-lettered)",
 				Trail:   []string{"+11.5s  in-flight → dead-lettered (dead-lettered), attempts 1"}}}
 			Expect(failure(LoseNoJob(), r)).To(Equal(`Expected scenario "payments" (seed 1) to lose no job, but invariant conservation violated at +12s by job work-17: job work-17 was dead-lettered, but the DLQ store has no entry for it: it was dropped without an event (5 entries held, 6 dead-lettered)
@@ -227,16 +228,16 @@ var _ = Describe("simmatchers", func() {
 
 	Describe("HaveViolated", func() {
 		It("finds the invariant", func() {
-			Expect(broken()).To(HaveViolated(sim.InvNoRetryOfFinal))
-			Expect(negated(HaveViolated(sim.InvNoRetryOfFinal), broken())).To(Equal(`Expected scenario "payments" (seed 1) not to violate invariant no-retry-of-permanent-or-critical, but it did: invariant no-retry-of-permanent-or-critical violated at +3m0.05s by job pay-auth: job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"
+			Expect(broken()).To(HaveViolated(oracle.InvNoRetryOfFinal))
+			Expect(negated(HaveViolated(oracle.InvNoRetryOfFinal), broken())).To(Equal(`Expected scenario "payments" (seed 1) not to violate invariant no-retry-of-permanent-or-critical, but it did: invariant no-retry-of-permanent-or-critical violated at +3m0.05s by job pay-auth: job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"
       +3m0s  none → queued (enqueued), attempts 0
       +3m0s  queued → in-flight (leased), attempts 0
       +3m0.05s  attempt failed: injected critical (fault revoked-key); classifier said transient by rule "auth-status" → retry`))
 		})
 
 		It("names what was violated instead", func() {
-			Expect(failure(HaveViolated(sim.InvAttempts), healthy())).To(Equal(`Expected scenario "payments" (seed 1) to violate invariant attempts-within-policy, but it violated none`))
-			Expect(failure(HaveViolated(sim.InvAttempts), broken())).To(Equal(`Expected scenario "payments" (seed 1) to violate invariant attempts-within-policy, but it violated another: invariant no-retry-of-permanent-or-critical violated at +3m0.05s by job pay-auth: job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"`))
+			Expect(failure(HaveViolated(oracle.InvAttempts), healthy())).To(Equal(`Expected scenario "payments" (seed 1) to violate invariant attempts-within-policy, but it violated none`))
+			Expect(failure(HaveViolated(oracle.InvAttempts), broken())).To(Equal(`Expected scenario "payments" (seed 1) to violate invariant attempts-within-policy, but it violated another: invariant no-retry-of-permanent-or-critical violated at +3m0.05s by job pay-auth: job pay-auth: a critical failure (fault revoked-key) was scheduled for a retry: the classifier said transient by rule "auth-status"`))
 		})
 	})
 
@@ -292,7 +293,7 @@ var _ = Describe("simmatchers", func() {
 		Expect(res).To(HaveSucceeded("ping-first"))
 		Expect(res).NotTo(HaveDrainedDLQ())
 		Expect(res).To(HavePages(0, ""))
-		Expect(res).NotTo(HaveViolated(sim.InvAttempts))
+		Expect(res).NotTo(HaveViolated(oracle.InvAttempts))
 		Expect(res).To(HaveBreakerTransitionsAtMost("warehouse", 0))
 	})
 })

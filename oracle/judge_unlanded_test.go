@@ -1,4 +1,4 @@
-package sim_test
+package oracle_test
 
 import (
 	"context"

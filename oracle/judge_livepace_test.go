@@ -1,4 +1,4 @@
-package sim_test
+package oracle_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // evidence of a job it saw is inconclusive — never a PASS, and never a
 // FAIL of the system unless an invariant (the system's at any pace) was
 // violated.
-var _ = Describe("The live judge's pace and evidence (sim.Judge)", func() {
+var _ = Describe("The live judge's pace and evidence (oracle.Judge)", func() {
 	scenario := func() scenarios.Scenario {
 		return scenarios.Scenario{
 			Name: "live-pace", Seed: 1, Duration: time.Minute,

@@ -1,4 +1,4 @@
-package sim_test
+package oracle_test
 
 import (
 	"compress/gzip"
@@ -11,7 +11,6 @@ import (
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // A real drill's history: requeue-reset-attempts of the reference at
@@ -31,7 +30,7 @@ var _ = Describe("A drill that fell behind its scale, with violations of lease-b
 		sc, h := load()
 		r, err := oracle.Judge(context.Background(), sc, h)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(r.Violations).To(ContainElement(HaveField("Invariant", sim.InvNoRerunAfterDead)))
+		Expect(r.Violations).To(ContainElement(HaveField("Invariant", oracle.InvNoRerunAfterDead)))
 		Expect(r.Verdict).To(Equal(reports.Inconclusive))
 		Expect(r.Error).To(And(ContainSubstring("store p99"), ContainSubstring("violations of no-rerun-after-dead-letter"), ContainSubstring("slower --time-scale")))
 	})

@@ -1,4 +1,4 @@
-package sim_test
+package oracle_test
 
 import (
 	"context"
@@ -10,14 +10,13 @@ import (
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // Counts a drill records outside the store's stream — its alerter's own
 // counts, the sends a receiver refused — are judged from the history; a
 // count the history neither records nor observes is not observable, never
 // 0 and never passed.
-var _ = Describe("The live judge's counts of what the drill's alerter did (sim.Judge)", func() {
+var _ = Describe("The live judge's counts of what the drill's alerter did (oracle.Judge)", func() {
 	scenario := func(expect ...scenarios.Expectation) scenarios.Scenario {
 		return scenarios.Scenario{
 			Name: "live-counts", Seed: 1, Duration: time.Minute,
@@ -62,7 +61,7 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 		h.EventsLost = true
 		r := judge(scenario(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), h)
 		for _, ir := range r.Invariants {
-			if ir.Name == sim.InvConservation || ir.Name == sim.InvLegalMove {
+			if ir.Name == oracle.InvConservation || ir.Name == oracle.InvLegalMove {
 				Expect(ir).To(And(HaveField("Verdict", reports.NotObservable), HaveField("Note", ContainSubstring("trimmed"))), ir.Name)
 			}
 		}
@@ -73,7 +72,7 @@ var _ = Describe("The live judge's counts of what the drill's alerter did (sim.J
 
 		h.EventsLost = false // the same drill, its stream whole: the job is lost
 		r = judge(scenario(scenarios.Count{Metric: scenarios.Lost, Op: scenarios.Exactly, N: 0}), h)
-		Expect(r.Violations).To(ContainElement(HaveField("Invariant", sim.InvConservation)))
+		Expect(r.Violations).To(ContainElement(HaveField("Invariant", oracle.InvConservation)))
 		Expect(r.Verdict).To(Equal(reports.Failed))
 	})
 

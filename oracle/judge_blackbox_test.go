@@ -1,4 +1,4 @@
-package sim_test
+package oracle_test
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
-	"github.com/faultline/faultline/sim"
 )
 
 // The black-box oracle, on histories made by hand: what a drill of a
 // team's own system would have observed.
-var _ = Describe("The black-box oracle (sim.Judge of an external drill's history)", func() {
+var _ = Describe("The black-box oracle (oracle.Judge of an external drill's history)", func() {
 	scenario := func() scenarios.Scenario {
 		return scenarios.Scenario{
 			Name: "black-box", Seed: 1, Duration: 10 * time.Second,
@@ -80,19 +79,19 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		sc := scenario()
 		sc.Invariants.Secrets = []string{"4242 4242 4242 4242"}
 		r := judge(sc, history())
-		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvNoSecretLeaves, reports.NotObservable))
-		Expect(verdicts(judge(scenario(), history()))).NotTo(HaveKey(sim.InvNoSecretLeaves))
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoSecretLeaves, reports.NotObservable))
+		Expect(verdicts(judge(scenario(), history()))).NotTo(HaveKey(oracle.InvNoSecretLeaves))
 	})
 
 	It("passes a system that handled every job, and lists what it cannot see as not observable, never passed", func() {
 		r := judge(scenario(), history())
 		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)
 		v := verdicts(r)
-		for _, name := range []string{sim.InvConservation, sim.InvNotBoth, sim.InvOneDLQEntry, sim.InvDLQNeverShrinks, sim.InvNoDoubleCharge,
-			sim.InvNoRetryOfFinal, sim.InvNoRerunAfterDead, sim.InvCriticalPaged, sim.InvOnePage, sim.InvDLQSeverity} {
+		for _, name := range []string{oracle.InvConservation, oracle.InvNotBoth, oracle.InvOneDLQEntry, oracle.InvDLQNeverShrinks, oracle.InvNoDoubleCharge,
+			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity} {
 			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
 		}
-		for _, name := range []string{sim.InvLegalMove, sim.InvNoMoveAfterDone, sim.InvAttempts, sim.InvBreakerLegal, sim.InvOutcomeIsMove, sim.InvNoLeaseLeftExpired} {
+		for _, name := range []string{oracle.InvLegalMove, oracle.InvNoMoveAfterDone, oracle.InvAttempts, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
 			Expect(v).To(HaveKeyWithValue(name, reports.NotObservable), name)
 		}
 		Expect(r.Ledger.Created).To(BeEquivalentTo(3))
@@ -107,8 +106,8 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		h.External.Entries = h.External.Entries[1:]
 		r := judge(scenario(), h)
 		Expect(r.Verdict).To(Equal(reports.Failed))
-		Expect(messages(r, sim.InvDLQNeverShrinks)).To(ConsistOf(ContainSubstring("job j-declined's entry left the DLQ by +900ms")))
-		Expect(messages(r, sim.InvConservation)).To(ConsistOf(And(ContainSubstring("job j-declined was lost"), ContainSubstring("then left it"))))
+		Expect(messages(r, oracle.InvDLQNeverShrinks)).To(ConsistOf(ContainSubstring("job j-declined's entry left the DLQ by +900ms")))
+		Expect(messages(r, oracle.InvConservation)).To(ConsistOf(And(ContainSubstring("job j-declined was lost"), ContainSubstring("then left it"))))
 		Expect(r.Live.External.Trimmed).To(ConsistOf("j-declined"))
 		Expect(r.Live.External.Lost).To(ConsistOf("j-declined"))
 	})
@@ -124,55 +123,55 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		sc := scenario()
 		sc.System.External.DLQShrinks = []string{scenarios.ShrinkEviction}
 		r := judge(sc, h)
-		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvDLQNeverShrinks, reports.Passed))
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvDLQNeverShrinks, reports.Passed))
 	})
 
 	It("fails two entries for one job that stay, not one caught half-way through a move", func() {
 		h := history()
 		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Added: []oracle.DLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3},
 			oracle.DLQRead{AtMs: 1000, Removed: []oracle.DLQItem{item("j-declined")}, Total: 2})
-		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvOneDLQEntry, reports.Passed))
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvOneDLQEntry, reports.Passed))
 
 		h = history()
 		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Added: []oracle.DLQItem{{JobID: "j-declined", Source: "dlq:low[0]"}}, Total: 3})
 		h.External.Entries = append(h.External.Entries, entry("j-declined", "low"))
-		Expect(messages(judge(scenario(), h), sim.InvOneDLQEntry)).To(ConsistOf(ContainSubstring("job j-declined has two entries in the DLQ")))
+		Expect(messages(judge(scenario(), h), oracle.InvOneDLQEntry)).To(ConsistOf(ContainSubstring("job j-declined has two entries in the DLQ")))
 	})
 
 	It("fails a declined card called again, unless a copy of the system died in between (a redelivery)", func() {
 		h := history()
 		h.Calls = append(h.Calls, call(300, "j-declined", "error", 402, "permanent"))
-		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(ConsistOf(And(ContainSubstring("job j-declined was answered 402 (permanent)"),
+		Expect(messages(judge(scenario(), h), oracle.InvNoRetryOfFinal)).To(ConsistOf(And(ContainSubstring("job j-declined was answered 402 (permanent)"),
 			ContainSubstring("called again 1 time(s)"))))
 
 		h.Processes = []oracle.ProcessEvent{{AtMs: 200, Worker: "w1", Kind: "killed"}}
 		r := judge(scenario(), h)
-		Expect(verdicts(r)).To(HaveKeyWithValue(sim.InvNoRetryOfFinal, reports.Passed))
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
 	})
 
 	It("fails a charge taken twice for one key, naming the key", func() {
 		h := history()
 		h.Calls = append(h.Calls, oracle.Call{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
-		Expect(messages(judge(scenario(), h), sim.InvNoDoubleCharge)).To(ConsistOf(ContainSubstring("key k-ok charged 2 times")))
+		Expect(messages(judge(scenario(), h), oracle.InvNoDoubleCharge)).To(ConsistOf(ContainSubstring("key k-ok charged 2 times")))
 	})
 
 	It("fails a critical failure never paged — or says it is not observable when the system was given no receiver", func() {
 		h := history()
 		h.Deliveries = nil
-		Expect(messages(judge(scenario(), h), sim.InvCriticalPaged)).To(ConsistOf(ContainSubstring("was never paged")))
+		Expect(messages(judge(scenario(), h), oracle.InvCriticalPaged)).To(ConsistOf(ContainSubstring("was never paged")))
 
 		h.External.Alerts = false
-		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvCriticalPaged, reports.NotObservable))
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvCriticalPaged, reports.NotObservable))
 	})
 
 	It("fails a critical failure's entry of low severity, and judges none where no entry carries one", func() {
 		h := history()
 		h.External.Entries[1].Severity = "low"
-		Expect(messages(judge(scenario(), h), sim.InvDLQSeverity)).To(ConsistOf(ContainSubstring("job j-auth was dead-lettered after 401 (critical)")))
+		Expect(messages(judge(scenario(), h), oracle.InvDLQSeverity)).To(ConsistOf(ContainSubstring("job j-auth was dead-lettered after 401 (critical)")))
 
 		h.External.Entries[0].Severity, h.External.Entries[1].Severity = "", ""
-		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(sim.InvDLQSeverity, reports.NotObservable))
+		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvDLQSeverity, reports.NotObservable))
 	})
 
 	It("does not call lost a job whose injection timed out and that the system never showed", func() {
@@ -187,7 +186,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		h := history()
 		h.Calls = append(h.Calls, call(300, "j-declined", "error", 402, "permanent"))
 		h.Calls[0], h.Calls[3] = h.Calls[3], h.Calls[0]
-		Expect(messages(judge(scenario(), h), sim.InvNoRetryOfFinal)).To(HaveLen(1))
+		Expect(messages(judge(scenario(), h), oracle.InvNoRetryOfFinal)).To(HaveLen(1))
 	})
 
 	It("evaluates the expectations it can count from outside and lists the others as not observable", func() {
@@ -211,7 +210,7 @@ var _ = Describe("The black-box oracle (sim.Judge of an external drill's history
 		h := history()
 		h.Jobs = append(h.Jobs, oracle.Job{AtMs: 300, ID: "j-queued", Task: "charge", Outcome: "ok"})
 		h.External.Queued, h.External.QueueObservable = []string{"j-queued"}, true
-		Expect(messages(judge(scenario(), h), sim.InvConservation)).To(ConsistOf(ContainSubstring("job j-queued is still in the system's queue")))
+		Expect(messages(judge(scenario(), h), oracle.InvConservation)).To(ConsistOf(ContainSubstring("job j-queued is still in the system's queue")))
 
 		h.External.Queued = nil // now it is lost: but the drill was interrupted
 		h.Interrupted = "interrupted (context canceled)"

@@ -60,6 +60,10 @@ func (r *Redactor) cards(s string) string {
 			break
 		}
 		runEnd := groups[len(groups)-1].end
+		if identifier(s, groups) {
+			i = runEnd
+			continue
+		}
 		for g := 0; g < len(groups); {
 			h := r.cardWindow(s, groups, g, i, runEnd)
 			if h < 0 {
@@ -99,11 +103,49 @@ func (r *Redactor) cardWindow(s string, groups []group, g, runStart, runEnd int)
 		if h == len(groups)-1 && runEnd < len(s) && isAlnum(s[runEnd]) {
 			break
 		}
+		if h == g && epochMs(s[groups[g].start:groups[g].end]) {
+			continue
+		}
 		if luhn(s[groups[g].start:groups[h].end]) {
 			found = h
 		}
 	}
 	return found
+}
+
+// identifier reports whether a run of digit groups has the shape of an
+// identifier whose digits may pass the Luhn check by chance: a Redis stream
+// ID (a millisecond time, a dash, a sequence: 1796456271893-0) or a UUID
+// of digits (8-4-4-4-12, dashed). No card is written so.
+func identifier(s string, groups []group) bool {
+	dashed := func() bool {
+		for k := 1; k < len(groups); k++ {
+			if s[groups[k].start-1] != '-' {
+				return false
+			}
+		}
+		return true
+	}
+	switch len(groups) {
+	case 2:
+		return epochMs(s[groups[0].start:groups[0].end]) && dashed()
+	case 5:
+		for k, n := range [5]int{8, 4, 4, 4, 12} {
+			if groups[k].end-groups[k].start != n {
+				return false
+			}
+		}
+		return dashed()
+	}
+	return false
+}
+
+// epochMs reports whether digits, one group of ASCII digits, reads as a
+// Unix time in milliseconds from 2001-09-09 to 2096-10-02 (13 digits, the
+// first 1 to 3): a timestamp, not a card — a 13-digit card is a Visa,
+// whose numbers start with 4.
+func epochMs(digits string) bool {
+	return len(digits) == 13 && digits[0] >= '1' && digits[0] <= '3'
 }
 
 // luhn reports whether the digits of s, ignoring separators, pass the Luhn
@@ -152,7 +194,7 @@ func cardDigits(digits string) bool {
 			return false
 		}
 	}
-	return luhn(digits)
+	return !epochMs(digits) && luhn(digits)
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

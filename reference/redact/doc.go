@@ -9,7 +9,8 @@
 // entry points:
 //
 //   - String masks secrets inside free text: card numbers that pass the Luhn
-//     check, credentials after Bearer, Basic and Token, the values of
+//     check (not identifiers whose digits pass it by chance: Redis stream
+//     IDs, epoch-millisecond times, UUIDs of digits), credentials after Bearer, Basic and Token, the values of
 //     sensitive keys in key=value, key: value and JSON pairs, URL passwords
 //     (redis://:PW@host too), Slack, Discord, Teams and PagerDuty webhook
 //     URLs, well-known token shapes (Slack, Stripe, GitHub,

@@ -2,6 +2,7 @@ package redact_test
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -12,12 +13,35 @@ import (
 	"github.com/faultline/faultline/reference/redact"
 )
 
-// drawCard draws a Luhn-valid card number of 13 to 19 digits.
+// brands are the card numbers issued: a prefix and the lengths its
+// numbers have (ISO/IEC 7812 issuer identification numbers).
+var brands = []struct {
+	prefix  string
+	lengths []int
+}{
+	{"4", []int{13, 16, 19}},             // Visa
+	{"51", []int{16}}, {"55", []int{16}}, // Mastercard
+	{"2221", []int{16}}, {"2720", []int{16}},
+	{"34", []int{15}}, {"37", []int{15}}, // American Express
+	{"6011", []int{16, 19}}, {"65", []int{16, 19}}, // Discover
+	{"3528", []int{16, 19}}, {"3589", []int{16}}, // JCB
+	{"36", []int{14}},     // Diners Club
+	{"62", []int{16, 19}}, // UnionPay
+}
+
+// drawCard draws a Luhn-valid card number of a brand's prefix and length
+// (13 to 19 digits).
 func drawCard(t *rapid.T) string {
-	n := rapid.IntRange(13, 19).Draw(t, "length")
-	body := rapid.StringOfN(rapid.RuneFrom([]rune("0123456789")), n-1, n-1, -1).Draw(t, "body")
+	b := rapid.SampledFrom(brands).Draw(t, "brand")
+	n := rapid.SampledFrom(b.lengths).Draw(t, "length")
+	body := b.prefix + rapid.StringOfN(rapid.RuneFrom([]rune("0123456789")), n-1-len(b.prefix), n-1-len(b.prefix), -1).Draw(t, "body")
 	return body + string(rune('0'+luhnCheckDigit(body)))
 }
+
+// identifierShape matches the written forms a card never takes and an
+// identifier does, which the redactor leaves alone: a Redis stream ID (a
+// millisecond time, a dash, a sequence) and a UUID of digits.
+var identifierShape = regexp.MustCompile(`^([1-3][0-9]{12}-[0-9]+|[0-9]{8}-[0-9]{4}-[0-9]{4}-[0-9]{4}-[0-9]{12})$`)
 
 // luhnCheckDigit returns the digit that makes body+digit pass the Luhn check.
 func luhnCheckDigit(body string) int {
@@ -36,7 +60,8 @@ func luhnCheckDigit(body string) int {
 }
 
 // drawSeparated writes digits with a random single separator (none, a space
-// or a dash) between each pair.
+// or a dash) between each pair; a written form that has an identifier's
+// shape (identifierShape) is written whole instead.
 func drawSeparated(t *rapid.T, digits string) string {
 	var b strings.Builder
 	for i := range len(digits) {
@@ -44,6 +69,9 @@ func drawSeparated(t *rapid.T, digits string) string {
 			b.WriteString(rapid.SampledFrom([]string{"", "", "", " ", "-"}).Draw(t, "sep"))
 		}
 		b.WriteByte(digits[i])
+	}
+	if identifierShape.MatchString(b.String()) {
+		return digits
 	}
 	return b.String()
 }

@@ -45,6 +45,20 @@ var _ = Describe("String", func() {
 		Entry("double space splits groups", "4242  4242  4242  4242", "4242  4242  4242  4242"),
 	)
 
+	DescribeTable("identifiers are left alone, whatever their digits' Luhn sum", expectRedaction,
+		Entry("a Redis stream ID", "entry 1796456271893-0 acked", "entry 1796456271893-0 acked"),
+		Entry("a Redis stream ID with a sequence", "XACK q g 1796456271893-12", "XACK q g 1796456271893-12"),
+		Entry("an epoch-ms timestamp that passes Luhn", "at 1796456271800", "at 1796456271800"),
+		Entry("an epoch-ms timestamp in JSON", `{"failed_at":1796456271800}`, `{"failed_at":1796456271800}`),
+		Entry("a UUID of digits", "task 12345678-0009-3456-7890-123456789012", "task 12345678-0009-3456-7890-123456789012"),
+		Entry("an asynq task ID", "asynq:{default}:t:0c1b0f4e-2b61-4a4b-9d5c-4c4c1d6f7e20", "asynq:{default}:t:0c1b0f4e-2b61-4a4b-9d5c-4c4c1d6f7e20"),
+		Entry("a ULID", "01HV7Z8Q3K4M5N6P7R8S9T0V1W", "01HV7Z8Q3K4M5N6P7R8S9T0V1W"),
+		Entry("a Sidekiq jid", "jid b4a577edbccf1d805744efa9", "jid b4a577edbccf1d805744efa9"),
+		Entry("a Sidekiq jid of digits", "jid 424242424242424242424242", "jid 424242424242424242424242"),
+		Entry("a Celery task ID", "celery-task-meta-d9c6d3a8-6a8e-4b0f-9d34-2f1e8c1b7a55", "celery-task-meta-d9c6d3a8-6a8e-4b0f-9d34-2f1e8c1b7a55"),
+		Entry("a BullMQ job key", "bull:{ns}:payments:1796456271800", "bull:{ns}:payments:1796456271800"),
+	)
+
 	DescribeTable("authentication schemes keep the word and mask the credential", expectRedaction,
 		Entry("Bearer", "got 401 for Bearer abc123.def", "got 401 for Bearer [REDACTED]"),
 		Entry("bearer, lower case", "bearer abc123 rejected", "bearer [REDACTED] rejected"),

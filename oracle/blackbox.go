@@ -375,15 +375,43 @@ func answer(c Call) string {
 
 // charges: no payment taken twice for one key (or one job without a key).
 func (b *blackJudge) charges() {
+	// The calls that charged, per payment (its key, or its job without
+	// one), so that a second charge names the first and both answers.
+	charged := map[string][]Call{}
 	for _, c := range b.h.Calls {
-		if c.Charge >= 2 {
-			what := "key " + c.Key
-			if c.Key == "" {
-				what = "job " + c.JobID + " (no idempotency key sent)"
-			}
-			b.fail(InvNoDoubleCharge, c.JobID, c.AtMs, "%s charged %d times at %s by %s: the earlier call took effect although its answer failed, and the retry charged again", what, c.Charge, fmtMs(c.AtMs), c.Dependency)
+		if c.Charge < 1 {
+			continue
 		}
+		pay := c.Dependency + "\x00" + c.Key
+		if c.Key == "" {
+			pay += "\x00" + c.JobID
+		}
+		prev := charged[pay]
+		charged[pay] = append(prev, c)
+		if c.Charge < 2 {
+			continue
+		}
+		what := "key " + c.Key
+		if c.Key == "" {
+			what = "job " + c.JobID + " (no idempotency key sent)"
+		}
+		if len(prev) == 0 { // the first charge happened before the history began
+			b.fail(InvNoDoubleCharge, c.JobID, c.AtMs, "%s charged %d times by %s, again at %s (answered %s)", what, c.Charge, c.Dependency, fmtMs(c.AtMs), answer(c))
+			continue
+		}
+		first := prev[len(prev)-1]
+		why := "the earlier call took effect although its answer failed, and the retry charged again"
+		if answeredOK(first) {
+			why = "the earlier call was answered as a success, yet the payment ran again: a job run after it succeeded (a duplicating requeue or redelivery)"
+		}
+		b.fail(InvNoDoubleCharge, c.JobID, c.AtMs, "%s charged %d times by %s: at %s (job %s, answered %s) and again at %s (job %s, answered %s): %s",
+			what, c.Charge, c.Dependency, fmtMs(first.AtMs), first.JobID, answer(first), fmtMs(c.AtMs), c.JobID, answer(c), why)
 	}
+}
+
+// answeredOK says a call's answer told the caller it succeeded.
+func answeredOK(c Call) bool {
+	return c.Outcome == "ok" || c.Outcome == "replayed" || (c.Status >= 200 && c.Status < 300)
 }
 
 // finalRetries: a permanent or critical answer is final for its job,

@@ -150,10 +150,22 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
 	})
 
-	It("fails a charge taken twice for one key, naming the key", func() {
+	It("fails a charge taken twice for one key, naming the key, both calls and both answers", func() {
 		h := history()
+		h.Calls[0].Key, h.Calls[0].Charge = "k-ok", 1
 		h.Calls = append(h.Calls, oracle.Call{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
-		Expect(messages(judge(scenario(), h), oracle.InvNoDoubleCharge)).To(ConsistOf(ContainSubstring("key k-ok charged 2 times")))
+		Expect(messages(judge(scenario(), h), oracle.InvNoDoubleCharge)).To(ConsistOf(And(
+			ContainSubstring("key k-ok charged 2 times by payments: at +10ms (job j-ok, answered 200) and again at +20ms (job j-ok, answered 200)"),
+			ContainSubstring("the earlier call was answered as a success, yet the payment ran again"),
+			Not(ContainSubstring("although its answer failed")))))
+
+		By("an earlier charge whose answer failed: a retry charged again")
+		h = history()
+		h.Calls[0] = oracle.Call{AtMs: 10, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "error", Status: 503, Class: "transient", Fault: "flaky", TookEffect: true, Charge: 1}
+		h.Calls = append(h.Calls, oracle.Call{AtMs: 20, Dependency: "payments", JobID: "j-ok", Key: "k-ok", Outcome: "ok", Status: 200, TookEffect: true, Charge: 2})
+		Expect(messages(judge(scenario(), h), oracle.InvNoDoubleCharge)).To(ConsistOf(And(
+			ContainSubstring("at +10ms (job j-ok, answered 503 (transient) from fault flaky)"),
+			ContainSubstring("the earlier call took effect although its answer failed, and the retry charged again"))))
 	})
 
 	It("fails a critical failure never paged — or says it is not observable when the system was given no receiver", func() {

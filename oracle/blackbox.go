@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -17,7 +18,7 @@ import (
 // (not observable from outside, each saying what it reads), the planted-
 // secrets one only for a scenario that plants secrets.
 func blackInvariants(secrets bool) []string {
-	out := []string{InvConservation, InvNotBoth, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
+	out := []string{InvConservation, InvNotBoth, InvNoMoveAfterDone, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
 		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity}
 	for _, name := range Invariants() {
 		if !slices.Contains(out, name) {
@@ -148,6 +149,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	b.conservation()
 	b.charges()
 	b.finalRetries()
+	b.runsAfterSuccess()
 	if can(InvCriticalPaged) && pageWithin >= 0 {
 		b.pages(pageWithin)
 	}
@@ -463,6 +465,78 @@ func (b *blackJudge) crashBetween(from, to int64) bool {
 	return slices.ContainsFunc(b.h.Processes, func(p ProcessEvent) bool {
 		return (p.Kind == "killed" || p.Kind == "exited") && p.AtMs > from && p.AtMs <= to
 	})
+}
+
+// runsAfterSuccess: a job whose call was answered as a success is not run
+// again — unless a copy of the system was killed, stopped or ended, or a
+// fault struck the system's store or workers, in between: then the job
+// may not have been marked done, and a redelivery is the at-least-once
+// delivery every queue gives (its charge is judged by no-double-charge).
+func (b *blackJudge) runsAfterSuccess() {
+	var wins []FaultWindow
+	for _, w := range FaultWindows(b.sc, b.h.Seed, b.sc.Duration) {
+		if f := b.fault(w.Fault); f != nil && f.Target.Kind != faults.Dependency {
+			wins = append(wins, w)
+		}
+	}
+	for _, id := range b.order {
+		j := b.jobs[id]
+		if j.okAt < 0 {
+			continue
+		}
+		var first *Call
+		var after []int64
+		for i := range j.calls {
+			c := &j.calls[i]
+			switch {
+			case first == nil && answeredOK(*c):
+				first = c
+			case first != nil && c.AtMs > first.AtMs:
+				after = append(after, c.AtMs)
+			}
+		}
+		if len(after) == 0 {
+			continue
+		}
+		from, to := first.AtMs, after[0]
+		if why := b.redelivery(from, to, wins); why != "" {
+			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its success at %s, with %s in between: a redelivery, not judged a run after success", id, fmtMs(to), fmtMs(from), why))
+			continue
+		}
+		b.fail(InvNoMoveAfterDone, id, to, "job %s succeeded at %s (%s answered %s) and was run again: %d more call(s) (%s) — a job that succeeded is done; running it again is a duplicating requeue or a lost acknowledgement",
+			id, fmtMs(from), first.Dependency, answer(*first), len(after), joinMs(after, 5))
+	}
+}
+
+// fault is the scenario's fault named name, or nil.
+func (b *blackJudge) fault(name string) *faults.Fault {
+	for i := range b.sc.Faults {
+		if b.sc.Faults[i].Name == name {
+			return &b.sc.Faults[i]
+		}
+	}
+	return nil
+}
+
+// redelivery says why a job run again between from and to may have been
+// redelivered by the system's queue ("" when nothing explains it): a copy
+// of the system killed, stopped or ended, or a fault on its store or
+// workers, in between.
+func (b *blackJudge) redelivery(from, to int64, wins []FaultWindow) string {
+	for _, p := range b.h.Processes {
+		switch p.Kind {
+		case "killed", "exited", "stalled", "terminated":
+			if p.AtMs >= from && p.AtMs <= to {
+				return fmt.Sprintf("copy %s %s at %s", p.Worker, p.Kind, fmtMs(p.AtMs))
+			}
+		}
+	}
+	for _, w := range wins {
+		if w.From.Milliseconds() <= to && w.Until.Milliseconds() >= from {
+			return fmt.Sprintf("fault %s on from %s to %s", w.Fault, fmtMs(w.From.Milliseconds()), fmtMs(w.Until.Milliseconds()))
+		}
+	}
+	return ""
 }
 
 func joinMs(ms []int64, n int) string {

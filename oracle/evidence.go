@@ -232,6 +232,7 @@ var ledgerReads = map[string]Evidence{
 var outsideReads = map[string]Evidence{
 	InvConservation:     EvJobs | EvCalls | EvDLQ,
 	InvNotBoth:          EvCalls | EvDLQ,
+	InvNoMoveAfterDone:  EvCalls,
 	InvOneDLQEntry:      EvDLQReads | EvDLQ,
 	InvDLQNeverShrinks:  EvDLQReads,
 	InvNoDoubleCharge:   EvCalls,

@@ -87,11 +87,11 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		r := judge(scenario(), history())
 		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)
 		v := verdicts(r)
-		for _, name := range []string{oracle.InvConservation, oracle.InvNotBoth, oracle.InvOneDLQEntry, oracle.InvDLQNeverShrinks, oracle.InvNoDoubleCharge,
+		for _, name := range []string{oracle.InvConservation, oracle.InvNotBoth, oracle.InvNoMoveAfterDone, oracle.InvOneDLQEntry, oracle.InvDLQNeverShrinks, oracle.InvNoDoubleCharge,
 			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity} {
 			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
 		}
-		for _, name := range []string{oracle.InvLegalMove, oracle.InvNoMoveAfterDone, oracle.InvAttempts, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
+		for _, name := range []string{oracle.InvLegalMove, oracle.InvAttempts, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
 			Expect(v).To(HaveKeyWithValue(name, reports.NotObservable), name)
 		}
 		Expect(r.Ledger.Created).To(BeEquivalentTo(3))
@@ -148,6 +148,20 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		r := judge(scenario(), h)
 		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
+	})
+
+	It("fails a job run again after it succeeded, charged or not — unless a copy died or stalled, or the store was struck, in between (a redelivery)", func() {
+		h := history()
+		h.Calls = append(h.Calls, oracle.Call{AtMs: 400, Dependency: "payments", JobID: "j-ok", Outcome: "replayed", Status: 200})
+		r := judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoMoveAfterDone, reports.Failed))
+		Expect(messages(r, oracle.InvNoMoveAfterDone)).To(ConsistOf(
+			ContainSubstring("job j-ok succeeded at +10ms (payments answered 200) and was run again: 1 more call(s) (+400ms)")))
+
+		h.Processes = []oracle.ProcessEvent{{AtMs: 200, Worker: "w1", Kind: "stalled"}}
+		r = judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoMoveAfterDone, reports.Passed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("copy w1 stalled at +200ms in between: a redelivery")))
 	})
 
 	It("fails a charge taken twice for one key, naming the key, both calls and both answers", func() {

@@ -21,6 +21,7 @@
 package layout
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,6 +163,9 @@ type Fields struct {
 	Class    string `yaml:"class,omitempty" json:"class,omitempty"`
 	Retries  string `yaml:"retries,omitempty" json:"retries,omitempty"`
 	Status   string `yaml:"status,omitempty" json:"status,omitempty"`
+	// FailedAt is the path of when the job failed ("failed_at" in the
+	// seed).
+	FailedAt string `yaml:"failedAt,omitempty" json:"failedAt,omitempty"`
 	// Inactive are the statuses of an entry that no longer holds its job
 	// (the seed marks "deleted" and "reprocessing" in place).
 	Inactive []string `yaml:"inactive,omitempty" json:"inactive,omitempty"`
@@ -221,10 +225,10 @@ func (d DLQ) Resolved() DLQ {
 		}
 		out.RedisList = &RedisKeys{Keys: keys}
 		f = Fields{ID: "job.id", Severity: "severity", Error: "error", Class: "type", Retries: "retries", Status: "status",
-			Inactive: []string{"deleted", "reprocessing"}}
+			FailedAt: SeedFailedAt, Inactive: []string{"deleted", "reprocessing"}}
 	case PresetFaultline:
 		f = Fields{ID: "job.id", Severity: "verdict.Severity", Error: "reason", Class: "verdict.Class", Retries: "job.attempts", Status: "status",
-			Inactive: []string{"requeued", "deleted"}}
+			FailedAt: "last_failed_at", Inactive: []string{"requeued", "deleted"}}
 	default:
 		return d
 	}
@@ -236,7 +240,8 @@ func (d DLQ) Resolved() DLQ {
 		return preset
 	}
 	out.Fields = Fields{ID: pick(g.ID, f.ID), Severity: pick(g.Severity, f.Severity), Error: pick(g.Error, f.Error),
-		Class: pick(g.Class, f.Class), Retries: pick(g.Retries, f.Retries), Status: pick(g.Status, f.Status), Inactive: f.Inactive}
+		Class: pick(g.Class, f.Class), Retries: pick(g.Retries, f.Retries), Status: pick(g.Status, f.Status),
+		FailedAt: pick(g.FailedAt, f.FailedAt), Inactive: f.Inactive}
 	if g.Inactive != nil {
 		out.Fields.Inactive = g.Inactive
 	}
@@ -522,6 +527,43 @@ func (e Entry) RequireID() Entry {
 		e.Corrupt, e.NoID = e.NoID, ""
 	}
 	return e
+}
+
+// The seed's names of a dead letter's metadata, which MissingMetadata
+// reads where a layout declares no path of its own.
+const (
+	SeedError    = "error"
+	SeedRetries  = "retries"
+	SeedFailedAt = "failed_at"
+)
+
+// MissingMetadata says what of a dead letter's metadata the entry raw
+// lacks — its error, its attempt count, when it failed — each named with
+// the path it was looked for at (f's, else the seed's name): an operator
+// cannot triage an entry without them. Nil for an entry that has them all,
+// or that is not a JSON object (corrupt: reported as such).
+func MissingMetadata(raw []byte, f Fields) []string {
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return nil
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil
+	}
+	var out []string
+	for _, m := range [...]struct{ what, path, seed string }{
+		{"its error", f.Error, SeedError},
+		{"its attempt count", f.Retries, SeedRetries},
+		{"when it failed", f.FailedAt, SeedFailedAt},
+	} {
+		p := cmp.Or(m.path, m.seed)
+		if v, ok := Lookup(doc, p); !ok || strings.TrimSpace(v) == "" {
+			out = append(out, m.what+" (at "+p+")")
+		}
+	}
+	return out
 }
 
 // ParseEntry reads raw, found at source, with fields f. Bytes that are not

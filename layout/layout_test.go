@@ -187,8 +187,23 @@ var _ = Describe("presets", func() {
 		r := layout.DLQ{Preset: layout.PresetSeed, Prefix: "p:"}.Resolved()
 		Expect(r.RedisList.Keys).To(Equal([]string{"p:dead_letter", "p:dlq:low", "p:dlq:medium", "p:dlq:high"}))
 		Expect(r.Fields).To(Equal(layout.Fields{ID: "job.id", Severity: "severity", Error: "error", Class: "type",
-			Retries: "retries", Status: "status", Inactive: []string{"deleted", "reprocessing"}}))
+			Retries: "retries", Status: "status", FailedAt: "failed_at", Inactive: []string{"deleted", "reprocessing"}}))
 	})
+
+	DescribeTable("names the metadata a dead letter lacks, at the layout's paths or the seed's", func(raw string, f layout.Fields, want []string) {
+		Expect(layout.MissingMetadata([]byte(raw), f)).To(Equal(want))
+	},
+		Entry("the seed's entry, whole", `{"job":{"id":"j1"},"error":"503","retries":3,"failed_at":"2026-12-06T10:00:00Z"}`, layout.Fields{}, []string(nil)),
+		Entry("a bare job", `{"job":{"id":"j1"}}`, layout.Fields{},
+			[]string{"its error (at error)", "its attempt count (at retries)", "when it failed (at failed_at)"}),
+		Entry("an empty error and a null time", `{"job":{"id":"j1"},"error":" ","retries":0,"failed_at":null}`, layout.Fields{},
+			[]string{"its error (at error)", "when it failed (at failed_at)"}),
+		Entry("declared paths", `{"id":"j1","err":{"msg":"declined"},"attempts":1,"at":1796456271800}`,
+			layout.Fields{Error: "err.msg", Retries: "attempts", FailedAt: "at"}, []string(nil)),
+		Entry("the faultline preset's entry", `{"job":{"id":"j1","attempts":2},"reason":"retries exhausted","last_failed_at":"2026-12-06T10:00:00Z"}`,
+			layout.DLQ{Preset: layout.PresetFaultline}.Resolved().Fields, []string(nil)),
+		Entry("not an object: corrupt, not incomplete", `[1,2]`, layout.Fields{}, []string(nil)),
+	)
 
 	It("keeps the faultline preset a preset, with its fields", func() {
 		r := layout.DLQ{Preset: layout.PresetFaultline}.Resolved()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -19,7 +20,7 @@ import (
 // secrets one only for a scenario that plants secrets.
 func blackInvariants(secrets bool) []string {
 	out := []string{InvConservation, InvNotBoth, InvNoMoveAfterDone, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
-		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity}
+		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity, InvDLQEntryComplete}
 	for _, name := range Invariants() {
 		if !slices.Contains(out, name) {
 			out = append(out, name)
@@ -156,6 +157,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	if can(InvDLQSeverity) {
 		b.severities()
 	}
+	b.entriesComplete()
 	notes := map[string]string{
 		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
 		InvDLQNeverShrinks: shrinkNote(b.shrinks()),
@@ -621,6 +623,25 @@ func (b *blackJudge) severities() {
 		}
 		if s := strings.ToLower(j.severity); s != "" && s != "high" && s != "critical" {
 			b.fail(InvDLQSeverity, id, b.h.EndedMs, "job %s was dead-lettered after %s but its entry's severity is %s: a critical failure's entry says high, so the DLQ's triage shows it first", id, answer(last), s)
+		}
+	}
+}
+
+// entriesComplete: every dead letter of a drill's job carries the job,
+// its error, its attempt count and when it failed (at the layout's paths,
+// else the seed's names) — what an operator triages by.
+func (b *blackJudge) entriesComplete() {
+	var f layout.Fields
+	if x := b.sc.System.External; x != nil {
+		f = x.DLQ.Resolved().Fields
+	}
+	for _, e := range b.x.Entries {
+		if e.Corrupt != "" || e.Inactive || b.jobs[e.JobID] == nil {
+			continue
+		}
+		if miss := layout.MissingMetadata(e.Raw, f); len(miss) > 0 {
+			b.fail(InvDLQEntryComplete, e.JobID, b.h.EndedMs, "job %s's DLQ entry (%s) lacks %s: an operator cannot triage a dead letter without its error, attempts and time — the seed's DeadLetterHandler stores all three",
+				e.JobID, e.Source, strings.Join(miss, ", "))
 		}
 	}
 }

@@ -241,6 +241,7 @@ var outsideReads = map[string]Evidence{
 	InvCriticalPaged:    EvCalls | EvDeliveries,
 	InvOnePage:          EvCalls | EvDeliveries,
 	InvDLQSeverity:      EvDLQ | EvSeverity,
+	InvDLQEntryComplete: EvDLQ,
 }
 
 // The invariants only a black-box judge checks (the others it shares with
@@ -254,6 +255,9 @@ const (
 	// InvDLQSeverity: where the layout carries a severity, a critical
 	// failure's entry says high (or critical).
 	InvDLQSeverity = "dlq-entry-severity"
+	// InvDLQEntryComplete: every dead letter carries its job, its error,
+	// its attempt count and when it failed.
+	InvDLQEntryComplete = "dlq-entry-complete"
 )
 
 // InvNoSecretLeaves: no text the scenario planted as a secret

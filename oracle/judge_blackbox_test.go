@@ -32,7 +32,8 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 	}
 	item := func(id string) oracle.DLQItem { return oracle.DLQItem{JobID: id, Source: "dead_letter[0]"} }
 	entry := func(id, sev string) layout.Entry {
-		return layout.Entry{Source: "dead_letter[0]", JobID: id, Severity: sev, Raw: []byte(`{}`)}
+		return layout.Entry{Source: "dead_letter[0]", JobID: id, Severity: sev,
+			Raw: []byte(`{"job":{"id":"` + id + `"},"error":"402 declined","retries":1,"failed_at":"2026-12-06T10:00:00Z","severity":"` + sev + `"}`)}
 	}
 	call := func(at int64, id, outcome string, status int, class string) oracle.Call {
 		return oracle.Call{AtMs: at, Dependency: "payments", JobID: id, Status: status, Outcome: outcome, Class: class, TookEffect: outcome == "ok"}
@@ -88,7 +89,7 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)
 		v := verdicts(r)
 		for _, name := range []string{oracle.InvConservation, oracle.InvNotBoth, oracle.InvNoMoveAfterDone, oracle.InvOneDLQEntry, oracle.InvDLQNeverShrinks, oracle.InvNoDoubleCharge,
-			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity} {
+			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity, oracle.InvDLQEntryComplete} {
 			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
 		}
 		for _, name := range []string{oracle.InvLegalMove, oracle.InvAttempts, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
@@ -148,6 +149,15 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		r := judge(scenario(), h)
 		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
+	})
+
+	It("fails a dead letter without its error, attempt count or time, naming what it lacks and where it was looked for", func() {
+		h := history()
+		h.External.Entries[0].Raw = []byte(`{"job":{"id":"j-declined"},"severity":"low"}`)
+		r := judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvDLQEntryComplete, reports.Failed))
+		Expect(messages(r, oracle.InvDLQEntryComplete)).To(ConsistOf(
+			ContainSubstring("job j-declined's DLQ entry (dead_letter[0]) lacks its error (at error), its attempt count (at retries), when it failed (at failed_at)")))
 	})
 
 	It("fails a job run again after it succeeded, charged or not — unless a copy died or stalled, or the store was struck, in between (a redelivery)", func() {

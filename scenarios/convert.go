@@ -429,7 +429,7 @@ func (c *converter) external(path string, e External) *ExternalSpec {
 	d := e.DLQ
 	f := d.Fields
 	out.DLQ = layout.DLQ{Preset: d.Preset, Prefix: d.Prefix, Command: c.command(path+".dlq.command", d.Command),
-		Fields: layout.Fields{ID: f.ID, Severity: f.Severity, Error: f.Error, Class: f.Class, Retries: f.Retries, Status: f.Status,
+		Fields: layout.Fields{ID: f.ID, Severity: f.Severity, Error: f.Error, Class: f.Class, Retries: f.Retries, Status: f.Status, FailedAt: f.FailedAt,
 			Inactive: slices.Clone(f.Inactive)}}
 	if d.RedisList != nil {
 		out.DLQ.RedisList = &layout.RedisKeys{Keys: slices.Clone(d.RedisList.Keys)}

@@ -361,9 +361,10 @@ var keyDocs = map[string]keyDoc{
 
 	"DLQFields.id":       {doc: "The path of the job's ID (the seed's job.id); required unless a preset gives it."},
 	"DLQFields.severity": {doc: "The path of the failure's severity; where it is given, a critical failure's entry must say high or critical."},
-	"DLQFields.error":    {doc: "The path of the error message."},
+	"DLQFields.error":    {doc: "The path of the error message (default: the seed's error); an entry without one fails dlq-entry-complete."},
 	"DLQFields.class":    {doc: "The path of the failure's class."},
-	"DLQFields.retries":  {doc: "The path of the number of retries."},
+	"DLQFields.retries":  {doc: "The path of the number of retries (default: the seed's retries); an entry without one fails dlq-entry-complete."},
+	"DLQFields.failedAt": {doc: "The path of when the job failed (default: the seed's failed_at); an entry without one fails dlq-entry-complete."},
 	"DLQFields.status":   {doc: "The path of the entry's status."},
 	"DLQFields.inactive": {doc: "The statuses of an entry that no longer holds its job (the seed's deleted and reprocessing)."},
 

@@ -244,6 +244,7 @@ type DLQFields struct {
 	Class    string   `yaml:"class,omitempty" json:"class,omitempty"`
 	Retries  string   `yaml:"retries,omitempty" json:"retries,omitempty"`
 	Status   string   `yaml:"status,omitempty" json:"status,omitempty"`
+	FailedAt string   `yaml:"failedAt,omitempty" json:"failedAt,omitempty"`
 	Inactive []string `yaml:"inactive,omitempty" json:"inactive,omitempty"`
 }
 

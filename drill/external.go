@@ -239,7 +239,8 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 		return fmt.Errorf("system.external.dlq: %w", err)
 	}
 	e.x0 = oracle.ExternalRun{Copies: sc.Workers.Count, Running: x.Running, Inject: describeInject(x.Inject), DLQ: describeDLQ(x.DLQ),
-		Alerts: !x.NoAlerts, DLQShrinks: x.DLQShrinks, File: d.opts.ExternalFile}
+		Alerts: !x.NoAlerts, DLQShrinks: x.DLQShrinks, File: d.opts.ExternalFile,
+		Policy: oracle.PolicyOf(x.Policy)}
 	if x.Command != nil {
 		e.x0.Command = strings.Join(append([]string{x.Command.Path}, x.Command.Args...), " ")
 	}

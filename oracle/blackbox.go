@@ -20,7 +20,7 @@ import (
 // secrets one only for a scenario that plants secrets.
 func blackInvariants(secrets bool) []string {
 	out := []string{InvConservation, InvNotBoth, InvNoMoveAfterDone, InvOneDLQEntry, InvDLQNeverShrinks, InvNoDoubleCharge, InvNoRetryOfFinal,
-		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity, InvDLQEntryComplete}
+		InvNoRerunAfterDead, InvCriticalPaged, InvOnePage, InvDLQSeverity, InvDLQEntryComplete, InvAttempts, InvTransientRetried}
 	for _, name := range Invariants() {
 		if !slices.Contains(out, name) {
 			out = append(out, name)
@@ -143,6 +143,9 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 
 	judged := h.Interrupted == ""
 	obs := h.Observed()
+	if b.policy() == nil {
+		obs.lack(EvPolicy, whyNoPolicy)
+	}
 	pageWithin := sc.Invariants.PageWithin
 	// Each check runs when the history has what it reads.
 	can := func(name string) bool { return obs.Has(InvariantReads(name, FromOutside)) }
@@ -151,6 +154,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	b.charges()
 	b.finalRetries()
 	b.runsAfterSuccess()
+	retriesNote := b.retries()
 	if can(InvCriticalPaged) && pageWithin >= 0 {
 		b.pages(pageWithin)
 	}
@@ -161,6 +165,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	notes := map[string]string{
 		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
 		InvDLQNeverShrinks: shrinkNote(b.shrinks()),
+		InvAttempts:        retriesNote,
 		InvCriticalPaged:   "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer",
 	}
 	invs := []reports.InvariantResult{}
@@ -475,12 +480,7 @@ func (b *blackJudge) crashBetween(from, to int64) bool {
 // may not have been marked done, and a redelivery is the at-least-once
 // delivery every queue gives (its charge is judged by no-double-charge).
 func (b *blackJudge) runsAfterSuccess() {
-	var wins []FaultWindow
-	for _, w := range FaultWindows(b.sc, b.h.Seed, b.sc.Duration) {
-		if f := b.fault(w.Fault); f != nil && f.Target.Kind != faults.Dependency {
-			wins = append(wins, w)
-		}
-	}
+	wins := b.systemFaultWindows()
 	for _, id := range b.order {
 		j := b.jobs[id]
 		if j.okAt < 0 {
@@ -508,6 +508,18 @@ func (b *blackJudge) runsAfterSuccess() {
 		b.fail(InvNoMoveAfterDone, id, to, "job %s succeeded at %s (%s answered %s) and was run again: %d more call(s) (%s) — a job that succeeded is done; running it again is a duplicating requeue or a lost acknowledgement",
 			id, fmtMs(from), first.Dependency, answer(*first), len(after), joinMs(after, 5))
 	}
+}
+
+// systemFaultWindows are the windows of the faults on the system itself
+// (its store, its workers), not on a dependency.
+func (b *blackJudge) systemFaultWindows() []FaultWindow {
+	var wins []FaultWindow
+	for _, w := range FaultWindows(b.sc, b.h.Seed, b.sc.Duration) {
+		if f := b.fault(w.Fault); f != nil && f.Target.Kind != faults.Dependency {
+			wins = append(wins, w)
+		}
+	}
+	return wins
 }
 
 // fault is the scenario's fault named name, or nil.

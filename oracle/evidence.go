@@ -47,6 +47,9 @@ const (
 	// EvTexts: every text the system sent out or stored (errors,
 	// summaries, payloads), to find a planted secret in.
 	EvTexts
+	// EvPolicy: the system's retry policy, declared (a black box's is its
+	// own, and judged only as the scenario declares it).
+	EvPolicy
 	numEvidence = iota
 )
 
@@ -64,6 +67,7 @@ var evidenceNames = [numEvidence]string{
 	"the DLQ's reads through the run",
 	"a severity on the DLQ's entries",
 	"every text the system sent out or stored",
+	"the system's declared retry policy",
 }
 
 // String names the kinds in the set: "the jobs the workload made and the
@@ -148,6 +152,7 @@ const (
 	whyAlerterOut    = "the system's alerter, if any, is inside it: the drill counts the notifications its receivers were sent"
 	whyBudgetsOut    = "the system's retry policy and budgets are its own; the calls of every job are in the call log"
 	whyTextsOut      = "a black-box drill does not judge what its notifications and its DLQ's texts carry"
+	whyNoPolicy      = "the system declares no retry policy (system.external.policy: {maxAttempts: N, minBackoff: D}): how many attempts a transient failure deserves is the system's own"
 	whyNoAlerts      = "the system was given no receiver's URL (system.external.noAlerts): whether it pages cannot be seen from outside"
 	whyNoSeverity    = "no entry of the DLQ carries a severity (at the layout's dlq.fields.severity): where none is written, none can be judged"
 )
@@ -242,6 +247,8 @@ var outsideReads = map[string]Evidence{
 	InvOnePage:          EvCalls | EvDeliveries,
 	InvDLQSeverity:      EvDLQ | EvSeverity,
 	InvDLQEntryComplete: EvDLQ,
+	InvAttempts:         EvCalls,
+	InvTransientRetried: EvCalls | EvPolicy,
 }
 
 // The invariants only a black-box judge checks (the others it shares with
@@ -258,6 +265,10 @@ const (
 	// InvDLQEntryComplete: every dead letter carries its job, its error,
 	// its attempt count and when it failed.
 	InvDLQEntryComplete = "dlq-entry-complete"
+	// InvTransientRetried: with a declared retry policy, a job whose
+	// failures were transient is dead-lettered only after its declared
+	// attempts.
+	InvTransientRetried = "transient-retried"
 )
 
 // InvNoSecretLeaves: no text the scenario planted as a secret

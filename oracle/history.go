@@ -138,6 +138,9 @@ type ExternalRun struct {
 	// DLQShrinks are the mechanisms the scenario declared for entries
 	// leaving the DLQ.
 	DLQShrinks []string `json:"dlqShrinks,omitempty"`
+	// Policy is the retry policy the scenario declared for the system
+	// (nil: none).
+	Policy *Policy `json:"policy,omitempty"`
 	// DrainMs is how long the drill waited after the scenario's end;
 	// SettledMs when every job was settled (-1: some never were).
 	DrainMs   int64 `json:"drainMs"`

@@ -1,6 +1,7 @@
 package oracle_test
 
 import (
+	"fmt"
 	"context"
 	"time"
 
@@ -89,10 +90,10 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(r.Verdict).To(Equal(reports.Passed), "%v", r.Violations)
 		v := verdicts(r)
 		for _, name := range []string{oracle.InvConservation, oracle.InvNotBoth, oracle.InvNoMoveAfterDone, oracle.InvOneDLQEntry, oracle.InvDLQNeverShrinks, oracle.InvNoDoubleCharge,
-			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity, oracle.InvDLQEntryComplete} {
+			oracle.InvNoRetryOfFinal, oracle.InvNoRerunAfterDead, oracle.InvCriticalPaged, oracle.InvOnePage, oracle.InvDLQSeverity, oracle.InvDLQEntryComplete, oracle.InvAttempts} {
 			Expect(v).To(HaveKeyWithValue(name, reports.Passed), name)
 		}
-		for _, name := range []string{oracle.InvLegalMove, oracle.InvAttempts, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
+		for _, name := range []string{oracle.InvLegalMove, oracle.InvTransientRetried, oracle.InvBreakerLegal, oracle.InvOutcomeIsMove, oracle.InvNoLeaseLeftExpired} {
 			Expect(v).To(HaveKeyWithValue(name, reports.NotObservable), name)
 		}
 		Expect(r.Ledger.Created).To(BeEquivalentTo(3))
@@ -158,6 +159,75 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvDLQEntryComplete, reports.Failed))
 		Expect(messages(r, oracle.InvDLQEntryComplete)).To(ConsistOf(
 			ContainSubstring("job j-declined's DLQ entry (dead_letter[0]) lacks its error (at error), its attempt count (at retries), when it failed (at failed_at)")))
+	})
+
+	Describe("retries, from the call log", func() {
+		// j-retry fails transiently at +200ms and is called again at gap.
+		withRetry := func(gap int64) *oracle.History {
+			h := history()
+			h.Jobs = append(h.Jobs, oracle.Job{AtMs: 150, ID: "j-retry", Task: "charge", Outcome: "ok"})
+			h.Calls = append(h.Calls, call(200, "j-retry", "error", 503, "transient"), call(200+gap, "j-retry", "ok", 200, ""))
+			return h
+		}
+		declared := func(p scenarios.ExternalPolicy) scenarios.Scenario {
+			sc := scenario()
+			sc.System.External.Policy = &p
+			return sc
+		}
+
+		It("with no policy declared, fails a hot loop (a call within 100ms of a failed one) and says only that rule was judged", func() {
+			r := judge(scenario(), withRetry(3))
+			Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvAttempts, reports.Failed))
+			Expect(messages(r, oracle.InvAttempts)).To(ConsistOf(And(ContainSubstring("job j-retry was called again 3ms after its call at +200ms failed (1 such retry)"),
+				ContainSubstring("a retry without backoff (a hot loop)"))))
+			Expect(verdicts(judge(scenario(), withRetry(150)))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+			for _, ir := range r.Invariants {
+				if ir.Name == oracle.InvTransientRetried {
+					Expect(ir.Verdict).To(Equal(reports.NotObservable))
+					Expect(ir.Note).To(ContainSubstring("the system declares no retry policy (system.external.policy"))
+				}
+			}
+		})
+
+		It("with a policy declared, holds the system to its minBackoff and maxAttempts", func() {
+			sc := declared(scenarios.ExternalPolicy{MaxAttempts: 2, MinBackoff: time.Second})
+			Expect(messages(judge(sc, withRetry(500)), oracle.InvAttempts)).To(ConsistOf(ContainSubstring("the declared policy waits at least 1s")))
+			Expect(verdicts(judge(sc, withRetry(1000)))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+
+			h := withRetry(1000)
+			h.Calls[len(h.Calls)-1] = call(1200, "j-retry", "error", 503, "transient")
+			h.Calls = append(h.Calls, call(2300, "j-retry", "ok", 200, ""))
+			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(ContainSubstring("job j-retry was called 3 times by +2.3s (200), past the declared maxAttempts 2")))
+
+			By("full jitter: minBackoff 0 allows any wait")
+			Expect(verdicts(judge(declared(scenarios.ExternalPolicy{MaxAttempts: 3}), withRetry(3)))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+		})
+
+		It("with a policy declared, fails a transient failure dead-lettered before its attempts were used", func() {
+			h := history()
+			h.Jobs = append(h.Jobs, oracle.Job{AtMs: 150, ID: "j-503", Task: "charge", Outcome: "ok"})
+			h.Calls = append(h.Calls, call(200, "j-503", "error", 503, "transient"))
+			h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 300, Added: []oracle.DLQItem{{JobID: "j-503", Source: "dead_letter[0]"}}, Total: 3})
+			h.External.Entries = append(h.External.Entries, entry("j-503", "low"))
+			r := judge(declared(scenarios.ExternalPolicy{MaxAttempts: 3}), h)
+			Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvTransientRetried, reports.Failed))
+			Expect(messages(r, oracle.InvTransientRetried)).To(ConsistOf(ContainSubstring("job j-503 was dead-lettered after 1 attempt(s), the last at +200ms answered 503 (transient), although the declared policy gives it 3")))
+		})
+
+		It("with jitter declared, fails five jobs that failed at one instant and were all tried again at one instant", func() {
+			h := history()
+			for i := range 5 {
+				id := fmt.Sprintf("j-herd-%d", i)
+				h.Jobs = append(h.Jobs, oracle.Job{AtMs: 150, ID: id, Task: "charge", Outcome: "ok"})
+				h.Calls = append(h.Calls, call(200+int64(i), id, "error", 503, "transient"), call(1500+int64(i), id, "ok", 200, ""))
+			}
+			sc := declared(scenarios.ExternalPolicy{MaxAttempts: 3, MinBackoff: time.Second, Jitter: true})
+			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(ContainSubstring("5 jobs failed within 10ms at +200ms and were all called again within 10ms at +1.5s")))
+			for i := range 5 {
+				h.Calls[len(h.Calls)-9+2*i].AtMs = 1500 + 100*int64(i)
+			}
+			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+		})
 	})
 
 	It("fails a job run again after it succeeded, charged or not — unless a copy died or stalled, or the store was struck, in between (a redelivery)", func() {

@@ -413,6 +413,9 @@ func (c *converter) referenceOnly(s System) {
 func (c *converter) external(path string, e External) *ExternalSpec {
 	out := &ExternalSpec{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
 		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
+	if p := e.Policy; p != nil {
+		out.Policy = &ExternalPolicy{MaxAttempts: p.MaxAttempts, MinBackoff: p.MinBackoff.D(), Jitter: p.Jitter, HonoursRetryAfter: p.HonoursRetryAfter}
+	}
 	out.Command = c.command(path+".command", e.Command)
 	in := e.Inject
 	out.Inject = layout.Inject{Preset: in.Preset, Prefix: in.Prefix, Template: in.Template, IDPath: in.IDPath,

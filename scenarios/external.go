@@ -68,6 +68,32 @@ type ExternalSpec struct {
 	// URLs to: a critical failure's page is then not observable instead
 	// of failed.
 	NoAlerts bool
+	// Policy is the system's retry policy as the team declares it, for
+	// the drill to judge from the call log (nil: undeclared, and only the
+	// hot-loop rule applies: HotLoop).
+	Policy *ExternalPolicy
+}
+
+// HotLoop is the closest two calls of one job may follow each other, the
+// first one failed, when the system declares no retry policy: closer is a
+// retry without backoff.
+const HotLoop = 100 * time.Millisecond
+
+// ExternalPolicy is a black-box system's retry policy, declared for the
+// drill to judge from the call log.
+type ExternalPolicy struct {
+	// MaxAttempts is how many attempts a job is given, the first one
+	// included: a transient failure is tried this many times before it
+	// is dead-lettered, and never more.
+	MaxAttempts int
+	// MinBackoff is the least wait, in scenario time, between a failed
+	// attempt and the next (0 for full jitter).
+	MinBackoff time.Duration
+	// Jitter says retries are spread: jobs that failed at one instant are
+	// not all tried again at one instant.
+	Jitter bool
+	// HonoursRetryAfter says a dependency's Retry-After is waited out.
+	HonoursRetryAfter bool
 }
 
 // WithDefaults returns e with its zero fields set to the defaults: Copies

@@ -598,14 +598,15 @@ func schemaHosts() map[string]schemaHost {
 		"Expect":     {base: [][2]string{{"count", "created"}, {"atLeast", "0"}}, wrap: in("expect: [", "]")},
 		"External": {base: [][2]string{{"command", "{path: sh}"}, {"inject", "{preset: seed}"}, {"dlq", "{preset: seed}"}},
 			wrap: in("system: {external: ", "}")},
-		"Command":         {base: [][2]string{{"path", "sh"}}, wrap: in("system: {external: {inject: {preset: seed}, dlq: {preset: seed}, command: ", "}}")},
-		"Inject":          {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: ", "}}")},
-		"InjectRedisList": {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisList: ", "}}}")},
-		"RedisStream":     {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisStream: ", "}}}")},
-		"InjectHTTP":      {base: [][2]string{{"url", `"http://127.0.0.1:8080/jobs"`}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {http: ", "}}}")},
-		"ExternalDLQ":     {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: ", "}}")},
-		"RedisKeys":       {base: [][2]string{{"keys", "[dead]"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, redisList: ", "}}}")},
-		"HTTPRead":        {base: [][2]string{{"url", `"http://127.0.0.1:8080/dlq"`}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, http: ", "}}}")},
+		"Command":           {base: [][2]string{{"path", "sh"}}, wrap: in("system: {external: {inject: {preset: seed}, dlq: {preset: seed}, command: ", "}}")},
+		"Inject":            {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: ", "}}")},
+		"InjectRedisList":   {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisList: ", "}}}")},
+		"RedisStream":       {base: [][2]string{{"key", "q"}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {redisStream: ", "}}}")},
+		"InjectHTTP":        {base: [][2]string{{"url", `"http://127.0.0.1:8080/jobs"`}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {http: ", "}}}")},
+		"ExternalPolicyDoc": {base: [][2]string{{"maxAttempts", "3"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {preset: seed}, policy: ", "}}")},
+		"ExternalDLQ":       {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: ", "}}")},
+		"RedisKeys":         {base: [][2]string{{"keys", "[dead]"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, redisList: ", "}}}")},
+		"HTTPRead":          {base: [][2]string{{"url", `"http://127.0.0.1:8080/dlq"`}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, http: ", "}}}")},
 	}
 }
 

@@ -166,6 +166,9 @@ type External struct {
 	Startup Duration `yaml:"startup,omitempty" json:"startup,omitempty"`
 	// DLQShrinks are the ways the system removes DLQ entries (Shrinks).
 	DLQShrinks []string `yaml:"dlqShrinks,omitempty" json:"dlqShrinks,omitempty"`
+	// Policy is the system's own retry policy, declared for the drill to
+	// judge (ExternalPolicy).
+	Policy *ExternalPolicyDoc `yaml:"policy,omitempty" json:"policy,omitempty"`
 	// NoAlerts says the system has no alerting: a page is then not
 	// observable instead of failed.
 	NoAlerts bool `yaml:"noAlerts,omitempty" json:"noAlerts,omitempty"`
@@ -210,6 +213,15 @@ type RedisStream struct {
 type InjectHTTP struct {
 	URL    string            `yaml:"url" json:"url"`
 	Header map[string]string `yaml:"header,omitempty" json:"header,omitempty"`
+}
+
+// ExternalPolicyDoc is a black-box system's retry policy as a scenario
+// declares it (ExternalPolicy).
+type ExternalPolicyDoc struct {
+	MaxAttempts       int      `yaml:"maxAttempts" json:"maxAttempts"`
+	MinBackoff        Duration `yaml:"minBackoff,omitempty" json:"minBackoff,omitempty"`
+	Jitter            bool     `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	HonoursRetryAfter bool     `yaml:"honoursRetryAfter,omitempty" json:"honoursRetryAfter,omitempty"`
 }
 
 // ExternalDLQ says where a black-box system keeps its dead letters and

@@ -1,0 +1,156 @@
+package oracle
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/scenarios"
+)
+
+// Policy is a black-box system's retry policy as its history records the
+// scenario's declaration (scenarios.ExternalPolicy).
+type Policy struct {
+	MaxAttempts       int   `json:"maxAttempts"`
+	MinBackoffMs      int64 `json:"minBackoffMs,omitempty"`
+	Jitter            bool  `json:"jitter,omitempty"`
+	HonoursRetryAfter bool  `json:"honoursRetryAfter,omitempty"`
+}
+
+// PolicyOf is p as a history records it (nil for nil).
+func PolicyOf(p *scenarios.ExternalPolicy) *Policy {
+	if p == nil {
+		return nil
+	}
+	return &Policy{MaxAttempts: p.MaxAttempts, MinBackoffMs: p.MinBackoff.Milliseconds(), Jitter: p.Jitter, HonoursRetryAfter: p.HonoursRetryAfter}
+}
+
+// policy is the declared retry policy the judge holds the system to: the
+// scenario's (judged again with `report check --scenario`, its own), else
+// the history's; nil when none is declared.
+func (b *blackJudge) policy() *Policy {
+	if x := b.sc.System.External; x != nil {
+		return PolicyOf(x.Policy)
+	}
+	return b.x.Policy
+}
+
+// jitterInstant is how close failures, and their retries, are to count as
+// one instant for the jitter rule; jitterJobs how many jobs must have
+// failed at one instant for it to judge.
+const (
+	jitterInstant = 10
+	jitterJobs    = 5
+)
+
+// failed says a call's answer told the caller it failed.
+func failed(c Call) bool { return !answeredOK(c) }
+
+// transient says a failed call's failure was one a retry may cure.
+func transient(c Call) bool {
+	switch c.Outcome {
+	case "timeout", "dropped", "refused":
+		return true
+	}
+	return c.Class == "transient"
+}
+
+// retries judges each job's calls against the declared retry policy
+// (attempts-within-policy: no more attempts than maxAttempts, waits of at
+// least minBackoff, spread retries when jitter; transient-retried: no
+// transient failure dead-lettered before its attempts were used), or,
+// with none declared, against the hot-loop rule: no call within
+// scenarios.HotLoop of a failed one. A chain of attempts starts again
+// after a redelivery (a copy killed or stalled, a store fault) and stops
+// at the job's success; a job that left the DLQ by a declared mechanism
+// is judged only for its waits.
+func (b *blackJudge) retries() string {
+	pol := b.policy()
+	minGap := scenarios.HotLoop.Milliseconds()
+	if pol != nil {
+		minGap = pol.MinBackoffMs
+	}
+	wins := b.systemFaultWindows()
+	type retry struct {
+		job          string
+		failAt, next int64
+	}
+	var rs []retry
+	for _, id := range b.order {
+		j := b.jobs[id]
+		attempts, short, over, redelivered := 0, 0, false, false
+		var firstShort retry
+		var last *Call
+		for i := range j.calls {
+			c := &j.calls[i]
+			if last != nil && answeredOK(*last) {
+				break // a call after a success is judged by no-move-after-success
+			}
+			if last != nil && b.redelivery(last.AtMs, c.AtMs, wins) != "" {
+				attempts, redelivered = 0, true
+			}
+			attempts++
+			if last != nil && failed(*last) {
+				rs = append(rs, retry{id, last.AtMs, c.AtMs})
+				if c.AtMs-last.AtMs < minGap {
+					if short == 0 {
+						firstShort = retry{id, last.AtMs, c.AtMs}
+					}
+					short++
+				}
+			}
+			if pol != nil && attempts > pol.MaxAttempts && !j.leftDLQ && !over {
+				over = true
+				b.fail(InvAttempts, id, c.AtMs, "job %s was called %d times by %s (%s), past the declared maxAttempts %d: a job is given its attempts, never more",
+					id, attempts, fmtMs(c.AtMs), answer(*c), pol.MaxAttempts)
+			}
+			last = c
+		}
+		if short > 0 {
+			why := fmt.Sprintf("a retry without backoff (a hot loop): with no retry policy declared, no two calls of one job come within %s of a failed one — declare system.external.policy if this is the system's design", scenarios.HotLoop)
+			if pol != nil {
+				why = fmt.Sprintf("the declared policy waits at least %s", time.Duration(pol.MinBackoffMs)*time.Millisecond)
+			}
+			b.fail(InvAttempts, id, firstShort.next, "job %s was called again %s after its call at %s failed (%d such retr%s): %s",
+				id, time.Duration(firstShort.next-firstShort.failAt)*time.Millisecond, fmtMs(firstShort.failAt), short, plural(int64(short), "y", "ies"), why)
+		}
+		// A redelivered job's attempts are the system's to count (one may
+		// have ended in a crash before its call): not judged here.
+		if pol != nil && last != nil && failed(*last) && transient(*last) && j.everDLQ && !j.leftDLQ && !redelivered && attempts < pol.MaxAttempts {
+			b.fail(InvTransientRetried, id, j.firstDLQ, "job %s was dead-lettered after %d attempt(s), the last at %s answered %s, although the declared policy gives it %d: a transient failure is retried before it is given up",
+				id, attempts, fmtMs(last.AtMs), answer(*last), pol.MaxAttempts)
+		}
+	}
+	if pol != nil && pol.Jitter {
+		// Retries of jobs that failed at one instant, all again at one
+		// instant: no jitter.
+		slices.SortFunc(rs, func(a, b retry) int { return int(a.failAt - b.failAt) })
+		for i := 0; i < len(rs); {
+			k := i
+			for k < len(rs) && rs[k].failAt-rs[i].failAt < jitterInstant {
+				k++
+			}
+			group := rs[i:k]
+			jobs := map[string]bool{}
+			lo, hi := group[0].next, group[0].next
+			for _, r := range group {
+				jobs[r.job] = true
+				lo, hi = min(lo, r.next), max(hi, r.next)
+			}
+			if len(jobs) >= jitterJobs && hi-lo < jitterInstant {
+				b.fail(InvAttempts, group[0].job, lo, "%d jobs failed within %dms at %s and were all called again within %dms at %s: the declared jitter spreads retries so that a recovering dependency is not struck by all of them at once",
+					len(jobs), jitterInstant, fmtMs(group[0].failAt), jitterInstant, fmtMs(lo))
+			}
+			i = k
+		}
+	}
+	if pol == nil {
+		return fmt.Sprintf("no retry policy declared (system.external.policy): only the hot-loop rule was judged — no call of a job within %s of a failed one", scenarios.HotLoop)
+	}
+	parts := []string{fmt.Sprintf("maxAttempts %d", pol.MaxAttempts), fmt.Sprintf("minBackoff %s", time.Duration(pol.MinBackoffMs)*time.Millisecond)}
+	if pol.Jitter {
+		parts = append(parts, "jitter")
+	}
+	return "declared: " + strings.Join(parts, ", ")
+}

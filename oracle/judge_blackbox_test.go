@@ -1,8 +1,8 @@
 package oracle_test
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"

@@ -174,6 +174,12 @@ var _ = Describe("A black-box system (system.external)", func() {
 			`s.yaml:12:5: system.external.dlq.fields.id: required: the path of the job's ID in an entry (the seed's is job.id)`),
 		Entry("a misspelt shrink, with the nearest", "    command: {path: sh}\n"+seedLayout+"    dlqShrinks: [operator, evicton]\n",
 			`s.yaml:13:28: system.external.dlqShrinks[1]: expected one of operator, auto-retry, purge-by-age, eviction, got "evicton"; did you mean "eviction"?`),
+		Entry("a policy of no attempts", "    command: {path: sh}\n"+seedLayout+"    policy: {maxAttempts: 0}\n",
+			`s.yaml:13:27: system.external.policy.maxAttempts: required: the attempts a job is given, the first one included (at least 1)`),
+		Entry("a policy without its attempts", "    command: {path: sh}\n"+seedLayout+"    policy: {minBackoff: 1s}\n",
+			`s.yaml:13:5: system.external.policy.maxAttempts: required: the attempts a job is given, the first one included (at least 1)`),
+		Entry("a negative backoff", "    command: {path: sh}\n"+seedLayout+"    policy: {maxAttempts: 3, minBackoff: -1s}\n",
+			`s.yaml:13:42: system.external.policy.minBackoff: expected a duration of at least 0, got "-1s"`),
 		Entry("an unknown key, with the nearest", "    command: {path: sh}\n"+seedLayout+"    copie: 2\n",
 			`s.yaml:13:5: unknown key "copie"; did you mean "copies"?`),
 	)

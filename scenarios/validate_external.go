@@ -49,11 +49,11 @@ func (v *validator) external() {
 	v.layout(f, e.Inject.Validate())
 	v.layout(f, e.DLQ.Validate())
 	if p := e.Policy; p != nil {
-		if p.MaxAttempts < 1 {
+		switch {
+		case p.MaxAttempts == 0:
+			v.bad(f+".Policy.MaxAttempts", "required: the attempts a job is given, the first one included (at least 1)")
+		case p.MaxAttempts < 0:
 			v.bad(f+".Policy.MaxAttempts", "expected the attempts a job is given, the first one included (at least 1), got %d", p.MaxAttempts)
-		}
-		if p.MinBackoff < 0 {
-			v.bad(f+".Policy.MinBackoff", "expected a wait of 0 or more, got %s", p.MinBackoff)
 		}
 		v.ms(f+".Policy.MinBackoff", p.MinBackoff)
 	}

@@ -795,8 +795,11 @@ func (b *blackJudge) external() *reports.External {
 		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && !j.unseen() && len(out.Lost) < reports.MaxListedViolations {
 			out.Lost = append(out.Lost, id)
 		}
-		if j.leftDLQ && len(b.shrinks()) == 0 && len(out.Trimmed) < reports.MaxListedViolations {
-			out.Trimmed = append(out.Trimmed, id)
+		if j.leftDLQ && len(b.shrinks()) == 0 {
+			out.TrimmedCount++
+			if len(out.Trimmed) < reports.MaxListedViolations {
+				out.Trimmed = append(out.Trimmed, id)
+			}
 		}
 	}
 	return out

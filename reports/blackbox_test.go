@@ -1,6 +1,7 @@
 package reports_test
 
 import (
+	"fmt"
 	"bytes"
 	"io"
 	"os"
@@ -50,6 +51,19 @@ var _ = Describe("A black-box drill's report", func() {
 		Expect(lines[4]).To(Equal("  ✗ Trimmed: 2 jobs (charge-7, charge-9): trimmed from the DLQ by no declared mechanism"))
 		Expect(out).To(ContainSubstring("  System under test (black box):\n    command: ./bin/charge-worker --redis redis://:[REDACTED]@127.0.0.1:6390/0 --api-key=[REDACTED]\n    copies: 2\n"))
 		Expect(out).To(ContainSubstring("    drain: waited up to 30s after the scenario's end; every job settled at +1m4.25s\n    DLQ reads: 61 (1 failed)\n"))
+	})
+
+	It("counts every trimmed job exactly, though it lists at most 100", func() {
+		r := blackBoxRun()
+		x := r.Live.External
+		x.Trimmed = nil
+		for i := range reports.MaxListedViolations {
+			x.Trimmed = append(x.Trimmed, fmt.Sprintf("charge-%d", i))
+		}
+		x.TrimmedCount = 300
+		out := text(r, reports.TextOptions{})
+		Expect(out).To(ContainSubstring("  ✗ Trimmed: 300 jobs (charge-0, "))
+		Expect(out).NotTo(ContainSubstring("at least"))
 	})
 
 	It("says a system found running was started by nobody, and when some jobs never settled", func() {

@@ -308,7 +308,7 @@ func blackBoxRun() *reports.Result {
 				Command: "./bin/charge-worker --redis redis://:" + blackBoxRedisPw + "@127.0.0.1:6390/0 --api-key=" + blackBoxAPIKey,
 				Copies:  2, Inject: "seed preset: LPUSH charge:default", DLQ: "redis lists charge:dead_letter",
 				DrainMs: 30_000, SettledAtMs: 64_250, DLQReads: 61, DLQReadErrors: 1,
-				Trimmed: []string{"charge-7", "charge-9"},
+				Trimmed: []string{"charge-7", "charge-9"}, TrimmedCount: 2,
 			}},
 	}
 	for i := range 12 {
@@ -338,6 +338,6 @@ func blackBoxPassing() *reports.Result {
 			r.Invariants[i].Verdict, r.Invariants[i].Violations = reports.Passed, 0
 		}
 	}
-	r.Live.External.Lost, r.Live.External.Trimmed, r.Live.External.DLQReadErrors = nil, nil, 0
+	r.Live.External.Lost, r.Live.External.Trimmed, r.Live.External.TrimmedCount, r.Live.External.DLQReadErrors = nil, nil, 0, 0
 	return r
 }

@@ -48,6 +48,8 @@ var invariants = []Invariant{
 	{Name: "not-both-succeeded-and-dead-lettered", Rule: "no job both succeeded and sits in the DLQ", BlackBox: true},
 	{Name: "dlq-never-shrinks", Rule: "an entry leaves the DLQ only by a mechanism the scenario declares (system.external.dlqShrinks)", BlackBox: true},
 	{Name: "dlq-entry-severity", Rule: "where the DLQ's layout carries a severity, a critical failure's entry says high (or critical)", BlackBox: true},
+	{Name: "dlq-entry-complete", Rule: "every dead letter carries its job, its error, its attempt count and when it failed", BlackBox: true},
+	{Name: "transient-retried", Rule: "with a declared retry policy (system.external.policy), a job whose failures were transient is dead-lettered only after its declared attempts", BlackBox: true},
 }
 
 // Invariants returns the invariants the simulator checks, in its order,

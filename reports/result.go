@@ -213,9 +213,11 @@ type External struct {
 	DLQReadErrors int `json:"dlqReadErrors,omitempty"`
 	// Lost are the jobs neither succeeded nor in the DLQ nor queued at the
 	// end, at most MaxListedViolations; Trimmed the jobs whose entries left
-	// the DLQ by no declared mechanism.
-	Lost    []string `json:"lost,omitempty"`
-	Trimmed []string `json:"trimmed,omitempty"`
+	// the DLQ by no declared mechanism (at most MaxListedViolations too),
+	// TrimmedCount how many they were in all.
+	Lost         []string `json:"lost,omitempty"`
+	Trimmed      []string `json:"trimmed,omitempty"`
+	TrimmedCount int64    `json:"trimmedCount,omitempty"`
 }
 
 // Latency is the distribution of one kind of call's wall-clock time.

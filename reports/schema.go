@@ -162,6 +162,7 @@ var fieldDocs = map[string]string{
 	"External.DLQReadErrors": "Reads of the system's DLQ that failed.",
 	"External.Lost":          "The jobs neither succeeded, nor in the DLQ, nor queued at the end (at most MaxListedViolations).",
 	"External.Trimmed":       "The jobs whose DLQ entries left the DLQ by no mechanism the scenario declares.",
+	"External.TrimmedCount":  "How many jobs' DLQ entries left the DLQ by no mechanism the scenario declares, in all (trimmed lists at most 100).",
 
 	"Engine.Events":   "Events the engine ran.",
 	"Engine.Jobs":     "Jobs created.",

@@ -741,11 +741,14 @@ func externalFacts(x *External, lost int64) []externalFact {
 		add("Lost", fmt.Sprintf("%d %s%s: neither succeeded, nor in the DLQ, nor queued at the end", n, plural(int(n), "job", "jobs"), jobList(x.Lost, n)), true)
 	}
 	if len(x.Trimmed) > 0 {
-		n, atLeast := len(x.Trimmed), ""
-		if n == MaxListedViolations {
-			atLeast = "at least "
+		n, atLeast := int64(len(x.Trimmed)), ""
+		switch {
+		case x.TrimmedCount > n:
+			n = x.TrimmedCount
+		case n == MaxListedViolations:
+			atLeast = "at least " // a report of an older faultline, without the count
 		}
-		add("Trimmed", fmt.Sprintf("%s%d %s%s: trimmed from the DLQ by no declared mechanism", atLeast, n, plural(n, "job", "jobs"), jobList(x.Trimmed, int64(n))), true)
+		add("Trimmed", fmt.Sprintf("%s%d %s%s: trimmed from the DLQ by no declared mechanism", atLeast, n, plural(int(n), "job", "jobs"), jobList(x.Trimmed, n)), true)
 	}
 	return out
 }

@@ -1,8 +1,8 @@
 package reports_test
 
 import (
-	"fmt"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strings"

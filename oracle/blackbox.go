@@ -164,7 +164,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	b.entriesComplete()
 	notes := map[string]string{
 		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
-		InvDLQNeverShrinks: shrinkNote(b.shrinks()),
+		InvDLQNeverShrinks: shrinkNote(b.shrinks()) + b.capNote(),
 		InvAttempts:        retriesNote,
 		InvCriticalPaged:   "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer",
 	}
@@ -238,6 +238,75 @@ func shrinkNote(declared []string) string {
 		return "no mechanism declared (system.external.dlqShrinks): every entry that leaves the DLQ is a violation"
 	}
 	return "declared: " + strings.Join(declared, ", ") + " — entries leaving the DLQ are counted, not failed"
+}
+
+// capNote names the cap an undeclared shrink looks like: entries that
+// left one list from its tail (each at a position in its far half), the
+// deepest at position N−1, are what a cap of N entries drops (the seed's
+// LTRIM to 10,000). "" when the removals show none.
+func (b *blackJudge) capNote() string {
+	if len(b.shrinks()) > 0 {
+		return ""
+	}
+	type list struct{ n, deepest int }
+	lists := map[string]*list{}
+	var names []string
+	for _, r := range b.x.Reads {
+		for _, it := range r.Removed {
+			open := strings.LastIndexByte(it.Source, '[')
+			var idx int
+			if open < 0 || !strings.HasSuffix(it.Source, "]") {
+				return ""
+			}
+			if _, err := fmt.Sscanf(it.Source[open+1:len(it.Source)-1], "%d", &idx); err != nil {
+				return ""
+			}
+			name := it.Source[:open]
+			l := lists[name]
+			if l == nil {
+				l = &list{}
+				lists[name] = l
+				names = append(names, name)
+			}
+			l.n++
+			l.deepest = max(l.deepest, idx)
+		}
+	}
+	var caps []string
+	for _, name := range names {
+		l := lists[name]
+		n := l.deepest + 1
+		if l.n < 2 || n < 2 {
+			continue
+		}
+		tail := true
+		for _, r := range b.x.Reads {
+			for _, it := range r.Removed {
+				var idx int
+				if strings.HasPrefix(it.Source, name+"[") {
+					fmt.Sscanf(it.Source[len(name)+1:len(it.Source)-1], "%d", &idx)
+					tail = tail && idx >= n/2
+				}
+			}
+		}
+		if tail {
+			caps = append(caps, fmt.Sprintf("%d entries left %s from its tail, the deepest at position %s: a cap of %s entries (such as LTRIM %s 0 %d) drops the oldest dead letters silently",
+				l.n, name, thousands(n-1), thousands(n), name, n-1))
+		}
+	}
+	if len(caps) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(caps, "; ")
+}
+
+// thousands writes n with a comma every three digits: 10,000.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // reads replays the DLQ's reads: an entry seen twice for one job, an

@@ -152,6 +152,30 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
 	})
 
+	It("names the cap an undeclared shrink looks like, with its number: entries leaving a list from its tail", func() {
+		h := history()
+		h.External.Reads = append(h.External.Reads,
+			oracle.DLQRead{AtMs: 900, Removed: []oracle.DLQItem{{JobID: "old-1", Source: "ns:dlq:low[9999]"}}, Total: 10000},
+			oracle.DLQRead{AtMs: 950, Removed: []oracle.DLQItem{{JobID: "old-2", Source: "ns:dlq:low[9998]"}, {JobID: "old-3", Source: "ns:dlq:low[9999]"}}, Total: 10000})
+		r := judge(scenario(), h)
+		var note string
+		for _, ir := range r.Invariants {
+			if ir.Name == oracle.InvDLQNeverShrinks {
+				note = ir.Note
+			}
+		}
+		Expect(note).To(ContainSubstring("3 entries left ns:dlq:low from its tail, the deepest at position 9,999: a cap of 10,000 entries (such as LTRIM ns:dlq:low 0 9999)"))
+
+		By("removals from the head are no cap")
+		h = history()
+		h.External.Reads = append(h.External.Reads, oracle.DLQRead{AtMs: 900, Removed: []oracle.DLQItem{{JobID: "a", Source: "ns:dlq:low[0]"}, {JobID: "b", Source: "ns:dlq:low[9]"}}})
+		for _, ir := range judge(scenario(), h).Invariants {
+			if ir.Name == oracle.InvDLQNeverShrinks {
+				Expect(ir.Note).NotTo(ContainSubstring("a cap of"))
+			}
+		}
+	})
+
 	It("fails a dead letter without its error, attempt count or time, naming what it lacks and where it was looked for", func() {
 		h := history()
 		h.External.Entries[0].Raw = []byte(`{"job":{"id":"j-declined"},"severity":"low"}`)

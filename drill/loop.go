@@ -705,7 +705,17 @@ func (d *drill) faultsLoop(ctx context.Context) {
 				d.whenFault(ctx, &waits, a.i, a.f, a.at, a.until)
 				continue
 			}
-			d.workerFault(a.i, a.f, at)
+			if at >= a.until && a.until > a.at {
+				// The drill's timer woke after the window closed: the
+				// fault strikes now, at its window's start as the
+				// injector sees it, and the history says so — a fault
+				// that never fired is never a silent pass.
+				d.mu.Lock()
+				d.h.Notes = append(d.h.Notes, fmt.Sprintf("fault %s's window %s–%s had closed when the drill's timer woke at %s: it struck late, at %s",
+					a.f.Name, fmtOffset(a.at), fmtOffset(a.until), fmtOffset(at), fmtOffset(at)))
+				d.mu.Unlock()
+			}
+			d.workerFault(a.i, a.f, min(at, a.at+max(a.until-a.at-time.Millisecond, 0)), at)
 		default:
 			p, ps := d.qProxy, qState
 			if a.f.Target.Kind == faults.DLQStore {
@@ -775,9 +785,11 @@ func (d *drill) isAborted() bool {
 	return d.h.Aborted != ""
 }
 
-// workerFault applies a worker fault to its workers, each asking the
-// injector as the simulator does (probability, the model's draws).
-func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
+// workerFault applies a worker fault to its workers at offset at, each
+// asking the injector as the simulator does (probability, the model's
+// draws) as of offset ask: at, or, for a timer that woke after the
+// window closed, the window's last instant.
+func (d *drill) workerFault(i int, f faults.Fault, ask, at time.Duration) {
 	d.faultMu.Lock() // the guard's abort waits for, or precedes, the whole fault
 	defer d.faultMu.Unlock()
 	for _, n := range d.h.Workers {
@@ -789,7 +801,7 @@ func (d *drill) workerFault(i int, f faults.Fault, at time.Duration) {
 		}
 		var eff faults.Effect
 		d.locked.Do(func(in *faults.Injector) {
-			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: at})
+			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: ask})
 		})
 		d.applyWorkerEffect(f, n, eff, at)
 	}

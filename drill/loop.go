@@ -705,17 +705,18 @@ func (d *drill) faultsLoop(ctx context.Context) {
 				d.whenFault(ctx, &waits, a.i, a.f, a.at, a.until)
 				continue
 			}
-			if at >= a.until && a.until > a.at {
+			ask, late := strikeAsk(at, a.at, a.until)
+			if late {
 				// The drill's timer woke after the window closed: the
-				// fault strikes now, at its window's start as the
-				// injector sees it, and the history says so — a fault
-				// that never fired is never a silent pass.
+				// fault strikes now, asked of the injector at its
+				// window's last instant, and the history says so — a
+				// fault that never fired is never a silent pass.
 				d.mu.Lock()
 				d.h.Notes = append(d.h.Notes, fmt.Sprintf("fault %s's window %s–%s had closed when the drill's timer woke at %s: it struck late, at %s",
 					a.f.Name, fmtOffset(a.at), fmtOffset(a.until), fmtOffset(at), fmtOffset(at)))
 				d.mu.Unlock()
 			}
-			d.workerFault(a.i, a.f, min(at, a.at+max(a.until-a.at-time.Millisecond, 0)), at)
+			d.workerFault(a.i, a.f, ask, at)
 		default:
 			p, ps := d.qProxy, qState
 			if a.f.Target.Kind == faults.DLQStore {
@@ -783,6 +784,17 @@ func (d *drill) isAborted() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.h.Aborted != ""
+}
+
+// strikeAsk is the offset a worker fault due in window [from, until) is
+// asked of the injector at when the drill's timer woke at offset at: at
+// itself while the window is open, else the window's last millisecond
+// (late: the window had closed).
+func strikeAsk(at, from, until time.Duration) (ask time.Duration, late bool) {
+	if until <= from || at < until {
+		return at, false
+	}
+	return max(until-time.Millisecond, from), true
 }
 
 // workerFault applies a worker fault to its workers at offset at, each

@@ -140,3 +140,17 @@ var _ = Describe("a drill whose Redis restarts mid-drill", func() {
 		Expect(res.Verdict).NotTo(Equal(reports.Interrupted), summary(res))
 	})
 })
+
+var _ = Describe("a worker fault whose timer woke late", func() {
+	It("is asked of the injector at the moment it woke while its window is open, at the window's last millisecond once it closed, and says it was late", func() {
+		ask, late := drill.StrikeAsk(2500*time.Millisecond, 2*time.Second, 3*time.Second)
+		Expect(ask).To(Equal(2500 * time.Millisecond))
+		Expect(late).To(BeFalse())
+		ask, late = drill.StrikeAsk(3200*time.Millisecond, 2*time.Second, 3*time.Second)
+		Expect(ask).To(Equal(2999 * time.Millisecond))
+		Expect(late).To(BeTrue())
+		ask, late = drill.StrikeAsk(2*time.Second, 2*time.Second, 2*time.Second)
+		Expect(ask).To(Equal(2 * time.Second), "an empty window is asked as it was")
+		Expect(late).To(BeFalse())
+	})
+})

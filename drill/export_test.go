@@ -1,0 +1,4 @@
+package drill
+
+// StrikeAsk exports strikeAsk to the specs.
+var StrikeAsk = strikeAsk

@@ -150,7 +150,7 @@ var _ = Describe("a worker fault whose timer woke late", func() {
 		Expect(ask).To(Equal(2999 * time.Millisecond))
 		Expect(late).To(BeTrue())
 		ask, late = drill.StrikeAsk(2*time.Second, 2*time.Second, 2*time.Second)
-		Expect(ask).To(Equal(2 * time.Second), "an empty window is asked as it was")
+		Expect(ask).To(Equal(2*time.Second), "an empty window is asked as it was")
 		Expect(late).To(BeFalse())
 	})
 })

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/scenarios"
 )
 
 func TestOracle(t *testing.T) {
@@ -112,5 +113,16 @@ var _ = Describe("A history", func() {
 			Expect(errors.Is(err, oracle.ErrHistory)).To(BeTrue(), "%q: %v", in, err)
 			Expect(h).To(BeNil())
 		}
+	})
+})
+
+var _ = Describe("The scenario format's reference page", func() {
+	It("ends with what a black-box drill can judge, as the checks declare it (go generate ./scenarios)", func() {
+		checkedIn, err := os.ReadFile("../docs/scenario-format.md")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(checkedIn)).To(Equal(string(scenarios.Reference())+string(oracle.BlackBoxObservability())), "stale: run `go generate ./scenarios`")
+		Expect(string(oracle.BlackBoxObservability())).To(And(
+			ContainSubstring("| `transient-retried` | judged when the retry policy is declared (`system.external.policy`) |"),
+			ContainSubstring("| `legal-move` | not observable — it reads the store's disposition events:")))
 	})
 })

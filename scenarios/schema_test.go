@@ -70,7 +70,10 @@ var _ = Describe("The generated files", func() {
 	It("has the checked-in reference page up to date", func() {
 		checkedIn, err := os.ReadFile(referenceFile)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(checkedIn)).To(Equal(string(scenarios.Reference())), regenerate)
+		// The page ends with the oracle's section on what a black-box drill
+		// can judge, which the oracle's specs check (scenarios cannot
+		// import the oracle).
+		Expect(string(checkedIn)).To(HavePrefix(string(scenarios.Reference())), regenerate)
 	})
 
 	It("generates the same bytes every time", func() {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/scenarios"
 )
 
@@ -19,7 +20,7 @@ func main() {
 	for _, f := range []struct {
 		path string
 		data []byte
-	}{{*schema, scenarios.Schema()}, {*doc, scenarios.Reference()}} {
+	}{{*schema, scenarios.Schema()}, {*doc, append(scenarios.Reference(), oracle.BlackBoxObservability()...)}} {
 		if err := write(f.path, f.data); err != nil {
 			fmt.Fprintln(os.Stderr, "gen:", err)
 			os.Exit(1)

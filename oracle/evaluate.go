@@ -15,11 +15,25 @@ import (
 func evalCount(c scenarios.Count, o *Observation) reports.Expectation {
 	led := o.Result.Ledger
 	var n int64
+	byTask := func(f func(reports.TaskTotals) int64) (n int64) {
+		for _, t := range led.ByTask {
+			if t.Task == c.Task {
+				n = f(t)
+			}
+		}
+		return n
+	}
 	switch c.Metric {
 	case scenarios.Created:
 		n = led.Created
+		if c.Task != "" {
+			n = byTask(func(t reports.TaskTotals) int64 { return t.Created })
+		}
 	case scenarios.Succeeded:
 		n = led.Succeeded
+		if c.Task != "" {
+			n = byTask(func(t reports.TaskTotals) int64 { return t.Succeeded })
+		}
 	case scenarios.DeadLettered:
 		if c.Task == "" && c.Severity == classify.SeverityNone && c.Class == 0 {
 			n = led.DeadLettered

@@ -309,7 +309,8 @@ func CountReads(c scenarios.Count, outside bool) Evidence {
 	verdicts := c.Severity != classify.SeverityNone || c.Class != 0 || c.Fingerprint != ""
 	if outside {
 		switch {
-		case verdicts || (c.Metric == scenarios.Pages && c.Receiver != "") || (c.Task != "" && c.Metric != scenarios.DeadLettered):
+		case verdicts || (c.Metric == scenarios.Pages && c.Receiver != "") ||
+			(c.Task != "" && c.Metric != scenarios.DeadLettered && c.Metric != scenarios.Created && c.Metric != scenarios.Succeeded):
 			return EvStream | EvAttempts
 		}
 		switch c.Metric {

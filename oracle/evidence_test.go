@@ -91,4 +91,15 @@ var _ = Describe("An expectation judged on a run that lacks what it reads", func
 		rate := oracle.Evaluate(scenarios.RetryRate{Dependency: "crm", Calls: true, Window: time.Second, Op: scenarios.AtMost, N: 2}, outside)
 		Expect(rate).To(And(HaveField("Verdict", reports.Failed), HaveField("Actual", HavePrefix("3 (the 1s from +0s"))))
 	})
+
+	It("counts created and succeeded by task when a task is given, inside and out (the filter is never ignored)", func() {
+		res := &reports.Result{Ledger: reports.Ledger{Created: 5, Succeeded: 4, ByTask: []reports.TaskTotals{
+			{Task: "charge", Created: 3, Succeeded: 2}, {Task: "email", Created: 2, Succeeded: 2}}}, Alerts: reports.Alerts{ByReceiver: map[string]int64{}}}
+		for _, o := range []*oracle.Observation{{Result: res}, {Result: res, Observed: (&oracle.History{External: &oracle.ExternalRun{Alerts: true}}).Observed()}} {
+			Expect(oracle.Evaluate(scenarios.Count{Metric: scenarios.Succeeded, Task: "charge", Op: scenarios.Exactly, N: 2}, o)).To(
+				And(HaveField("Verdict", reports.Passed), HaveField("Actual", "2")))
+			Expect(oracle.Evaluate(scenarios.Count{Metric: scenarios.Created, Task: "email", Op: scenarios.Exactly, N: 2}, o).Verdict).To(Equal(reports.Passed))
+			Expect(oracle.Evaluate(scenarios.Count{Metric: scenarios.Created, Op: scenarios.Exactly, N: 5}, o).Verdict).To(Equal(reports.Passed))
+		}
+	})
 })

@@ -72,7 +72,7 @@ func BlackBoxObservability() []byte {
 	}
 	row("`count: dead-lettered` with `class` or `severity`", scenarios.Count{Metric: scenarios.DeadLettered, Class: classify.Transient})
 	row("`count: pages` with `receiver`", scenarios.Count{Metric: scenarios.Pages, Receiver: "on-call"})
-	row("`count: dead-lettered` with `task`", scenarios.Count{Metric: scenarios.DeadLettered, Task: "charge"})
+	row("`count: created`, `succeeded` or `dead-lettered` with `task`", scenarios.Count{Metric: scenarios.Succeeded, Task: "charge"})
 	row("`count` of another metric with `task`", scenarios.Count{Metric: scenarios.DeadLetters, Task: "charge"})
 	row("`count: calls` (with `dependency`, `from`, `window`)", scenarios.RetryRate{Calls: true})
 	row("`count: retried` (with `dependency`, `from`, `window`)", scenarios.RetryRate{})

@@ -712,8 +712,8 @@ func (d *drill) faultsLoop(ctx context.Context) {
 				// window's last instant, and the history says so — a
 				// fault that never fired is never a silent pass.
 				d.mu.Lock()
-				d.h.Notes = append(d.h.Notes, fmt.Sprintf("fault %s's window %s–%s had closed when the drill's timer woke at %s: it struck late, at %s",
-					a.f.Name, fmtOffset(a.at), fmtOffset(a.until), fmtOffset(at), fmtOffset(at)))
+				d.h.Notes = append(d.h.Notes, fmt.Sprintf("fault %s's window %s–%s had closed when the drill's timer woke at %s: it struck late, then",
+					a.f.Name, fmtOffset(a.at), fmtOffset(a.until), fmtOffset(at)))
 				d.mu.Unlock()
 			}
 			d.workerFault(a.i, a.f, ask, at)

@@ -248,7 +248,7 @@ func (b *blackJudge) capNote() string {
 	if len(b.shrinks()) > 0 {
 		return ""
 	}
-	type list struct{ n, deepest int }
+	type list struct{ n, shallowest, deepest int }
 	lists := map[string]*list{}
 	var names []string
 	for _, r := range b.x.Reads {
@@ -264,32 +264,19 @@ func (b *blackJudge) capNote() string {
 			name := it.Source[:open]
 			l := lists[name]
 			if l == nil {
-				l = &list{}
+				l = &list{shallowest: idx}
 				lists[name] = l
 				names = append(names, name)
 			}
 			l.n++
-			l.deepest = max(l.deepest, idx)
+			l.shallowest, l.deepest = min(l.shallowest, idx), max(l.deepest, idx)
 		}
 	}
 	var caps []string
 	for _, name := range names {
 		l := lists[name]
 		n := l.deepest + 1
-		if l.n < 2 || n < 2 {
-			continue
-		}
-		tail := true
-		for _, r := range b.x.Reads {
-			for _, it := range r.Removed {
-				var idx int
-				if strings.HasPrefix(it.Source, name+"[") {
-					fmt.Sscanf(it.Source[len(name)+1:len(it.Source)-1], "%d", &idx)
-					tail = tail && idx >= n/2
-				}
-			}
-		}
-		if tail {
+		if l.n >= 2 && n >= 2 && l.shallowest >= n/2 { // every one from the far half: the tail
 			caps = append(caps, fmt.Sprintf("%d entries left %s from its tail, the deepest at position %s: a cap of %s entries (such as LTRIM %s 0 %d) drops the oldest dead letters silently",
 				l.n, name, thousands(n-1), thousands(n), name, n-1))
 		}

@@ -87,11 +87,12 @@ func (b *blackJudge) retries() string {
 			if last != nil && answeredOK(*last) {
 				break // a call after a success is judged by no-move-after-success
 			}
-			if last != nil && b.redelivery(last.AtMs, c.AtMs, wins) != "" {
+			redo := last != nil && b.redelivery(last.AtMs, c.AtMs, wins) != ""
+			if redo {
 				attempts, redelivered = 0, true
 			}
 			attempts++
-			if last != nil && failed(*last) {
+			if last != nil && failed(*last) && !redo { // a redelivery is the queue's, not a retry
 				rs = append(rs, retry{id, last.AtMs, c.AtMs})
 				if c.AtMs-last.AtMs < minGap {
 					if short == 0 {

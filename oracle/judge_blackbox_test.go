@@ -205,6 +205,9 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 			Expect(messages(r, oracle.InvAttempts)).To(ConsistOf(And(ContainSubstring("job j-retry was called again 3ms after its call at +200ms failed (1 such retry)"),
 				ContainSubstring("a retry without backoff (a hot loop)"))))
 			Expect(verdicts(judge(scenario(), withRetry(150)))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+			h := withRetry(3)
+			h.Processes = []oracle.ProcessEvent{{AtMs: 201, Worker: "w1", Kind: "killed"}}
+			Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed), "a redelivery after a crash is the queue's, not a hot loop")
 			for _, ir := range r.Invariants {
 				if ir.Name == oracle.InvTransientRetried {
 					Expect(ir.Verdict).To(Equal(reports.NotObservable))

@@ -35,6 +35,39 @@ func (e *exampleDrill) wait() {
 	<-e.done
 }
 
+// startDrill starts `faultline drill FILE` against the Redis at addr in
+// the background, its JSON report to a folder of its own.
+func startDrill(name, file, addr string, env []string, extra ...string) *exampleDrill {
+	GinkgoHelper()
+	e := &exampleDrill{name: name, dir: GinkgoT().TempDir(), done: make(chan struct{})}
+	args := append([]string{"drill", file, "--redis-url", "redis://" + addr + "/0", "--report", "json", "--report-dir", e.dir}, extra...)
+	e.cmd = exec.Command(faultlineBin, args...)
+	e.cmd.Env = env
+	e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out
+	Expect(e.cmd.Start()).To(Succeed())
+	go func() {
+		defer close(e.done)
+		err := e.cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			e.code = ee.ExitCode()
+		}
+		files, _ := filepath.Glob(filepath.Join(e.dir, "*.json"))
+		for _, f := range files {
+			if strings.HasSuffix(f, ".history.json") {
+				continue
+			}
+			if b, err := os.ReadFile(f); err == nil {
+				var r reports.Result
+				if json.Unmarshal(b, &r) == nil {
+					e.result = &r
+				}
+			}
+		}
+	}()
+	return e
+}
+
 // The black-box examples, drilled at once (each takes most of a minute of
 // wall clock, mostly waiting): the naive Python worker must fail for the
 // right, named reasons; the fixed one and the reference worker seen from
@@ -80,39 +113,14 @@ var _ = Describe("The black-box examples (examples/*/drill.yaml)", Ordered, Labe
 		Expect(os.WriteFile(asRef, append(slices.Clone(src[:from]), src[until:]...), 0o644)).To(Succeed())
 
 		for _, name := range []string{"python-naive", "python-fixed", "reference", "asynq", "reference-as-reference"} {
-			e := &exampleDrill{name: name, dir: GinkgoT().TempDir(), done: make(chan struct{})}
 			file, err := filepath.Abs(filepath.Join("..", "examples", name, "drill.yaml"))
 			Expect(err).NotTo(HaveOccurred())
-			args := []string{"drill", file, "--redis-url", "redis://" + srv.Addr + "/0", "--report", "json", "--report-dir", e.dir}
+			var extra []string
 			if name == "reference-as-reference" {
-				args[1] = asRef
-				args = append(args, "--time-scale", "1") // as the black box runs
+				file = asRef
+				extra = []string{"--time-scale", "1"} // as the black box runs
 			}
-			e.cmd = exec.Command(faultlineBin, args...)
-			e.cmd.Env = append(os.Environ(), "PATH="+path)
-			e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out
-			Expect(e.cmd.Start()).To(Succeed())
-			drills[name] = e
-			go func() {
-				defer close(e.done)
-				err := e.cmd.Wait()
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					e.code = ee.ExitCode()
-				}
-				files, _ := filepath.Glob(filepath.Join(e.dir, "*.json"))
-				for _, f := range files {
-					if strings.HasSuffix(f, ".history.json") {
-						continue
-					}
-					if b, err := os.ReadFile(f); err == nil {
-						var r reports.Result
-						if json.Unmarshal(b, &r) == nil {
-							e.result = &r
-						}
-					}
-				}
-			}()
+			drills[name] = startDrill(name, file, srv.Addr, append(os.Environ(), "PATH="+path), extra...)
 		}
 	})
 	AfterAll(func() {

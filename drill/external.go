@@ -413,6 +413,15 @@ func (e *extState) spec(d *drill, name string) (supervisor.Spec, error) {
 	return supervisor.Spec{Name: name, Path: e.expand(c.Path, name), Args: args, Env: env, Dir: dir, Stdout: logf, Stderr: logf}, nil
 }
 
+// describeState says which members of a hash or sorted-set queue count as
+// queued.
+func describeState(st *layout.QueueState) string {
+	if st == nil {
+		return "every member"
+	}
+	return st.Field + " in " + strings.Join(st.Queued, ", ")
+}
+
 // describeInject says what the inject adapter does, for the report.
 func describeInject(in layout.Inject) string {
 	if in.Preset == layout.PresetFaultline {
@@ -431,7 +440,14 @@ func describeInject(in layout.Inject) string {
 		}
 		return pre + push + " " + r.RedisList.Key
 	case r.RedisStream != nil:
-		return pre + "XADD " + r.RedisStream.Key
+		if r.RedisStream.Group == "" {
+			return pre + "XADD " + r.RedisStream.Key + " (no consumer group declared: the queue at the end is not observable)"
+		}
+		return pre + "XADD " + r.RedisStream.Key + ", read by group " + r.RedisStream.Group
+	case r.RedisHash != nil:
+		return pre + "HSET " + r.RedisHash.Key + " (queued: " + describeState(r.RedisHash.State) + ")"
+	case r.RedisZSet != nil:
+		return pre + "ZADD " + r.RedisZSet.Key + " (queued: " + describeState(r.RedisZSet.State) + ")"
 	case r.HTTP != nil:
 		return pre + "POST " + r.HTTP.URL
 	case r.Command != nil:

@@ -67,6 +67,12 @@ type Inject struct {
 	RedisList *RedisListInject `yaml:"redisList,omitempty" json:"redisList,omitempty"`
 	// RedisStream adds it to a stream (XADD).
 	RedisStream *RedisStreamInject `yaml:"redisStream,omitempty" json:"redisStream,omitempty"`
+	// RedisHash sets it in a hash under the job's ID (HSET), for a system
+	// that keeps its jobs as records and marks their state in place.
+	RedisHash *RedisHashInject `yaml:"redisHash,omitempty" json:"redisHash,omitempty"`
+	// RedisZSet adds it to a sorted set scored by the injection's Unix
+	// time in milliseconds (ZADD), for a system that runs what is due.
+	RedisZSet *RedisZSetInject `yaml:"redisZSet,omitempty" json:"redisZSet,omitempty"`
 	// HTTP POSTs it to the system's enqueue endpoint.
 	HTTP *HTTPInject `yaml:"http,omitempty" json:"http,omitempty"`
 	// Command writes it as one JSON line on the stdin of a command the
@@ -91,11 +97,44 @@ type RedisListInject struct {
 	Push string `yaml:"push,omitempty" json:"push,omitempty"`
 }
 
-// RedisStreamInject adds to a Redis stream.
+// RedisStreamInject adds to a Redis stream (and, as a DLQ, reads one).
 type RedisStreamInject struct {
 	Key string `yaml:"key" json:"key"`
 	// Field is the entry's field holding the document (default "job").
 	Field string `yaml:"field,omitempty" json:"field,omitempty"`
+	// Group is the consumer group the system reads the queue with. A
+	// stream keeps the entries its consumers acknowledged, so what is
+	// still queued is the group's pending entries (delivered, not
+	// acknowledged) and the entries after its last-delivered ID; without
+	// a group the queue is not observable. Not used by a DLQ stream.
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+}
+
+// RedisHashInject sets a job's document in a hash, under the job's ID.
+type RedisHashInject struct {
+	Key string `yaml:"key" json:"key"`
+	// State says which of the hash's members are still queued. Required:
+	// a hash keyed by job ID is a record of every job, so without it the
+	// queue cannot be told from the record.
+	State *QueueState `yaml:"state" json:"state"`
+}
+
+// RedisZSetInject adds a job's document to a sorted set.
+type RedisZSetInject struct {
+	Key string `yaml:"key" json:"key"`
+	// State says which members are still queued; without it every member
+	// is (a worker removes what it takes, as ZPOPMIN does).
+	State *QueueState `yaml:"state,omitempty" json:"state,omitempty"`
+}
+
+// QueueState names the field of a job's document that says its state and
+// the values that mean the job is still queued.
+type QueueState struct {
+	// Field is a dotted path into the document ("status").
+	Field string `yaml:"field" json:"field"`
+	// Queued are the values meaning queued; the template must write one
+	// of them at Field.
+	Queued []string `yaml:"queued" json:"queued"`
 }
 
 // HTTPInject POSTs the document to URL (a 2xx answer is success).
@@ -253,14 +292,14 @@ func (in Inject) Validate() error {
 	if in.Preset != "" && !slices.Contains(Presets, in.Preset) {
 		return bad("inject.preset", "%q: takes %s", in.Preset, strings.Join(Presets, " or "))
 	}
-	n := countSet(in.RedisList != nil, in.RedisStream != nil, in.HTTP != nil, in.Command != nil)
+	n := countSet(in.RedisList != nil, in.RedisStream != nil, in.RedisHash != nil, in.RedisZSet != nil, in.HTTP != nil, in.Command != nil)
 	switch {
 	case in.Preset != "" && n > 0:
 		return bad("inject", "a preset (%s) and an adapter: give one", in.Preset)
 	case in.Preset == "" && n == 0:
-		return bad("inject", "no adapter: give a preset (faultline, seed) or one of redisList, redisStream, http, command")
+		return bad("inject", "no adapter: give a preset (faultline, seed) or one of "+injectAdapters)
 	case n > 1:
-		return bad("inject", "%d adapters: give exactly one of redisList, redisStream, http, command", n)
+		return bad("inject", "%d adapters: give exactly one of "+injectAdapters, n)
 	case in.Preset == PresetFaultline:
 		if in.Template != "" {
 			return bad("inject.template", "the faultline preset enqueues the reference's own jobs: no template")
@@ -279,6 +318,17 @@ func (in Inject) Validate() error {
 	case r.RedisStream != nil:
 		if r.RedisStream.Key == "" {
 			return bad("inject.redisStream.key", "required")
+		}
+	case r.RedisHash != nil:
+		if r.RedisHash.Key == "" {
+			return bad("inject.redisHash.key", "required")
+		}
+		if r.RedisHash.State == nil {
+			return bad("inject.redisHash.state", "required: the field of a job's document that says its state and the values meaning queued (a hash keyed by job ID holds every job, so without it the queue cannot be read)")
+		}
+	case r.RedisZSet != nil:
+		if r.RedisZSet.Key == "" {
+			return bad("inject.redisZSet.key", "required")
 		}
 	case r.HTTP != nil:
 		if err := checkURL(r.HTTP.URL); err != nil {
@@ -304,7 +354,36 @@ func (in Inject) Validate() error {
 	if v, ok := Lookup(doc, idPath); !ok || v != "faultline-probe-id" {
 		return bad("inject.idPath", "%q: the template does not put {id} there (write \"{id}\" as the string at that path)", idPath)
 	}
+	if st, field := r.queueState(); st != nil {
+		if err := checkPath(st.Field); err != nil || st.Field == "" {
+			if err == nil {
+				err = errors.New("required")
+			}
+			return bad(field+".field", "%v", err)
+		}
+		if len(st.Queued) == 0 {
+			return bad(field+".queued", "at least one value meaning queued (e.g. [queued])")
+		}
+		if v, ok := Lookup(doc, st.Field); !ok || !slices.Contains(st.Queued, v) {
+			return bad(field, "the template does not write one of %s at %s: a job just injected must read as queued", strings.Join(st.Queued, ", "), st.Field)
+		}
+	}
 	return nil
+}
+
+// injectAdapters lists the inject adapters for messages.
+const injectAdapters = "redisList, redisStream, redisHash, redisZSet, http, command"
+
+// queueState returns the declared queue state of a hash or sorted-set
+// queue and the path of its key for messages.
+func (in Inject) queueState() (*QueueState, string) {
+	switch {
+	case in.RedisHash != nil:
+		return in.RedisHash.State, "inject.redisHash.state"
+	case in.RedisZSet != nil:
+		return in.RedisZSet.State, "inject.redisZSet.state"
+	}
+	return nil, ""
 }
 
 // Validate names the first thing wrong with d (its preset resolved).
@@ -345,6 +424,9 @@ func (d DLQ) Validate() error {
 	case r.RedisStream != nil:
 		if r.RedisStream.Key == "" {
 			return bad("dlq.redisStream.key", "required")
+		}
+		if r.RedisStream.Group != "" {
+			return bad("dlq.redisStream.group", "a consumer group is the queue's (inject.redisStream.group): a DLQ stream is read whole")
 		}
 	case r.HTTP != nil:
 		if err := checkURL(r.HTTP.URL); err != nil {

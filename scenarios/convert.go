@@ -424,7 +424,19 @@ func (c *converter) external(path string, e External) *ExternalSpec {
 		out.Inject.RedisList = &layout.RedisListInject{Key: in.RedisList.Key, Push: in.RedisList.Push}
 	}
 	if in.RedisStream != nil {
-		out.Inject.RedisStream = &layout.RedisStreamInject{Key: in.RedisStream.Key, Field: in.RedisStream.Field}
+		out.Inject.RedisStream = &layout.RedisStreamInject{Key: in.RedisStream.Key, Field: in.RedisStream.Field, Group: in.RedisStream.Group}
+	}
+	state := func(st *QueueState) *layout.QueueState {
+		if st == nil {
+			return nil
+		}
+		return &layout.QueueState{Field: st.Field, Queued: slices.Clone(st.Queued)}
+	}
+	if in.RedisHash != nil {
+		out.Inject.RedisHash = &layout.RedisHashInject{Key: in.RedisHash.Key, State: state(in.RedisHash.State)}
+	}
+	if in.RedisZSet != nil {
+		out.Inject.RedisZSet = &layout.RedisZSetInject{Key: in.RedisZSet.Key, State: state(in.RedisZSet.State)}
 	}
 	if in.HTTP != nil {
 		out.Inject.HTTP = &layout.HTTPInject{URL: in.HTTP.URL, Header: maps.Clone(in.HTTP.Header)}

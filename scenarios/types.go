@@ -187,20 +187,49 @@ type Command struct {
 // Inject says how a job is put into the system's queue (layout.Inject): a
 // preset, or exactly one adapter.
 type Inject struct {
-	Preset      string           `yaml:"preset,omitempty" json:"preset,omitempty"`
-	Prefix      string           `yaml:"prefix,omitempty" json:"prefix,omitempty"`
-	RedisList   *InjectRedisList `yaml:"redisList,omitempty" json:"redisList,omitempty"`
-	RedisStream *RedisStream     `yaml:"redisStream,omitempty" json:"redisStream,omitempty"`
-	HTTP        *InjectHTTP      `yaml:"http,omitempty" json:"http,omitempty"`
-	Command     *Command         `yaml:"command,omitempty" json:"command,omitempty"`
-	Template    string           `yaml:"template,omitempty" json:"template,omitempty"`
-	IDPath      string           `yaml:"idPath,omitempty" json:"idPath,omitempty"`
+	Preset      string             `yaml:"preset,omitempty" json:"preset,omitempty"`
+	Prefix      string             `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	RedisList   *InjectRedisList   `yaml:"redisList,omitempty" json:"redisList,omitempty"`
+	RedisStream *InjectRedisStream `yaml:"redisStream,omitempty" json:"redisStream,omitempty"`
+	RedisHash   *InjectRedisHash   `yaml:"redisHash,omitempty" json:"redisHash,omitempty"`
+	RedisZSet   *InjectRedisZSet   `yaml:"redisZSet,omitempty" json:"redisZSet,omitempty"`
+	HTTP        *InjectHTTP        `yaml:"http,omitempty" json:"http,omitempty"`
+	Command     *Command           `yaml:"command,omitempty" json:"command,omitempty"`
+	Template    string             `yaml:"template,omitempty" json:"template,omitempty"`
+	IDPath      string             `yaml:"idPath,omitempty" json:"idPath,omitempty"`
 }
 
 // InjectRedisList pushes a job's document onto a Redis list.
 type InjectRedisList struct {
 	Key  string `yaml:"key" json:"key"`
 	Push string `yaml:"push,omitempty" json:"push,omitempty"`
+}
+
+// InjectRedisStream adds a job's document to a Redis stream that the
+// system reads with a consumer group.
+type InjectRedisStream struct {
+	Key   string `yaml:"key" json:"key"`
+	Field string `yaml:"field,omitempty" json:"field,omitempty"`
+	Group string `yaml:"group,omitempty" json:"group,omitempty"`
+}
+
+// InjectRedisHash sets a job's document in a hash under its ID.
+type InjectRedisHash struct {
+	Key   string      `yaml:"key" json:"key"`
+	State *QueueState `yaml:"state" json:"state"`
+}
+
+// InjectRedisZSet adds a job's document to a sorted set.
+type InjectRedisZSet struct {
+	Key   string      `yaml:"key" json:"key"`
+	State *QueueState `yaml:"state,omitempty" json:"state,omitempty"`
+}
+
+// QueueState names the field of a job's document that says its state and
+// the values meaning queued (layout.QueueState).
+type QueueState struct {
+	Field  string   `yaml:"field" json:"field"`
+	Queued []string `yaml:"queued" json:"queued"`
 }
 
 // RedisStream is a Redis stream whose entries' Field holds a JSON document.

@@ -95,14 +95,20 @@ type Injector interface {
 }
 
 // QueueReader is implemented by injectors that can read back what is still
-// queued: a Redis list or stream injector.
+// queued: the Redis list, stream, hash and sorted-set injectors.
 type QueueReader interface {
 	// Queued returns the IDs of the jobs in the queue, read at the
 	// layout's IDPath, the oldest injected first. Elements it cannot read
 	// are named by an error matching ErrCorrupt, returned with the IDs it
-	// could read.
+	// could read; a queue whose layout does not say what is still queued
+	// (a stream without its consumer group) gives an error matching
+	// ErrNotObservable, saying what to declare.
 	Queued(ctx context.Context) ([]string, error)
 }
+
+// ErrNotObservable is matched by the error of a Queued whose layout does
+// not say which of the queue's elements are still queued.
+var ErrNotObservable = errors.New("queue not observable")
 
 // Reader reads the system's dead letters.
 type Reader interface {
@@ -175,7 +181,18 @@ func NewInjector(cfg layout.Inject, env Env) (Injector, error) {
 		if env.Redis == nil {
 			return nil, fmt.Errorf("inject: redisStream: %w: no Redis client", ErrEnv)
 		}
-		return &streamInjector{rdb: env.Redis, key: env.expand(r.RedisStream.Key), field: streamField(r.RedisStream.Field), doc: doc}, nil
+		return &streamInjector{rdb: env.Redis, key: env.expand(r.RedisStream.Key), field: streamField(r.RedisStream.Field),
+			group: env.expand(r.RedisStream.Group), doc: doc}, nil
+	case r.RedisHash != nil:
+		if env.Redis == nil {
+			return nil, fmt.Errorf("inject: redisHash: %w: no Redis client", ErrEnv)
+		}
+		return &recordInjector{rdb: env.Redis, key: env.expand(r.RedisHash.Key), state: r.RedisHash.State, doc: doc, clock: env.clock()}, nil
+	case r.RedisZSet != nil:
+		if env.Redis == nil {
+			return nil, fmt.Errorf("inject: redisZSet: %w: no Redis client", ErrEnv)
+		}
+		return &recordInjector{rdb: env.Redis, key: env.expand(r.RedisZSet.Key), zset: true, state: r.RedisZSet.State, doc: doc, clock: env.clock()}, nil
 	case r.HTTP != nil:
 		return &httpInjector{client: env.httpClient(), url: env.expand(r.HTTP.URL), header: expandHeader(r.HTTP.Header, env), doc: doc}, nil
 	case r.Command != nil:
@@ -254,6 +271,12 @@ func Keys(in layout.Inject, d layout.DLQ, env Env) []string {
 	}
 	if ri.RedisStream != nil {
 		add(ri.RedisStream.Key)
+	}
+	if ri.RedisHash != nil {
+		add(ri.RedisHash.Key)
+	}
+	if ri.RedisZSet != nil {
+		add(ri.RedisZSet.Key)
 	}
 	rd := d.Resolved()
 	if rd.RedisList != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/faultline/faultline/layout"
+	"github.com/faultline/faultline/reference/clock"
 )
 
 var (
@@ -20,6 +22,8 @@ var (
 	_ QueueReader = (*listInjector)(nil)
 	_ Injector    = (*streamInjector)(nil)
 	_ QueueReader = (*streamInjector)(nil)
+	_ Injector    = (*recordInjector)(nil)
+	_ QueueReader = (*recordInjector)(nil)
 	_ Reader      = (*redisReader)(nil)
 )
 
@@ -121,6 +125,7 @@ type streamInjector struct {
 	rdb   redis.UniversalClient
 	key   string
 	field string
+	group string // the consumer group that reads it ("" = not observable)
 	doc   docRenderer
 }
 
@@ -135,16 +140,69 @@ func (s *streamInjector) Inject(ctx context.Context, j layout.Job) error {
 	return nil
 }
 
-// Queued reads the stream, oldest first. A position in a CorruptError is
-// the entry's stream ID.
+// Queued returns the jobs the stream's consumer group has not finished:
+// its pending entries (delivered to a consumer, not acknowledged) and the
+// entries after its last-delivered ID (never delivered), oldest first,
+// read in one transaction. A stream keeps what its consumers acknowledged
+// until it is trimmed, so without a declared group the queue is not
+// observable (ErrNotObservable). A group the system has not created yet
+// has delivered nothing: every entry is queued. A position in a
+// CorruptError is the entry's stream ID.
 func (s *streamInjector) Queued(ctx context.Context) ([]string, error) {
-	msgs, err := s.rdb.XRange(ctx, s.key, "-", "+").Result()
-	if err != nil {
+	if s.group == "" {
+		return nil, fmt.Errorf("%w: stream %s keeps the entries its consumers acknowledged, so what is left in it is not what is queued; declare inject.redisStream.group, the consumer group the system reads it with", ErrNotObservable, s.key)
+	}
+	var (
+		groups *redis.XInfoGroupsCmd
+		pend   *redis.XPendingExtCmd
+		msgs   *redis.XMessageSliceCmd
+	)
+	read := func(p redis.Pipeliner) error {
+		groups = p.XInfoGroups(ctx, s.key)
+		pend = p.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: s.key, Group: s.group, Start: "-", End: "+", Count: math.MaxInt32})
+		msgs = p.XRange(ctx, s.key, "-", "+")
+		return nil
+	}
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		_, _ = s.rdb.Pipelined(ctx, read) // one key: one slot, but no MULTI across a cluster client's pipeline
+	} else {
+		_, _ = s.rdb.TxPipelined(ctx, read)
+	}
+	if err := msgs.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("read queue %s: %w", s.key, err)
+	}
+	if len(msgs.Val()) == 0 {
+		return nil, nil // no stream (XINFO says "no such key"), or an empty one
+	}
+	if err := groups.Err(); err != nil {
+		return nil, fmt.Errorf("read queue %s: the groups: %w", s.key, err)
+	}
+	lastDelivered, found := "0-0", false
+	for _, g := range groups.Val() {
+		if g.Name == s.group {
+			lastDelivered, found = g.LastDeliveredID, true
+		}
+	}
+	pending := map[string]bool{}
+	if found {
+		if err := pend.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("read queue %s: group %s's pending entries: %w", s.key, s.group, err)
+		}
+		for _, p := range pend.Val() {
+			pending[p.ID] = true
+		}
+	}
+	last, ok := parseStreamID(lastDelivered)
+	if !ok {
+		return nil, fmt.Errorf("read queue %s: group %s's last-delivered ID %q is not a stream ID", s.key, s.group, lastDelivered)
 	}
 	var ids []string
 	bad := &CorruptError{Queue: s.key}
-	for _, m := range msgs {
+	for _, m := range msgs.Val() {
+		at, ok := parseStreamID(m.ID)
+		if !ok || (!pending[m.ID] && !last.less(at)) {
+			continue // acknowledged (delivered, no longer pending)
+		}
 		v, ok := m.Values[s.field]
 		raw, isStr := v.(string)
 		why := ""
@@ -170,7 +228,100 @@ func (s *streamInjector) Queued(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// streamID is a Redis stream ID, milliseconds and sequence.
+type streamID struct{ ms, seq uint64 }
+
+func (a streamID) less(b streamID) bool { return a.ms < b.ms || (a.ms == b.ms && a.seq < b.seq) }
+
+func parseStreamID(s string) (streamID, bool) {
+	ms, seq, ok := strings.Cut(s, "-")
+	if !ok {
+		seq = "0"
+	}
+	a, err1 := strconv.ParseUint(ms, 10, 64)
+	b, err2 := strconv.ParseUint(seq, 10, 64)
+	return streamID{a, b}, err1 == nil && err2 == nil
+}
+
 func (s *streamInjector) Close() error { return nil }
+
+// recordInjector sets documents in a hash under the job's ID, or adds
+// them to a sorted set scored by the injection's Unix milliseconds.
+type recordInjector struct {
+	rdb   redis.UniversalClient
+	key   string
+	zset  bool
+	state *layout.QueueState
+	doc   docRenderer
+	clock clock.Clock
+}
+
+func (r *recordInjector) Inject(ctx context.Context, j layout.Job) error {
+	b, err := r.doc.render(j)
+	if err != nil {
+		return err
+	}
+	if r.zset {
+		err = r.rdb.ZAdd(ctx, r.key, redis.Z{Score: float64(r.clock.Now().UnixMilli()), Member: string(b)}).Err()
+	} else {
+		err = r.rdb.HSet(ctx, r.key, j.ID, b).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("add job %s to %s: %w", j.ID, r.key, err)
+	}
+	return nil
+}
+
+// Queued reads the members whose document says queued at the declared
+// state field (every member of a sorted set without one): a sorted set's
+// by score, a hash's in the order of their job IDs (a map has none). A position in a CorruptError is the hash's
+// field or the member's rank.
+func (r *recordInjector) Queued(ctx context.Context) ([]string, error) {
+	type member struct{ pos, raw string }
+	var members []member
+	if r.zset {
+		raws, err := r.rdb.ZRange(ctx, r.key, 0, -1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read queue %s: %w", r.key, err)
+		}
+		for i, raw := range raws {
+			members = append(members, member{"rank " + strconv.Itoa(i), raw})
+		}
+	} else {
+		all, err := r.rdb.HGetAll(ctx, r.key).Result()
+		if err != nil {
+			return nil, fmt.Errorf("read queue %s: %w", r.key, err)
+		}
+		for k, raw := range all {
+			members = append(members, member{k, raw})
+		}
+		slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.pos, b.pos) })
+	}
+	var ids []string
+	bad := &CorruptError{Queue: r.key}
+	for _, m := range members {
+		id, why := r.doc.id([]byte(m.raw))
+		if why == "" && r.state != nil {
+			var doc any
+			_ = json.Unmarshal([]byte(m.raw), &doc) // it parsed in id
+			if v, _ := layout.Lookup(doc, r.state.Field); !slices.Contains(r.state.Queued, v) {
+				continue // taken, running or done: not queued
+			}
+		}
+		if why != "" {
+			bad.Positions = append(bad.Positions, m.pos)
+			bad.Reasons = append(bad.Reasons, why)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(bad.Positions) > 0 {
+		return ids, bad
+	}
+	return ids, nil
+}
+
+func (r *recordInjector) Close() error { return nil }
 
 type redisKind uint8
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
@@ -191,7 +193,7 @@ var _ = Describe("Redis adapters", func() {
 			})
 
 			It("XADDs to a stream and reads the IDs back, naming an entry without the field", func() {
-				in, err := adapter.NewInjector(layout.Inject{RedisStream: &layout.RedisStreamInject{Key: "{namespace}:stream"}}, env)
+				in, err := adapter.NewInjector(layout.Inject{RedisStream: &layout.RedisStreamInject{Key: "{namespace}:stream", Group: "workers"}}, env)
 				Expect(err).NotTo(HaveOccurred())
 				injectAll(ctx, in, seedJobs)
 				msgs, err := rdb.XRange(ctx, "drill7:stream", "-", "+").Result()
@@ -206,6 +208,64 @@ var _ = Describe("Redis adapters", func() {
 				Expect(got).To(Equal(ids(seedJobs)))
 				Expect(err).To(MatchError(adapter.ErrCorrupt))
 				Expect(err.(*adapter.CorruptError).Positions).To(Equal([]string{bad}))
+			})
+
+			It("reads a stream queue through its consumer group: pending and undelivered entries are queued, acknowledged ones are not", func() {
+				in, err := adapter.NewInjector(layout.Inject{RedisStream: &layout.RedisStreamInject{Key: "{namespace}:stream", Group: "{namespace}-workers"}}, env)
+				Expect(err).NotTo(HaveOccurred())
+				five := append(slices.Clone(seedJobs), layout.Job{ID: "charge-4", Task: "charge", N: 4}, layout.Job{ID: "charge-5", Task: "charge", N: 5})
+				injectAll(ctx, in, five)
+				q := in.(adapter.QueueReader)
+				Expect(q.Queued(ctx)).To(Equal(ids(five)), "no group yet: nothing delivered")
+				Expect(rdb.XGroupCreate(ctx, "drill7:stream", "drill7-workers", "0").Err()).To(Succeed())
+				Expect(rdb.XGroupCreate(ctx, "drill7:stream", "other-group", "$").Err()).To(Succeed())
+				got, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "drill7-workers", Consumer: "w1", Streams: []string{"drill7:stream", ">"}, Count: 3}).Result()
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got[0].Messages).To(HaveLen(3))
+				// charge-1 acknowledged (done, or dropped), charge-2 acknowledged and
+				// deleted, charge-3 delivered and pending, 4 and 5 never delivered.
+				Expect(rdb.XAck(ctx, "drill7:stream", "drill7-workers", got[0].Messages[0].ID, got[0].Messages[1].ID).Err()).To(Succeed())
+				Expect(rdb.XDel(ctx, "drill7:stream", got[0].Messages[1].ID).Err()).To(Succeed())
+				Expect(q.Queued(ctx)).To(Equal([]string{"charge-3", "charge-4", "charge-5"}))
+
+				blind, err := adapter.NewInjector(layout.Inject{RedisStream: &layout.RedisStreamInject{Key: "{namespace}:stream"}}, env)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = blind.(adapter.QueueReader).Queued(ctx)
+				Expect(err).To(MatchError(adapter.ErrNotObservable))
+				Expect(err.Error()).To(ContainSubstring("declare inject.redisStream.group"))
+
+				Expect(rdb.Del(ctx, "drill7:stream").Err()).To(Succeed())
+				Expect(q.Queued(ctx)).To(BeEmpty(), "no stream: nothing queued")
+			})
+
+			It("reads a hash queue by its jobs' declared state, and a sorted-set queue by score", func() {
+				tmpl := `{"id": "{id}", "status": "queued"}`
+				state := &layout.QueueState{Field: "status", Queued: []string{"queued", "retry"}}
+				in, err := adapter.NewInjector(layout.Inject{Template: tmpl, RedisHash: &layout.RedisHashInject{Key: "{namespace}:jobs", State: state}}, env)
+				Expect(err).NotTo(HaveOccurred())
+				injectAll(ctx, in, seedJobs)
+				Expect(rdb.HGet(ctx, "drill7:jobs", "charge-2").Result()).To(MatchJSON(`{"id": "charge-2", "status": "queued"}`))
+				q := in.(adapter.QueueReader)
+				Expect(q.Queued(ctx)).To(Equal(ids(seedJobs)))
+				Expect(rdb.HSet(ctx, "drill7:jobs", "charge-1", `{"id": "charge-1", "status": "done"}`, "charge-2", `{"id": "charge-2", "status": "retry"}`).Err()).To(Succeed())
+				Expect(rdb.HSet(ctx, "drill7:jobs", "junk", `not json`).Err()).To(Succeed())
+				got, err := q.Queued(ctx)
+				Expect(got).To(Equal([]string{"charge-2", "charge-3"}))
+				Expect(err).To(MatchError(adapter.ErrCorrupt))
+				Expect(err.(*adapter.CorruptError).Positions).To(Equal([]string{"junk"}))
+
+				env.Clock = clock.NewVirtual(time.UnixMilli(1_700_000_000_000))
+				z, err := adapter.NewInjector(layout.Inject{RedisZSet: &layout.RedisZSetInject{Key: "{namespace}:due"}}, env)
+				Expect(err).NotTo(HaveOccurred())
+				injectAll(ctx, z, seedJobs[:2])
+				Expect(rdb.ZRangeWithScores(ctx, "drill7:due", 0, -1).Result()).To(HaveEach(HaveField("Score", float64(1_700_000_000_000))))
+				Expect(rdb.ZPopMin(ctx, "drill7:due").Err()).To(Succeed())
+				Expect(z.(adapter.QueueReader).Queued(ctx)).To(HaveLen(1), "a member taken is no longer queued")
+
+				_, err = adapter.NewInjector(layout.Inject{RedisHash: &layout.RedisHashInject{Key: "h", State: state}}, env)
+				Expect(err).To(MatchError(ContainSubstring("inject.redisHash.state: the template does not write one of queued, retry at status")))
+				_, err = adapter.NewInjector(layout.Inject{RedisHash: &layout.RedisHashInject{Key: "h"}}, env)
+				Expect(err).To(MatchError(ContainSubstring("inject.redisHash.state: required")))
 			})
 
 			It("reads sorted sets by rank, key by key", func() {

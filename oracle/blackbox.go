@@ -45,6 +45,9 @@ type blackJob struct {
 	everDLQ  bool
 	firstDLQ int64
 	leftDLQ  bool
+	// dlqAfter is the read before firstDLQ that did not see the job (0
+	// for none): its entry was written in (dlqAfter, firstDLQ].
+	dlqAfter int64
 	queued   bool
 	severity string
 	// dupSeen says a duplicate entry was already reported.
@@ -317,6 +320,9 @@ func (b *blackJudge) reads() {
 			cur[it.JobID]++
 			if !j.everDLQ {
 				j.everDLQ, j.firstDLQ = true, r.AtMs
+				if k > 0 {
+					j.dlqAfter = reads[k-1].AtMs
+				}
 			}
 		}
 		for _, it := range r.Removed {
@@ -481,11 +487,26 @@ func answeredOK(c Call) bool {
 
 // finalRetries: a permanent or critical answer is final for its job,
 // unless the job left the DLQ by a declared requeue first; a job in the
-// DLQ is not run.
+// DLQ is not run. A declared requeue (operator, auto-retry) is matched to
+// the calls it causes: a job that runs again once its dead letter may
+// have been written — after the last read that did not see it — was
+// requeued by it, even when it failed again and was back in the DLQ
+// before the next read (the reads saw no change).
 func (b *blackJudge) finalRetries() {
-	requeues := slices.Contains(b.shrinks(), scenarios.ShrinkOperator) || slices.Contains(b.shrinks(), scenarios.ShrinkAutoRetry)
+	var requeue []string
+	for _, m := range []string{scenarios.ShrinkOperator, scenarios.ShrinkAutoRetry} {
+		if slices.Contains(b.shrinks(), m) {
+			requeue = append(requeue, m)
+		}
+	}
+	var matched []string
 	for _, id := range b.order {
 		j := b.jobs[id]
+		// requeued says a call at ms is one the declared requeue can
+		// have caused.
+		requeued := func(ms int64) bool {
+			return len(requeue) > 0 && (j.leftDLQ || (j.everDLQ && ms > j.dlqAfter))
+		}
 		var final *Call
 		var after []int64
 		for i := range j.calls {
@@ -501,7 +522,7 @@ func (b *blackJudge) finalRetries() {
 			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its final answer at %s, with a copy of the system killed or gone in between: a redelivery, not judged a retry", id, fmtMs(after[0]), fmtMs(final.AtMs)))
 			after = after[:0]
 		}
-		if final != nil && len(after) > 0 && !(requeues && j.leftDLQ) {
+		if final != nil && len(after) > 0 && !requeued(after[0]) {
 			why := "a declined card is declined again: retrying it only annoys the customer's bank"
 			if final.Class == "critical" {
 				why = "an authentication failure needs a person, not a retry: every retry fails the same way"
@@ -515,10 +536,23 @@ func (b *blackJudge) finalRetries() {
 					late = append(late, c.AtMs)
 				}
 			}
-			if len(late) > 0 {
+			switch {
+			case len(late) == 0:
+			case len(requeue) > 0:
+				matched = append(matched, fmt.Sprintf("%s (%d call(s) from %s)", id, len(late), fmtMs(late[0])))
+			default:
 				b.fail(InvNoRerunAfterDead, id, late[0], "job %s was in the DLQ from %s and still ran: %d call(s) after (%s)", id, fmtMs(j.firstDLQ), len(late), joinMs(late, 5))
 			}
 		}
+	}
+	if n := len(matched); n > 0 {
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" … and %d more", n-5)
+			matched = matched[:5]
+		}
+		b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("%d job(s) ran again after their dead letter and were back in the DLQ by the next read: matched to the declared requeue (%s), not judged a run of a dead letter: %s%s",
+			n, strings.Join(requeue, ", "), strings.Join(matched, "; "), more))
 	}
 }
 

@@ -152,6 +152,33 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
 	})
 
+	It("matches a declared auto-retry to the calls it causes: a dead letter requeued and failing again between two reads is legal, undeclared it is a run of a dead letter", func() {
+		// j-declined (dead-lettered by +500ms) runs again at +2s and +2.1s and is
+		// back in the DLQ by the next read: the reads saw no change.
+		h := history()
+		h.Calls = append(h.Calls, call(2_000, "j-declined", "error", 503, "transient"), call(2_100, "j-declined", "error", 402, "permanent"))
+		r := judge(scenario(), h)
+		Expect(messages(r, oracle.InvNoRerunAfterDead)).To(ConsistOf(ContainSubstring("job j-declined was in the DLQ from +500ms and still ran: 2 call(s) after")))
+		Expect(messages(r, oracle.InvNoRetryOfFinal)).To(ConsistOf(ContainSubstring("job j-declined was answered 402 (permanent) at +110ms and called again 2 time(s)")))
+
+		sc := scenario()
+		sc.System.External.DLQShrinks = []string{scenarios.ShrinkAutoRetry}
+		r = judge(sc, h)
+		Expect(verdicts(r)).To(And(HaveKeyWithValue(oracle.InvNoRerunAfterDead, reports.Passed), HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed)))
+		Expect(r.Verdict).To(Equal(reports.Passed))
+		Expect(r.Warnings).To(ContainElement(And(ContainSubstring("1 job(s) ran again after their dead letter"), ContainSubstring("matched to the declared requeue (auto-retry)"),
+			ContainSubstring("j-declined (2 call(s) from +2s)"))))
+
+		// Declared, but retried before its dead letter can have been
+		// written (before the read that did not see it): still a retry of a
+		// final answer.
+		h = history()
+		h.External.Reads = []oracle.DLQRead{{AtMs: 0}, {AtMs: 300, Added: []oracle.DLQItem{item("j-auth")}, Total: 1},
+			{AtMs: 500, Added: []oracle.DLQItem{item("j-declined")}, Total: 2}}
+		h.Calls = append(h.Calls, call(150, "j-declined", "error", 402, "permanent"))
+		Expect(messages(judge(sc, h), oracle.InvNoRetryOfFinal)).To(ConsistOf(ContainSubstring("job j-declined was answered 402 (permanent) at +110ms and called again 1 time(s)")))
+	})
+
 	It("names the cap an undeclared shrink looks like, with its number: entries leaving a list from its tail", func() {
 		h := history()
 		h.External.Reads = append(h.External.Reads,

@@ -27,7 +27,6 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/oracle"
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
@@ -170,6 +169,11 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if !slices.Contains(names, DefaultReceiver) {
 		names = append(names, DefaultReceiver)
 	}
+	for _, r := range x.Receivers {
+		if !slices.Contains(names, r.Name) {
+			names = append(names, r.Name)
+		}
+	}
 	if !x.NoAlerts {
 		// Every receiver of a black-box drill is a Slack-compatible
 		// incoming webhook: {"text": ...} is what any system can send.
@@ -240,7 +244,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	}
 	e.x0 = oracle.ExternalRun{Copies: sc.Workers.Count, Running: x.Running, Inject: describeInject(x.Inject), DLQ: describeDLQ(x.DLQ),
 		Alerts: !x.NoAlerts, DLQShrinks: x.DLQShrinks, File: d.opts.ExternalFile,
-		Policy: oracle.PolicyOf(x.Policy)}
+		Policy: oracle.PolicyOf(x.Policy), NotPaging: x.NotPaging()}
 	if x.Command != nil {
 		e.x0.Command = strings.Join(append([]string{x.Command.Path}, x.Command.Args...), " ")
 	}
@@ -563,7 +567,21 @@ loop:
 			e.quiet = true
 		}
 		lastSeen = now
-		if e.quiet || time.Now().After(deadline) {
+		if e.quiet {
+			// Every job settled and the system quiet: the drill still
+			// waits, within the drain, for a page that is owed and whose
+			// deadline has not passed.
+			at := d.clk.Elapsed().Milliseconds()
+			in, owed := d.pageOwed(at)
+			if !owed {
+				break
+			}
+			if w := e.x0.PageWait; w == nil || w.IncidentMs != in.FirstMs {
+				e.x0.PageWait = &oracle.PageWait{Dependency: in.Dependency, IncidentMs: in.FirstMs,
+					DeadlineMs: in.FirstMs + d.sc.Invariants.PageWithin.Milliseconds(), FromMs: at, PagedMs: -1}
+			}
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		if !sleepUntil(ctx, time.Now().Add(readEvery)) {
@@ -579,10 +597,20 @@ loop:
 	if d.sup != nil {
 		d.sup.Freeze()
 	}
-	if !e.quiet {
+	d.readDLQ(context.Background())
+	if !d.settled() {
 		e.settled = -1
 	}
-	d.readDLQ(context.Background())
+	if w := e.x0.PageWait; w != nil {
+		w.UntilMs = d.clk.Elapsed().Milliseconds()
+		p := oracle.Paging{NotPaging: e.x.NotPaging()}
+		for _, dl := range d.deliveries() {
+			if dl.Accepted && dl.AtMs >= w.IncidentMs && p.IsPage(dl) {
+				w.PagedMs = dl.AtMs
+				break
+			}
+		}
+	}
 	d.mu.Lock()
 	d.h.FrozenMs = d.clk.Elapsed().Milliseconds()
 	d.mu.Unlock()
@@ -716,8 +744,7 @@ func (d *drill) activity() [2]int {
 }
 
 // settled reports whether every injected job succeeded (its dependency
-// answered a call for it with success) or sits in the DLQ, and no
-// critical failure still waits for its page within its deadline.
+// answered a call for it with success) or sits in the DLQ.
 func (d *drill) settled() bool {
 	e := d.ext
 	for _, g := range d.gws {
@@ -727,42 +754,6 @@ func (d *drill) settled() bool {
 				e.jobsDone[c.Job] = true
 			case "":
 				return false // a call in flight
-			}
-		}
-	}
-	if within := d.sc.Invariants.PageWithin; !e.x.NoAlerts && within > 0 {
-		// An incident of critical answers (as the oracle groups them: one
-		// per dependency, none more than the page deadline after the one
-		// before) not yet followed by a page, whose deadline has not
-		// passed: the page may still come (a group wait, a batch).
-		var pages []time.Duration
-		for _, r := range d.rcvs {
-			for _, n := range r.Received() {
-				if sev := strings.ToLower(n.Severity); n.Accepted && (sev == "" || sev == "high" || sev == "critical") {
-					pages = append(pages, time.Duration(n.AtMs)*time.Millisecond)
-				}
-			}
-		}
-		now := d.clk.Elapsed()
-		for _, g := range d.gws {
-			first, last := time.Duration(-1), time.Duration(-1)
-			open := func() bool {
-				return first >= 0 && now < first+within && !slices.ContainsFunc(pages, func(p time.Duration) bool { return p >= first })
-			}
-			for _, c := range g.Calls() {
-				if c.Class != classify.Critical || c.Outcome != gateway.OutcomeError {
-					continue
-				}
-				if first < 0 || c.At-last > within {
-					if open() {
-						return false
-					}
-					first = c.At
-				}
-				last = c.At
-			}
-			if open() {
-				return false
 			}
 		}
 	}
@@ -777,6 +768,39 @@ func (d *drill) settled() bool {
 	return true
 }
 
+// deliveries are the receivers' notifications as the history keeps them,
+// in time order.
+func (d *drill) deliveries() []oracle.Delivery {
+	var out []oracle.Delivery
+	for _, r := range d.rcvs {
+		for _, n := range r.Received() {
+			hd := oracle.Delivery{AtMs: n.AtMs, Receiver: n.Receiver, Attempt: n.Attempt, Accepted: n.Accepted}
+			if !n.Accepted {
+				hd.Error = string(n.Outcome)
+				if n.Status > 0 {
+					hd.Error += " " + strconv.Itoa(n.Status)
+				}
+			}
+			hd.Alerts = []oracle.Alert{{Name: n.Title, Severity: n.Severity, Summary: n.Text, Status: "firing", Count: 1}}
+			out = append(out, hd)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b oracle.Delivery) int { return int(a.AtMs - b.AtMs) })
+	return out
+}
+
+// pageOwed returns the incident of critical answers whose page has not
+// come and whose deadline has not passed at nowMs (scenario time), as the
+// oracle groups and recognises them: the page may still come (a group
+// wait, a batch).
+func (d *drill) pageOwed(nowMs int64) (oracle.Incident, bool) {
+	within := d.sc.Invariants.PageWithin
+	if d.ext.x.NoAlerts || within <= 0 {
+		return oracle.Incident{}, false
+	}
+	return oracle.PendingPage(d.calls(), d.deliveries(), within, oracle.Paging{NotPaging: d.ext.x.NotPaging()}, nowMs)
+}
+
 // finishExternal adds what a black-box drill observed to the history.
 func (d *drill) finishExternal(h *oracle.History) {
 	e := d.ext
@@ -789,20 +813,7 @@ func (d *drill) finishExternal(h *oracle.History) {
 		x.Entries = []layout.Entry{}
 	}
 	h.External = &x
-	for _, r := range d.rcvs {
-		for _, n := range r.Received() {
-			hd := oracle.Delivery{AtMs: n.AtMs, Receiver: n.Receiver, Attempt: n.Attempt, Accepted: n.Accepted}
-			if !n.Accepted {
-				hd.Error = string(n.Outcome)
-				if n.Status > 0 {
-					hd.Error += " " + strconv.Itoa(n.Status)
-				}
-			}
-			hd.Alerts = []oracle.Alert{{Name: n.Title, Severity: n.Severity, Summary: n.Text, Status: "firing", Count: 1}}
-			h.Deliveries = append(h.Deliveries, hd)
-		}
-	}
-	slices.SortStableFunc(h.Deliveries, func(a, b oracle.Delivery) int { return int(a.AtMs - b.AtMs) })
+	h.Deliveries = append(h.Deliveries, d.deliveries()...)
 	if d.opts.Scale > 1 {
 		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the faults' schedules ran %v× faster, but the system runs on its own clock: its timeouts, backoffs and Retry-After waits took %v× longer in scenario time", d.opts.Scale, d.opts.Scale, d.opts.Scale))
 	}

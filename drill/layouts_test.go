@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -28,32 +29,56 @@ var layoutInjects = map[string]string{
 // layoutScenario is a 4-second drill of testdata/layouts/worker.py on a
 // layout, dropping every dropEvery-th job it takes (0: none).
 func layoutScenario(layout string, dropEvery int) string {
+	return workerScenario(fmt.Sprintf("layout-%s-drop%d", layout, dropEvery), layoutInjects[layout], fmt.Sprintf("LAYOUT: %s, DROP_EVERY: \"%d\"", layout, dropEvery), "3s", "")
+}
+
+// pageScenario is a 4-second drill of testdata/layouts/worker.py on a
+// list whose job auth-1 is answered 401 at +1s: the worker dead-letters it,
+// notes it at once to a chat receiver declared not paging, and pages
+// pageDelay seconds later (deadline +9s).
+func pageScenario(name string, pageDelay int, drain string) string {
+	return workerScenario(name, layoutInjects["list"], fmt.Sprintf(`LAYOUT: list, PAGE_URL: "{receiver:slack}", CHAT_URL: "{receiver:team-chat}", PAGE_DELAY: "%d"`, pageDelay), drain, `
+  jobs: [{at: 1s, id: auth-1, task: ping}]
+faults:
+  - {name: key-revoked, target: dependency/api, requireHits: true, model: auth-failure, schedule: {jobs: [auth-1]}}
+invariants: {pageWithin: 8s}
+`)
+}
+
+// workerScenario is a 4-second drill of testdata/layouts/worker.py, its
+// environment and inject block given, the rest of the scenario appended
+// after the workload's arrivals (jobs, faults, invariants).
+func workerScenario(name, inject, env, drain, rest string) string {
 	worker, err := filepath.Abs(filepath.Join("testdata", "layouts", "worker.py"))
 	Expect(err).NotTo(HaveOccurred())
+	alerts := "noAlerts: true"
+	if strings.Contains(env, "{receiver:") {
+		alerts = "receivers: [{name: team-chat, paging: false}]"
+	}
 	return fmt.Sprintf(`apiVersion: faultline/v1
 kind: Scenario
-metadata: {name: layout-%[1]s-drop%[2]d, description: "A worker on a %[1]s queue that drops every %[2]d-th job it takes (0: none)."}
+metadata: {name: %[1]s, description: "testdata/layouts/worker.py, drilled."}
 seed: 1
 duration: 4s
-workload:
-  tasks: [{name: ping, dependency: api}]
-  arrivals: {kind: constant, rate: 5/s, until: 3s}
-workers: {count: 1}
-dependencies: [{name: api}]
+sample: 200ms
 system:
   external:
     command:
       path: /usr/bin/python3
-      args: [-u, %[3]s]
-      env: {REDIS_URL: "{redis}", LAYOUT: %[1]s, QUEUE_KEY: "{namespace}:q", DLQ_KEY: "{namespace}:dead_letter",
-            GROUP: "{namespace}-workers", PAYMENT_URL: "{dependency:api}", DROP_EVERY: "%[2]d"}
+      args: [-u, %[2]s]
+      env: {REDIS_URL: "{redis}", QUEUE_KEY: "{namespace}:q", DLQ_KEY: "{namespace}:dead_letter",
+            GROUP: "{namespace}-workers", PAYMENT_URL: "{dependency:api}", %[3]s}
     inject: %[4]s
     dlq: {preset: seed, prefix: "{namespace}:"}
-    drain: 3s
-    noAlerts: true
+    drain: %[5]s
+    %[6]s
 expect:
   - {count: lost, equals: 0}
-`, layout, dropEvery, worker, layoutInjects[layout])
+workers: {count: 1}
+dependencies: [{name: api}]
+workload:
+  tasks: [{name: ping, dependency: api}]
+  arrivals: {kind: constant, rate: 5/s, until: 3s}%[7]s`, name, worker, env, inject, drain, alerts, rest)
 }
 
 // Each Redis queue layout read right: a worker that drops jobs is caught
@@ -78,13 +103,23 @@ var _ = Describe("Black-box drills on each queue layout", Ordered, Label("drill"
 		}
 		Expect(err).NotTo(HaveOccurred())
 		dir := GinkgoT().TempDir()
+		files := map[string]string{
+			// The page comes at about +7s, after every job settled (+4s)
+			// and a quiet second: the drain waits for it. Then one whose
+			// deadline (+9s) is past a drain that ends at about +6s, and
+			// which comes at about +8s.
+			"page-awaited":     pageScenario("page-awaited", 6, "8s"),
+			"page-after-drain": pageScenario("page-after-drain", 7, "2s"),
+		}
 		for layout := range layoutInjects {
 			for _, drop := range []int{0, 4} {
-				name := fmt.Sprintf("%s-drop%d", layout, drop)
-				file := filepath.Join(dir, name+".yaml")
-				Expect(os.WriteFile(file, []byte(layoutScenario(layout, drop)), 0o644)).To(Succeed())
-				drills[name] = startDrill(name, file, srv.Addr, os.Environ(), "--time-scale", "1")
+				files[fmt.Sprintf("%s-drop%d", layout, drop)] = layoutScenario(layout, drop)
 			}
+		}
+		for name, src := range files {
+			file := filepath.Join(dir, name+".yaml")
+			Expect(os.WriteFile(file, []byte(src), 0o644)).To(Succeed())
+			drills[name] = startDrill(name, file, srv.Addr, os.Environ(), "--time-scale", "1")
 		}
 	})
 	AfterAll(func() {
@@ -129,4 +164,42 @@ var _ = Describe("Black-box drills on each queue layout", Ordered, Label("drill"
 				ContainSubstring("not in the queue at the end"))))
 		})
 	}
+
+	invariant := func(r *reports.Result, name string) reports.InvariantResult {
+		GinkgoHelper()
+		for _, inv := range r.Invariants {
+			if inv.Name == name {
+				return inv
+			}
+		}
+		Fail("no invariant " + name)
+		return reports.InvariantResult{}
+	}
+
+	It("waits, within the drain, for a page owed after every job settled, and says so; counts no note to a receiver declared not paging", func() {
+		e := drills["page-awaited"]
+		e.wait()
+		Expect(e.result).NotTo(BeNil(), "no report; the drill said:\n%s", e.out.String())
+		Expect(e.code).To(Equal(0), e.out.String())
+		Expect(invariant(e.result, oracle.InvCriticalPaged).Verdict).To(Equal(reports.Passed), e.out.String())
+		Expect(e.result.Alerts.Pages).To(BeEquivalentTo(1), "the chat note is no page")
+		Expect(e.result.Alerts.Notifications).To(BeEquivalentTo(2))
+		w := e.result.Live.External.PageWait
+		Expect(w).NotTo(BeNil(), e.out.String())
+		Expect(w.PagedMs).To(BeNumerically(">", w.FromMs))
+		Expect(w.PagedMs).To(BeNumerically("<=", w.DeadlineMs))
+		Expect(e.result.Live.External.SettledAtMs).To(BeNumerically("<=", w.FromMs), "the jobs settled before the wait, not when the page came")
+		Expect(e.out.String()).To(MatchRegexp(`every job settled at \+[0-9.]+m?s; then waited from \+[0-9.]+m?s for the page owed for the critical failure of api at \+[0-9.]+m?s \(deadline \+[0-9.]+m?s\): paged at`))
+	})
+
+	It("calls a page whose deadline is past the end of watching not observable, with the drain that would judge it — never 'never paged'", func() {
+		e := drills["page-after-drain"]
+		e.wait()
+		Expect(e.result).NotTo(BeNil(), "no report; the drill said:\n%s", e.out.String())
+		inv := invariant(e.result, oracle.InvCriticalPaged)
+		Expect(inv.Verdict).To(Equal(reports.NotObservable), e.out.String())
+		Expect(inv.Note).To(And(ContainSubstring("when the drill stopped watching"), ContainSubstring("a system.external.drain of at least")))
+		Expect(e.out.String()).NotTo(ContainSubstring("never paged"))
+		Expect(e.out.String()).To(ContainSubstring("not paged by"))
+	})
 })

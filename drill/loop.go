@@ -1094,14 +1094,7 @@ func (d *drill) finish() *oracle.History {
 	if len(h.Snapshots) > 0 {
 		h.Events = h.Events[:h.Snapshots[len(h.Snapshots)-1].AfterEvents]
 	}
-	for _, g := range d.gws {
-		for _, c := range g.Calls() {
-			h.Calls = append(h.Calls, oracle.Call{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
-				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect, Charge: c.Charge,
-				TookMs: float64(c.Took.Microseconds()) / 1000})
-		}
-	}
-	slices.SortStableFunc(h.Calls, func(a, b oracle.Call) int { return int(a.AtMs - b.AtMs) })
+	h.Calls = append(h.Calls, d.calls()...)
 	// The gateways' own time to answer a call no fault touched: how far
 	// the machine slows a dependency that should answer at once.
 	for _, g := range d.gws {
@@ -1162,6 +1155,21 @@ func (d *drill) finish() *oracle.History {
 		h.Notes = append(h.Notes, fmt.Sprintf("%d worker process exit(s) the drill did not cause (restarted): see the logs", n))
 	}
 	return h
+}
+
+// calls are the gateways' call logs as the history keeps them, in time
+// order.
+func (d *drill) calls() []oracle.Call {
+	var out []oracle.Call
+	for _, g := range d.gws {
+		for _, c := range g.Calls() {
+			out = append(out, oracle.Call{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
+				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect, Charge: c.Charge,
+				TookMs: float64(c.Took.Microseconds()) / 1000})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b oracle.Call) int { return int(a.AtMs - b.AtMs) })
+	return out
 }
 
 func classString(c classify.Class) string {

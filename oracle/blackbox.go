@@ -9,7 +9,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
-	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 )
@@ -158,8 +157,9 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	b.finalRetries()
 	b.runsAfterSuccess()
 	retriesNote := b.retries()
+	pagesNote := ""
 	if can(InvCriticalPaged) && pageWithin >= 0 {
-		b.pages(pageWithin)
+		pagesNote = b.pages(pageWithin)
 	}
 	if can(InvDLQSeverity) {
 		b.severities()
@@ -169,7 +169,7 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 		InvConservation:    "judged at the end, after the drain: in between, the system's own queues are not observable",
 		InvDLQNeverShrinks: shrinkNote(b.shrinks()) + b.capNote(),
 		InvAttempts:        retriesNote,
-		InvCriticalPaged:   "a page is any notification a receiver accepted within invariants.pageWithin of an incident's first critical answer",
+		InvCriticalPaged:   b.paging().Note(),
 	}
 	invs := []reports.InvariantResult{}
 	for _, name := range blackInvariants(len(sc.Invariants.Secrets) > 0) {
@@ -178,6 +178,8 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 		switch {
 		case lacking:
 			r.Verdict, r.Note, r.Violations = reports.NotObservable, why, 0
+		case name == InvCriticalPaged && pagesNote != "" && b.counts[name] == 0 && judged && pageWithin >= 0:
+			r.Verdict, r.Note = reports.NotObservable, pagesNote
 		case pageWithin < 0 && (name == InvCriticalPaged || name == InvOnePage):
 			r.Verdict, r.Note = reports.Skipped, "turned off (invariants.pageWithin < 0)"
 		case !judged:
@@ -655,62 +657,6 @@ func joinMs(ms []int64, n int) string {
 	return strings.Join(parts, ", ")
 }
 
-// incident is a run of critical answers from one dependency, none more
-// than the page deadline after the one before.
-type incident struct {
-	dep         string
-	first, last int64
-	job, fault  string
-	answer      string
-}
-
-// pages: every incident of critical answers paged within the deadline,
-// and not more often than once per repeat interval.
-func (b *blackJudge) pages(within time.Duration) {
-	var incs []incident
-	open := map[string]int{}
-	for _, c := range b.h.Calls {
-		if c.Class != "critical" || c.Outcome != "error" {
-			continue
-		}
-		if i, ok := open[c.Dependency]; ok && c.AtMs-incs[i].last <= within.Milliseconds() {
-			incs[i].last = c.AtMs
-			continue
-		}
-		open[c.Dependency] = len(incs)
-		incs = append(incs, incident{dep: c.Dependency, first: c.AtMs, last: c.AtMs, job: c.JobID, fault: c.Fault, answer: answer(c)})
-	}
-	repeat := RepeatEvery(b.sc.AlertConfig(func(string) alert.Sink { return nil }))
-	for _, in := range incs {
-		var pages []int64
-		for _, d := range b.h.Deliveries {
-			if d.Accepted && isPage(d) && d.AtMs >= in.first && d.AtMs <= in.last+within.Milliseconds() {
-				pages = append(pages, d.AtMs)
-			}
-		}
-		if len(pages) == 0 || pages[0] > in.first+within.Milliseconds() {
-			b.fail(InvCriticalPaged, in.job, in.first, "the critical failure of %s at %s (job %s answered %s, until %s) was never paged: no receiver accepted a notification within %s", in.dep, fmtMs(in.first), in.job, in.answer, fmtMs(in.last), within)
-			continue
-		}
-		allowed := 1 + int((in.last-in.first)/max(repeat.Milliseconds(), 1))
-		if len(pages) > allowed {
-			b.fail(InvOnePage, in.job, pages[allowed], "the critical failure of %s from %s to %s paged %d times (%s): once per incident (per repeat interval %s) is enough — every extra page is noise at 3 a.m.", in.dep, fmtMs(in.first), fmtMs(in.last), len(pages), joinMs(pages, 5), repeat)
-		}
-	}
-}
-
-// isPage says a delivery may be a page: its severity is high or
-// critical, or unknown (a plain Slack {"text": ...} says none).
-func isPage(d Delivery) bool {
-	for _, a := range d.Alerts {
-		switch strings.ToLower(a.Severity) {
-		case "", "high", "critical":
-			return true
-		}
-	}
-	return len(d.Alerts) == 0
-}
-
 // severities: a job dead-lettered after a critical answer has an entry
 // of high (or critical) severity.
 func (b *blackJudge) severities() {
@@ -843,7 +789,7 @@ func (b *blackJudge) alerts() {
 		}
 		a.Notifications++
 		a.ByReceiver[d.Receiver]++
-		if isPage(d) {
+		if b.paging().IsPage(d) {
 			a.Pages++
 		}
 		if len(a.Deliveries) < 100 {
@@ -877,6 +823,9 @@ func (b *blackJudge) external() *reports.External {
 	x := b.x
 	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
 		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors)}
+	if w := x.PageWait; w != nil {
+		out.PageWait = &reports.PageWait{Dependency: w.Dependency, IncidentMs: w.IncidentMs, DeadlineMs: w.DeadlineMs, FromMs: w.FromMs, UntilMs: w.UntilMs, PagedMs: w.PagedMs}
+	}
 	if b.h.Interrupted != "" {
 		return out // nothing is lost of a drill stopped half-way
 	}

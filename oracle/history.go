@@ -141,6 +141,11 @@ type ExternalRun struct {
 	// Policy is the retry policy the scenario declared for the system
 	// (nil: none).
 	Policy *Policy `json:"policy,omitempty"`
+	// NotPaging are the receivers the scenario declared not paging.
+	NotPaging []string `json:"notPaging,omitempty"`
+	// PageWait is the drain's wait for a page still owed once every job
+	// had settled (nil: none was owed).
+	PageWait *PageWait `json:"pageWait,omitempty"`
 	// DrainMs is how long the drill waited after the scenario's end;
 	// SettledMs when every job was settled (-1: some never were).
 	DrainMs   int64 `json:"drainMs"`
@@ -164,6 +169,18 @@ type ExternalRun struct {
 	// InjectErrors are the jobs the adapter failed to inject, with why:
 	// they were never the system's.
 	InjectErrors []AdapterFailure `json:"injectErrors,omitempty"`
+}
+
+// PageWait is a drain's wait for a page: the incident's first critical
+// answer, its deadline, when the wait began and ended, and when the page
+// came (-1: it did not while the drill watched).
+type PageWait struct {
+	Dependency string `json:"dependency"`
+	IncidentMs int64  `json:"incidentMs"`
+	DeadlineMs int64  `json:"deadlineMs"`
+	FromMs     int64  `json:"fromMs"`
+	UntilMs    int64  `json:"untilMs"`
+	PagedMs    int64  `json:"pagedMs"`
 }
 
 // DLQRead is one read of a black-box system's DLQ: what changed since

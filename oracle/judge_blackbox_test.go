@@ -318,11 +318,50 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 
 	It("fails a critical failure never paged — or says it is not observable when the system was given no receiver", func() {
 		h := history()
+		h.FrozenMs = 61_000 // watched past the 401's page deadline (+210ms + 1m)
 		h.Deliveries = nil
 		Expect(messages(judge(scenario(), h), oracle.InvCriticalPaged)).To(ConsistOf(ContainSubstring("was never paged")))
 
 		h.External.Alerts = false
 		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvCriticalPaged, reports.NotObservable))
+	})
+
+	It("counts as pages only what a paging receiver accepted and no severity word calls low: a chat receiver declared not paging, a plain-text [low] or WARNING", func() {
+		sc := scenario()
+		sc.System.External.Receivers = []scenarios.ExternalReceiver{{Name: "team-chat", Paging: false}, {Name: "pager", Paging: true}}
+		h := history()
+		h.FrozenMs = 61_000
+		plain := func(at int64, rcv, text string) oracle.Delivery {
+			return oracle.Delivery{AtMs: at, Receiver: rcv, Attempt: 1, Accepted: true, Alerts: []oracle.Alert{{Summary: text, Status: "firing", Count: 1}}}
+		}
+		for _, d := range []oracle.Delivery{plain(2_000, "team-chat", "payments down: 401 for job j-auth"), plain(2_000, "slack", "[low] a card was declined"),
+			plain(2_000, "slack", ":warning: WARNING - 401s from payments")} {
+			h.Deliveries = []oracle.Delivery{d}
+			r := judge(sc, h)
+			Expect(messages(r, oracle.InvCriticalPaged)).To(ConsistOf(ContainSubstring("no paging receiver accepted a notification within 1m0s")), "%+v", d)
+			Expect(r.Alerts.Pages).To(BeZero())
+		}
+		h.Deliveries = []oracle.Delivery{plain(2_000, "pager", "CRITICAL: 401 from payments"), plain(3_000, "team-chat", "401 from payments")}
+		r := judge(sc, h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvCriticalPaged, reports.Passed))
+		Expect(r.Alerts.Pages).To(BeEquivalentTo(1))
+		Expect(r.Invariants).To(ContainElement(And(HaveField("Name", oracle.InvCriticalPaged), HaveField("Note", ContainSubstring("not paging, by declaration: team-chat")))))
+
+		Expect(oracle.TextSeverity("[high] http-401 on payments")).To(Equal("high"))
+		Expect(oracle.TextSeverity("Info: nightly batch done")).To(Equal("low"))
+		Expect(oracle.TextSeverity("payments: 401 (high)")).To(BeEmpty(), "a word later in the text says nothing")
+	})
+
+	It("judges no page whose deadline fell after the drill stopped watching, and says what drain would judge it", func() {
+		h := history()
+		h.Deliveries = nil
+		h.FrozenMs = 11_000
+		r := judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvCriticalPaged, reports.NotObservable))
+		Expect(r.Invariants).To(ContainElement(And(HaveField("Name", oracle.InvCriticalPaged), HaveField("Note", And(
+			ContainSubstring("not paged by +11s, when the drill stopped watching"), ContainSubstring("the critical failure of payments at +210ms (deadline +1m0.21s)"),
+			ContainSubstring("a system.external.drain of at least 51s waits for it"))))))
+		Expect(r.Verdict).To(Equal(reports.Passed))
 	})
 
 	It("fails a critical failure's entry of low severity, and judges none where no entry carries one", func() {

@@ -218,6 +218,21 @@ type External struct {
 	Lost         []string `json:"lost,omitempty"`
 	Trimmed      []string `json:"trimmed,omitempty"`
 	TrimmedCount int64    `json:"trimmedCount,omitempty"`
+	// PageWait is the drain's wait for a page still owed once every job
+	// had settled (nil: none was owed).
+	PageWait *PageWait `json:"pageWait,omitempty"`
+}
+
+// PageWait is a drain's wait for the page of a critical failure: the
+// incident's first critical answer, its deadline, when the wait began and
+// ended, and when the page came (-1: not while the drill watched).
+type PageWait struct {
+	Dependency string `json:"dependency"`
+	IncidentMs int64  `json:"incidentMs"`
+	DeadlineMs int64  `json:"deadlineMs"`
+	FromMs     int64  `json:"fromMs"`
+	UntilMs    int64  `json:"untilMs"`
+	PagedMs    int64  `json:"pagedMs"`
 }
 
 // Latency is the distribution of one kind of call's wall-clock time.

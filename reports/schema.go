@@ -162,6 +162,13 @@ var fieldDocs = map[string]string{
 	"External.DLQReadErrors": "Reads of the system's DLQ that failed.",
 	"External.Lost":          "The jobs neither succeeded, nor in the DLQ, nor queued at the end (at most MaxListedViolations).",
 	"External.Trimmed":       "The jobs whose DLQ entries left the DLQ by no mechanism the scenario declares.",
+	"External.PageWait":      "The drain's wait for a page still owed once every job had settled; absent when none was owed.",
+	"PageWait.Dependency":    "The dependency whose critical failure the page was owed for.",
+	"PageWait.IncidentMs":    "The offset of the incident's first critical answer, in milliseconds.",
+	"PageWait.DeadlineMs":    "The page's deadline (the first critical answer plus invariants.pageWithin), in milliseconds.",
+	"PageWait.FromMs":        "When the wait began (every job settled and the system quiet), in milliseconds.",
+	"PageWait.UntilMs":       "When the wait ended (the page came, or the drain was up), in milliseconds.",
+	"PageWait.PagedMs":       "When the page came, in milliseconds (-1: not while the drill watched).",
 	"External.TrimmedCount":  "How many jobs' DLQ entries left the DLQ by no mechanism the scenario declares, in all (trimmed lists at most 100).",
 
 	"Engine.Events":   "Events the engine ran.",

@@ -727,6 +727,17 @@ func externalFacts(x *External, lost int64) []externalFact {
 	if x.SettledAtMs < 0 {
 		settled = "some jobs never settled"
 	}
+	if w := x.PageWait; w != nil {
+		paged := fmt.Sprintf("paged at %s", fmtOffset(w.PagedMs))
+		if w.PagedMs < 0 {
+			paged = fmt.Sprintf("not paged by %s", fmtOffset(w.UntilMs))
+			if w.DeadlineMs > w.UntilMs {
+				paged += " (the drain ended first: a longer system.external.drain waits for it)"
+			}
+		}
+		settled += fmt.Sprintf("; then waited from %s for the page owed for the critical failure of %s at %s (deadline %s): %s",
+			fmtOffset(w.FromMs), w.Dependency, fmtOffset(w.IncidentMs), fmtOffset(w.DeadlineMs), paged)
+	}
 	add("drain", fmt.Sprintf("waited up to %s after the scenario's end; %s", msDuration(x.DrainMs), settled), false)
 	reads := strconv.Itoa(x.DLQReads)
 	if x.DLQReadErrors > 0 {

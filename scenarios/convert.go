@@ -413,6 +413,9 @@ func (c *converter) referenceOnly(s System) {
 func (c *converter) external(path string, e External) *ExternalSpec {
 	out := &ExternalSpec{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
 		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
+	for _, r := range e.Receivers {
+		out.Receivers = append(out.Receivers, ExternalReceiver{Name: r.Name, Paging: r.Paging == nil || *r.Paging})
+	}
 	if p := e.Policy; p != nil {
 		out.Policy = &ExternalPolicy{MaxAttempts: p.MaxAttempts, MinBackoff: p.MinBackoff.D(), Jitter: p.Jitter, HonoursRetryAfter: p.HonoursRetryAfter}
 	}

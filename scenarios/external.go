@@ -72,6 +72,28 @@ type ExternalSpec struct {
 	// the drill to judge from the call log (nil: undeclared, and only the
 	// hot-loop rule applies: HotLoop).
 	Policy *ExternalPolicy
+	// Receivers declares receivers the drill starts besides the alerts'
+	// and "slack", and whether each pages: a receiver not declared pages.
+	Receivers []ExternalReceiver
+}
+
+// ExternalReceiver is a receiver a black-box system is given the URL of
+// ({receiver:NAME}), and whether a notification it accepts is a page (a
+// chat channel the team reads by day is not).
+type ExternalReceiver struct {
+	Name   string
+	Paging bool
+}
+
+// NotPaging returns the names of the receivers declared not paging.
+func (e *ExternalSpec) NotPaging() []string {
+	var out []string
+	for _, r := range e.Receivers {
+		if !r.Paging {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
 
 // HotLoop is the closest two calls of one job may follow each other, the

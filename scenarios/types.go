@@ -172,6 +172,17 @@ type External struct {
 	// NoAlerts says the system has no alerting: a page is then not
 	// observable instead of failed.
 	NoAlerts bool `yaml:"noAlerts,omitempty" json:"noAlerts,omitempty"`
+	// Receivers declares receivers and whether each pages
+	// (ExternalReceiver).
+	Receivers []ExternalReceiverDoc `yaml:"receivers,omitempty" json:"receivers,omitempty"`
+}
+
+// ExternalReceiverDoc is a receiver a black-box system is given, as a
+// scenario declares it.
+type ExternalReceiverDoc struct {
+	Name string `yaml:"name" json:"name"`
+	// Paging defaults to true.
+	Paging *bool `yaml:"paging,omitempty" json:"paging,omitempty"`
 }
 
 // Command is a program to run (layout.Command). A path with a slash and

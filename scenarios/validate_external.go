@@ -57,6 +57,22 @@ func (v *validator) external() {
 		}
 		v.ms(f+".Policy.MinBackoff", p.MinBackoff)
 	}
+	named := map[string]bool{}
+	for i, r := range e.Receivers {
+		p := fmt.Sprintf("%s.Receivers[%d].Name", f, i)
+		switch {
+		case r.Name == "":
+			v.bad(p, "required: the receiver's name, as {receiver:NAME} gives its URL")
+		case strings.ContainsAny(r.Name, "{}:/ "):
+			v.bad(p, "%q: a name without braces, colons, slashes or spaces", r.Name)
+		case named[r.Name]:
+			v.bad(p, "%q is declared twice", r.Name)
+		}
+		named[r.Name] = true
+	}
+	if e.NoAlerts && len(e.Receivers) > 0 {
+		v.bad(f+".Receivers", "the system has no alerting (noAlerts: true): declare no receivers, or remove noAlerts")
+	}
 	seen := map[string]bool{}
 	for i, s := range e.DLQShrinks {
 		p := fmt.Sprintf("%s.DLQShrinks[%d]", f, i)
@@ -125,6 +141,9 @@ func (v *validator) placeholders(f string, e *ExternalSpec) {
 	}
 	rcvs := map[string]bool{"slack": true}
 	for _, r := range v.sc.System.Alerts.Receivers {
+		rcvs[r.Name] = true
+	}
+	for _, r := range e.Receivers {
 		rcvs[r.Name] = true
 	}
 	check := func(field, s string) {

@@ -4,13 +4,17 @@
 LAYOUT is list (BRPOP), stream (a consumer group: XREADGROUP, XACK), hash
 (jobs kept under their ID, their "status" marked in place) or zset (ZPOPMIN).
 Each job is one POST to PAYMENT_URL with X-Faultline-Job; a failed call is
-retried twice after 200 ms, then the job goes to DLQ_KEY in the seed's
-format. DROP_EVERY=k drops every k-th job it takes: taken off the queue (or
-acknowledged, or marked taken), never run, never dead-lettered -- lost.
+retried twice after 200 ms (a 401 or 403 never), then the job goes to
+DLQ_KEY in the seed's format. DROP_EVERY=k drops every k-th job it takes:
+taken off the queue (or acknowledged, or marked taken), never run, never
+dead-lettered -- lost. A 401 or 403 is paged to PAGE_URL as plain text,
+PAGE_DELAY seconds later (a batching alerter), and every dead letter is
+noted to CHAT_URL at once, in plain text with no severity.
 """
 import json
 import os
 import signal
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +29,9 @@ GROUP = os.environ.get("GROUP", "workers")
 PAYMENT_URL = os.environ["PAYMENT_URL"]
 DROP_EVERY = int(os.environ.get("DROP_EVERY", "0"))
 WORKER = os.environ.get("FAULTLINE_WORKER") or "w1"
+PAGE_URL = os.environ.get("PAGE_URL", "")
+PAGE_DELAY = float(os.environ.get("PAGE_DELAY", "0"))
+CHAT_URL = os.environ.get("CHAT_URL", "")
 
 r = redis.Redis.from_url(os.environ["REDIS_URL"])
 stopping = False
@@ -39,6 +46,13 @@ def call(job):
         resp.read()
 
 
+def post(url, text):
+    req = urllib.request.Request(url, data=json.dumps({"text": text}).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=2) as resp:
+        resp.read()
+
+
 def run(job):
     """Runs a job; returns True when it succeeded, False when dead-lettered."""
     error = ""
@@ -46,10 +60,21 @@ def run(job):
         try:
             call(job)
             return True
+        except urllib.error.HTTPError as e:
+            error = f"HTTP {e.code}"
+            if e.code in (401, 403):
+                if PAGE_URL:
+                    t = threading.Timer(PAGE_DELAY, post, (PAGE_URL, f"[high] {error} from the API (job {job['id']})"))
+                    t.daemon = True
+                    t.start()
+                break
+            time.sleep(0.2)
         except (urllib.error.URLError, OSError) as e:
             error = str(e)
             time.sleep(0.2)
-    entry = {"job": job, "error": error, "retries": 2, "status": "failed",
+    if CHAT_URL:
+        post(CHAT_URL, f"job {job['id']} dead-lettered: {error}")
+    entry = {"job": job, "error": error, "retries": attempt, "status": "failed",
              "failed_at": datetime.now(timezone.utc).isoformat()}
     r.lpush(DLQ_KEY, json.dumps(entry))
     return False

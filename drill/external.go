@@ -279,9 +279,28 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: the DLQ could not be read before the drill: %w", ErrSteadyState, err)
 	}
+	if x.Ready != nil {
+		// The scenario's clock starts once every copy is ready: its first
+		// job and its first fault wait for that, not for a blind sleep.
+		if err := d.awaitReady(ctx, aenv); err != nil {
+			return err
+		}
+		d.origin = time.Now().Add(200 * time.Millisecond)
+		d.h.StartedAt = d.origin.UTC()
+		d.clk.Restart(d.origin)
+	}
 	if !sleepUntil(ctx, d.origin) {
 		return ctx.Err()
 	}
+	if err := d.copiesUp(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// copiesUp says which copy of the system exited before the drill
+// started, with the end of its log.
+func (d *drill) copiesUp() error {
 	if d.sup != nil {
 		for _, ev := range d.sup.Events() {
 			if ev.Kind == supervisor.Exited || ev.Kind == supervisor.StartFailed {
@@ -290,6 +309,79 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// awaitReady asks the readiness probe — of every copy, when it names
+// {worker} — every 100ms until each said ready, a copy exited, or the
+// probe's timeout passed; it records how long the system took.
+func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
+	e, x := d.ext, d.ext.x
+	began := time.Now()
+	probes := map[string]adapter.Probe{}
+	perCopy := strings.Contains(readyText(*x.Ready), "{worker}") && !x.Running
+	targets := []string{""}
+	if perCopy {
+		targets = d.h.Workers
+	}
+	for _, w := range targets {
+		env := aenv
+		env.Expand = func(s string) string { return e.expand(s, w) }
+		p, err := adapter.NewProbe(*x.Ready, env)
+		if err != nil {
+			return fmt.Errorf("system.external.ready: %w", err)
+		}
+		probes[w] = p
+	}
+	timeout := x.ReadyTimeout
+	if timeout == 0 {
+		timeout = scenarios.DefaultReadyTimeout
+	}
+	deadline := began.Add(timeout)
+	last := map[string]error{}
+	for {
+		for _, w := range sortedKeys(probes) {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := probes[w].Ready(pctx)
+			cancel()
+			if err == nil {
+				delete(probes, w)
+				continue
+			}
+			if !errors.Is(err, adapter.ErrNotReady) && ctx.Err() == nil {
+				return fmt.Errorf("%w: the readiness probe could not be asked: %w", ErrSteadyState, err)
+			}
+			last[w] = err
+		}
+		if len(probes) == 0 {
+			e.x0.Ready = fmt.Sprintf("%s: ready %s after the system started", readyText(*x.Ready), time.Since(began).Round(time.Millisecond))
+			return nil
+		}
+		if err := d.copiesUp(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			w := sortedKeys(probes)[0]
+			msg := fmt.Sprintf("the system was not ready %s after it started (system.external.ready.timeout): the probe said: %v", timeout, last[w])
+			if w != "" {
+				msg += fmt.Sprintf(" (copy %s); the end of its log:\n%s", w, logTail(filepath.Join(d.dir, w+".log"), 2048))
+			}
+			return fmt.Errorf("%w: %s", ErrSteadyState, msg)
+		}
+		if !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// readyText describes a readiness probe, its placeholders unexpanded.
+func readyText(r layout.Ready) string {
+	switch {
+	case r.Command != nil:
+		return "command " + strings.Join(append([]string{r.Command.Path}, r.Command.Args...), " ")
+	case r.HTTP != nil:
+		return "GET " + r.HTTP.URL
+	}
+	return "EXISTS " + r.RedisKey
 }
 
 // scenarioDir is the folder of the scenario file at path ("." for a
@@ -545,6 +637,10 @@ loop:
 		drain = scenarios.DefaultDrain
 	}
 	deadline := time.Now().Add(d.clk.ToWall(drain))
+	pageWait := e.x.PageWait
+	if pageWait == 0 {
+		pageWait = scenarios.DefaultPageWait
+	}
 	// Once settled, the drill still watches a quiet spell — no new call,
 	// no call in flight, no change to the DLQ — so that what a system
 	// does late (a redelivery after a visibility timeout, a second entry,
@@ -567,22 +663,20 @@ loop:
 			e.quiet = true
 		}
 		lastSeen = now
-		if e.quiet {
-			// Every job settled and the system quiet: the drill still
-			// waits, within the drain, for a page that is owed and whose
-			// deadline has not passed.
+		if e.quiet || time.Now().After(deadline) {
+			// Every job settled and the system quiet, or the drain is up:
+			// the drill still waits for a page that is owed and whose
+			// deadline has not passed, up to system.external.pageWait
+			// past the drain.
 			at := d.clk.Elapsed().Milliseconds()
 			in, owed := d.pageOwed(at)
-			if !owed {
+			if !owed || time.Now().After(deadline.Add(d.clk.ToWall(pageWait))) {
 				break
 			}
 			if w := e.x0.PageWait; w == nil || w.IncidentMs != in.FirstMs {
 				e.x0.PageWait = &oracle.PageWait{Dependency: in.Dependency, IncidentMs: in.FirstMs,
 					DeadlineMs: in.FirstMs + d.sc.Invariants.PageWithin.Milliseconds(), FromMs: at, PagedMs: -1}
 			}
-		}
-		if time.Now().After(deadline) {
-			break
 		}
 		if !sleepUntil(ctx, time.Now().Add(readEvery)) {
 			break

@@ -26,6 +26,20 @@ var layoutInjects = map[string]string{
 	"zset":   `{redisZSet: {key: "{namespace}:q"}}`,
 }
 
+// readHistory reads a drill's history file.
+func readHistory(e *exampleDrill) *oracle.History {
+	GinkgoHelper()
+	files, err := filepath.Glob(filepath.Join(e.dir, "*.history.json"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(files).To(HaveLen(1), "the drill wrote one history:\n%s", e.out.String())
+	f, err := os.Open(files[0])
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	h, err := oracle.Read(f)
+	Expect(err).NotTo(HaveOccurred())
+	return h
+}
+
 // layoutScenario is a 4-second drill of testdata/layouts/worker.py on a
 // layout, dropping every dropEvery-th job it takes (0: none).
 func layoutScenario(layout string, dropEvery int) string {
@@ -43,6 +57,14 @@ faults:
   - {name: key-revoked, target: dependency/api, requireHits: true, model: auth-failure, schedule: {jobs: [auth-1]}}
 invariants: {pageWithin: 8s}
 `)
+}
+
+// readyScenario is a 4-second drill of testdata/layouts/worker.py on a
+// list, the worker ready readyDelay seconds after it starts, its readiness
+// probe a Redis key per copy asked for at most timeout.
+func readyScenario(name string, readyDelay int, timeout string) string {
+	src := workerScenario(name, layoutInjects["list"], fmt.Sprintf(`LAYOUT: list, READY_KEY: "{namespace}:ready:{worker}", READY_DELAY: "%d"`, readyDelay), "3s", "")
+	return strings.Replace(src, "    drain: 3s\n", fmt.Sprintf("    drain: 3s\n    ready: {redisKey: \"{namespace}:ready:{worker}\", timeout: %s}\n", timeout), 1)
 }
 
 // workerScenario is a 4-second drill of testdata/layouts/worker.py, its
@@ -71,6 +93,7 @@ system:
     inject: %[4]s
     dlq: {preset: seed, prefix: "{namespace}:"}
     drain: %[5]s
+    pageWait: 1s
     %[6]s
 expect:
   - {count: lost, equals: 0}
@@ -110,6 +133,9 @@ var _ = Describe("Black-box drills on each queue layout", Ordered, Label("drill"
 			// which comes at about +8s.
 			"page-awaited":     pageScenario("page-awaited", 6, "8s"),
 			"page-after-drain": pageScenario("page-after-drain", 7, "2s"),
+			// A worker that takes 2s to be ready; then one never ready.
+			"ready":     readyScenario("ready", 2, "10s"),
+			"not-ready": readyScenario("not-ready", 60, "2s"),
 		}
 		for layout := range layoutInjects {
 			for _, drop := range []int{0, 4} {
@@ -190,6 +216,33 @@ var _ = Describe("Black-box drills on each queue layout", Ordered, Label("drill"
 		Expect(w.PagedMs).To(BeNumerically("<=", w.DeadlineMs))
 		Expect(e.result.Live.External.SettledAtMs).To(BeNumerically("<=", w.FromMs), "the jobs settled before the wait, not when the page came")
 		Expect(e.out.String()).To(MatchRegexp(`every job settled at \+[0-9.]+m?s; then waited from \+[0-9.]+m?s for the page owed for the critical failure of api at \+[0-9.]+m?s \(deadline \+[0-9.]+m?s\): paged at`))
+	})
+
+	It("starts the scenario's clock once the system's readiness probe says ready, not after a blind sleep, and refuses a system never ready", func() {
+		e := drills["ready"]
+		e.wait()
+		Expect(e.result).NotTo(BeNil(), "no report; the drill said:\n%s", e.out.String())
+		Expect(e.code).To(Equal(0), e.out.String())
+		Expect(e.result.Live.External.Ready).To(MatchRegexp(`^EXISTS \{namespace\}:ready:\{worker\}: ready 2\.\d+s after the system started$`))
+		// Ready before the clock started, the worker ran each job at once.
+		h := readHistory(e)
+		first := map[string]int64{}
+		for _, c := range h.Calls {
+			if _, ok := first[c.JobID]; !ok {
+				first[c.JobID] = c.AtMs
+			}
+		}
+		Expect(h.Jobs).NotTo(BeEmpty())
+		for _, j := range h.Jobs {
+			Expect(first).To(HaveKey(j.ID))
+			Expect(first[j.ID]-j.AtMs).To(BeNumerically("<", 500), "job %s injected at +%dms, first called at +%dms", j.ID, j.AtMs, first[j.ID])
+		}
+
+		never := drills["not-ready"]
+		never.wait()
+		Expect(never.code).NotTo(BeZero())
+		Expect(never.out.String()).To(And(ContainSubstring("the system was not ready 2s after it started (system.external.ready.timeout)"),
+			MatchRegexp(`key drill-not-ready-\w+:ready:w1: not ready: it does not exist yet \(copy w1\)`)), never.out.String())
 	})
 
 	It("calls a page whose deadline is past the end of watching not observable, with the drain that would judge it — never 'never paged'", func() {

@@ -695,3 +695,30 @@ func ParseEntry(source string, raw []byte, f Fields) Entry {
 	e.Inactive = e.Status != "" && slices.Contains(f.Inactive, e.Status)
 	return e
 }
+
+// Ready says how a drill knows the system is ready for its first job:
+// exactly one of a command that exits 0, an HTTP endpoint that answers a
+// GET with 2xx, or a Redis key that exists. A probe that holds {worker}
+// is asked once per copy of the system (each copy's name in its place).
+type Ready struct {
+	Command  *Command  `yaml:"command,omitempty" json:"command,omitempty"`
+	HTTP     *HTTPRead `yaml:"http,omitempty" json:"http,omitempty"`
+	RedisKey string    `yaml:"redisKey,omitempty" json:"redisKey,omitempty"`
+}
+
+// Validate names the first thing wrong with r.
+func (r Ready) Validate() error {
+	switch n := countSet(r.Command != nil, r.HTTP != nil, r.RedisKey != ""); {
+	case n == 0:
+		return bad("ready", "no probe: give one of command, http, redisKey")
+	case n > 1:
+		return bad("ready", "%d probes: give exactly one of command, http, redisKey", n)
+	case r.Command != nil && r.Command.Path == "":
+		return bad("ready.command.path", "required")
+	case r.HTTP != nil:
+		if err := checkURL(r.HTTP.URL); err != nil {
+			return bad("ready.http.url", "%v", err)
+		}
+	}
+	return nil
+}

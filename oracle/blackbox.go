@@ -822,7 +822,7 @@ func (b *blackJudge) expectations() {
 func (b *blackJudge) external() *reports.External {
 	x := b.x
 	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
-		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors)}
+		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors), Ready: x.Ready}
 	if w := x.PageWait; w != nil {
 		out.PageWait = &reports.PageWait{Dependency: w.Dependency, IncidentMs: w.IncidentMs, DeadlineMs: w.DeadlineMs, FromMs: w.FromMs, UntilMs: w.UntilMs, PagedMs: w.PagedMs}
 	}

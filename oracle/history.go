@@ -141,6 +141,9 @@ type ExternalRun struct {
 	// Policy is the retry policy the scenario declared for the system
 	// (nil: none).
 	Policy *Policy `json:"policy,omitempty"`
+	// Ready says how the drill knew the system was ready for its first
+	// job, and when ("" for the blind startup wait).
+	Ready string `json:"ready,omitempty"`
 	// NotPaging are the receivers the scenario declared not paging.
 	NotPaging []string `json:"notPaging,omitempty"`
 	// PageWait is the drain's wait for a page still owed once every job

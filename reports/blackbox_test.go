@@ -69,6 +69,7 @@ var _ = Describe("A black-box drill's report", func() {
 	It("says a system found running was started by nobody, and when some jobs never settled", func() {
 		r := blackBoxPassing()
 		r.Live.External.Command, r.Live.External.Running, r.Live.External.SettledAtMs = "", true, -1
+		r.Live.External.Ready, r.Live.External.PageWait = "", nil
 		out := text(r, reports.TextOptions{})
 		Expect(out).To(ContainSubstring("    command: already running: the drill started nothing, so it could not crash or stall it\n    inject:"))
 		Expect(out).NotTo(ContainSubstring("copies:"))

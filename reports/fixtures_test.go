@@ -340,6 +340,7 @@ func blackBoxPassing() *reports.Result {
 	}
 	r.Live.External.Lost, r.Live.External.Trimmed, r.Live.External.TrimmedCount, r.Live.External.DLQReadErrors = nil, nil, 0, 0
 	// Every job settled, then the drain waited for a page still owed.
+	r.Live.External.Ready = "EXISTS {namespace}:ready:{worker}: ready 840ms after the system started"
 	r.Live.External.PageWait = &reports.PageWait{Dependency: "payments", IncidentMs: 20_000, DeadlineMs: 80_000, FromMs: 65_250, UntilMs: 66_000, PagedMs: 66_000}
 	return r
 }

@@ -221,6 +221,9 @@ type External struct {
 	// PageWait is the drain's wait for a page still owed once every job
 	// had settled (nil: none was owed).
 	PageWait *PageWait `json:"pageWait,omitempty"`
+	// Ready says how the drill knew the system was ready for its first
+	// job, and when ("" for the blind startup wait).
+	Ready string `json:"ready,omitempty"`
 }
 
 // PageWait is a drain's wait for the page of a critical failure: the

@@ -162,6 +162,7 @@ var fieldDocs = map[string]string{
 	"External.DLQReadErrors": "Reads of the system's DLQ that failed.",
 	"External.Lost":          "The jobs neither succeeded, nor in the DLQ, nor queued at the end (at most MaxListedViolations).",
 	"External.Trimmed":       "The jobs whose DLQ entries left the DLQ by no mechanism the scenario declares.",
+	"External.Ready":         "How the drill knew the system was ready for its first job (its readiness probe), and how long after the start it said so; absent for the blind startup wait.",
 	"External.PageWait":      "The drain's wait for a page still owed once every job had settled; absent when none was owed.",
 	"PageWait.Dependency":    "The dependency whose critical failure the page was owed for.",
 	"PageWait.IncidentMs":    "The offset of the incident's first critical answer, in milliseconds.",

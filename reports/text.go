@@ -721,6 +721,9 @@ func externalFacts(x *External, lost int64) []externalFact {
 		add("command", cmd, false)
 		add("copies", strconv.Itoa(x.Copies), false)
 	}
+	if x.Ready != "" {
+		add("ready", x.Ready, false)
+	}
 	add("inject", orNone(x.Inject), false)
 	add("DLQ", orNone(x.DLQ), false)
 	settled := "every job settled at " + fmtOffset(x.SettledAtMs)

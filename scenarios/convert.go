@@ -413,6 +413,14 @@ func (c *converter) referenceOnly(s System) {
 func (c *converter) external(path string, e External) *ExternalSpec {
 	out := &ExternalSpec{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
 		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
+	out.PageWait = e.PageWait.D()
+	if r := e.Ready; r != nil {
+		out.Ready = &layout.Ready{Command: c.command(path+".ready.command", r.Command), RedisKey: r.RedisKey}
+		if r.HTTP != nil {
+			out.Ready.HTTP = &layout.HTTPRead{URL: r.HTTP.URL, Header: maps.Clone(r.HTTP.Header)}
+		}
+		out.ReadyTimeout = r.Timeout.D()
+	}
 	for _, r := range e.Receivers {
 		out.Receivers = append(out.Receivers, ExternalReceiver{Name: r.Name, Paging: r.Paging == nil || *r.Paging})
 	}

@@ -32,6 +32,12 @@ const (
 	// DefaultStartup is how long it waits, on the wall clock, after
 	// starting the system before the first job.
 	DefaultStartup = time.Second
+	// DefaultReadyTimeout is how long, on the wall clock, a drill asks a
+	// readiness probe before it gives up on the system.
+	DefaultReadyTimeout = 30 * time.Second
+	// DefaultPageWait is how long past its drain, in scenario time, a
+	// drill waits for a page still owed whose deadline has not passed.
+	DefaultPageWait = time.Minute
 )
 
 // ExternalSpec is a black-box system under test: a team's own worker, in any
@@ -75,6 +81,16 @@ type ExternalSpec struct {
 	// Receivers declares receivers the drill starts besides the alerts'
 	// and "slack", and whether each pages: a receiver not declared pages.
 	Receivers []ExternalReceiver
+	// Ready is the probe a drill asks until the system is ready for its
+	// first job, instead of waiting Startup blind (nil: Startup);
+	// ReadyTimeout bounds the asking, on the wall clock (default
+	// DefaultReadyTimeout).
+	Ready        *layout.Ready
+	ReadyTimeout time.Duration
+	// PageWait is how long past the drain, in scenario time, the drill
+	// waits for a page still owed whose deadline has not passed (default
+	// DefaultPageWait); a page later than that is not observable.
+	PageWait time.Duration
 }
 
 // ExternalReceiver is a receiver a black-box system is given the URL of
@@ -129,8 +145,14 @@ func (e ExternalSpec) WithDefaults(workers int) ExternalSpec {
 	if e.Drain == 0 {
 		e.Drain = DefaultDrain
 	}
-	if e.Startup == 0 {
+	if e.Startup == 0 && e.Ready == nil {
 		e.Startup = DefaultStartup
+	}
+	if e.ReadyTimeout == 0 && e.Ready != nil {
+		e.ReadyTimeout = DefaultReadyTimeout
+	}
+	if e.PageWait == 0 {
+		e.PageWait = DefaultPageWait
 	}
 	return e
 }

@@ -613,6 +613,7 @@ func schemaHosts() map[string]schemaHost {
 			wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {template: '{\"id\": \"{id}\", \"status\": \"queued\"}', redisZSet: {key: q, state: ", "}}}}")},
 		"InjectHTTP":          {base: [][2]string{{"url", `"http://127.0.0.1:8080/jobs"`}}, wrap: in("system: {external: {command: {path: sh}, dlq: {preset: seed}, inject: {http: ", "}}}")},
 		"ExternalPolicyDoc":   {base: [][2]string{{"maxAttempts", "3"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {preset: seed}, policy: ", "}}")},
+		"ExternalReady":       {base: [][2]string{{"redisKey", "ready"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {preset: seed}, ready: ", "}}")},
 		"ExternalReceiverDoc": {base: [][2]string{{"name", "chat"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {preset: seed}, receivers: [", "]}}")},
 		"ExternalDLQ":         {base: [][2]string{{"preset", "seed"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: ", "}}")},
 		"RedisKeys":           {base: [][2]string{{"keys", "[dead]"}}, wrap: in("system: {external: {command: {path: sh}, inject: {preset: seed}, dlq: {fields: {id: job.id}, redisList: ", "}}}")},

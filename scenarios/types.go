@@ -164,6 +164,11 @@ type External struct {
 	// Startup is how long, on the wall clock, the drill waits after
 	// starting the system (default DefaultStartup).
 	Startup Duration `yaml:"startup,omitempty" json:"startup,omitempty"`
+	// Ready is a readiness probe asked instead of waiting Startup.
+	Ready *ExternalReady `yaml:"ready,omitempty" json:"ready,omitempty"`
+	// PageWait bounds the wait past the drain for a page still owed
+	// (default DefaultPageWait).
+	PageWait Duration `yaml:"pageWait,omitempty" json:"pageWait,omitempty"`
 	// DLQShrinks are the ways the system removes DLQ entries (Shrinks).
 	DLQShrinks []string `yaml:"dlqShrinks,omitempty" json:"dlqShrinks,omitempty"`
 	// Policy is the system's own retry policy, declared for the drill to
@@ -175,6 +180,15 @@ type External struct {
 	// Receivers declares receivers and whether each pages
 	// (ExternalReceiver).
 	Receivers []ExternalReceiverDoc `yaml:"receivers,omitempty" json:"receivers,omitempty"`
+}
+
+// ExternalReady is a readiness probe (layout.Ready) and how long to ask
+// it.
+type ExternalReady struct {
+	Command  *Command  `yaml:"command,omitempty" json:"command,omitempty"`
+	HTTP     *HTTPRead `yaml:"http,omitempty" json:"http,omitempty"`
+	RedisKey string    `yaml:"redisKey,omitempty" json:"redisKey,omitempty"`
+	Timeout  Duration  `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 }
 
 // ExternalReceiverDoc is a receiver a black-box system is given, as a

@@ -46,6 +46,14 @@ func (v *validator) external() {
 	}
 	v.ms(f+".Drain", e.Drain)
 	v.ms(f+".Startup", e.Startup)
+	v.ms(f+".PageWait", e.PageWait)
+	if e.Ready != nil {
+		v.layout(f, e.Ready.Validate())
+		v.ms(f+".ReadyTimeout", e.ReadyTimeout)
+		if e.Startup != 0 {
+			v.bad(f+".Startup", "a readiness probe (ready) replaces the blind wait: give ready or startup, not both")
+		}
+	}
 	v.layout(f, e.Inject.Validate())
 	v.layout(f, e.DLQ.Validate())
 	if p := e.Policy; p != nil {
@@ -174,6 +182,12 @@ func (v *validator) placeholders(f string, e *ExternalSpec) {
 	cmd(f+".Command", e.Command)
 	cmd(f+".Inject.Command", e.Inject.Command)
 	cmd(f+".DLQ.Command", e.DLQ.Command)
+	if e.Ready != nil {
+		cmd(f+".Ready.Command", e.Ready.Command)
+		if e.Ready.HTTP != nil {
+			check(f+".Ready.HTTP.URL", e.Ready.HTTP.URL)
+		}
+	}
 	if e.Inject.HTTP != nil {
 		check(f+".Inject.HTTP.URL", e.Inject.HTTP.URL)
 	}

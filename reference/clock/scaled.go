@@ -3,12 +3,13 @@ package clock
 import (
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
 // Scaled is scenario time on the wall clock, run K times faster: a staging
 // drill at time scale 10 plays a 10-minute scenario in one wall minute.
-// Now is Start plus K times the wall time since Origin, and AfterFunc(d)
+// Now is Start plus K times the wall time since the origin, and AfterFunc(d)
 // fires after d/K of wall time, so every component that takes a Clock
 // (leases, heartbeats, backoff, breaker timeouts, alert group waits) is
 // scaled without a change to its configuration. Several processes given the
@@ -17,10 +18,11 @@ import (
 //
 // Scaled reads the wall clock: it is for live drills, never the simulator.
 type Scaled struct {
-	// Start is the scenario time at Origin.
+	// Start is the scenario time at the origin.
 	Start time.Time
-	// Origin is the wall-clock instant the scenario starts.
-	Origin time.Time
+	// origin is the wall-clock instant the scenario starts (Origin);
+	// atomic, so that Restart may move it while others read the clock.
+	origin atomic.Pointer[time.Time]
 	// K is how many scenario seconds pass per wall second (≥ 1).
 	K float64
 	// Wall is the wall clock (nil means Real); a test may give another.
@@ -42,8 +44,18 @@ func NewScaled(start, origin time.Time, k float64, wall Clock) (*Scaled, error) 
 	if wall == nil {
 		wall = Real{}
 	}
-	return &Scaled{Start: start, Origin: origin, K: k, Wall: wall}, nil
+	s := &Scaled{Start: start, K: k, Wall: wall}
+	s.origin.Store(&origin)
+	return s, nil
 }
+
+// Origin returns the wall-clock instant the scenario starts.
+func (s *Scaled) Origin() time.Time { return *s.origin.Load() }
+
+// Restart moves the origin: scenario time Start now begins at the wall
+// instant origin (a drill that starts its clock once the system is
+// ready). Safe while other goroutines read the clock.
+func (s *Scaled) Restart(origin time.Time) { s.origin.Store(&origin) }
 
 func (s *Scaled) wall() Clock {
 	if s.Wall == nil {
@@ -58,7 +70,7 @@ func (s *Scaled) Now() time.Time { return s.Start.Add(s.Elapsed()) }
 
 // Elapsed returns the scenario time since Start.
 func (s *Scaled) Elapsed() time.Duration {
-	return s.ToScenario(s.wall().Now().Sub(s.Origin))
+	return s.ToScenario(s.wall().Now().Sub(s.Origin()))
 }
 
 // ToScenario converts a wall duration to scenario time.
@@ -77,7 +89,7 @@ func (s *Scaled) ToWall(d time.Duration) time.Duration {
 
 // WallAt returns the wall instant at which scenario offset d (from Start)
 // falls.
-func (s *Scaled) WallAt(d time.Duration) time.Time { return s.Origin.Add(s.ToWall(d)) }
+func (s *Scaled) WallAt(d time.Duration) time.Time { return s.Origin().Add(s.ToWall(d)) }
 
 // AfterFunc calls f after d of scenario time (d/K of wall time).
 func (s *Scaled) AfterFunc(d time.Duration, f func()) Timer {

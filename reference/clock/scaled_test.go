@@ -40,6 +40,27 @@ var _ = Describe("Scaled", func() {
 		Expect(s.WallAt(30 * time.Second)).To(Equal(epoch.Add(3 * time.Second)))
 	})
 
+	It("restarts at a later origin: scenario time begins again there, read safely while it moves", func() {
+		wall.Advance(5 * time.Second)
+		s.Restart(epoch.Add(7 * time.Second))
+		Expect(s.Origin()).To(Equal(epoch.Add(7 * time.Second)))
+		Expect(s.Elapsed()).To(Equal(-20 * time.Second))
+		wall.Advance(3 * time.Second)
+		Expect(s.Elapsed()).To(Equal(10 * time.Second))
+		Expect(s.WallAt(0)).To(Equal(epoch.Add(7 * time.Second)))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 1000 {
+				_ = s.Elapsed()
+			}
+		}()
+		for i := range 1000 {
+			s.Restart(epoch.Add(time.Duration(i) * time.Millisecond))
+		}
+		<-done
+	})
+
 	It("keeps a positive duration positive on the wall", func() {
 		s3, err := clock.NewScaled(scenarioStart, epoch, 3, wall)
 		Expect(err).NotTo(HaveOccurred())

@@ -9,7 +9,9 @@ DLQ_KEY in the seed's format. DROP_EVERY=k drops every k-th job it takes:
 taken off the queue (or acknowledged, or marked taken), never run, never
 dead-lettered -- lost. A 401 or 403 is paged to PAGE_URL as plain text,
 PAGE_DELAY seconds later (a batching alerter), and every dead letter is
-noted to CHAT_URL at once, in plain text with no severity.
+noted to CHAT_URL at once, in plain text with no severity. With READY_KEY,
+the worker sets that key READY_DELAY seconds after it starts, and takes no
+job before.
 """
 import json
 import os
@@ -32,6 +34,8 @@ WORKER = os.environ.get("FAULTLINE_WORKER") or "w1"
 PAGE_URL = os.environ.get("PAGE_URL", "")
 PAGE_DELAY = float(os.environ.get("PAGE_DELAY", "0"))
 CHAT_URL = os.environ.get("CHAT_URL", "")
+READY_KEY = os.environ.get("READY_KEY", "")
+READY_DELAY = float(os.environ.get("READY_DELAY", "0"))
 
 r = redis.Redis.from_url(os.environ["REDIS_URL"])
 stopping = False
@@ -155,6 +159,9 @@ def main():
         except redis.ResponseError as e:
             if "BUSYGROUP" not in str(e):
                 raise
+    if READY_KEY:
+        time.sleep(READY_DELAY)  # a slow start: caches, connections, migrations
+        r.set(READY_KEY, "1")
     print(f"worker {WORKER} on {LAYOUT} {QUEUE_KEY}", flush=True)
     while not stopping:
         step()

@@ -42,6 +42,10 @@ func (b *blackJudge) policy() *Policy {
 const (
 	jitterInstant = 10
 	jitterJobs    = 5
+	// hotLoopRetries is how many retries a drill must see before a
+	// declared full jitter is judged for a hot loop (nine in ten within
+	// scenarios.HotLoop).
+	hotLoopRetries = 5
 )
 
 // failed says a call's answer told the caller it failed.
@@ -121,6 +125,21 @@ func (b *blackJudge) retries() string {
 		if pol != nil && last != nil && failed(*last) && transient(*last) && j.everDLQ && !j.leftDLQ && !redelivered && attempts < pol.MaxAttempts {
 			b.fail(InvTransientRetried, id, j.firstDLQ, "job %s was dead-lettered after %d attempt(s), the last at %s answered %s, although the declared policy gives it %d: a transient failure is retried before it is given up",
 				id, attempts, fmtMs(last.AtMs), answer(*last), pol.MaxAttempts)
+		}
+	}
+	if pol != nil && pol.Jitter && pol.MinBackoffMs == 0 && len(rs) >= hotLoopRetries {
+		// A declared jitter with no floor (full jitter) may wait next to
+		// nothing once in a while, never nearly always: nine retries in
+		// ten within the hot-loop gap are a loop with no backoff.
+		var hot []retry
+		for _, r := range rs {
+			if r.next-r.failAt < scenarios.HotLoop.Milliseconds() {
+				hot = append(hot, r)
+			}
+		}
+		if 10*len(hot) >= 9*len(rs) {
+			b.fail(InvAttempts, hot[0].job, hot[0].next, "%d of the drill's %d retries came within %s of the failure before them (the first: job %s, again %s after its call at %s failed): a jittered backoff spreads its waits, this is a retry without backoff (a hot loop) — declare minBackoff to judge a floor instead",
+				len(hot), len(rs), scenarios.HotLoop, hot[0].job, time.Duration(hot[0].next-hot[0].failAt)*time.Millisecond, fmtMs(hot[0].failAt))
 		}
 	}
 	if pol != nil && pol.Jitter {

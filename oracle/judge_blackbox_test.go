@@ -282,6 +282,24 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 			}
 			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
 		})
+
+		It("with full jitter declared (no floor), fails retries that nearly all came at once (a hot loop), and passes waits spread as a jitter spreads them", func() {
+			h := history()
+			for i := range 6 {
+				id := fmt.Sprintf("j-loop-%d", i)
+				at := 1_000 * int64(i+1)
+				h.Jobs = append(h.Jobs, oracle.Job{AtMs: at - 10, ID: id, Task: "charge", Outcome: "ok"})
+				h.Calls = append(h.Calls, call(at, id, "error", 503, "transient"), call(at+20, id, "ok", 200, ""))
+			}
+			sc := declared(scenarios.ExternalPolicy{MaxAttempts: 4, Jitter: true})
+			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(And(ContainSubstring("6 of the drill's 6 retries came within 100ms of the failure before them"),
+				ContainSubstring("job j-loop-0, again 20ms after its call at +1s failed"), ContainSubstring("a hot loop"))))
+			// Full jitter: one wait in six next to nothing.
+			for i := 1; i < 6; i++ {
+				h.Calls[len(h.Calls)-12+2*i+1].AtMs += 300 * int64(i)
+			}
+			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+		})
 	})
 
 	It("fails a job run again after it succeeded, charged or not — unless a copy died or stalled, or the store was struck, in between (a redelivery)", func() {

@@ -909,7 +909,7 @@ func (d *drill) finishExternal(h *oracle.History) {
 	h.External = &x
 	h.Deliveries = append(h.Deliveries, d.deliveries()...)
 	if d.opts.Scale > 1 {
-		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the faults' schedules ran %v× faster, but the system runs on its own clock: its timeouts, backoffs and Retry-After waits took %v× longer in scenario time", d.opts.Scale, d.opts.Scale, d.opts.Scale))
+		h.Notes = append(h.Notes, fmt.Sprintf("time scale %v: the system was given it ({timeScale}) and is trusted to scale its own sleeps, timeouts, backoffs and Retry-After waits by it; whatever it does not scale took %v× longer in scenario time", d.opts.Scale, d.opts.Scale))
 	}
 	if x.Running {
 		h.Notes = append(h.Notes, "the system was already running: the drill started no copy, so no worker fault (crash, graceful stop, stall) was drilled")

@@ -81,8 +81,12 @@ func StandaloneConfig(source string, getenv func(string) string) (*Config, error
 	if df.Worker == "" {
 		df.Worker = "w1"
 	}
+	defect := getenv(EnvDefect)
+	if err := checkDefect(defect); err != nil {
+		return nil, err
+	}
 	cfg := &Config{Name: df.Worker, Source: source, RedisURL: df.RedisURL, Namespace: df.Namespace, Scale: df.TimeScale,
-		Origin: time.Now(), Gateways: map[string]string{}, CallTimeout: 30 * time.Second, Receivers: map[string]string{}}
+		Origin: time.Now(), Gateways: map[string]string{}, CallTimeout: 30 * time.Second, Receivers: map[string]string{}, Broken: defect}
 	for name, u := range df.Dependencies {
 		cfg.Gateways[name] = strings.TrimSuffix(u, gateway.CallPath)
 	}

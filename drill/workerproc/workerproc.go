@@ -90,9 +90,9 @@ type Config struct {
 	// Concurrency is the jobs this process runs at once (default 1).
 	Concurrency int `json:"concurrency"`
 	// Broken turns off part of the reference, for the drill's own specs
-	// that show the oracle catching a broken worker: "ack-before-dlq"
-	// acks a job the pipeline decided to dead-letter. Empty in every
-	// real drill.
+	// that show the oracle catching a broken worker: one of Defects
+	// ("ack-before-dlq" acks a job the pipeline decided to dead-letter).
+	// Empty in every real drill.
 	Broken string `json:"broken,omitempty"`
 }
 
@@ -347,7 +347,16 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 			return err
 		}
 	}
-	core, err := worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: sys.Policy, Alerter: alerter, Guards: sys.Guards})
+	classifier, policy := sys.Classifier, sys.Policy
+	switch cfg.Broken {
+	case "retry-final":
+		classifier = brokenClassifier{classifier}
+	case "hot-loop", "no-retry":
+		policy = brokenPolicy{Policy: policy, defect: cfg.Broken}
+	case "no-page":
+		alerter = brokenAlerter{alerter}
+	}
+	core, err := worker.NewCore(worker.Config{Classifier: classifier, Policy: policy, Alerter: alerter, Guards: sys.Guards})
 	if err != nil {
 		return err
 	}
@@ -361,8 +370,11 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		}
 	}
 	var dlqStore worker.DeadLetterer = dst
-	if cfg.Broken == "ack-before-dlq" {
+	switch cfg.Broken {
+	case "ack-before-dlq":
 		dlqStore = ackBeforeDLQ{st}
+	case "bare-dlq", "trim-dlq":
+		dlqStore = brokenDeadLetterer{DeadLetterer: dst, st: dst, defect: cfg.Broken}
 	}
 	pipe, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: dlqStore, Holder: splitHolder{hold: st, flush: dst}, Heartbeater: st,
 		LeaseTTL: sc.Workers.LeaseTTL,
@@ -415,6 +427,9 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 		a, err := c.CallFor(ctx, gateway.Caller{Job: j.ID, Key: j.IdempotencyKey, Task: j.Task, Attempt: j.Attempts + 1, Worker: cfg.Name})
 		calls.put(j.ID, a)
 		return err
+	}
+	if cfg.Broken == "drop" || cfg.Broken == "rerun" || cfg.Broken == "hot-loop" {
+		handler = brokenHandler(cfg.Broken, st, clk.Now, handler)
 	}
 	queues := []string{}
 	for _, t := range sc.Workload.Tasks {

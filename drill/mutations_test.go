@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -90,6 +91,20 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 			Expect(failedRules(e.result)).To(ContainElement(d.Rule), e.out.String())
 		})
 	}
+
+	It("is listed in docs/promises.md: each defect in the row of the rule that catches it", func() {
+		b, err := os.ReadFile(filepath.Join("..", "docs", "promises.md"))
+		Expect(err).NotTo(HaveOccurred())
+		rows := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if rule, rest, ok := strings.Cut(strings.TrimPrefix(line, "| `"), "` |"); ok && strings.HasPrefix(line, "| `") {
+				rows[rule] = rest
+			}
+		}
+		for _, d := range workerproc.Defects {
+			Expect(rows).To(HaveKeyWithValue(d.Rule, ContainSubstring("`"+d.Name+"`")), "defect %s under rule %s", d.Name, d.Rule)
+		}
+	})
 
 	It("refuses a defect it does not know, naming those it does", func() {
 		cmd := exec.Command(faultlineBin, "worker", "--scenario", filepath.Join("testdata", "mutations", "drill.yaml"))

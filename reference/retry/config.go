@@ -53,8 +53,8 @@ type Config struct {
 // most Burst retries of one dependency run in any one slot, besides those
 // over the budget (see MaxWait). A window of length Window() that straddles
 // two slots can so see 2·Burst retries, and any window of length w at most
-// Burst·(1+⌈w/Window()⌉). A retry due in a full slot runs at the start of
-// the first later slot with room, at most MaxWait late.
+// Burst·(1+⌈w/Window()⌉). A retry due in a full slot runs at an instant
+// drawn within the first later slot with room, at most MaxWait late.
 type BudgetConfig struct {
 	// Disabled turns the budget off: retries run at their backoff or hint
 	// time however many there are. The other fields are still validated.

@@ -32,12 +32,12 @@
 // is cut into aligned slots of width W = Burst·Refill, and at most Burst
 // retries of one dependency run in any one slot, whatever order they were
 // decided in (besides those over the budget, below). A retry due in a full
-// slot runs at the start of the first later slot with room, with reason
-// BudgetDelay. So:
+// slot runs in the first later slot with room, at an instant drawn
+// uniformly within it (never past MaxWait), with reason BudgetDelay. So:
 //
 //   - a storm of failures against a recovering dependency comes back Burst
-//     per slot instead of as one synchronized wave, even when every failure
-//     carried the same Retry-After;
+//     per slot, spread over the slot, instead of as one synchronized wave,
+//     even when every failure carried the same Retry-After;
 //   - failures decided at different times but due at the same moment (one
 //     with a long hint, one with a short one) share the room of one slot;
 //   - a retry booked far ahead takes room only in its own slot, so it holds

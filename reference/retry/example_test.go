@@ -49,9 +49,10 @@ func Example() {
 
 // Twenty-five jobs fail against a recovering dependency at the same instant,
 // all told to come back in 30 seconds. The budget (here 10 retries per 1s
-// slot) lets ten run then and pushes the rest to the start of the next slot
-// with room; with a MaxWait of 1.5s, the last five find none and run over the
-// budget, 1.5s late, and are counted.
+// slot) lets ten run then and pushes the next ten into the next slot with
+// room, each at an instant drawn in it (here no later than MaxWait, 1.5s
+// late); the last five find no room and run over the budget, 1.5s late,
+// and are counted.
 func ExampleBudgetConfig() {
 	cfg := retry.Config{Budget: retry.BudgetConfig{Burst: 10, Refill: 100 * time.Millisecond, MaxWait: 1500 * time.Millisecond}}
 	p, err := retry.New(cfg, rand.New(rand.NewPCG(1, 2)))
@@ -60,17 +61,25 @@ func ExampleBudgetConfig() {
 		return
 	}
 	now := time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
-	runs := map[time.Duration]int{}
+	var atHint, inNextSlot, over int
 	for range 25 {
+		before := p.Stats().BudgetExceeded
 		d := p.Decide(retry.Attempt{Dependency: "payments", Attempts: 1},
 			classify.Classification{Class: classify.RateLimited, RetryAfter: 30 * time.Second}, now)
-		runs[d.At.Sub(now)]++
+		switch at := d.At.Sub(now); {
+		case p.Stats().BudgetExceeded > before && at == 31500*time.Millisecond:
+			over++
+		case at == 30*time.Second:
+			atHint++
+		case at >= 31*time.Second && at <= 31500*time.Millisecond:
+			inNextSlot++ // spread over the slot, no later than MaxWait
+		}
 	}
-	fmt.Println(p.Config().Budget.Window(), runs)
+	fmt.Println(p.Config().Budget.Window(), atHint, inNextSlot, over)
 	s := p.Stats()
 	fmt.Println("delayed", s.BudgetDelayed, "over budget", s.BudgetExceeded, "dead letters", s.ByAction[retry.DeadLetter])
 	// Output:
-	// 1s map[30s:10 31s:10 31.5s:5]
+	// 1s 10 10 5
 	// delayed 15 over budget 5 dead letters 0
 }
 

@@ -150,10 +150,10 @@ func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classificat
 
 // bookLocked books a retry of dep due at due, decided at now, in dep's
 // budget, and returns when it runs: at due if due's slot has room, else at
-// the start of the first later slot with room. If there is none within
-// MaxWait after due, the retry runs at due+MaxWait over the budget, without
-// a booking, and exceeded is true. A retry due outside the calendar's
-// horizon (about 292 years, the range of a time.Duration, either side of
+// an instant drawn uniformly in the first later slot with room (never past
+// due+MaxWait). If there is none within MaxWait after due, the retry runs
+// at due+MaxWait over the budget, without a booking, and exceeded is true.
+// A retry due outside the calendar's horizon (about 292 years, the range of a time.Duration, either side of
 // the epoch) is not budgeted. The caller holds p.mu.
 func (p *Policy) bookLocked(dep string, now, due time.Time) (at time.Time, exceeded bool) {
 	if !p.started {
@@ -187,7 +187,12 @@ func (p *Policy) bookLocked(dep string, now, due time.Time) (at time.Time, excee
 		return due.Add(p.cfg.Budget.MaxWait), true
 	}
 	if start := p.epoch.Add(time.Duration(k * w)); start.After(due) {
-		return start, false
+		// Spread over the slot: the retries pushed into one slot would
+		// otherwise all run at its first instant, a synchronized wave of
+		// up to Burst, which is what the jitter is there to prevent. The
+		// slot still holds at most Burst, and none runs past MaxWait.
+		span := min(w, int64(due.Add(p.cfg.Budget.MaxWait).Sub(start))+1)
+		return start.Add(time.Duration(p.rng.Int64N(max(span, 1)))), false
 	}
 	return due, false
 }

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/retry"
@@ -274,6 +275,11 @@ var _ = Describe("Policy.Decide", func() {
 			return ds
 		}
 
+		// inSlot matches a run time within the slot [start, start+width).
+		inSlot := func(start time.Time, width time.Duration) types.GomegaMatcher {
+			return And(BeTemporally(">=", start), BeTemporally("<", start.Add(width)))
+		}
+
 		// runTimes returns the run times of ds.
 		runTimes := func(ds []retry.Decision) []time.Time {
 			ats := make([]time.Time, len(ds))
@@ -283,19 +289,22 @@ var _ = Describe("Policy.Decide", func() {
 			return ats
 		}
 
-		It("lets a burst run at its own time, then Burst more at the start of each later slot, without dead-lettering", func() {
+		It("lets a burst run at its own time, then Burst more spread over each later slot, without dead-lettering", func() {
 			due := epoch.Add(hint)
+			var delays time.Duration
 			for i, d := range decideStorm(storm, "payments", hinted(hint), epoch) {
 				if i < burst {
 					Expect(d).To(BeDecision(retry.Retry, retry.RetryAfterHint), "retry %d", i)
 					Expect(d.At).To(Equal(due), "retry %d", i)
 					continue
 				}
-				// Retries 10-19 run at 3s, 20-29 at 4s, ..., 90-99 at 11s.
+				// Retries 10-19 run in [3s, 4s), 20-29 in [4s, 5s), ..., 90-99
+				// in [11s, 12s), each at an instant drawn in its slot.
 				Expect(d).To(BeDecision(retry.Retry, retry.BudgetDelay), "retry %d", i)
 				pushed := time.Duration(i/burst) * slot
-				Expect(d.At).To(Equal(due.Add(pushed)), "retry %d", i)
-				Expect(d.Delay).To(Equal(hint + pushed))
+				Expect(d.At).To(inSlot(due.Add(pushed), slot), "retry %d", i)
+				Expect(d.Delay).To(Equal(d.At.Sub(epoch)))
+				delays += d.At.Sub(due)
 			}
 			s := p.Stats()
 			Expect(s.ByAction[retry.Retry]).To(BeEquivalentTo(storm))
@@ -303,8 +312,9 @@ var _ = Describe("Policy.Decide", func() {
 			Expect(s.BudgetDelayed).To(BeEquivalentTo(storm - burst))
 			Expect(s.ByReason[retry.BudgetDelay]).To(Equal(s.BudgetDelayed))
 			Expect(s.BudgetExceeded).To(BeZero())
-			// 10 retries pushed by each of 1s, 2s, ..., 9s.
-			Expect(s.BudgetDelay).To(Equal(burst * 45 * slot))
+			// 10 retries pushed into each of the slots 1s, 2s, ..., 9s later.
+			Expect(s.BudgetDelay).To(Equal(delays))
+			Expect(s.BudgetDelay).To(And(BeNumerically(">=", burst*45*slot), BeNumerically("<", burst*54*slot)))
 		})
 
 		It("spreads a storm of jittered backoffs too, pushing only past full slots", func() {
@@ -317,7 +327,7 @@ var _ = Describe("Policy.Decide", func() {
 				if d.Reason == retry.BudgetDelay {
 					delayed++
 					Expect(d.Delay).To(BeNumerically(">", d.Backoff))
-					Expect(d.Delay%slot).To(BeZero(), "a pushed retry runs at the start of a slot")
+					Expect(d.Delay).To(BeNumerically(">=", slot), "a pushed retry runs in a later slot")
 				} else {
 					Expect(d.Reason).To(Equal(retry.BackoffDelay))
 					Expect(d.Delay).To(Equal(d.Backoff))
@@ -325,7 +335,7 @@ var _ = Describe("Policy.Decide", func() {
 			}
 			Expect(delayed).To(Equal(storm - burst))
 			expectWithinBudget(runTimes(ds), epoch, slot, burst)
-			Expect(slices.MaxFunc(runTimes(ds), time.Time.Compare)).To(Equal(epoch.Add((storm/burst - 1) * slot)))
+			Expect(slices.MaxFunc(runTimes(ds), time.Time.Compare)).To(inSlot(epoch.Add((storm/burst-1)*slot), slot))
 		})
 
 		It("caps the retries that run in a slot, whenever they were decided (the reviewer's wave at t=10s)", func() {
@@ -336,16 +346,16 @@ var _ = Describe("Policy.Decide", func() {
 			ds := slices.Concat(first, second)
 			Expect(ds).To(HaveEach(HaveField("Action", retry.Retry)))
 			at10 := epoch.Add(10 * time.Second)
-			inSlot := 0
+			n := 0
 			for _, d := range ds {
 				if !d.At.Before(at10) && d.At.Before(at10.Add(slot)) {
-					inSlot++
+					n++
 				}
 			}
-			Expect(inSlot).To(Equal(burst), "retries in the slot [10s, 11s)")
+			Expect(n).To(Equal(burst), "retries in the slot [10s, 11s)")
 			Expect(runTimes(first)).To(HaveEach(at10))
 			Expect(second).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
-			Expect(runTimes(second)).To(HaveEach(at10.Add(slot)))
+			Expect(runTimes(second)).To(HaveEach(inSlot(at10.Add(slot), slot)))
 			expectWithinBudget(runTimes(ds), epoch, slot, burst)
 		})
 
@@ -405,10 +415,15 @@ var _ = Describe("Policy.Decide", func() {
 		It("runs over the budget at MaxWait when no slot within it has room, and counts it", func() {
 			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 1, Refill: time.Second, MaxWait: 3 * time.Second}}, 3)
 			ds := decideStorm(10, "payments", hinted(hint), epoch)
-			// One retry in each of the slots starting at 2s, 3s, 4s and 5s =
-			// 2s + MaxWait; the other six run at 5s over the budget.
-			for i, want := range []time.Duration{2, 3, 4, 5, 5, 5, 5, 5, 5, 5} {
-				Expect(ds[i].At).To(Equal(epoch.Add(want*time.Second)), "retry %d", i)
+			// One retry in each of the slots starting at 2s, 3s and 4s, one at
+			// 5s = 2s + MaxWait (the last instant MaxWait allows of its slot);
+			// the other six run at 5s over the budget.
+			Expect(ds[0].At).To(Equal(epoch.Add(2 * time.Second)))
+			for i, want := range []time.Duration{3, 4} {
+				Expect(ds[i+1].At).To(inSlot(epoch.Add(want*time.Second), slot), "retry %d", i+1)
+			}
+			for i := 3; i < 10; i++ {
+				Expect(ds[i].At).To(Equal(epoch.Add(5*time.Second)), "retry %d", i)
 			}
 			Expect(ds[0]).To(BeDecision(retry.Retry, retry.RetryAfterHint))
 			Expect(ds[1:]).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
@@ -421,10 +436,10 @@ var _ = Describe("Policy.Decide", func() {
 		It("refills: once the booked slots have passed, a burst is again not delayed", func() {
 			decideStorm(storm, "payments", hinted(hint), epoch)
 			// The storm booked the slots from 2s to 11s full. A retry due at
-			// 7s runs at 12s.
+			// 7s runs in the slot [12s, 13s).
 			d := p.Decide(attempt(1), hinted(hint), epoch.Add(5*time.Second))
 			Expect(d).To(BeDecision(retry.Retry, retry.BudgetDelay))
-			Expect(d.At).To(Equal(epoch.Add(12 * time.Second)))
+			Expect(d.At).To(inSlot(epoch.Add(12*time.Second), slot))
 
 			later := epoch.Add(time.Minute)
 			ds := decideStorm(burst+1, "payments", hinted(hint), later)
@@ -433,20 +448,23 @@ var _ = Describe("Policy.Decide", func() {
 				Expect(d.At).To(Equal(later.Add(hint)))
 			}
 			Expect(ds[burst]).To(BeDecision(retry.Retry, retry.BudgetDelay))
-			Expect(ds[burst].At).To(Equal(later.Add(hint + slot)))
+			Expect(ds[burst].At).To(inSlot(later.Add(hint+slot), slot))
 			Expect(p.CalendarLen("payments")).To(Equal(1), "the passed slots are forgotten")
 		})
 
-		It("gives each slot Burst places, and a pushed retry the start of the next slot with room", func() {
+		It("gives each slot Burst places, and a pushed retry an instant of the next slot with room", func() {
 			p = newPolicy(retry.Config{Budget: retry.BudgetConfig{Burst: 2, Refill: 500 * time.Millisecond}}, 3)
 			// Slots are 1s wide; all five are due at 2.5s, in the slot [2s, 3s).
 			ds := decideStorm(5, "payments", hinted(2500*time.Millisecond), epoch)
-			for i, want := range []time.Duration{2500, 2500, 3000, 3000, 4000} {
-				Expect(ds[i].At).To(Equal(epoch.Add(want*time.Millisecond)), "retry %d", i)
+			Expect(ds[0].At).To(Equal(epoch.Add(2500 * time.Millisecond)))
+			Expect(ds[1].At).To(Equal(epoch.Add(2500 * time.Millisecond)))
+			for i, want := range []time.Duration{3000, 3000, 4000} {
+				Expect(ds[i+2].At).To(inSlot(epoch.Add(want*time.Millisecond), time.Second), "retry %d", i+2)
 			}
-			// A retry due at 4.2s shares the slot of the one pushed to 4s.
+			// A retry due at 4.2s shares the slot of the one pushed into
+			// [4s, 5s); the next is pushed into [5s, 6s).
 			Expect(p.Decide(attempt(1), hinted(4200*time.Millisecond), epoch).At).To(Equal(epoch.Add(4200 * time.Millisecond)))
-			Expect(p.Decide(attempt(1), hinted(4200*time.Millisecond), epoch).At).To(Equal(epoch.Add(5 * time.Second)))
+			Expect(p.Decide(attempt(1), hinted(4200*time.Millisecond), epoch).At).To(inSlot(epoch.Add(5*time.Second), time.Second))
 		})
 
 		It("keeps the budgets of two dependencies independent", func() {
@@ -472,15 +490,14 @@ var _ = Describe("Policy.Decide", func() {
 
 		It("spreads a wave of retries that all carry the same Retry-After", func() {
 			ds := decideStorm(3*burst, "payments", hinted(time.Minute), epoch)
-			seen := map[time.Time]int{}
+			bySlot, instants := map[time.Duration]int{}, map[time.Time]bool{}
 			for _, d := range ds {
-				seen[d.At]++
+				bySlot[d.At.Sub(epoch.Add(time.Minute)).Truncate(slot)]++
+				instants[d.At] = true
 			}
-			Expect(seen).To(Equal(map[time.Time]int{
-				epoch.Add(time.Minute):          burst,
-				epoch.Add(time.Minute + slot):   burst,
-				epoch.Add(time.Minute + 2*slot): burst,
-			}), "only a burst comes back at the hinted instant, the rest a burst per slot")
+			Expect(bySlot).To(Equal(map[time.Duration]int{0: burst, slot: burst, 2 * slot: burst}),
+				"only a burst comes back at the hinted instant, the rest a burst per slot")
+			Expect(instants).To(HaveLen(1+2*burst), "the pushed ones each at an instant of its own, not a slot's first")
 		})
 
 		It("is skipped when disabled", func() {
@@ -507,11 +524,11 @@ var _ = Describe("Policy.Decide", func() {
 		It("pushes a retry decided with an earlier now than the latest into the latest slot, and counts it there", func() {
 			decideStorm(1, "payments", hinted(time.Millisecond), epoch.Add(3*time.Second))
 			// A racing caller still on t=0: its retry due at 1s is in a slot
-			// that has ended, so it runs at the start of the current one.
+			// that has ended, so it runs in the current one.
 			ds := decideStorm(burst, "payments", hinted(time.Second), epoch)
 			Expect(ds).To(HaveEach(BeDecision(retry.Retry, retry.BudgetDelay)))
-			Expect(runTimes(ds[:burst-1])).To(HaveEach(epoch.Add(3 * time.Second)))
-			Expect(ds[burst-1].At).To(Equal(epoch.Add(4 * time.Second)))
+			Expect(runTimes(ds[:burst-1])).To(HaveEach(inSlot(epoch.Add(3*time.Second), slot)))
+			Expect(ds[burst-1].At).To(inSlot(epoch.Add(4*time.Second), slot))
 		})
 
 		It("forgets idle dependencies, so distinct names cannot grow it without bound", func() {
@@ -566,8 +583,16 @@ var _ = Describe("Policy.Decide", func() {
 			all := slices.Concat(ats...)
 			slices.SortFunc(all, time.Time.Compare)
 			Expect(all).To(HaveLen(workers * each))
+			// The same times as one goroutine's decisions of the same seed.
+			q := newPolicy(retry.Config{}, 3)
+			var want []time.Time
+			for range workers * each {
+				want = append(want, q.Decide(attempt(1), hinted(hint), epoch).At)
+			}
+			slices.SortFunc(want, time.Time.Compare)
+			Expect(all).To(Equal(want))
 			for i, at := range all {
-				Expect(at).To(Equal(epoch.Add(hint+time.Duration(i/burst)*slot)), "retry %d in time order", i)
+				Expect(at).To(inSlot(epoch.Add(hint+time.Duration(i/burst)*slot), slot), "retry %d in time order", i)
 			}
 			Expect(p.Stats().Decisions).To(BeEquivalentTo(workers * each))
 			Expect(p.Stats().BudgetExceeded).To(BeZero())

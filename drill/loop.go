@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1163,9 +1164,13 @@ func (d *drill) calls() []oracle.Call {
 	var out []oracle.Call
 	for _, g := range d.gws {
 		for _, c := range g.Calls() {
-			out = append(out, oracle.Call{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
+			hc := oracle.Call{AtMs: c.At.Milliseconds(), Dependency: g.Name(), JobID: c.Job, Key: c.Key, Fault: c.Fault,
 				Class: classString(c.Class), Status: c.Status, Outcome: string(c.Outcome), TookEffect: c.TookEffect, Charge: c.Charge,
-				TookMs: float64(c.Took.Microseconds()) / 1000})
+				TookMs: float64(c.Took.Microseconds()) / 1000}
+			if secs, err := strconv.Atoi(c.RetryAfter); err == nil && secs > 0 && c.Status > 0 {
+				hc.RetryAfterMs = int64(secs) * 1000 // whole seconds of scenario time
+			}
+			out = append(out, hc)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b oracle.Call) int { return int(a.AtMs - b.AtMs) })

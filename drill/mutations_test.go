@@ -111,6 +111,6 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 		cmd.Env = append(os.Environ(), "FAULTLINE_REDIS_URL=redis://"+srv.Addr+"/0", "FAULTLINE_NAMESPACE=mutations", workerproc.EnvDefect+"=slow-ack")
 		out, err := cmd.CombinedOutput()
 		Expect(err).To(HaveOccurred())
-		Expect(string(out)).To(ContainSubstring(`FAULTLINE_DEFECT="slow-ack": takes one of ack-before-dlq, drop, rerun, hot-loop, no-retry, retry-final, bare-dlq, trim-dlq, no-page`))
+		Expect(string(out)).To(ContainSubstring(`FAULTLINE_DEFECT="slow-ack": takes one of ack-before-dlq, drop, rerun, hot-loop, no-retry-after, no-retry, retry-final, bare-dlq, trim-dlq, no-page`))
 	})
 })

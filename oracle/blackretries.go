@@ -62,7 +62,8 @@ func transient(c Call) bool {
 
 // retries judges each job's calls against the declared retry policy
 // (attempts-within-policy: no more attempts than maxAttempts, waits of at
-// least minBackoff, spread retries when jitter; transient-retried: no
+// least minBackoff, spread retries when jitter, a Retry-After waited out
+// when honoursRetryAfter; transient-retried: no
 // transient failure dead-lettered before its attempts were used), or,
 // with none declared, against the hot-loop rule: no call within
 // scenarios.HotLoop of a failed one. A chain of attempts starts again
@@ -83,7 +84,7 @@ func (b *blackJudge) retries() string {
 	var rs []retry
 	for _, id := range b.order {
 		j := b.jobs[id]
-		attempts, short, over, redelivered := 0, 0, false, false
+		attempts, short, over, redelivered, early := 0, 0, false, false, false
 		var firstShort retry
 		var last *Call
 		for i := range j.calls {
@@ -96,6 +97,12 @@ func (b *blackJudge) retries() string {
 				attempts, redelivered = 0, true
 			}
 			attempts++
+			if pol != nil && pol.HonoursRetryAfter && last != nil && failed(*last) && !redo && !early &&
+				last.RetryAfterMs > 0 && c.AtMs-last.AtMs < last.RetryAfterMs {
+				early = true
+				b.fail(InvAttempts, id, c.AtMs, "job %s was answered %s at %s with Retry-After %s and called again %s later: the declared policy honours Retry-After — a dependency that asks for a pause is given it",
+					id, answer(*last), fmtMs(last.AtMs), time.Duration(last.RetryAfterMs)*time.Millisecond, time.Duration(c.AtMs-last.AtMs)*time.Millisecond)
+			}
 			if last != nil && failed(*last) && !redo { // a redelivery is the queue's, not a retry
 				rs = append(rs, retry{id, last.AtMs, c.AtMs})
 				if c.AtMs-last.AtMs < minGap {
@@ -171,6 +178,9 @@ func (b *blackJudge) retries() string {
 	parts := []string{fmt.Sprintf("maxAttempts %d", pol.MaxAttempts), fmt.Sprintf("minBackoff %s", time.Duration(pol.MinBackoffMs)*time.Millisecond)}
 	if pol.Jitter {
 		parts = append(parts, "jitter")
+	}
+	if pol.HonoursRetryAfter {
+		parts = append(parts, "honours Retry-After")
 	}
 	return "declared: " + strings.Join(parts, ", ")
 }

@@ -370,6 +370,9 @@ type Call struct {
 	Charge int `json:"charge,omitempty"`
 	// TookMs is the wall time from the call's arrival to its outcome.
 	TookMs float64 `json:"tookMs"`
+	// RetryAfterMs is the Retry-After the answer carried, in scenario
+	// milliseconds (0: none).
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 }
 
 // Delivery is one notification the alerter sent to a receiver, and

@@ -283,6 +283,22 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
 		})
 
+		It("with honoursRetryAfter declared, fails a call sooner than the Retry-After its job was answered", func() {
+			h := history()
+			h.Jobs = append(h.Jobs, oracle.Job{AtMs: 250, ID: "j-limited", Task: "charge", Outcome: "ok"})
+			limited := call(300, "j-limited", "error", 429, "rate_limited")
+			limited.RetryAfterMs = 2_000
+			h.Calls = append(h.Calls, limited, call(1_300, "j-limited", "ok", 200, ""))
+			sc := declared(scenarios.ExternalPolicy{MaxAttempts: 4, HonoursRetryAfter: true})
+			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(And(ContainSubstring("job j-limited was answered 429 (rate_limited) at +300ms with Retry-After 2s and called again 1s later"),
+				ContainSubstring("honours Retry-After"))))
+			h.Calls[len(h.Calls)-1].AtMs = 2_400
+			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+			// Undeclared, the hint is the system's to take or leave.
+			h.Calls[len(h.Calls)-1].AtMs = 1_300
+			Expect(verdicts(judge(declared(scenarios.ExternalPolicy{MaxAttempts: 4}), h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
+		})
+
 		It("with full jitter declared (no floor), fails retries that nearly all came at once (a hot loop), and passes waits spread as a jitter spreads them", func() {
 			h := history()
 			for i := range 6 {

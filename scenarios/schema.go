@@ -331,7 +331,7 @@ var keyDocs = map[string]keyDoc{
 	"ExternalPolicyDoc.maxAttempts":       {doc: "The attempts a job is given, the first one included: a transient failure is tried this many times before it is dead-lettered, never more.", required: true, min: bound(1)},
 	"ExternalPolicyDoc.minBackoff":        {doc: "The least wait, in scenario time, between a failed attempt and the next (0 for full jitter)."},
 	"ExternalPolicyDoc.jitter":            {doc: "Retries are spread: of five or more jobs that failed within 10ms, the next attempts are not all within 10ms of each other; with no minBackoff (full jitter), nine in ten of five or more retries within 100ms of their failure are a hot loop."},
-	"ExternalPolicyDoc.honoursRetryAfter": {doc: "A dependency's Retry-After is waited out before the next attempt."},
+	"ExternalPolicyDoc.honoursRetryAfter": {doc: "A dependency's Retry-After is waited out: no job is called again sooner than the Retry-After it was answered with."},
 	"External.noAlerts":                   {doc: "The system has no alerting to point at the receivers: a critical failure's page is then reported not observable instead of failed."},
 	"External.ready":                      {doc: "A readiness probe asked instead of the blind startup wait: jobs and faults start once it says ready."},
 	"External.pageWait":                   {doc: "How long past the drain, in scenario time, the drill waits for a page still owed whose deadline has not passed (default " + DefaultPageWait.String() + "); a page later than that is not observable, never 'never paged'."},

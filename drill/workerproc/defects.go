@@ -43,6 +43,7 @@ var Defects = []Defect{
 	{"drop", "acks every fifth job it takes without running it", oracle.InvConservation},
 	{"rerun", "enqueues a job that succeeded once more (a duplicating requeue)", oracle.InvNoMoveAfterDone},
 	{"hot-loop", "retries a failed call three times at once, with no backoff, then dead-letters the job (the seed's loop)", oracle.InvAttempts},
+	{"no-retry-after", "ignores a 429's Retry-After and retries at its own backoff", oracle.InvAttempts},
 	{"no-retry", "dead-letters a transient failure at its first attempt", oracle.InvTransientRetried},
 	{"retry-final", "retries declined cards and revoked keys as if they were transient", oracle.InvNoRetryOfFinal},
 	{"bare-dlq", "writes dead letters without their error", oracle.InvDLQEntryComplete},
@@ -68,12 +69,18 @@ func checkDefect(name string) error {
 }
 
 // brokenClassifier makes every permanent or critical failure transient
-// (retry-final).
-type brokenClassifier struct{ worker.Classifier }
+// (retry-final), or drops a dependency's Retry-After (no-retry-after).
+type brokenClassifier struct {
+	worker.Classifier
+	defect string
+}
 
 func (b brokenClassifier) Classify(err error, scope classify.Scope) classify.Classification {
 	c := b.Classifier.Classify(err, scope)
-	if c.Class == classify.Permanent || c.Class == classify.Critical {
+	switch {
+	case b.defect == "no-retry-after":
+		c.RetryAfter = 0
+	case c.Class == classify.Permanent || c.Class == classify.Critical:
 		c.Class, c.Severity = classify.Transient, classify.Medium
 	}
 	return c

@@ -349,8 +349,8 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	}
 	classifier, policy := sys.Classifier, sys.Policy
 	switch cfg.Broken {
-	case "retry-final":
-		classifier = brokenClassifier{classifier}
+	case "retry-final", "no-retry-after":
+		classifier = brokenClassifier{Classifier: classifier, defect: cfg.Broken}
 	case "hot-loop", "no-retry":
 		policy = brokenPolicy{Policy: policy, defect: cfg.Broken}
 	case "no-page":

@@ -502,6 +502,7 @@ func (b *blackJudge) finalRetries() {
 		}
 	}
 	var matched []string
+	wins := b.systemFaultWindows()
 	for _, id := range b.order {
 		j := b.jobs[id]
 		// requeued says a call at ms is one the declared requeue can
@@ -520,9 +521,11 @@ func (b *blackJudge) finalRetries() {
 				final = c
 			}
 		}
-		if final != nil && len(after) > 0 && b.crashBetween(final.AtMs, after[0]) {
-			b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its final answer at %s, with a copy of the system killed or gone in between: a redelivery, not judged a retry", id, fmtMs(after[0]), fmtMs(final.AtMs)))
-			after = after[:0]
+		if final != nil && len(after) > 0 {
+			if why := b.redelivery(final.AtMs, after[0], wins); why != "" {
+				b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("job %s was called again at %s after its final answer at %s, with %s in between: a redelivery, not judged a retry", id, fmtMs(after[0]), fmtMs(final.AtMs), why))
+				after = after[:0]
+			}
 		}
 		if final != nil && len(after) > 0 && !requeued(after[0]) {
 			why := "a declined card is declined again: retrying it only annoys the customer's bank"
@@ -556,14 +559,6 @@ func (b *blackJudge) finalRetries() {
 		b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("%d job(s) ran again after their dead letter and were back in the DLQ by the next read: matched to the declared requeue (%s), not judged a run of a dead letter: %s%s",
 			n, strings.Join(requeue, ", "), strings.Join(matched, "; "), more))
 	}
-}
-
-// crashBetween says a copy of the system was killed or exited in
-// (from, to].
-func (b *blackJudge) crashBetween(from, to int64) bool {
-	return slices.ContainsFunc(b.h.Processes, func(p ProcessEvent) bool {
-		return (p.Kind == "killed" || p.Kind == "exited") && p.AtMs > from && p.AtMs <= to
-	})
 }
 
 // runsAfterSuccess: a job whose call was answered as a success is not run

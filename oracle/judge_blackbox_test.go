@@ -150,6 +150,12 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		r := judge(scenario(), h)
 		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed))
 		Expect(r.Warnings).To(ContainElement(ContainSubstring("a redelivery, not judged a retry")))
+
+		// A stall past the lease redelivers as a crash does.
+		h.Processes = []oracle.ProcessEvent{{AtMs: 200, Worker: "w1", Kind: "stalled"}}
+		r = judge(scenario(), h)
+		Expect(verdicts(r)).To(HaveKeyWithValue(oracle.InvNoRetryOfFinal, reports.Passed))
+		Expect(r.Warnings).To(ContainElement(ContainSubstring("with copy w1 stalled at +200ms in between: a redelivery")))
 	})
 
 	It("matches a declared auto-retry to the calls it causes: a dead letter requeued and failing again between two reads is legal, undeclared it is a run of a dead letter", func() {

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,6 +49,73 @@ const (
 	hotLoopRetries = 5
 )
 
+// retryGap is one retry of a job: its failed call at failAt, the next call
+// at next.
+type retryGap struct {
+	job          string
+	failAt, next int64
+}
+
+// herds judges the declared jitter: jobs that failed at one instant
+// (jitterJobs or more within jitterInstant) and were all called again at
+// one instant, failed there together and were all called again at one
+// instant once more, retry without jitter. One such round alone is not
+// judged: a system that promotes due retries by polling (the reference's
+// maintenance tick, Sidekiq's scheduled-set poller) runs the retries due
+// within one poll together, and a jittered backoff lands five of them in
+// one poll now and then — but not twice running, while a fixed backoff
+// does every time.
+func (b *blackJudge) herds(rs []retryGap) {
+	slices.SortFunc(rs, func(a, b retryGap) int { return cmp.Compare(a.failAt, b.failAt) })
+	// retryAt finds a job's retry whose failed call was at ms.
+	retryAt := func(job string, ms int64) (retryGap, bool) {
+		i, found := slices.BinarySearchFunc(rs, ms, func(r retryGap, t int64) int { return cmp.Compare(r.failAt, t) })
+		for ; found && i < len(rs) && rs[i].failAt == ms; i++ {
+			if rs[i].job == job {
+				return rs[i], true
+			}
+		}
+		return retryGap{}, false
+	}
+	// herd says group's retries all came within one instant, and returns
+	// when.
+	herd := func(group []retryGap) (int64, bool) {
+		jobs := map[string]bool{}
+		lo, hi := group[0].next, group[0].next
+		for _, r := range group {
+			jobs[r.job] = true
+			lo, hi = min(lo, r.next), max(hi, r.next)
+		}
+		return lo, len(jobs) >= jitterJobs && hi-lo < jitterInstant
+	}
+	for i := 0; i < len(rs); {
+		k := i
+		for k < len(rs) && rs[k].failAt-rs[i].failAt < jitterInstant {
+			k++
+		}
+		group := rs[i:k]
+		i = k
+		at, ok := herd(group)
+		if !ok {
+			continue
+		}
+		// The same jobs, again: each retry failed, and was retried.
+		var again []retryGap
+		for _, r := range group {
+			if next, ok := retryAt(r.job, r.next); ok {
+				again = append(again, next)
+			}
+		}
+		if len(again) < len(group) {
+			continue
+		}
+		if at2, ok := herd(again); ok {
+			b.fail(InvAttempts, group[0].job, at2, "%d jobs failed within %dms at %s, were all called again within %dms at %s, failed together and were all called again within %dms at %s: the declared jitter spreads retries so that a recovering dependency is not struck by all of them at once",
+				len(group), jitterInstant, fmtMs(group[0].failAt), jitterInstant, fmtMs(at), jitterInstant, fmtMs(at2))
+		}
+	}
+}
+
 // failed says a call's answer told the caller it failed.
 func failed(c Call) bool { return !answeredOK(c) }
 
@@ -77,15 +145,11 @@ func (b *blackJudge) retries() string {
 		minGap = pol.MinBackoffMs
 	}
 	wins := b.systemFaultWindows()
-	type retry struct {
-		job          string
-		failAt, next int64
-	}
-	var rs []retry
+	var rs []retryGap
 	for _, id := range b.order {
 		j := b.jobs[id]
 		attempts, short, over, redelivered, early := 0, 0, false, false, false
-		var firstShort retry
+		var firstShort retryGap
 		var last *Call
 		for i := range j.calls {
 			c := &j.calls[i]
@@ -104,10 +168,10 @@ func (b *blackJudge) retries() string {
 					id, answer(*last), fmtMs(last.AtMs), time.Duration(last.RetryAfterMs)*time.Millisecond, time.Duration(c.AtMs-last.AtMs)*time.Millisecond)
 			}
 			if last != nil && failed(*last) && !redo { // a redelivery is the queue's, not a retry
-				rs = append(rs, retry{id, last.AtMs, c.AtMs})
+				rs = append(rs, retryGap{id, last.AtMs, c.AtMs})
 				if c.AtMs-last.AtMs < minGap {
 					if short == 0 {
-						firstShort = retry{id, last.AtMs, c.AtMs}
+						firstShort = retryGap{id, last.AtMs, c.AtMs}
 					}
 					short++
 				}
@@ -138,7 +202,7 @@ func (b *blackJudge) retries() string {
 		// A declared jitter with no floor (full jitter) may wait next to
 		// nothing once in a while, never nearly always: nine retries in
 		// ten within the hot-loop gap are a loop with no backoff.
-		var hot []retry
+		var hot []retryGap
 		for _, r := range rs {
 			if r.next-r.failAt < scenarios.HotLoop.Milliseconds() {
 				hot = append(hot, r)
@@ -150,27 +214,7 @@ func (b *blackJudge) retries() string {
 		}
 	}
 	if pol != nil && pol.Jitter {
-		// Retries of jobs that failed at one instant, all again at one
-		// instant: no jitter.
-		slices.SortFunc(rs, func(a, b retry) int { return int(a.failAt - b.failAt) })
-		for i := 0; i < len(rs); {
-			k := i
-			for k < len(rs) && rs[k].failAt-rs[i].failAt < jitterInstant {
-				k++
-			}
-			group := rs[i:k]
-			jobs := map[string]bool{}
-			lo, hi := group[0].next, group[0].next
-			for _, r := range group {
-				jobs[r.job] = true
-				lo, hi = min(lo, r.next), max(hi, r.next)
-			}
-			if len(jobs) >= jitterJobs && hi-lo < jitterInstant {
-				b.fail(InvAttempts, group[0].job, lo, "%d jobs failed within %dms at %s and were all called again within %dms at %s: the declared jitter spreads retries so that a recovering dependency is not struck by all of them at once",
-					len(jobs), jitterInstant, fmtMs(group[0].failAt), jitterInstant, fmtMs(lo))
-			}
-			i = k
-		}
+		b.herds(rs)
 	}
 	if pol == nil {
 		return fmt.Sprintf("no retry policy declared (system.external.policy): only the hot-loop rule was judged — no call of a job within %s of a failed one", scenarios.HotLoop)

@@ -274,17 +274,19 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 			Expect(messages(r, oracle.InvTransientRetried)).To(ConsistOf(ContainSubstring("job j-503 was dead-lettered after 1 attempt(s), the last at +200ms answered 503 (transient), although the declared policy gives it 3")))
 		})
 
-		It("with jitter declared, fails five jobs that failed at one instant and were all tried again at one instant", func() {
+		It("with jitter declared, fails five jobs that failed at one instant and were tried again together twice running — one round alone may be a poll", func() {
 			h := history()
 			for i := range 5 {
 				id := fmt.Sprintf("j-herd-%d", i)
 				h.Jobs = append(h.Jobs, oracle.Job{AtMs: 150, ID: id, Task: "charge", Outcome: "ok"})
-				h.Calls = append(h.Calls, call(200+int64(i), id, "error", 503, "transient"), call(1500+int64(i), id, "ok", 200, ""))
+				h.Calls = append(h.Calls, call(200+int64(i), id, "error", 503, "transient"), call(1500+int64(i), id, "error", 503, "transient"),
+					call(2800+int64(i), id, "ok", 200, ""))
 			}
 			sc := declared(scenarios.ExternalPolicy{MaxAttempts: 3, MinBackoff: time.Second, Jitter: true})
-			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(ContainSubstring("5 jobs failed within 10ms at +200ms and were all called again within 10ms at +1.5s")))
+			Expect(messages(judge(sc, h), oracle.InvAttempts)).To(ConsistOf(ContainSubstring("5 jobs failed within 10ms at +200ms, were all called again within 10ms at +1.5s, failed together and were all called again within 10ms at +2.8s")))
+			// The second round spread: the first was a poll's batch.
 			for i := range 5 {
-				h.Calls[len(h.Calls)-9+2*i].AtMs = 1500 + 100*int64(i)
+				h.Calls[len(h.Calls)-13+3*i].AtMs = 2800 + 150*int64(i)
 			}
 			Expect(verdicts(judge(sc, h))).To(HaveKeyWithValue(oracle.InvAttempts, reports.Passed))
 		})

@@ -70,6 +70,9 @@ type blackJudge struct {
 	counts map[string]int64
 	jobs   map[string]*blackJob
 	order  []string
+	// callJobs says the calls carry their jobs' IDs (EvCallJobs): without
+	// them a job's success cannot be seen, and none is called lost.
+	callJobs bool
 }
 
 func (b *blackJudge) fail(inv, job string, at int64, format string, args ...any) {
@@ -136,6 +139,9 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	if corrupt > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d DLQ entries could not be read (corrupt or without a job ID at the layout's id path): shown in the DLQ, and the jobs they hold cannot be named", corrupt))
 	}
+	if n := countFunc(h.Calls, func(c Call) bool { return c.JobID == "" }); n > 0 && n < len(h.Calls) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of the %d calls to the dependencies carried no job ID (X-Faultline-Job): they are counted for the dependencies, but no job's rules see them", n, len(h.Calls)))
+	}
 	for _, e := range x.InjectErrors {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("job %s could not be injected at %s: %s (not judged: it was never the system's)", e.JobID, fmtMs(e.AtMs), e.Error))
 	}
@@ -145,6 +151,10 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 
 	judged := h.Interrupted == ""
 	obs := h.Observed()
+	b.callJobs = obs.Has(EvCallJobs)
+	if !b.callJobs {
+		res.Warnings = append(res.Warnings, "the system's calls carried no job ID (X-Faultline-Job): which jobs succeeded cannot be seen, so the jobs neither in the DLQ nor queued are counted pending, not lost, and every rule that follows a job's calls is not observable")
+	}
 	if b.policy() == nil {
 		obs.lack(EvPolicy, whyNoPolicy)
 	}
@@ -190,6 +200,11 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 		invs = append(invs, r)
 	}
 	res.Invariants = invs
+	// A check that ran but whose evidence is lacking (conservation without
+	// the calls' job IDs) says nothing: its violations go with its verdict.
+	res.Violations = slices.DeleteFunc(res.Violations, func(v reports.Violation) bool {
+		return slices.ContainsFunc(invs, func(r reports.InvariantResult) bool { return r.Name == v.Invariant && r.Verdict == reports.NotObservable })
+	})
 	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	if !judged {
 		// Judged on part of a drill, a violation would mean nothing.
@@ -225,6 +240,17 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 		}
 	}
 	return res
+}
+
+// countFunc counts the elements of xs for which f is true.
+func countFunc[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 func fmtMs(ms int64) string { return "+" + (time.Duration(ms) * time.Millisecond).String() }
@@ -719,6 +745,9 @@ func (b *blackJudge) ledger() {
 		case j.queued:
 			led.Queued++
 			t.Pending++
+		case !b.callJobs:
+			led.InFlight++ // its calls, if any, cannot be told apart: its fate is unseen
+			t.Pending++
 		default:
 			led.Lost++
 		}
@@ -826,7 +855,7 @@ func (b *blackJudge) external() *reports.External {
 	}
 	for _, id := range b.order {
 		j := b.jobs[id]
-		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && !j.unseen() && len(out.Lost) < reports.MaxListedViolations {
+		if j.okAt < 0 && j.inDLQ == 0 && !j.queued && !j.unseen() && b.callJobs && len(out.Lost) < reports.MaxListedViolations {
 			out.Lost = append(out.Lost, id)
 		}
 		if j.leftDLQ && len(b.shrinks()) == 0 {

@@ -50,6 +50,9 @@ const (
 	// EvPolicy: the system's retry policy, declared (a black box's is its
 	// own, and judged only as the scenario declares it).
 	EvPolicy
+	// EvCallJobs: each call's job (a black box's calls name it in
+	// X-Faultline-Job), so that a job's calls can be told from another's.
+	EvCallJobs
 	numEvidence = iota
 )
 
@@ -68,6 +71,7 @@ var evidenceNames = [numEvidence]string{
 	"a severity on the DLQ's entries",
 	"every text the system sent out or stored",
 	"the system's declared retry policy",
+	"each call's job ID",
 }
 
 // String names the kinds in the set: "the jobs the workload made and the
@@ -155,6 +159,7 @@ const (
 	whyNoPolicy      = "the system declares no retry policy (system.external.policy: {maxAttempts: N, minBackoff: D}): how many attempts a transient failure deserves is the system's own"
 	whyNoAlerts      = "the system was given no receiver's URL (system.external.noAlerts): whether it pages cannot be seen from outside"
 	whyNoSeverity    = "no entry of the DLQ carries a severity (at the layout's dlq.fields.severity): where none is written, none can be judged"
+	whyNoCallJobs    = "none of the system's calls to its dependencies carried its job's ID in the X-Faultline-Job header: one job's calls cannot be told from another's (send the ID the job document carries in that header)"
 )
 
 // Observed says what the run that wrote h observed: a simulated run
@@ -200,6 +205,9 @@ func (h *History) Observed() Observed {
 	if !severity {
 		o.lack(EvSeverity, whyNoSeverity)
 	}
+	if len(h.Calls) > 0 && !slices.ContainsFunc(h.Calls, func(c Call) bool { return c.JobID != "" }) {
+		o.lack(EvCallJobs, whyNoCallJobs)
+	}
 	return o
 }
 
@@ -235,20 +243,20 @@ var ledgerReads = map[string]Evidence{
 // outsideReads are what each invariant a black-box judge has a check for
 // reads; an invariant it has none for reads what the ledger's does.
 var outsideReads = map[string]Evidence{
-	InvConservation:     EvJobs | EvCalls | EvDLQ,
-	InvNotBoth:          EvCalls | EvDLQ,
-	InvNoMoveAfterDone:  EvCalls,
+	InvConservation:     EvJobs | EvCalls | EvCallJobs | EvDLQ,
+	InvNotBoth:          EvCalls | EvCallJobs | EvDLQ,
+	InvNoMoveAfterDone:  EvCalls | EvCallJobs,
 	InvOneDLQEntry:      EvDLQReads | EvDLQ,
 	InvDLQNeverShrinks:  EvDLQReads,
-	InvNoDoubleCharge:   EvCalls,
-	InvNoRetryOfFinal:   EvCalls,
-	InvNoRerunAfterDead: EvCalls | EvDLQReads,
+	InvNoDoubleCharge:   EvCalls | EvCallJobs,
+	InvNoRetryOfFinal:   EvCalls | EvCallJobs,
+	InvNoRerunAfterDead: EvCalls | EvCallJobs | EvDLQReads,
 	InvCriticalPaged:    EvCalls | EvDeliveries,
 	InvOnePage:          EvCalls | EvDeliveries,
 	InvDLQSeverity:      EvDLQ | EvSeverity,
 	InvDLQEntryComplete: EvDLQ,
-	InvAttempts:         EvCalls,
-	InvTransientRetried: EvCalls | EvPolicy,
+	InvAttempts:         EvCalls | EvCallJobs,
+	InvTransientRetried: EvCalls | EvCallJobs | EvPolicy,
 }
 
 // The invariants only a black-box judge checks (the others it shares with
@@ -316,12 +324,14 @@ func CountReads(c scenarios.Count, outside bool) Evidence {
 		switch c.Metric {
 		case scenarios.Created:
 			return EvJobs
-		case scenarios.Succeeded, scenarios.Charges:
+		case scenarios.Succeeded:
+			return EvJobs | EvCalls | EvCallJobs
+		case scenarios.Charges:
 			return EvJobs | EvCalls
 		case scenarios.DeadLettered:
 			return EvJobs | EvDLQ
 		case scenarios.Lost, scenarios.Pending:
-			return EvJobs | EvCalls | EvDLQ
+			return EvJobs | EvCalls | EvCallJobs | EvDLQ
 		case scenarios.Notifications, scenarios.Pages:
 			return EvDeliveries
 		}

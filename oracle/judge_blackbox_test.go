@@ -415,6 +415,24 @@ var _ = Describe("The black-box oracle (oracle.Judge of an external drill's hist
 		Expect(verdicts(judge(scenario(), h))).To(HaveKeyWithValue(oracle.InvDLQSeverity, reports.NotObservable))
 	})
 
+	It("judges no job's calls when none carries its job's ID (X-Faultline-Job), saying so, and warns of the calls that carry none", func() {
+		h := history()
+		for i := range h.Calls {
+			h.Calls[i].JobID = ""
+		}
+		r := judge(scenario(), h)
+		for _, inv := range []string{oracle.InvConservation, oracle.InvNoMoveAfterDone, oracle.InvNoRetryOfFinal, oracle.InvAttempts, oracle.InvNoDoubleCharge} {
+			Expect(verdicts(r)).To(HaveKeyWithValue(inv, reports.NotObservable), inv)
+		}
+		Expect(r.Invariants).To(ContainElement(And(HaveField("Name", oracle.InvConservation), HaveField("Note", ContainSubstring("X-Faultline-Job header")))))
+		Expect(r.Ledger.Lost).To(BeZero(), "no job is called lost for calls the drill could not attribute")
+		Expect(r.Violations).To(BeEmpty())
+
+		h = history()
+		h.Calls[0].JobID = ""
+		Expect(judge(scenario(), h).Warnings).To(ContainElement(ContainSubstring("1 of the 3 calls to the dependencies carried no job ID (X-Faultline-Job)")))
+	})
+
 	It("does not call lost a job whose injection timed out and that the system never showed", func() {
 		h := history()
 		h.Jobs = append(h.Jobs, oracle.Job{AtMs: 300, ID: "j-unknown", Task: "charge", Outcome: "unknown"})

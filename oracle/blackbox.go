@@ -203,7 +203,9 @@ func JudgeBlackBox(sc scenarios.Scenario, h *History) *reports.Result {
 	// A check that ran but whose evidence is lacking (conservation without
 	// the calls' job IDs) says nothing: its violations go with its verdict.
 	res.Violations = slices.DeleteFunc(res.Violations, func(v reports.Violation) bool {
-		return slices.ContainsFunc(invs, func(r reports.InvariantResult) bool { return r.Name == v.Invariant && r.Verdict == reports.NotObservable })
+		return slices.ContainsFunc(invs, func(r reports.InvariantResult) bool {
+			return r.Name == v.Invariant && r.Verdict == reports.NotObservable
+		})
 	})
 	slices.SortStableFunc(res.Violations, func(a, b reports.Violation) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	if !judged {

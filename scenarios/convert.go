@@ -181,7 +181,7 @@ func (c *converter) convert(d *Document) Scenario {
 		sc.Start = t.UTC()
 	}
 	sc.Workload = c.workload(d.Workload)
-	sc.Workers = WorkersSpec{Count: d.Workers.Count, LeaseTTL: d.Workers.LeaseTTL.D()}
+	sc.Workers = WorkersSpec{Count: d.Workers.Count, Processes: d.Workers.Processes, LeaseTTL: d.Workers.LeaseTTL.D()}
 	for _, dep := range d.Dependencies {
 		sc.Dependencies = append(sc.Dependencies, DependencySpec{Name: dep.Name, Payment: dep.Payment, IgnoresIdempotencyKeys: dep.IgnoresIdempotencyKeys})
 	}

@@ -25,7 +25,7 @@ func Effective(l *Loaded) *Document {
 	}
 	d.Start = sc.Start.Format(time.RFC3339)
 	d.Sample = Duration(sc.Sample)
-	d.Workers = Workers{Count: sc.Workers.Count, LeaseTTL: Duration(sc.Workers.LeaseTTL)}
+	d.Workers = Workers{Count: sc.Workers.Count, Processes: sc.Workers.Processes, LeaseTTL: Duration(sc.Workers.LeaseTTL)}
 	d.Workload.Tasks = slices.Clone(d.Workload.Tasks)
 	for i := range d.Workload.Tasks {
 		t := &d.Workload.Tasks[i]

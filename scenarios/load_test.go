@@ -224,7 +224,7 @@ var _ = Describe("Parse", func() {
 		Entry("an unknown key in a list item", "faults: [{name: f, target: store, model: store-outage, shedule: {}}]\n",
 			`s.yaml:5:56: unknown key "shedule"; did you mean "schedule"?`),
 		Entry("an unknown key with no near one: the keys valid there", "workers: {zzz: 1}\n",
-			`s.yaml:5:11: unknown key "zzz"; expected one of count, leaseTTL`),
+			`s.yaml:5:11: unknown key "zzz"; expected one of count, processes, leaseTTL`),
 		Entry("a word for abortIf's DLQ depth", "abortIf: {dlqDepth: lots}\n",
 			`s.yaml:5:21: abortIf.dlqDepth: expected a whole number, got "lots"`),
 		Entry("a percentage string for abortIf's error rate", "abortIf: {errorRate: 50%}\n",

@@ -144,6 +144,13 @@ type PlannedJobSpec struct {
 type WorkersSpec struct {
 	// Count is the number of slots, named w1..wN (default 4).
 	Count int
+	// Processes is the number of worker processes the slots are spread
+	// over, round robin (slot wN runs in process (N-1) mod Processes): each
+	// process has its own retry policy and budget, its own breakers and
+	// fallbacks, and keeps its own dead letters in memory; the store, its
+	// leases and the DLQ, and the alerter are the fleet's. Default 1, one
+	// process (the meaning of every scenario written before it).
+	Processes int
 	// LeaseTTL is how long a dequeued job is leased (default 30s).
 	LeaseTTL time.Duration
 }
@@ -301,6 +308,9 @@ func (sc Scenario) WithDefaults() Scenario {
 	}
 	if sc.Workers.LeaseTTL == 0 {
 		sc.Workers.LeaseTTL = 30 * time.Second
+	}
+	if sc.Workers.Processes == 0 {
+		sc.Workers.Processes = 1
 	}
 	if sc.Sample == 0 {
 		sc.Sample = max((sc.Duration / 500).Truncate(time.Second), time.Second)

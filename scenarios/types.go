@@ -113,8 +113,9 @@ type PlannedJob struct {
 
 // Workers are the worker slots.
 type Workers struct {
-	Count    int      `yaml:"count,omitempty" json:"count,omitempty"`
-	LeaseTTL Duration `yaml:"leaseTTL,omitempty" json:"leaseTTL,omitempty"`
+	Count     int      `yaml:"count,omitempty" json:"count,omitempty"`
+	Processes int      `yaml:"processes,omitempty" json:"processes,omitempty"`
+	LeaseTTL  Duration `yaml:"leaseTTL,omitempty" json:"leaseTTL,omitempty"`
 }
 
 // Dependency is a service jobs call.

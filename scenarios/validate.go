@@ -131,6 +131,12 @@ func (v *validator) scenario() {
 		err := &LimitError{What: "workers", Flag: "--max-workers", Max: int64(v.lim.MaxWorkers), Got: int64(sc.Workers.Count)}
 		v.badErr("Workers.Count", err, "%s", err)
 	}
+	switch p := sc.Workers.Processes; {
+	case p < 0:
+		v.bad("Workers.Processes", "must be at least 1 (0 is one process), got %d", p)
+	case p > max(sc.Workers.Count, 1):
+		v.bad("Workers.Processes", "%d processes for %d worker slots: a process runs at least one slot (at most %d)", p, sc.Workers.Count, sc.Workers.Count)
+	}
 	if sc.Workers.LeaseTTL < time.Millisecond {
 		v.bad("Workers.LeaseTTL", "must be at least 1ms")
 	} else {

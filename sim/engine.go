@@ -61,6 +61,19 @@ type slot struct {
 	// kept are the IDs of the jobs whose dead letters this worker keeps in
 	// memory (the held set was full): a crash loses them.
 	kept []string
+	// proc is the worker process the slot runs in.
+	proc *proc
+}
+
+// proc is one worker process of the fleet: its own retry policy (and
+// budget), breakers and fallbacks in its core, and its pipeline (the dead
+// letters it keeps in memory), over the store, the DLQ and the alerter the
+// fleet shares — what a drill's worker process has of its own.
+type proc struct {
+	name     string
+	core     *worker.Core
+	pipeline *worker.Pipeline
+	policy   *swapPolicy
 }
 
 type taskGen struct {
@@ -75,7 +88,11 @@ type taskGen struct {
 
 type breakerRun struct {
 	name string
-	b    Breaker
+	// worker is its process's label in the oracle's breaker checks: ""
+	// in a one-process fleet, p1..pN in a larger one (as a drill names
+	// each worker process's breakers).
+	worker string
+	b      Breaker
 	// states per sample
 	series []string
 }
@@ -90,12 +107,12 @@ type world struct {
 	end   time.Duration
 	env   Env
 
-	backend  Backend
-	dlqW     *faultyDLQ
-	core     *worker.Core
-	pipeline *worker.Pipeline
-	policy   *swapPolicy
-	alerter  Alerter
+	backend Backend
+	dlqW    *faultyDLQ
+	// procs are the fleet's worker processes (workers.processes), each
+	// with its own core and pipeline; slots run in them round robin.
+	procs   []*proc
+	alerter Alerter
 	inj      *faults.Injector
 	il       *interleaver // the interleave faults (interleave.go), or nil
 	calls    callWatch    // the dependency calls an expectation reads (selectors.go)
@@ -263,15 +280,7 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 	w.dlqW = &faultyDLQ{Store: w.backend, w: w}
 	w.il = newInterleaver(w)
 
-	// The classifier, the retry policy, the breakers and fallbacks: built
-	// where a drill's worker processes build them.
-	sys, err := buildWorkerSystem(&w.sc, w.env, w.backend, o)
-	if err != nil {
-		return nil, err
-	}
-	w.policy = &swapPolicy{p: sys.Policy, team: o.policy != nil}
-
-	// The alerter, delivering through recording sinks.
+	// The alerter, delivering through recording sinks: the fleet's one.
 	acfg := sc.AlertConfig(func(name string) alert.Sink { return &recordingSink{w: w, name: name} })
 	if o.alerter != nil {
 		w.alerter, err = o.alerter(w.env, acfg)
@@ -281,24 +290,14 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 	if err != nil {
 		return nil, fmt.Errorf("alerter: %w", err)
 	}
-	for _, nb := range sys.Breakers {
-		br := &breakerRun{name: nb.Name, b: nb.Breaker}
-		w.chk.Breakers.Begin(nb.Name, "", nb.Breaker.State())
-		w.breakers = append(w.breakers, br)
-		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
-	}
-	classifier, guards := sys.Classifier, sys.Guards
-
-	w.core, err = worker.NewCore(worker.Config{Classifier: classifier, Policy: w.policy, Alerter: w.alerter, Guards: guards})
-	if err != nil {
-		return nil, err
-	}
-	hist := worker.NewMemoryHistory()
-	hist.Unshared() // the world is one goroutine
-	w.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: w.core, Queue: w.backend, DLQ: w.dlqW,
-		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept, History: hist})
-	if err != nil {
-		return nil, err
+	// The fleet's processes: the classifier, the retry policy, the
+	// breakers and fallbacks of each, built where a drill's worker
+	// processes build them. The first process draws from the run's own
+	// streams, so a one-process fleet is the engine as it always was.
+	for k := range max(w.sc.Workers.Processes, 1) {
+		if err := w.addProc(k, o); err != nil {
+			return nil, err
+		}
 	}
 
 	if m := sc.System.Monitor; m != nil {
@@ -307,7 +306,7 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 			return nil, fmt.Errorf("monitor: the alerter %T cannot raise system alerts (it needs Raise and Clear)", w.alerter)
 		}
 		mcfg := sc.MonitorConfig(w.dlqW, sig, "sim", w.clk)
-		mcfg.Kept = w.pipeline.Kept
+		mcfg.Kept = w.keptCount
 		mon, err := worker.NewMonitor(mcfg)
 		if err != nil {
 			return nil, fmt.Errorf("monitor: %w", err)
@@ -329,8 +328,51 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 	return w, nil
 }
 
+// addProc builds the fleet's k-th worker process (from 0).
+func (w *world) addProc(k int, o *options) error {
+	env, label := w.env, ""
+	if w.sc.Workers.Processes > 1 {
+		label = "p" + strconv.Itoa(k+1)
+	}
+	if k > 0 {
+		env.Rand = func(name string) *rand.Rand { return w.stream(name + "/" + label) }
+	}
+	sys, err := buildWorkerSystem(&w.sc, env, w.backend, o)
+	if err != nil {
+		return err
+	}
+	p := &proc{name: label, policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
+	for _, nb := range sys.Breakers {
+		br := &breakerRun{name: nb.Name, worker: label, b: nb.Breaker}
+		w.chk.Breakers.Begin(nb.Name, label, nb.Breaker.State())
+		w.breakers = append(w.breakers, br)
+		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
+	}
+	if p.core, err = worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
+		return err
+	}
+	hist := worker.NewMemoryHistory()
+	hist.Unshared() // the world is one goroutine
+	if p.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: p.core, Queue: w.backend, DLQ: w.dlqW,
+		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept, History: hist}); err != nil {
+		return err
+	}
+	w.procs = append(w.procs, p)
+	return nil
+}
+
+// keptCount is how many dead letters the fleet's processes keep in
+// memory.
+func (w *world) keptCount() int {
+	n := 0
+	for _, p := range w.procs {
+		n += p.pipeline.Kept()
+	}
+	return n
+}
+
 func (w *world) addSlot(n int) *slot {
-	s := &slot{name: "w" + strconv.Itoa(n)}
+	s := &slot{name: "w" + strconv.Itoa(n), proc: w.procs[(n-1)%len(w.procs)]}
 	s.fire = func() { w.complete(s) }
 	w.slots = append(w.slots, s)
 	w.setIdle(s)
@@ -623,7 +665,7 @@ func (w *world) begin(s *slot, j job.Job, l queue.Lease) {
 	if r == nil || r.ID() != j.ID {
 		r = w.led.Job(j.ID)
 	}
-	a, run, err := w.pipeline.Start(w.ctx, j, l, now)
+	a, run, err := s.proc.pipeline.Start(w.ctx, j, l, now)
 	if err != nil {
 		// The job stays leased and comes back when the lease expires.
 		if r != nil {
@@ -719,7 +761,7 @@ func (w *world) complete(s *slot) {
 		return
 	}
 	s.busy = false
-	o := w.core.Complete(s.att, s.eff.Err, now)
+	o := s.proc.core.Complete(s.att, s.eff.Err, now)
 	// The record is looked up again by the job's ID: a stalled worker's job
 	// may have been recovered and finished elsewhere meanwhile, and its
 	// record reused for another job.
@@ -733,7 +775,7 @@ func (w *world) complete(s *slot) {
 		}
 	}
 	w.attemptEnded(s, r, &o)
-	result := w.apply(s.lease, &o, r, now)
+	result := w.apply(s.proc, s.lease, &o, r, now)
 	if w.rec != nil {
 		w.recordAttemptOf(s, &o, result)
 	}
@@ -756,7 +798,7 @@ func (w *world) dropKept(s *slot) {
 		if r == nil || !r.Kept() {
 			continue
 		}
-		l, ok := w.pipeline.DropKept(id)
+		l, ok := s.proc.pipeline.DropKept(id)
 		if !ok {
 			continue
 		}
@@ -776,8 +818,8 @@ func (w *world) dropKept(s *slot) {
 //
 // It returns what became of the move, as a drill's worker reports it:
 // applied, fenced, kept or failed.
-func (w *world) apply(l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) string {
-	err := w.pipeline.Apply(w.ctx, l, *o, now)
+func (w *world) apply(p *proc, l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) string {
+	err := p.pipeline.Apply(w.ctx, l, *o, now)
 	switch {
 	case err == nil:
 		w.led.Settle(r, true)
@@ -859,7 +901,7 @@ func (w *world) holdEvery() time.Duration {
 
 // scheduleHolds wakes retryHolds while dead letters are held or kept.
 func (w *world) scheduleHolds() {
-	if w.holdTimerSet || w.led.Count(disposition.Held) == 0 && w.pipeline.Kept() == 0 {
+	if w.holdTimerSet || w.led.Count(disposition.Held) == 0 && w.keptCount() == 0 {
 		return
 	}
 	w.holdTimerSet = true
@@ -871,22 +913,25 @@ func (w *world) scheduleHolds() {
 func (w *world) retryHolds() {
 	w.holdTimerSet = false
 	now := w.clk.Now()
-	for _, k := range w.pipeline.RetryKept(w.ctx, now) {
-		r := w.led.Job(k.JobID)
-		if r == nil {
-			continue
+	for _, p := range w.procs {
+		for _, k := range p.pipeline.RetryKept(w.ctx, now) {
+			r := w.led.Job(k.JobID)
+			if r == nil {
+				continue
+			}
+			if k.State == worker.KeptFenced {
+				w.led.Settle(r, false)
+				w.led.AddFenced()
+				w.led.Note(r, "kept dead letter let go: its lease was lost")
+				continue
+			}
+			r.Unkeep()
 		}
-		if k.State == worker.KeptFenced {
-			w.led.Settle(r, false)
-			w.led.AddFenced()
-			w.led.Note(r, "kept dead letter let go: its lease was lost")
-			continue
-		}
-		r.Unkeep()
 	}
 	if w.led.Count(disposition.Held) > 0 {
 		for {
-			res, err := w.pipeline.FlushHeld(w.ctx, now, 1000)
+			// The held set is the store's: any process writes it.
+			res, err := w.procs[0].pipeline.FlushHeld(w.ctx, now, 1000)
 			if err != nil || res.Full || len(res.Written) < 1000 {
 				break
 			}
@@ -972,7 +1017,7 @@ func (w *world) strikeSlot(i int, s *slot) {
 }
 
 func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
-	w.chk.Breakers.Transition(t.At.Sub(w.start), "", br.name, t.From.String(), t.To.String(), t.Reason)
+	w.chk.Breakers.Transition(t.At.Sub(w.start), br.worker, br.name, t.From.String(), t.To.String(), t.Reason)
 	if w.rec != nil {
 		tr := w.chk.Breakers.Transitions()
 		w.recordBreaker(tr[len(tr)-1])
@@ -1015,6 +1060,16 @@ func (w *world) sample() {
 // breakerStates yields each breaker's name and state, for the series and
 // the probes.
 func (w *world) breakerStates(yield func(string, degrade.State) bool) {
+	if len(w.procs) > 1 {
+		// A breaker per process: its state across the fleet, as the
+		// oracle reads a drill's.
+		for _, bc := range w.sc.System.Breakers {
+			if !yield(bc.Config.Name, w.chk.Breakers.State(bc.Config.Name)) {
+				return
+			}
+		}
+		return
+	}
 	for _, br := range w.breakers {
 		if !yield(br.name, br.b.State()) {
 			return
@@ -1058,16 +1113,26 @@ func (w *world) step(st scenarios.StepSpec) {
 		}
 		rec.Detail = fmt.Sprintf("%d workers", st.Workers)
 	case scenarios.SetRetry:
-		if w.policy.team {
+		if w.procs[0].policy.team {
 			rec.Error = "set-retry changes the reference retry policy; this run uses a team's own"
 			break
 		}
-		p, err := retry.New(st.Retry, w.stream("retry/"+strconv.FormatInt(st.At.Milliseconds(), 10)))
-		if err != nil {
-			rec.Error = err.Error()
+		name := "retry/" + strconv.FormatInt(st.At.Milliseconds(), 10)
+		for k, pr := range w.procs {
+			stream := name
+			if k > 0 {
+				stream += "/" + pr.name
+			}
+			p, err := retry.New(st.Retry, w.stream(stream))
+			if err != nil {
+				rec.Error = err.Error()
+				break
+			}
+			pr.policy.p = p
+		}
+		if rec.Error != "" {
 			break
 		}
-		w.policy.p = p
 		w.led.SetMaxAttempts(st.Retry.WithDefaults().MaxAttempts)
 		rec.Detail = fmt.Sprintf("max attempts %d", w.led.MaxAttempts())
 	}

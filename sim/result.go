@@ -20,9 +20,29 @@ func (w *world) result() *reports.Result {
 	if a, ok := w.alerter.(interface{ Stats() alert.Stats }); ok {
 		e.Alerter = oracle.AlerterOf(a.Stats())
 	}
-	if p, ok := w.policy.p.(interface{ Stats() retry.Stats }); ok {
+	// The fleet's budgets, summed: what each process's policy decided.
+	for _, pr := range w.procs {
+		p, ok := pr.policy.p.(interface{ Stats() retry.Stats })
+		if !ok {
+			continue
+		}
 		st := p.Stats()
-		e.Budget = &st
+		if e.Budget == nil {
+			e.Budget = &st
+			continue
+		}
+		b := e.Budget
+		b.Decisions += st.Decisions
+		for i := range b.ByAction {
+			b.ByAction[i] += st.ByAction[i]
+		}
+		for i := range b.ByReason {
+			b.ByReason[i] += st.ByReason[i]
+		}
+		b.BudgetDelayed += st.BudgetDelayed
+		b.BudgetDelay += st.BudgetDelay
+		b.BudgetExceeded += st.BudgetExceeded
+		b.Dependencies = max(b.Dependencies, st.Dependencies)
 	}
 	return w.chk.Result(w.ctx, e)
 }

@@ -113,10 +113,10 @@ type world struct {
 	// with its own core and pipeline; slots run in them round robin.
 	procs   []*proc
 	alerter Alerter
-	inj      *faults.Injector
-	il       *interleaver // the interleave faults (interleave.go), or nil
-	calls    callWatch    // the dependency calls an expectation reads (selectors.go)
-	led      *oracle.Ledger
+	inj     *faults.Injector
+	il      *interleaver // the interleave faults (interleave.go), or nil
+	calls   callWatch    // the dependency calls an expectation reads (selectors.go)
+	led     *oracle.Ledger
 	// dueInited: the expectations were asked, at the first attempt's
 	// end, whether the ledger keeps retries' due times (attemptEnded).
 	dueInited bool

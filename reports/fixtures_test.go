@@ -254,7 +254,7 @@ func largeResult() *reports.Result {
 		}
 		s.Breakers["api"][i] = []string{"closed", "open", "half-open"}[i%3]
 	}
-	r.Engine = reports.Engine{Events: 5_000_000, Jobs: 1_000_000, MaxQueue: 97}
+	r.Engine = reports.Engine{Events: 5_000_000, Jobs: 1_000_000, MaxQueue: 97, Processes: 8, Slots: 16}
 	return r
 }
 

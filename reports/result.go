@@ -548,6 +548,11 @@ type Engine struct {
 	Events   int64 `json:"events"`
 	Jobs     int64 `json:"jobs"`
 	MaxQueue int64 `json:"maxQueue"`
+	// Processes is the fleet the simulator ran (workers.processes), when
+	// more than one: each its own retry budget, breakers and fallbacks.
+	Processes int `json:"processes,omitempty"`
+	// Slots is the worker slots the fleet ran, with Processes.
+	Slots int `json:"slots,omitempty"`
 }
 
 // Encode writes r as indented JSON: fields in the model's order, map keys

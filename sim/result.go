@@ -44,7 +44,11 @@ func (w *world) result() *reports.Result {
 		b.BudgetExceeded += st.BudgetExceeded
 		b.Dependencies = max(b.Dependencies, st.Dependencies)
 	}
-	return w.chk.Result(w.ctx, e)
+	res := w.chk.Result(w.ctx, e)
+	if p := len(w.procs); p > 1 {
+		res.Engine.Processes, res.Engine.Slots = p, w.sc.Workers.Count
+	}
+	return res
 }
 
 func (w *world) faultReport() []reports.Fault {

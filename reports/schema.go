@@ -172,9 +172,9 @@ var fieldDocs = map[string]string{
 	"PageWait.PagedMs":       "When the page came, in milliseconds (-1: not while the drill watched).",
 	"External.TrimmedCount":  "How many jobs' DLQ entries left the DLQ by no mechanism the scenario declares, in all (trimmed lists at most 100).",
 
-	"Engine.Events":   "Events the engine ran.",
-	"Engine.Jobs":     "Jobs created.",
-	"Engine.MaxQueue": "The deepest the work queue got.",
+	"Engine.Events":    "Events the engine ran.",
+	"Engine.Jobs":      "Jobs created.",
+	"Engine.MaxQueue":  "The deepest the work queue got.",
 	"Engine.Processes": "The worker processes of the fleet the simulator ran (workers.processes), when more than one: each its own retry policy and budget, breakers and fallbacks, over one store, DLQ and alerter.",
 	"Engine.Slots":     "The worker slots the fleet's processes ran between them, round robin (with processes).",
 }

@@ -318,7 +318,7 @@ func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
 	e, x := d.ext, d.ext.x
 	began := time.Now()
 	probes := map[string]adapter.Probe{}
-	perCopy := strings.Contains(readyText(*x.Ready), "{worker}") && !x.Running
+	perCopy := x.Ready.PerCopy() && !x.Running
 	targets := []string{""}
 	if perCopy {
 		targets = d.h.Workers

@@ -722,3 +722,22 @@ func (r Ready) Validate() error {
 	}
 	return nil
 }
+
+// PerCopy says the probe names {worker}: it is asked of every copy of the
+// system the drill started.
+func (r Ready) PerCopy() bool {
+	parts := []string{r.RedisKey}
+	if r.HTTP != nil {
+		parts = append(parts, r.HTTP.URL)
+		for _, v := range r.HTTP.Header {
+			parts = append(parts, v)
+		}
+	}
+	if c := r.Command; c != nil {
+		parts = append(append(parts, c.Path, c.Dir), c.Args...)
+		for _, v := range c.Env {
+			parts = append(parts, v)
+		}
+	}
+	return slices.ContainsFunc(parts, func(s string) bool { return strings.Contains(s, "{worker}") })
+}

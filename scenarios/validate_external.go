@@ -53,6 +53,9 @@ func (v *validator) external() {
 		if e.Startup != 0 {
 			v.bad(f+".Startup", "a readiness probe (ready) replaces the blind wait: give ready or startup, not both")
 		}
+		if e.Running && e.Ready.PerCopy() {
+			v.bad(f+".Ready", "{worker} names a copy the drill started: a running system has none (probe the system as a whole)")
+		}
 	}
 	v.layout(f, e.Inject.Validate())
 	v.layout(f, e.DLQ.Validate())

@@ -35,6 +35,20 @@ func (e *exampleDrill) wait() {
 	<-e.done
 }
 
+// stopDrills kills the drills still running, waits for each, and stops
+// their Redis.
+func stopDrills(drills map[string]*exampleDrill, srv *redistest.Server) {
+	for _, e := range drills {
+		if e.cmd.ProcessState == nil && e.cmd.Process != nil {
+			_ = e.cmd.Process.Kill()
+		}
+		e.wait()
+	}
+	if srv != nil {
+		_ = srv.Stop()
+	}
+}
+
 // startDrill starts `faultline drill FILE` against the Redis at addr in
 // the background, its JSON report to a folder of its own.
 func startDrill(name, file, addr string, env []string, extra ...string) *exampleDrill {

@@ -27,6 +27,7 @@ import (
 	"github.com/faultline/faultline/layout"
 	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
@@ -674,7 +675,7 @@ loop:
 				break
 			}
 			if w := e.x0.PageWait; w == nil || w.IncidentMs != in.FirstMs {
-				e.x0.PageWait = &oracle.PageWait{Dependency: in.Dependency, IncidentMs: in.FirstMs,
+				e.x0.PageWait = &reports.PageWait{Dependency: in.Dependency, IncidentMs: in.FirstMs,
 					DeadlineMs: in.FirstMs + d.sc.Invariants.PageWithin.Milliseconds(), FromMs: at, PagedMs: -1}
 			}
 		}

@@ -150,17 +150,7 @@ var _ = Describe("Black-box drills on each queue layout", Ordered, Label("drill"
 			drills[name] = startDrill(name, file, srv.Addr, os.Environ(), "--time-scale", "1")
 		}
 	})
-	AfterAll(func() {
-		for _, e := range drills {
-			if e.cmd.ProcessState == nil && e.cmd.Process != nil {
-				_ = e.cmd.Process.Kill()
-			}
-			e.wait()
-		}
-		if srv != nil {
-			_ = srv.Stop()
-		}
-	})
+	AfterAll(func() { stopDrills(drills, srv) })
 
 	for _, layout := range []string{"list", "stream", "hash", "zset"} {
 		It("on a "+layout+" queue, names the jobs a dropping worker lost and passes the worker that drops nothing", func() {

@@ -51,17 +51,7 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 			drills[name] = startDrill(name, file, srv.Addr, append(os.Environ(), path, workerproc.EnvDefect+"="+defect), "--time-scale", "10")
 		}
 	})
-	AfterAll(func() {
-		for _, e := range drills {
-			if e.cmd.ProcessState == nil && e.cmd.Process != nil {
-				_ = e.cmd.Process.Kill()
-			}
-			e.wait()
-		}
-		if srv != nil {
-			_ = srv.Stop()
-		}
-	})
+	AfterAll(func() { stopDrills(drills, srv) })
 
 	failedRules := func(r *reports.Result) []string {
 		var out []string

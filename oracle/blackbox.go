@@ -850,7 +850,8 @@ func (b *blackJudge) external() *reports.External {
 	out := &reports.External{Command: x.Command, Copies: x.Copies, Running: x.Running, Inject: x.Inject, DLQ: x.DLQ,
 		DrainMs: x.DrainMs, SettledAtMs: x.SettledMs, DLQReads: max(x.ReadCount, len(x.Reads)), DLQReadErrors: len(x.ReadErrors), Ready: x.Ready}
 	if w := x.PageWait; w != nil {
-		out.PageWait = &reports.PageWait{Dependency: w.Dependency, IncidentMs: w.IncidentMs, DeadlineMs: w.DeadlineMs, FromMs: w.FromMs, UntilMs: w.UntilMs, PagedMs: w.PagedMs}
+		pw := *w
+		out.PageWait = &pw
 	}
 	if b.h.Interrupted != "" {
 		return out // nothing is lost of a drill stopped half-way

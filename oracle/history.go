@@ -148,7 +148,7 @@ type ExternalRun struct {
 	NotPaging []string `json:"notPaging,omitempty"`
 	// PageWait is the drain's wait for a page still owed once every job
 	// had settled (nil: none was owed).
-	PageWait *PageWait `json:"pageWait,omitempty"`
+	PageWait *reports.PageWait `json:"pageWait,omitempty"`
 	// DrainMs is how long the drill waited after the scenario's end;
 	// SettledMs when every job was settled (-1: some never were).
 	DrainMs   int64 `json:"drainMs"`
@@ -172,18 +172,6 @@ type ExternalRun struct {
 	// InjectErrors are the jobs the adapter failed to inject, with why:
 	// they were never the system's.
 	InjectErrors []AdapterFailure `json:"injectErrors,omitempty"`
-}
-
-// PageWait is a drain's wait for a page: the incident's first critical
-// answer, its deadline, when the wait began and ended, and when the page
-// came (-1: it did not while the drill watched).
-type PageWait struct {
-	Dependency string `json:"dependency"`
-	IncidentMs int64  `json:"incidentMs"`
-	DeadlineMs int64  `json:"deadlineMs"`
-	FromMs     int64  `json:"fromMs"`
-	UntilMs    int64  `json:"untilMs"`
-	PagedMs    int64  `json:"pagedMs"`
 }
 
 // DLQRead is one read of a black-box system's DLQ: what changed since

@@ -152,6 +152,20 @@ func (e *CorruptError) Error() string {
 // Is matches ErrCorrupt.
 func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
+// add names one element that could not be read.
+func (e *CorruptError) add(pos, why string) {
+	e.Positions = append(e.Positions, pos)
+	e.Reasons = append(e.Reasons, why)
+}
+
+// orNil is e when it names an element, else nil.
+func (e *CorruptError) orNil() error {
+	if len(e.Positions) == 0 {
+		return nil
+	}
+	return e
+}
+
 // NewInjector returns the injector cfg describes, its preset resolved. It
 // validates cfg and checks env has what the adapter needs; a command is
 // started on the first Inject.

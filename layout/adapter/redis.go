@@ -51,17 +51,23 @@ func (r docRenderer) render(j layout.Job) ([]byte, error) {
 
 // id reads the job ID of a queued document, or says why it cannot.
 func (r docRenderer) id(raw []byte) (string, string) {
-	var doc any
+	_, id, why := r.parse(raw)
+	return id, why
+}
+
+// parse decodes a queued document and reads its job ID, or says why it
+// cannot.
+func (r docRenderer) parse(raw []byte) (doc any, id, why string) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return "", "not JSON"
+		return nil, "", "not JSON"
 	}
 	id, ok := layout.Lookup(doc, r.idPath)
 	if !ok || id == "" {
-		return "", "no job ID at " + r.idPath
+		return nil, "", "no job ID at " + r.idPath
 	}
-	return id, ""
+	return doc, id, ""
 }
 
 func isRPush(push string) bool { return strings.EqualFold(push, "rpush") }
@@ -103,8 +109,7 @@ func (l *listInjector) Queued(ctx context.Context) ([]string, error) {
 	for i, raw := range raws {
 		id, why := l.doc.id([]byte(raw))
 		if why != "" {
-			bad.Positions = append(bad.Positions, strconv.Itoa(i))
-			bad.Reasons = append(bad.Reasons, why)
+			bad.add(strconv.Itoa(i), why)
 			continue
 		}
 		ids = append(ids, id)
@@ -112,10 +117,7 @@ func (l *listInjector) Queued(ctx context.Context) ([]string, error) {
 	if !l.rpush {
 		slices.Reverse(ids)
 	}
-	if len(bad.Positions) > 0 {
-		return ids, bad
-	}
-	return ids, nil
+	return ids, bad.orNil()
 }
 
 func (l *listInjector) Close() error { return nil }
@@ -216,16 +218,12 @@ func (s *streamInjector) Queued(ctx context.Context) ([]string, error) {
 			id, why = s.doc.id([]byte(raw))
 		}
 		if why != "" {
-			bad.Positions = append(bad.Positions, m.ID)
-			bad.Reasons = append(bad.Reasons, why)
+			bad.add(m.ID, why)
 			continue
 		}
 		ids = append(ids, id)
 	}
-	if len(bad.Positions) > 0 {
-		return ids, bad
-	}
-	return ids, nil
+	return ids, bad.orNil()
 }
 
 // streamID is a Redis stream ID, milliseconds and sequence.
@@ -300,25 +298,19 @@ func (r *recordInjector) Queued(ctx context.Context) ([]string, error) {
 	var ids []string
 	bad := &CorruptError{Queue: r.key}
 	for _, m := range members {
-		id, why := r.doc.id([]byte(m.raw))
-		if why == "" && r.state != nil {
-			var doc any
-			_ = json.Unmarshal([]byte(m.raw), &doc) // it parsed in id
+		doc, id, why := r.doc.parse([]byte(m.raw))
+		if why != "" {
+			bad.add(m.pos, why)
+			continue
+		}
+		if r.state != nil {
 			if v, _ := layout.Lookup(doc, r.state.Field); !slices.Contains(r.state.Queued, v) {
 				continue // taken, running or done: not queued
 			}
 		}
-		if why != "" {
-			bad.Positions = append(bad.Positions, m.pos)
-			bad.Reasons = append(bad.Reasons, why)
-			continue
-		}
 		ids = append(ids, id)
 	}
-	if len(bad.Positions) > 0 {
-		return ids, bad
-	}
-	return ids, nil
+	return ids, bad.orNil()
 }
 
 func (r *recordInjector) Close() error { return nil }

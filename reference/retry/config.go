@@ -73,6 +73,33 @@ type BudgetConfig struct {
 	// out, and never as a dead letter. The default, for a zero MaxWait, is
 	// MaxDelay (after its own default), the longest a backoff waits.
 	MaxWait time.Duration
+	// Scope is whose budget it is: ScopeProcess (the zero value), one
+	// budget per policy, so a fleet of N processes lets N times the
+	// retries through; or ScopeFleet, one budget shared by every policy
+	// booking through the same Booker (New's WithBooker), so the
+	// configured budget bounds the whole fleet.
+	Scope Scope
+}
+
+// Scope is whose retry budget a policy books in.
+type Scope uint8
+
+const (
+	// ScopeProcess is a budget per policy, kept in its memory: a fleet of
+	// N processes has N budgets.
+	ScopeProcess Scope = iota
+	// ScopeFleet is one budget for every policy sharing a Booker (on
+	// Redis, the store's), its slots aligned to the Unix epoch so every
+	// process cuts time the same way.
+	ScopeFleet
+)
+
+// String names the scope as a scenario writes it: "process" or "fleet".
+func (s Scope) String() string {
+	if s == ScopeFleet {
+		return "fleet"
+	}
+	return "process"
 }
 
 // Window returns the width of the budget's slots, Burst·Refill. It is only
@@ -134,6 +161,11 @@ func (c Config) Validate() error {
 			Reason: "times Budget.Refill (" + c.Budget.Refill.String() + ") overflows a time.Duration"}
 	case c.Budget.MaxWait < 0:
 		return &ConfigError{Field: "Budget.MaxWait", Value: c.Budget.MaxWait, Reason: "must not be negative"}
+	case c.Budget.Scope == ScopeFleet && c.Budget.Window() < time.Microsecond && !c.Budget.Disabled:
+		return &ConfigError{Field: "Budget.Refill", Value: c.Budget.Refill,
+			Reason: "times Budget.Burst must be at least 1µs for a fleet-scoped budget (its slots are numbered from the Unix epoch, and a store script holds the number exactly only below 2^53)"}
+	case c.Budget.Scope > ScopeFleet:
+		return &ConfigError{Field: "Budget.Scope", Value: c.Budget.Scope, Reason: "must be ScopeProcess or ScopeFleet"}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -36,6 +37,8 @@ type Policy struct {
 	// drops the entries of idle dependencies.
 	sweepAt int
 	stats   Stats
+	// booker keeps a fleet-scoped budget (Budget.Scope == ScopeFleet).
+	booker Booker
 }
 
 // minSweep is the fewest budget entries worth sweeping.
@@ -43,9 +46,10 @@ const minSweep = 64
 
 // New returns a policy for cfg (defaults applied) drawing its backoff from
 // rng. It fails with a *ConfigError if cfg is invalid, and with ErrNilRand if
-// rng is nil. The policy owns rng from then on: share it with nothing else,
+// rng is nil, and with ErrNoBooker for a fleet-scoped budget without
+// WithBooker. The policy owns rng from then on: share it with nothing else,
 // or the draws, and so the decisions, depend on the other user.
-func New(cfg Config, rng *rand.Rand) (*Policy, error) {
+func New(cfg Config, rng *rand.Rand, opts ...Option) (*Policy, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new retry policy: %w", err)
@@ -53,13 +57,23 @@ func New(cfg Config, rng *rand.Rand) (*Policy, error) {
 	if rng == nil {
 		return nil, fmt.Errorf("new retry policy: %w", ErrNilRand)
 	}
-	return &Policy{
+	p := &Policy{
 		cfg:       cfg,
 		width:     cfg.Budget.Window(),
 		rng:       rng,
 		calendars: make(map[string]*calendar),
 		sweepAt:   minSweep,
-	}, nil
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	if cfg.Budget.Scope == ScopeFleet && p.booker == nil {
+		return nil, fmt.Errorf("new retry policy: %w", ErrNoBooker)
+	}
+	if cfg.Budget.Scope != ScopeFleet {
+		p.booker = nil
+	}
+	return p, nil
 }
 
 // Config returns the policy's configuration, defaults applied.
@@ -70,7 +84,15 @@ func (p *Policy) Config() Config { return p.cfg }
 // documentation. A Retry books its run time in the dependency's budget, and
 // a Release must not be counted as an attempt by the caller. Decisions whose
 // now goes backwards are still safe; see the package documentation.
+// A fleet-scoped budget is booked with no deadline; DecideContext bounds it.
 func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Decision {
+	return p.DecideContext(context.Background(), a, c, now)
+}
+
+// DecideContext is Decide, with ctx bounding the booking of a fleet-scoped
+// budget in its Booker (a round trip to the store). A booking that fails
+// or is cut short lets the retry run as due: the budget fails open.
+func (p *Policy) DecideContext(ctx context.Context, a Attempt, c classify.Classification, now time.Time) Decision {
 	d := Decision{Attempts: a.Attempts, Class: c.Class}
 	switch c.Class {
 	case classify.Canceled:
@@ -101,7 +123,7 @@ func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Dec
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if d.Action == 0 {
-		p.scheduleLocked(&d, &a, &c, now)
+		p.scheduleLocked(ctx, &d, &a, &c, now)
 	}
 	p.stats.Decisions++
 	p.stats.ByAction[d.Action]++
@@ -110,8 +132,9 @@ func (p *Policy) Decide(a Attempt, c classify.Classification, now time.Time) Dec
 }
 
 // scheduleLocked fills in a retry: its backoff or hint, then its slot in the
-// dependency's budget. The caller holds p.mu.
-func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classification, now time.Time) {
+// dependency's budget. The caller holds p.mu, which a fleet-scoped
+// booking gives up for its round trip.
+func (p *Policy) scheduleLocked(ctx context.Context, d *Decision, a *Attempt, c *classify.Classification, now time.Time) {
 	d.Action = Retry
 	if c.RetryAfter > 0 && !mutant.On("retry/ignore-retry-after") {
 		d.Reason = RetryAfterHint
@@ -135,7 +158,13 @@ func (p *Policy) scheduleLocked(d *Decision, a *Attempt, c *classify.Classificat
 	// time of the failure: failures decided apart but due together share one
 	// slot's room, and a retry booked far ahead takes room only where it
 	// runs, so it holds back nothing due sooner.
-	at, exceeded := p.bookLocked(a.Dependency, now, d.At)
+	var at time.Time
+	var exceeded bool
+	if p.booker != nil {
+		at, exceeded = p.bookSharedLocked(ctx, a.Dependency, now, d.At)
+	} else {
+		at, exceeded = p.bookLocked(a.Dependency, now, d.At)
+	}
 	if exceeded {
 		p.stats.BudgetExceeded++
 	}
@@ -186,15 +215,54 @@ func (p *Policy) bookLocked(dep string, now, due time.Time) (at time.Time, excee
 	if !ok {
 		return due.Add(p.cfg.Budget.MaxWait), true
 	}
-	if start := p.epoch.Add(time.Duration(k * w)); start.After(due) {
-		// Spread over the slot: the retries pushed into one slot would
-		// otherwise all run at its first instant, a synchronized wave of
-		// up to Burst, which is what the jitter is there to prevent. The
-		// slot still holds at most Burst, and none runs past MaxWait.
-		span := min(w, int64(due.Add(p.cfg.Budget.MaxWait).Sub(start))+1)
-		return start.Add(time.Duration(p.rng.Int64N(max(span, 1)))), false
+	return p.spreadLocked(p.epoch.Add(time.Duration(k*w)), due), false
+}
+
+// spreadLocked returns when a retry due at due and booked in the slot that
+// starts at start runs: at due if the slot holds it, else at an instant
+// drawn in the slot. The caller holds p.mu.
+func (p *Policy) spreadLocked(start, due time.Time) time.Time {
+	if !start.After(due) {
+		return due
 	}
-	return due, false
+	// Spread over the slot: the retries pushed into one slot would
+	// otherwise all run at its first instant, a synchronized wave of up to
+	// Burst, which is what the jitter is there to prevent. The slot still
+	// holds at most Burst, and none runs past MaxWait.
+	span := min(int64(p.width), int64(due.Add(p.cfg.Budget.MaxWait).Sub(start))+1)
+	return start.Add(time.Duration(p.rng.Int64N(max(span, 1))))
+}
+
+// bookSharedLocked is bookLocked for a fleet-scoped budget: the slots are
+// the Booker's, numbered from the Unix epoch, and the slots before now's
+// have ended. It gives up p.mu for the booking's round trip. A booking that
+// fails lets the retry run at due, unbudgeted, counted in
+// Stats.BudgetUnavailable (the budget fails open: a store outage must not
+// hold back or dead-letter retries, and the breakers still guard the
+// dependency). A retry due outside the years 1678–2262 is not budgeted.
+func (p *Policy) bookSharedLocked(ctx context.Context, dep string, now, due time.Time) (time.Time, bool) {
+	w := int64(p.width)
+	lo, hi := time.Unix(0, math.MinInt64+w), time.Unix(0, math.MaxInt64-w)
+	if due.Before(lo) || due.After(hi) || now.Before(lo) || now.After(hi) {
+		return due, false
+	}
+	off := due.UnixNano()
+	floor := floorDiv(now.UnixNano(), w)
+	first := max(floorDiv(off, w), floor)
+	last := floorDiv(min(addSaturating(off, int64(p.cfg.Budget.MaxWait)), math.MaxInt64-w), w)
+	last = min(last, first+MaxScan-1)
+	key := BudgetKey{Dependency: dep, Width: p.width}
+	p.mu.Unlock()
+	k, ok, err := p.booker.Book(ctx, key, floor, first, last, p.cfg.Budget.Burst)
+	p.mu.Lock()
+	switch {
+	case err != nil:
+		p.stats.BudgetUnavailable++
+		return due, false
+	case !ok:
+		return due.Add(p.cfg.Budget.MaxWait), true
+	}
+	return p.spreadLocked(time.Unix(0, k*w), due), false
 }
 
 // sweepLocked drops the budgets of idle dependencies (no booking in slot
@@ -235,6 +303,10 @@ type Stats struct {
 	// the budget. A count that keeps growing means the retries a dependency
 	// gets exceed its budget for longer than MaxWait: sustained overload.
 	BudgetExceeded uint64
+	// BudgetUnavailable is the number of retries a fleet-scoped budget
+	// could not book (its Booker failed: the store unreachable) and that
+	// ran as due, unbudgeted: the budget fails open.
+	BudgetUnavailable uint64
 	// Dependencies is the number of dependencies whose budget the policy
 	// tracks; idle ones are dropped from time to time.
 	Dependencies int

@@ -150,6 +150,11 @@
 //	                                      namespace; upgraded by Store.Upgrade
 //	{faultline:NS}:events          stream the disposition events, oldest first, when
 //	                                      Config.EventStream > 0 (see Event stream)
+//	{faultline:NS}:budget:<w>:<dep> hash  a fleet-scoped retry budget (Store.Book) of
+//	                                      slot width w (ns) for dependency dep: slot
+//	                                      number (Unix ns / w) → retries booked in it;
+//	                                      lo (no slot field below it), fl and fh (a
+//	                                      run [fl, fh) of full slots, skipped)
 //
 // Stats reads the counters (O(counters), not O(entries)) and the head of the
 // failed index. List walks the time index, or one status's index, in bounded

@@ -15,6 +15,8 @@ import (
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reference/queue/queuetest"
+	"github.com/faultline/faultline/reference/retry"
+	"github.com/faultline/faultline/reference/retry/retrytest"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
@@ -168,6 +170,8 @@ func conformanceSuites(client func() redis.UniversalClient) {
 		s := streamed(client(), cfg)
 		return queuetest.Harness{Queue: s, DLQ: s}
 	})
+
+	retrytest.ExerciseBooker(func() retry.Booker { return newStore(client(), store.Config{}) })
 
 	dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
 		s := streamed(client(), cfg)

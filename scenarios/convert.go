@@ -507,6 +507,16 @@ func (c *converter) retry(path string, r Retry) retry.Config {
 	if b := r.Budget; b != nil {
 		cfg.Budget = retry.BudgetConfig{Disabled: b.Disabled, Burst: b.Burst, Refill: b.Refill.D(), MaxWait: b.MaxWait.D()}
 	}
+	cfg.Budget.Scope = retry.ScopeFleet
+	if b := r.Budget; b != nil {
+		switch b.Scope {
+		case "", "fleet":
+		case "process":
+			cfg.Budget.Scope = retry.ScopeProcess
+		default:
+			c.bad(path+".budget.scope", "unknown scope %q; expected one of process, fleet", b.Scope)
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		c.bad(path, "%v", err)
 	}

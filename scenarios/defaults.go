@@ -52,7 +52,7 @@ func Effective(l *Loaded) *Document {
 	r := sc.System.Retry
 	d.System.Retry = &Retry{MaxAttempts: r.MaxAttempts, BaseDelay: Duration(r.BaseDelay), MaxDelay: Duration(r.MaxDelay),
 		MaxRetryAfter: Duration(r.MaxRetryAfter), Budget: &Budget{Disabled: r.Budget.Disabled, Burst: r.Budget.Burst,
-			Refill: Duration(r.Budget.Refill), MaxWait: Duration(r.Budget.MaxWait)}}
+			Refill: Duration(r.Budget.Refill), MaxWait: Duration(r.Budget.MaxWait), Scope: r.Budget.Scope.String()}}
 	dcfg := store.Config{DLQCapacity: sc.System.DLQ.Capacity, Overflow: sc.System.DLQ.Overflow}.WithDefaults()
 	overflow := "reject"
 	if dcfg.Overflow == store.EvictOldest {

@@ -342,6 +342,21 @@ func (sc Scenario) WithDefaults() Scenario {
 // The configurations sim.Run gives the reference components, built in one
 // place so that Validate checks exactly what sim.Run constructs.
 
+// QueueDependencies returns, for each queue of sc's tasks, the dependency
+// each task in it calls ("" for a task that calls none): what a worker
+// process's lanes (worker.NewLanes) are built from.
+func (sc *Scenario) QueueDependencies() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range sc.Workload.Tasks {
+		q := t.Queue
+		if q == "" {
+			q = t.Name
+		}
+		out[q] = append(out[q], t.Dependency)
+	}
+	return out
+}
+
 // StoreConfig is the store configuration sc runs with (the caller adds the
 // namespace it uses, its Observer and its OnOverflow).
 func (sc *Scenario) StoreConfig() store.Config {

@@ -143,6 +143,7 @@ var (
 	overflowNames   = []string{"reject", "evict-oldest"}
 	stepActions     = []string{"requeue", "delete", "purge", "set-workers", "set-retry"}
 	requeueBudgets  = []string{"one-more-attempt", "reset-attempts"}
+	budgetScopes    = []string{"process", "fleet"}
 	dlqStatusNames  = []string{"failed", "requeued", "deleted", "quarantined"}
 	jobStateNames   = []string{"queued", "in-flight", "scheduled", "fallback", "dead-lettered", "succeeded", "none"}
 	confusionRoutes = []string{"retry", "dead-letter", "release", "divert"}
@@ -213,7 +214,7 @@ var typeDocs = map[string]string{
 	"Dependency":          "A service jobs call.",
 	"System":              "The configuration of the system under test.",
 	"Retry":               "The retry policy: capped exponential backoff with full jitter, and a per-dependency retry budget.",
-	"Budget":              "The per-dependency retry budget: at most burst retries of one dependency run in any slot of burst × refill.",
+	"Budget":              "The per-dependency retry budget: at most burst retries of one dependency run in any slot of burst × refill, across the fleet (scope: fleet, the default) or in each process (scope: process).",
 	"DLQ":                 "The dead letter queue.",
 	"Alerts":              "The alerter: receivers, routes, grouping and timing.",
 	"Route":               "Sends the alerts it matches to a receiver.",
@@ -413,6 +414,7 @@ var keyDocs = map[string]keyDoc{
 	"Budget.burst":    {doc: "The number of retries of one dependency that may run in one slot (default 10).", min: bound(0)},
 	"Budget.refill":   {doc: "The average time between retries the budget lets through once a burst is spent; a slot is burst × refill long (default 100ms)."},
 	"Budget.maxWait":  {doc: "The longest the budget delays a retry; a retry that finds no room within it runs anyway, counted as over budget (default: maxDelay)."},
+	"Budget.scope":    {doc: "Whose budget it is: fleet (the default), one budget for every worker process, kept in the store (its slots numbered from the Unix epoch; while the store cannot be reached a retry runs as due, unbudgeted: the budget fails open); or process, one budget per process, so a fleet of N processes lets N times the retries through.", enum: budgetScopes},
 
 	"DLQ.capacity":             {doc: "The most entries the DLQ holds (default 100000).", min: bound(0)},
 	"DLQ.overflow":             {doc: "What a full DLQ does with a new dead letter: reject it (the default: the job is held with its entry, its handler never run again, and written once there is room) or evict the oldest entry; either is reported, never silent.", enum: overflowNames},

@@ -330,6 +330,9 @@ type Budget struct {
 	Burst    int      `yaml:"burst,omitempty" json:"burst,omitempty"`
 	Refill   Duration `yaml:"refill,omitempty" json:"refill,omitempty"`
 	MaxWait  Duration `yaml:"maxWait,omitempty" json:"maxWait,omitempty"`
+	// Scope is whose budget it is: fleet (default), one budget for every
+	// worker process, kept in the store; or process, one per process.
+	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
 }
 
 // DLQ configures the dead letter queue.

@@ -74,6 +74,11 @@ type proc struct {
 	core     *worker.Core
 	pipeline *worker.Pipeline
 	policy   *swapPolicy
+	// lanes are the queues the process may lease from now (its breakers).
+	lanes *worker.Lanes
+	// dry is the dispatch round in which the process last found nothing
+	// to lease in its open lanes: its other idle slots need not look.
+	dry uint64
 }
 
 type taskGen struct {
@@ -126,6 +131,8 @@ type world struct {
 	byTask map[string]*taskGen
 	total  int // sum of weights
 	queues []string
+	// round counts dispatch rounds (proc.dry).
+	round uint64
 	rr     int
 
 	slots []*slot
@@ -217,7 +224,7 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 		byTask: map[string]*taskGen{},
 	}
 	w.start = w.clk.Now() // the clock's own start, to the nanosecond
-	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc}
+	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc, Budget: retry.NewMemoryBudget()}
 	w.forwardFn, w.recoverFn = w.forward, w.recover
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
@@ -342,12 +349,15 @@ func (w *world) addProc(k int, o *options) error {
 		return err
 	}
 	p := &proc{name: label, policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
+	states := map[string]worker.StateReader{}
 	for _, nb := range sys.Breakers {
+		states[nb.Name] = nb.Breaker
 		br := &breakerRun{name: nb.Name, worker: label, b: nb.Breaker}
 		w.chk.Breakers.Begin(nb.Name, label, nb.Breaker.State())
 		w.breakers = append(w.breakers, br)
 		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
+	p.lanes = worker.NewLanes(w.sc.QueueDependencies(), states)
 	if p.core, err = worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
 		return err
 	}
@@ -622,10 +632,20 @@ func (w *world) observe(e disposition.Event) {
 	}
 }
 
-// dispatch gives idle workers the jobs at the heads of the queues.
+// dispatch gives idle workers the jobs at the heads of the queues their
+// processes' lanes let them lease from (worker.Lanes).
 func (w *world) dispatch() {
 	w.kick = false
+	w.round++
 	now := w.clk.Now()
+	// The idle slots of processes with closed lanes that found nothing,
+	// put back on the stack, in order, when the round ends.
+	var dry []*slot
+	defer func() {
+		for i := len(dry) - 1; i >= 0; i-- {
+			w.idle = append(w.idle, dry[i])
+		}
+	}()
 	for len(w.idle) > 0 && w.led.Count(disposition.Queued) > 0 {
 		s := w.idle[len(w.idle)-1]
 		if !s.idle || s.busy || s.down || s.retired || s.stallUntil > w.now() {
@@ -634,10 +654,19 @@ func (w *world) dispatch() {
 			s.idle = false
 			continue
 		}
-		got := false
+		if s.proc.dry == w.round {
+			w.idle = w.idle[:len(w.idle)-1]
+			dry = append(dry, s)
+			continue
+		}
+		got, skipped := false, false
 		for range w.queues {
 			q := w.queues[w.rr]
 			w.rr = (w.rr + 1) % len(w.queues)
+			if !s.proc.lanes.Open(q) {
+				skipped = true
+				continue
+			}
 			j, l, ok, err := w.backend.Dequeue(w.ctx, q, now, w.sc.Workers.LeaseTTL)
 			if err != nil {
 				w.errs = append(w.errs, fmt.Errorf("dequeue from %s: %w", q, err))
@@ -651,9 +680,17 @@ func (w *world) dispatch() {
 				break
 			}
 		}
-		if !got {
-			return
+		if got {
+			continue
 		}
+		if !skipped {
+			return // every queue is empty
+		}
+		// Only this process's closed lanes hold jobs: another process's
+		// slots may lease them.
+		s.proc.dry = w.round
+		w.idle = w.idle[:len(w.idle)-1]
+		dry = append(dry, s)
 	}
 }
 
@@ -761,7 +798,7 @@ func (w *world) complete(s *slot) {
 		return
 	}
 	s.busy = false
-	o := s.proc.core.Complete(s.att, s.eff.Err, now)
+	o := s.proc.core.Complete(w.ctx, s.att, s.eff.Err, now)
 	// The record is looked up again by the job's ID: a stalled worker's job
 	// may have been recovered and finished elsewhere meanwhile, and its
 	// record reused for another job.
@@ -1023,6 +1060,9 @@ func (w *world) breakerChanged(br *breakerRun, t degrade.Transition) {
 		w.recordBreaker(tr[len(tr)-1])
 	}
 	w.alerter.BreakerChanged(t)
+	if t.From == degrade.Open {
+		w.kick = true // its process's lanes may have opened
+	}
 	if _, ok := br.b.(*degrade.Breaker); !ok && t.To == degrade.Closed {
 		w.drainAll()
 	}
@@ -1123,7 +1163,7 @@ func (w *world) step(st scenarios.StepSpec) {
 			if k > 0 {
 				stream += "/" + pr.name
 			}
-			p, err := retry.New(st.Retry, w.stream(stream))
+			p, err := retry.New(st.Retry, w.stream(stream), retry.WithBooker(w.env.Budget))
 			if err != nil {
 				rec.Error = err.Error()
 				break

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
@@ -14,12 +15,15 @@ import (
 // A fleet (workers.processes): each worker process has its own retry
 // budget and its own breakers, as a drill's processes do, over one store.
 var _ = Describe("A fleet of worker processes (workers.processes)", func() {
-	run := func(name string, processes int) *reports.Result {
+	run := func(name string, processes int, scope ...retry.Scope) *reports.Result {
 		GinkgoHelper()
 		l, err := scenarios.LoadBuiltin(name)
 		Expect(err).NotTo(HaveOccurred())
 		sc := l.Scenario
 		sc.Workers.Processes = processes
+		for _, s := range scope {
+			sc.System.Retry.Budget.Scope = s
+		}
 		sc = sc.WithDefaults()
 		Expect(sc.Validate()).To(Succeed())
 		res, err := sim.Run(context.Background(), sc)
@@ -37,13 +41,15 @@ var _ = Describe("A fleet of worker processes (workers.processes)", func() {
 		return reports.Expectation{}
 	}
 
-	It("gives each process its own retry budget: eight budgets let a storm burn its attempts that one budget spreads (retry-storm-on-recovery)", func() {
+	It("bounds the fleet by one retry budget, where eight per-process budgets let a storm burn its attempts (retry-storm-on-recovery)", func() {
 		one := run("retry-storm-on-recovery", 1)
 		Expect(one.Verdict).To(Equal(reports.Passed))
-		eight := run("retry-storm-on-recovery", 8)
-		Expect(eight.Verdict).To(Equal(reports.Failed))
-		Expect(expectation(eight, "dead-letters with class transient = 0").Verdict).To(Equal(reports.Failed))
-		Expect(eight.Ledger.Lost).To(BeZero())
+		perProcess := run("retry-storm-on-recovery", 8, retry.ScopeProcess)
+		Expect(perProcess.Verdict).To(Equal(reports.Failed))
+		Expect(expectation(perProcess, "dead-letters with class transient = 0").Verdict).To(Equal(reports.Failed))
+		Expect(perProcess.Ledger.Lost).To(BeZero())
+		fleet := run("retry-storm-on-recovery", 8)
+		Expect(fleet.Verdict).To(Equal(reports.Passed), "the fleet's budget (the default scope)")
 	})
 
 	It("gives each process its own breakers, named by process in the transitions, and the storm outlasts them (gateway-timeout-storm)", func() {

@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
 	"github.com/faultline/faultline/reference/worker"
@@ -61,6 +62,10 @@ type Env struct {
 	Rand func(name string) *rand.Rand
 	// Scenario is the scenario being run, defaults applied.
 	Scenario *scenarios.Scenario
+	// Budget keeps the fleet's shared retry budget (a scenario's
+	// system.retry.budget.scope: fleet): a retry.MemoryBudget in the
+	// simulator, the Redis store in a drill's worker process.
+	Budget retry.Booker
 }
 
 // Option changes how Run runs a scenario: its seed, or a component of the

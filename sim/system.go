@@ -60,7 +60,7 @@ func buildWorkerSystem(sc *scenarios.Scenario, env Env, drainer degrade.Drainer,
 	if o.policy != nil {
 		sys.Policy, err = o.policy(env)
 	} else {
-		sys.Policy, err = newPolicy(sc, env.Rand("retry"))
+		sys.Policy, err = newPolicy(sc, env.Rand("retry"), env.Budget)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("retry policy: %w", err)
@@ -95,6 +95,6 @@ func buildWorkerSystem(sc *scenarios.Scenario, env Env, drainer degrade.Drainer,
 func NewStream(seed uint64, name string) *rand.Rand { return newStream(seed, name) }
 
 // newPolicy is the reference retry policy of sc's configuration.
-func newPolicy(sc *scenarios.Scenario, r *rand.Rand) (worker.Policy, error) {
-	return retry.New(sc.System.Retry, r)
+func newPolicy(sc *scenarios.Scenario, r *rand.Rand, b retry.Booker) (worker.Policy, error) {
+	return retry.New(sc.System.Retry, r, retry.WithBooker(b))
 }

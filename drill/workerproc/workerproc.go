@@ -327,7 +327,7 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	defer fd.close()
 	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
 		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)
-	}}
+	}, Budget: st}
 	sys, err := sim.BuildWorkerSystem(&sc, env, st)
 	if err != nil {
 		return err
@@ -441,8 +441,12 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 			queues = append(queues, q)
 		}
 	}
+	states := map[string]worker.StateReader{}
+	for _, nb := range sys.Breakers {
+		states[nb.Name] = nb.Breaker
+	}
 	r, err := worker.NewRunner(worker.RunnerConfig{Pipeline: pipe, Source: st, Handler: handler, Clock: clk,
-		Workers: max(cfg.Concurrency, 1), Queues: queues, LeaseTTL: sc.Workers.LeaseTTL, Logger: logger,
+		Workers: max(cfg.Concurrency, 1), Queues: queues, Lanes: worker.NewLanes(sc.QueueDependencies(), states), LeaseTTL: sc.Workers.LeaseTTL, Logger: logger,
 		// A second of scenario time, as the simulator's maintenance
 		// wakes are, and never slower than a tenth of the lease.
 		TickInterval: min(time.Second, sc.Workers.LeaseTTL/10),

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -25,6 +26,13 @@ type Classifier interface {
 // Policy decides the fate of a failed attempt: *retry.Policy.
 type Policy interface {
 	Decide(a retry.Attempt, c classify.Classification, now time.Time) retry.Decision
+}
+
+// contextPolicy is a Policy whose decision may make a round trip (a
+// fleet-scoped retry budget booked in the store), bounded by a context:
+// *retry.Policy. Complete gives it the attempt's context.
+type contextPolicy interface {
+	DecideContext(ctx context.Context, a retry.Attempt, c classify.Classification, now time.Time) retry.Decision
 }
 
 // Alerter hears of every failed attempt and returns its alert's fingerprint:
@@ -224,7 +232,7 @@ func (a Attempt) Divert() Outcome {
 // A release (a shutdown stopped the attempt) is not a failure: it does not
 // count as an attempt, is not recorded and raises no alert. Completing a
 // Diverted attempt returns its Divert outcome and touches nothing.
-func (c *Core) Complete(a Attempt, err error, now time.Time) (o Outcome) {
+func (c *Core) Complete(ctx context.Context, a Attempt, err error, now time.Time) (o Outcome) {
 	if a.Diverted {
 		return a.Divert()
 	}
@@ -250,12 +258,18 @@ func (c *Core) Complete(a Attempt, err error, now time.Time) (o Outcome) {
 	}
 	// 4. The retry policy, with this attempt counted.
 	counted := j.Attempts + 1
-	d := c.cfg.Policy.Decide(retry.Attempt{
+	ra := retry.Attempt{
 		JobID: j.ID, Task: j.Task, Dependency: j.Dependency,
 		Attempts:       counted,
 		IdempotencyKey: j.IdempotencyKey, KeyRecordedAt: j.KeyRecordedAt,
 		FirstAttemptAt: j.FirstAttemptAt,
-	}, verdict, now)
+	}
+	var d retry.Decision
+	if cp, ok := c.cfg.Policy.(contextPolicy); ok {
+		d = cp.DecideContext(ctx, ra, verdict, now)
+	} else {
+		d = c.cfg.Policy.Decide(ra, verdict, now)
+	}
 	o = Outcome{Job: *j, At: now, Decision: d, Verdict: verdict, Err: err}
 	switch d.Action {
 	case retry.Release:

@@ -369,7 +369,7 @@ func (p *Pipeline) Start(ctx context.Context, j job.Job, l queue.Lease, now time
 // Finish completes attempt a, whose handler returned err, and carries the
 // outcome out with lease l, at now. The error is Apply's.
 func (p *Pipeline) Finish(ctx context.Context, a Attempt, l queue.Lease, err error, now time.Time) (Outcome, error) {
-	o := p.cfg.Core.Complete(a, err, now)
+	o := p.cfg.Core.Complete(ctx, a, err, now)
 	return o, p.Apply(ctx, l, o, now)
 }
 

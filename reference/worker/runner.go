@@ -86,6 +86,10 @@ type RunnerConfig struct {
 	// Queues are the queues polled, each worker starting at a different
 	// one (default job.DefaultQueue).
 	Queues []string
+	// Lanes, if set, closes the queues whose every dependency has an open
+	// breaker in this process (see Lanes): a worker skips them, and polls
+	// with its backoff when every open lane is empty.
+	Lanes *Lanes
 	// LeaseTTL is how long a lease lasts without a heartbeat (default 30s);
 	// HeartbeatInterval how often a running job's lease is extended
 	// (default LeaseTTL/3).
@@ -353,6 +357,9 @@ func (rn *run) work(i int) {
 		for range cfg.Queues {
 			name := cfg.Queues[next]
 			next = (next + 1) % len(cfg.Queues)
+			if !cfg.Lanes.Open(name) {
+				continue
+			}
 			j, l, ok, err := cfg.Source.Dequeue(rn.ctx, name, cfg.Clock.Now(), cfg.LeaseTTL)
 			if err != nil {
 				if rn.ctx.Err() == nil {

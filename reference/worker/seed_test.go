@@ -338,7 +338,7 @@ var _ = Describe("The core", func() {
 		Expect(err).NotTo(HaveOccurred())
 		a, err := core.Begin(newJob("z", "email", "smtp"), w.now())
 		Expect(err).NotTo(HaveOccurred())
-		o := core.Complete(a, errors.New("odd"), w.now())
+		o := core.Complete(context.Background(), a, errors.New("odd"), w.now())
 		Expect(o.Action).To(Equal(worker.DeadLetter))
 		Expect(o.Entry.Reason).To(Equal("unknown-action:action(0)"))
 		Expect(o.Entry.History).To(HaveLen(1))
@@ -374,7 +374,7 @@ var _ = Describe("A breaker without a fallback", func() {
 			a, err := core.Begin(j, w.now())
 			Expect(err).NotTo(HaveOccurred())
 			Expect(a.Diverted).To(BeFalse())
-			o := core.Complete(a, &failure.HTTPError{Code: 503}, w.now())
+			o := core.Complete(context.Background(), a, &failure.HTTPError{Code: 503}, w.now())
 			Expect(o.Action).To(Equal(worker.Retry))
 			j = o.Job
 		}
@@ -382,7 +382,7 @@ var _ = Describe("A breaker without a fallback", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(a.Diverted).To(BeTrue())
 		Expect(a.DivertReason).To(MatchError(degrade.ErrOpen))
-		o := core.Complete(a, nil, w.now())
+		o := core.Complete(context.Background(), a, nil, w.now())
 		Expect(o.Action).To(Equal(worker.Divert), "completing a diverted attempt is its divert")
 		Expect(b.Stats().CountedFailures).To(Equal(uint64(2)))
 	})

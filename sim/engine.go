@@ -133,7 +133,7 @@ type world struct {
 	queues []string
 	// round counts dispatch rounds (proc.dry).
 	round uint64
-	rr     int
+	rr    int
 
 	slots []*slot
 	idle  []*slot

@@ -140,16 +140,28 @@ type PlannedJobSpec struct {
 	Payload        string
 }
 
+// MaxDefaultProcesses is the most worker processes a scenario that does
+// not say runs: its slots are spread over min(count, MaxDefaultProcesses).
+const MaxDefaultProcesses = 8
+
+// DefaultProcesses is the fleet of a scenario with count worker slots that
+// does not say how many processes run them: one process per slot, up to
+// MaxDefaultProcesses.
+func DefaultProcesses(count int) int { return max(min(count, MaxDefaultProcesses), 1) }
+
 // WorkersSpec are the worker slots that run jobs.
 type WorkersSpec struct {
 	// Count is the number of slots, named w1..wN (default 4).
 	Count int
 	// Processes is the number of worker processes the slots are spread
 	// over, round robin (slot wN runs in process (N-1) mod Processes): each
-	// process has its own retry policy and budget, its own breakers and
-	// fallbacks, and keeps its own dead letters in memory; the store, its
-	// leases and the DLQ, and the alerter are the fleet's. Default 1, one
-	// process (the meaning of every scenario written before it).
+	// process has its own retry policy, breakers and fallbacks (and lanes:
+	// worker.Lanes), and keeps its own dead letters in memory; the store,
+	// its leases and the DLQ, the fleet-scoped retry budget and the
+	// alerter are the fleet's. A worker fault strikes a process: every
+	// slot it runs. Default DefaultProcesses(Count), min(Count, 8); a
+	// scenario written before the field keeps its meaning with
+	// processes: 1.
 	Processes int
 	// LeaseTTL is how long a dequeued job is leased (default 30s).
 	LeaseTTL time.Duration
@@ -310,7 +322,7 @@ func (sc Scenario) WithDefaults() Scenario {
 		sc.Workers.LeaseTTL = 30 * time.Second
 	}
 	if sc.Workers.Processes == 0 {
-		sc.Workers.Processes = 1
+		sc.Workers.Processes = DefaultProcesses(sc.Workers.Count)
 	}
 	if sc.Sample == 0 {
 		sc.Sample = max((sc.Duration / 500).Truncate(time.Second), time.Second)

@@ -305,7 +305,7 @@ var keyDocs = map[string]keyDoc{
 	"PlannedJob.payload":        {doc: "The job's payload (default: its task's)."},
 
 	"Workers.count":     {doc: "The number of worker slots, named w1..wN (default 4; at most 10,000 unless `faultline --max-workers` lifts the limit).", min: bound(0), max: bound(DefaultMaxWorkers)},
-	"Workers.processes": {doc: "The worker processes the slots are spread over, round robin (slot wN in process (N-1) mod processes): each has its own retry policy and budget, breakers and fallbacks; the store, its leases and the DLQ, and the alerter are the fleet's (default 1: one process, the meaning of every older scenario).", min: bound(0)},
+	"Workers.processes": {doc: "The worker processes the slots are spread over, round robin (slot wN in process (N-1) mod processes), as a drill runs them: each has its own retry policy, breakers and fallbacks, and leases only from the queues its breakers let it run; the store, its leases and the DLQ, the retry budget (scope: fleet) and the alerter are the fleet's. A worker fault strikes the process of the slot it names: every slot that process runs. Default min(count, 8); a scenario written before this field keeps its meaning with processes: 1.", min: bound(0)},
 	"Workers.leaseTTL":  {doc: "How long a dequeued job is leased before it counts as lost (default 30s)."},
 
 	"Dependency.name":                   {doc: "The dependency's name, as tasks and fault targets (dependency/NAME) write it.", required: true},

@@ -76,6 +76,9 @@ type proc struct {
 	policy   *swapPolicy
 	// lanes are the queues the process may lease from now (its breakers).
 	lanes *worker.Lanes
+	// first is the name of its first slot, wK for process K: the name
+	// worker faults and a drill's process go by.
+	first string
 	// dry is the dispatch round in which the process last found nothing
 	// to lease in its open lanes: its other idle slots need not look.
 	dry uint64
@@ -348,7 +351,7 @@ func (w *world) addProc(k int, o *options) error {
 	if err != nil {
 		return err
 	}
-	p := &proc{name: label, policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
+	p := &proc{name: label, first: "w" + strconv.Itoa(k+1), policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
 	states := map[string]worker.StateReader{}
 	for _, nb := range sys.Breakers {
 		states[nb.Name] = nb.Breaker
@@ -1005,22 +1008,47 @@ func (w *world) recover() {
 	}
 }
 
-// workerFault applies a worker fault (crash or stall) to the named worker,
-// or every worker.
+// workerFault applies a worker fault (crash or stall) to the process of
+// the named slot, or to every process: a fault strikes a process, every
+// slot it runs, as a drill's signal does.
 func (w *world) workerFault(i int, name string) {
-	for _, s := range w.slots {
-		if name != "" && s.name != name || s.retired {
-			continue
+	if name != "" {
+		if p := w.procOf(name); p != nil {
+			w.strikeProc(i, p)
 		}
-		w.strikeSlot(i, s)
+		return
+	}
+	for _, p := range w.procs {
+		w.strikeProc(i, p)
 	}
 }
 
-// strikeSlot applies the i-th fault, a worker fault, to slot s now: a
-// crash, a graceful stop or a stall, as the injector decides.
-func (w *world) strikeSlot(i int, s *slot) {
+// procOf is the process that runs the slot named name, or nil.
+func (w *world) procOf(name string) *proc {
+	for _, s := range w.slots {
+		if s.name == name {
+			return s.proc
+		}
+	}
+	return nil
+}
+
+// strikeProc applies the i-th fault, a worker fault, to process p now: a
+// crash, a graceful stop or a stall, as the injector decides (asked once,
+// for the process, named by its first slot as a drill names it), to each
+// slot it runs.
+func (w *world) strikeProc(i int, p *proc) {
+	eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: p.first}, faults.Call{At: w.now()})
+	for _, s := range w.slots {
+		if s.proc == p && !s.retired {
+			w.strikeSlot(s, eff)
+		}
+	}
+}
+
+// strikeSlot applies a worker fault's effect to slot s now.
+func (w *world) strikeSlot(s *slot, eff faults.Effect) {
 	off := w.now()
-	eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: s.name}, faults.Call{At: off})
 	switch {
 	case eff.Crash:
 		w.dropKept(s)

@@ -20,33 +20,46 @@ type whenWait struct {
 // state: each targeted worker in the state now is struck now; the others
 // wait for it (whenBegan) until the window ends (endWhen).
 func (w *world) armWhen(i int, f faults.Fault, win faults.Window) {
-	var targets []string
+	var targets []*proc
 	if f.Target.Name != "" {
-		targets = []string{f.Target.Name}
+		if p := w.procOf(f.Target.Name); p != nil {
+			targets = []*proc{p}
+		}
 	} else {
-		for _, s := range w.slots {
-			if !s.retired {
-				targets = append(targets, s.name)
+		for _, p := range w.procs {
+			if w.procRuns(p) {
+				targets = append(targets, p)
 			}
 		}
 	}
-	for _, name := range targets {
-		if s := w.slotNamed(name); s != nil && w.midCall(s, f.Schedule.When.Dependency) {
-			w.strikeSlot(i, s)
+	for _, p := range targets {
+		if w.procMidCall(p, f.Schedule.When.Dependency) {
+			w.strikeProc(i, p)
 			continue
 		}
-		w.waits = append(w.waits, whenWait{fault: i, worker: name, win: win, targeted: len(targets)})
+		w.waits = append(w.waits, whenWait{fault: i, worker: p.first, win: win, targeted: len(targets)})
 	}
 }
 
-// slotNamed is the worker slot named name that is not retired, or nil.
-func (w *world) slotNamed(name string) *slot {
+// procRuns reports whether process p runs a slot that is not retired.
+func (w *world) procRuns(p *proc) bool {
 	for _, s := range w.slots {
-		if s.name == name && !s.retired {
-			return s
+		if s.proc == p && !s.retired {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// procMidCall reports whether a slot of process p has a call in flight at
+// dependency dep (midCall).
+func (w *world) procMidCall(p *proc, dep string) bool {
+	for _, s := range w.slots {
+		if s.proc == p && w.midCall(s, dep) {
+			return true
+		}
+	}
+	return false
 }
 
 // midCall reports whether slot s holds a lease and has a call in flight at
@@ -63,12 +76,12 @@ func (w *world) whenBegan(s *slot) {
 	for k := 0; k < len(w.waits); {
 		wt := w.waits[k]
 		f := &w.sc.Faults[wt.fault]
-		if wt.worker != s.name || w.now() < wt.win.From || w.now() >= wt.win.Until || !w.midCall(s, f.Schedule.When.Dependency) {
+		if wt.worker != s.proc.first || w.now() < wt.win.From || w.now() >= wt.win.Until || !w.midCall(s, f.Schedule.When.Dependency) {
 			k++
 			continue
 		}
 		w.waits = slices.Delete(w.waits, k, k+1)
-		w.strikeSlot(wt.fault, s)
+		w.strikeProc(wt.fault, s.proc)
 	}
 }
 

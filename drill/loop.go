@@ -809,7 +809,7 @@ func (d *drill) workerFault(i int, f faults.Fault, ask, at time.Duration) {
 		if d.isAborted() {
 			return
 		}
-		if f.Target.Name != "" && f.Target.Name != n {
+		if f.Target.Name != "" && d.procOf(f.Target.Name) != n {
 			continue
 		}
 		var eff faults.Effect

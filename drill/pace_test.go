@@ -65,14 +65,23 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		Expect(unmeasured).To(Equal(float64(drill.MaxAutoScale)))
 	})
 
-	It("drills more than 16 worker slots as 8 processes sharing them", func() {
+	It("drills the scenario's fleet, or the one --workers and --concurrency give", func() {
 		s := load("builtin:requeue-reset-attempts").Scenario.WithDefaults()
-		Expect(s.Workers.Count).To(Equal(250))
-		n, c := drill.Fleet(&s)
-		Expect([]int{n, c}).To(Equal([]int{8, 32}))
-		w := sc()
-		n, c = drill.Fleet(&w)
-		Expect([]int{n, c}).To(Equal([]int{4, 1}))
+		Expect([]int{s.Workers.Processes, s.Workers.Count}).To(Equal([]int{8, 250}), "the default fleet: min(count, 8)")
+		fleet := func(processes, concurrency int) []int {
+			f := s
+			drill.Fleet(&f, processes, concurrency)
+			return []int{f.Workers.Processes, f.Workers.Count}
+		}
+		Expect(fleet(0, 0)).To(Equal([]int{8, 250}))
+		Expect(fleet(2, 0)).To(Equal([]int{2, 250}), "--workers: processes over the scenario's slots")
+		Expect(fleet(2, 3)).To(Equal([]int{2, 6}), "--workers with --concurrency: the slots too")
+		Expect(fleet(0, 4)).To(Equal([]int{8, 32}), "--concurrency: slots per process")
+		w := sc().WithDefaults()
+		drill.Fleet(&w, 0, 0)
+		Expect([]int{w.Workers.Processes, w.Workers.Count}).To(Equal([]int{4, 4}))
+		drill.Fleet(&w, 6, 0)
+		Expect([]int{w.Workers.Processes, w.Workers.Count}).To(Equal([]int{6, 6}), "at least a slot per process")
 	})
 
 	It("refuses a scale other than 1 for a black box that does not take {timeScale}, and takes one that does", func() {

@@ -72,8 +72,9 @@ type Options struct {
 	// every key that holds it anywhere (asynq's asynq:{QUEUE}:...).
 	NamespaceMadeUp bool
 	// Workers is the number of worker processes (0 = the scenario's
-	// workers.count); Concurrency the jobs each runs at once (default 1:
-	// a worker process is a scenario worker slot, w1..wN).
+	// workers.processes); Concurrency the worker slots each runs (0 = the
+	// scenario's slots spread over its processes, as the simulator spreads
+	// them). See Fleet.
 	Workers     int
 	Concurrency int
 	// Scale is the time scale (default 1); AutoScale picks it before the
@@ -257,13 +258,17 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	if runtime.GOOS != "linux" {
 		return nil, &RefusedError{Scenario: sc.Name, Part: "drill", Reason: "drills run on Linux only: worker faults are signals to process groups (SIGKILL, SIGSTOP), which " + runtime.GOOS + " does not give"}
 	}
-	if x := sc.System.External; x != nil && x.Copies > 0 {
-		sc.Workers.Count = x.Copies
-	}
-	if opts.Workers > 0 {
-		sc.Workers.Count = opts.Workers
-	} else if sc.System.External == nil && opts.Concurrency <= 1 {
-		sc.Workers.Count, opts.Concurrency = Fleet(&sc)
+	if x := sc.System.External; x != nil {
+		// A black box's copies are its processes, one slot each.
+		if x.Copies > 0 {
+			sc.Workers.Count = x.Copies
+		}
+		if opts.Workers > 0 {
+			sc.Workers.Count = opts.Workers
+		}
+		sc.Workers.Processes = sc.Workers.Count
+	} else {
+		Fleet(&sc, opts.Workers, opts.Concurrency)
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
@@ -330,32 +335,41 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	return d, nil
 }
 
-// MaxSlotsAsProcesses is the most worker slots a drill runs one process
-// each; a scenario with more runs MaxFleet processes, the slots spread
-// over them as each process's concurrency.
-const (
-	MaxSlotsAsProcesses = 16
-	MaxFleet            = 8
-)
+// Fleet sets the fleet a drill of sc (defaults applied) runs: the
+// scenario's workers.processes over its workers.count slots, as the
+// simulator runs them, unless --workers (processes) or --concurrency
+// (slots per process) says otherwise: --workers N runs N processes over
+// the scenario's slots (at least N), or N×concurrency slots with
+// --concurrency; --concurrency alone gives each of the scenario's
+// processes that many slots.
+func Fleet(sc *scenarios.Scenario, processes, concurrency int) {
+	switch {
+	case processes > 0 && concurrency > 0:
+		sc.Workers.Processes, sc.Workers.Count = processes, processes*concurrency
+	case processes > 0:
+		sc.Workers.Processes, sc.Workers.Count = processes, max(sc.Workers.Count, processes)
+	case concurrency > 0:
+		sc.Workers.Count = sc.Workers.Processes * concurrency
+	}
+}
 
-// Fleet is the worker processes a drill of sc runs, and each one's
-// concurrency, when neither --workers nor --concurrency says: one
-// process per slot up to MaxSlotsAsProcesses slots; past that MaxFleet
-// processes sharing the slots (unless a worker fault names a slot past
-// MaxFleet, which needs its own process).
-func Fleet(sc *scenarios.Scenario) (processes, concurrency int) {
-	n := sc.Workers.Count
-	if n <= MaxSlotsAsProcesses {
-		return n, 1
+// procOf names the worker process that runs the slot named slot (wN): the
+// process wK, K = (N-1) mod processes + 1, as the simulator spreads them.
+// A black box's copies are each their own process; a name that is not a
+// slot's is returned as it is.
+func (d *drill) procOf(slot string) string {
+	n, err := strconv.Atoi(strings.TrimPrefix(slot, "w"))
+	p := d.sc.Workers.Processes
+	if err != nil || n < 1 || p < 1 || !strings.HasPrefix(slot, "w") {
+		return slot
 	}
-	for _, f := range sc.Faults {
-		if f.Target.Kind == faults.Worker && f.Target.Name != "" {
-			if k, err := strconv.Atoi(strings.TrimPrefix(f.Target.Name, "w")); err == nil && k > MaxFleet {
-				return n, 1
-			}
-		}
-	}
-	return MaxFleet, (n + MaxFleet - 1) / MaxFleet
+	return "w" + strconv.Itoa((n-1)%p+1)
+}
+
+// slotsOf is how many of count slots process k (from 0) of a fleet of
+// processes runs: slots wN with (N-1) mod processes = k.
+func slotsOf(k, count, processes int) int {
+	return (count - k + processes - 1) / processes
 }
 
 // CheckExternalScale refuses a time scale other than 1 for a black-box
@@ -452,9 +466,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 	}
 	// The scenario's clock starts a little ahead, when the workers are
 	// up: a process's start, measured here, times the fleet.
-	lead := 800*time.Millisecond + 100*time.Millisecond*time.Duration(sc.Workers.Count)
+	lead := 800*time.Millisecond + 100*time.Millisecond*time.Duration(sc.Workers.Processes)
 	if d.startEach = d.measureStart(ctx); d.startEach > 0 {
-		lead = max(lead, 800*time.Millisecond+d.startEach*time.Duration(sc.Workers.Count))
+		lead = max(lead, 800*time.Millisecond+d.startEach*time.Duration(sc.Workers.Processes))
 	}
 	if err := d.startClock(lead); err != nil {
 		return err
@@ -518,7 +532,9 @@ func (d *drill) start(ctx context.Context) (err error) {
 	qURL := redisURLVia(d.opts.RedisURL, d.qProxy.Addr())
 	dURL := redisURLVia(d.opts.RedisURL, d.dProxy.Addr())
 	var specs []supervisor.Spec
-	for i := range sc.Workers.Count {
+	for i := range sc.Workers.Processes {
+		// A process is named by its first slot: worker faults name slots,
+		// and strike the process that runs it (procOf).
 		name := "w" + strconv.Itoa(i+1)
 		d.h.Workers = append(d.h.Workers, name)
 		// The Redis URLs (a password, maybe) go in the environment, not
@@ -526,7 +542,7 @@ func (d *drill) start(ctx context.Context) (err error) {
 		cfg := &workerproc.Config{Name: name, Source: d.opts.Source, Hash: d.l.Hash, Seed: d.seed,
 			Namespace: d.ns, EventStream: DefaultEventStream, Start: sc.Start, Origin: d.origin, Scale: d.opts.Scale,
 			Gateways: gwURLs, CallTimeout: 30 * time.Second, Feed: "http://" + d.feedLn.Addr().String() + "/report",
-			Concurrency: d.opts.Concurrency, Broken: d.opts.Broken}
+			Concurrency: slotsOf(i, sc.Workers.Count, sc.Workers.Processes), Broken: d.opts.Broken}
 		path := filepath.Join(d.dir, name+".json")
 		if err := workerproc.WriteConfig(path, cfg); err != nil {
 			return err
@@ -553,7 +569,7 @@ func (d *drill) start(ctx context.Context) (err error) {
 	started := time.Now()
 	deadline := time.NewTimer(max(lead, d.opts.StartupTimeout))
 	defer deadline.Stop()
-	for len(d.hellos) < sc.Workers.Count {
+	for len(d.hellos) < sc.Workers.Processes {
 		select {
 		case r := <-d.reports:
 			n := len(d.hellos)
@@ -569,7 +585,7 @@ func (d *drill) start(ctx context.Context) (err error) {
 				}
 			}
 			return fmt.Errorf("%w: waiting for the worker processes to come up (each connects to Redis through the drill's proxy and reports to the drill): %d of %d came up in %s, then none for %s; %s did not (logs in %s)",
-				ErrSteadyState, len(d.hellos), sc.Workers.Count, time.Since(started).Round(time.Millisecond), d.opts.StartupTimeout, strings.Join(missing, ", "), d.dir)
+				ErrSteadyState, len(d.hellos), sc.Workers.Processes, time.Since(started).Round(time.Millisecond), d.opts.StartupTimeout, strings.Join(missing, ", "), d.dir)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

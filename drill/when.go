@@ -24,12 +24,12 @@ const whenPoll = time.Millisecond
 func (d *drill) whenFault(ctx context.Context, wg *sync.WaitGroup, i int, f faults.Fault, from, until time.Duration) {
 	var targets []string
 	for _, n := range d.h.Workers {
-		if f.Target.Name == "" || f.Target.Name == n {
+		if f.Target.Name == "" || d.procOf(f.Target.Name) == n {
 			targets = append(targets, n)
 		}
 	}
 	if f.Target.Name != "" && len(targets) == 0 {
-		targets = []string{f.Target.Name}
+		targets = []string{d.procOf(f.Target.Name)}
 	}
 	var gw *gateway.Gateway
 	for _, g := range d.gws {

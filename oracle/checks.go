@@ -190,6 +190,9 @@ func (c *Checks) Result(ctx context.Context, e End) *reports.Result {
 		Engine:        reports.Engine{Events: e.Events, Jobs: e.Made, MaxQueue: c.Sampler.MaxQueue},
 	}
 	res.Series.IntervalMs = sc.Sample.Milliseconds()
+	if p := sc.Workers.Processes; p > 1 && sc.System.External == nil {
+		res.Engine.Processes, res.Engine.Slots = p, sc.Workers.Count
+	}
 	if res.Alerts.ByReceiver == nil {
 		res.Alerts.ByReceiver = map[string]int64{}
 	}

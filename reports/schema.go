@@ -175,7 +175,7 @@ var fieldDocs = map[string]string{
 	"Engine.Events":    "Events the engine ran.",
 	"Engine.Jobs":      "Jobs created.",
 	"Engine.MaxQueue":  "The deepest the work queue got.",
-	"Engine.Processes": "The worker processes of the fleet the simulator ran (workers.processes), when more than one: each its own retry policy and budget, breakers and fallbacks, over one store, DLQ and alerter.",
+	"Engine.Processes": "The worker processes of the fleet the run ran (workers.processes), when more than one: each its own retry policy, breakers and fallbacks, over one store, DLQ and alerter, and one retry budget unless its scope is process.",
 	"Engine.Slots":     "The worker slots the fleet's processes ran between them, round robin (with processes).",
 }
 

@@ -98,8 +98,8 @@ func WriteText(w io.Writer, r *Result, o TextOptions) error {
 			t.line(4, t.paint(ansiDim, "○ ")+u.Kind+" "+u.Name+": "+u.Why)
 		}
 	}
-	if p := r.Engine.Processes; p > 1 {
-		t.line(2, fmt.Sprintf("fleet: %d worker processes over %d slots, round robin — each its own retry budget, breakers and fallbacks; the store, the DLQ and the alerter shared", p, r.Engine.Slots))
+	if p := r.Engine.Processes; p > 1 && (r.Failed() || o.Verbose) {
+		t.line(2, fmt.Sprintf("fleet: %d worker processes over %d slots, round robin — each its own breakers and fallbacks; the store, the DLQ, the alerter and the retry budget (unless scope: process) shared", p, r.Engine.Slots))
 	}
 	t.live(r)
 	if o.Verbose {

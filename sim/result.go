@@ -44,11 +44,7 @@ func (w *world) result() *reports.Result {
 		b.BudgetExceeded += st.BudgetExceeded
 		b.Dependencies = max(b.Dependencies, st.Dependencies)
 	}
-	res := w.chk.Result(w.ctx, e)
-	if p := len(w.procs); p > 1 {
-		res.Engine.Processes, res.Engine.Slots = p, w.sc.Workers.Count
-	}
-	return res
+	return w.chk.Result(w.ctx, e)
 }
 
 func (w *world) faultReport() []reports.Fault {

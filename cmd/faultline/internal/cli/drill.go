@@ -115,8 +115,8 @@ could not be reached; 5 a drill was inconclusive and none failed.`,
 	fl.BoolVar(&f.all, "all", false, "drill every built-in that runs live, in a row, and print a table of their verdicts (a team's staging Redis against the whole library)")
 	fl.StringVar(&f.namespace, "namespace", "", "the drill's namespace (default: a fresh drill-<scenario>-<random>); it must hold no keys")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a Redis off loopback (needs --namespace)")
-	fl.IntVar(&f.workers, "workers", 0, "worker processes (default: the scenario's workers.count; each is a worker slot w1..wN)")
-	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs each worker process runs at once")
+	fl.IntVar(&f.workers, "workers", 0, "worker processes (default: the scenario's workers.processes, min(count, 8) unless it says), over the scenario's worker slots (at least one each)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "worker slots (jobs at once) per process (default: the scenario's slots spread over its processes)")
 	fl.StringVar(&f.scaleFlag, "time-scale", "auto", "run scenario time this many times faster than the wall clock: auto (measured: see above), or 1 to 1000")
 	fl.DurationVar(&f.settle, "settle", 0, "after the scenario's end, give the system up to this long (scenario time) to finish what it holds before the last look (default: a tenth of the duration, at least 1m)")
 	fl.Uint64Var(&f.seed, "seed", 0, "drill with this seed instead of the scenario's own")
@@ -138,8 +138,8 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	if f.workers < 0 {
 		return usage(c, fmt.Errorf("--workers %d: takes a number of worker processes ≥ 1 (0: the scenario's own)", f.workers))
 	}
-	if f.concurrency < 1 {
-		return usage(c, fmt.Errorf("--concurrency %d: takes a number ≥ 1", f.concurrency))
+	if f.concurrency < 0 {
+		return usage(c, fmt.Errorf("--concurrency %d: takes a number of slots per process ≥ 1 (0: the scenario's own)", f.concurrency))
 	}
 	if f.scaleFlag == "auto" {
 		f.scale, f.autoScale = 1, true

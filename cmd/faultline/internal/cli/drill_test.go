@@ -38,7 +38,7 @@ var _ = Describe("faultline drill", func() {
 
 	It("says what each flag takes", func() {
 		for _, args := range [][]string{
-			{"--time-scale", "0.5"}, {"--time-scale", "5000"}, {"--workers", "-1"}, {"--concurrency", "0"}, {"--progress", "sometimes"},
+			{"--time-scale", "0.5"}, {"--time-scale", "5000"}, {"--workers", "-1"}, {"--concurrency", "-1"}, {"--progress", "sometimes"},
 			{"--metrics-listen", "0.0.0.0:9464"},
 		} {
 			_, stderr, code := run(append([]string{"drill", "worker-crash", "--redis-url", "127.0.0.1:1"}, args...)...)

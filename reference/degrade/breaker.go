@@ -197,6 +197,9 @@ type Stats struct {
 	// ForcedOpens counts trips caused by one of the ForceOpenClasses (from
 	// one of the CountedSources).
 	ForcedOpens uint64
+	// FleetErrors counts the calls to the fleet's BreakerStore that failed
+	// (WithFleet): the breaker worked alone meanwhile.
+	FleetErrors uint64
 }
 
 // bucket is one slice of the rolling window: the calls (successes and counted
@@ -267,6 +270,8 @@ type Breaker struct {
 	probeSuccesses int
 
 	stats Stats
+	// fleet links the breaker to its fleet's (WithFleet), or is nil.
+	fleet *fleetLink
 
 	// Listener delivery: transitions are queued under mu and delivered, in
 	// order, by whichever call finds no delivery in progress.
@@ -278,7 +283,7 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker configured by cfg.WithDefaults(), or a
 // *ConfigError. It starts no goroutine and schedules no timer.
-func NewBreaker(cfg BreakerConfig, clk clock.Clock) (*Breaker, error) {
+func NewBreaker(cfg BreakerConfig, clk clock.Clock, opts ...BreakerOption) (*Breaker, error) {
 	if clk == nil {
 		return nil, cfgErr("clock", nil, "must not be nil")
 	}
@@ -309,6 +314,9 @@ func NewBreaker(cfg BreakerConfig, clk clock.Clock) (*Breaker, error) {
 		b.countedSrc[s] = true
 	}
 	b.maxLevel = levelCap(cfg.OpenDuration, cfg.MaxOpenDuration, cfg.BackoffFactor)
+	for _, o := range opts {
+		o(b)
+	}
 	return b, nil
 }
 
@@ -432,6 +440,9 @@ func (b *Breaker) seenLocked(now time.Time) time.Time {
 
 // allowLocked is Allow's core; the caller holds b.mu.
 func (b *Breaker) allowLocked(now time.Time) (Permit, error) {
+	if b.fleet != nil {
+		b.syncLocked(now)
+	}
 	if b.state == Closed {
 		if b.ramping && !b.rampAdmitLocked(now) {
 			b.stats.RejectedRampUp++
@@ -446,7 +457,11 @@ func (b *Breaker) allowLocked(now time.Time) (Permit, error) {
 			return Permit{}, ErrOpen
 		}
 		// The timer is due but has not run yet (it runs on another goroutine
-		// on a real clock, or later at this instant on a virtual one).
+		// on a real clock, or later at this instant on a virtual one). A
+		// fleet's breaker probes only if it wins the claim.
+		if b.fleet != nil && !b.claimLocked(now) {
+			return b.allowLocked(now) // the state it adopted decides
+		}
 		b.toHalfOpenLocked(now)
 	}
 	if len(b.probes) >= b.cfg.HalfOpenProbes {
@@ -505,7 +520,10 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		if b.state == HalfOpen {
 			b.probeSuccesses++
 			if b.probeSuccesses >= b.cfg.SuccessesToClose {
-				b.closeLocked(now)
+				b.closeLocked(now, ReasonProbesSucceeded)
+				if b.fleet != nil {
+					b.publishLocked(now)
+				}
 			}
 			return
 		}
@@ -610,6 +628,9 @@ func (b *Breaker) tripLocked(now time.Time, reason string) {
 	b.setStateLocked(now, Open, reason)
 	gen := b.gen
 	b.openTimer = b.clk.AfterFunc(b.openFor, func() { b.openElapsed(gen) })
+	if b.fleet != nil {
+		b.publishLocked(now)
+	}
 }
 
 func (b *Breaker) raiseLevel() {
@@ -624,16 +645,17 @@ func (b *Breaker) toHalfOpenLocked(now time.Time) {
 	b.setStateLocked(now, HalfOpen, ReasonOpenElapsed)
 }
 
-// closeLocked closes a half-open breaker with a fresh window and, unless it
-// is turned off, starts ramp-up.
-func (b *Breaker) closeLocked(now time.Time) {
+// closeLocked closes a half-open breaker (or, adopting its fleet's close,
+// an open one) with a fresh window and, unless it is turned off, starts
+// ramp-up.
+func (b *Breaker) closeLocked(now time.Time, reason string) {
 	b.closedAt = now
 	b.hasClosed = true
 	b.consecutive = 0
 	clear(b.buckets)
 	b.ramping = b.cfg.RampUp > 0 && b.cfg.RampStartPercent < 100
 	b.rampCredit = 0
-	b.setStateLocked(now, Closed, ReasonProbesSucceeded)
+	b.setStateLocked(now, Closed, reason)
 }
 
 // setStateLocked leaves the current state (stopping its timers), enters to,
@@ -694,7 +716,9 @@ func (b *Breaker) openElapsed(gen uint64) {
 	now = b.seenLocked(now)
 	if b.gen == gen && b.state == Open {
 		b.openTimer = nil
-		b.toHalfOpenLocked(now)
+		if b.fleet == nil || b.claimLocked(now) {
+			b.toHalfOpenLocked(now)
+		}
 	}
 	b.unlockAndDeliver()
 }

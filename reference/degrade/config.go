@@ -51,6 +51,9 @@ const (
 	// DefaultRampStartPercent is the share of calls admitted just after the
 	// breaker closes.
 	DefaultRampStartPercent = 10
+	// DefaultSyncInterval is how often a fleet's breaker loads the fleet's
+	// state when asked for calls.
+	DefaultSyncInterval = 250 * time.Millisecond
 
 	// NoRampUp, as BreakerConfig.RampUp, turns ramp-up off: a closing breaker
 	// admits every call at once. (RampStartPercent 100 has the same effect.)
@@ -136,6 +139,11 @@ type BreakerConfig struct {
 	// RampStartPercent (1-100) is the share admitted just after closing.
 	RampStartPercent int
 
+	// SyncInterval is how often a breaker its fleet shares (WithFleet)
+	// loads the fleet's state when asked for calls: it learns of a trip
+	// elsewhere at most this late. Unused by a breaker of its own.
+	SyncInterval time.Duration
+
 	// CountedClasses are the failure classes that count against the
 	// dependency (when their source is one of the CountedSources). A nil
 	// slice means DefaultCountedClasses. Permanent (a
@@ -176,6 +184,7 @@ func (c BreakerConfig) WithDefaults() BreakerConfig {
 	setDur(&c.ProbeTimeout, DefaultProbeTimeout)
 	setDur(&c.RampUp, DefaultRampUp)
 	setInt(&c.RampStartPercent, DefaultRampStartPercent)
+	setDur(&c.SyncInterval, DefaultSyncInterval)
 	if c.CountedClasses == nil {
 		c.CountedClasses = DefaultCountedClasses()
 	}
@@ -223,6 +232,8 @@ func (c BreakerConfig) Validate() error {
 		return cfgErr("ProbeTimeout", c.ProbeTimeout, "must be positive")
 	case c.RampUp == 0:
 		return cfgErr("RampUp", c.RampUp, "must be positive, or NoRampUp to turn ramp-up off")
+	case c.SyncInterval < 0:
+		return cfgErr("SyncInterval", c.SyncInterval, "must not be negative")
 	case c.RampStartPercent < 1 || c.RampStartPercent > 100:
 		return cfgErr("RampStartPercent", c.RampStartPercent, "must be between 1 and 100")
 	case c.CountedClasses != nil && len(c.CountedClasses) == 0:

@@ -31,6 +31,7 @@ var _ = Describe("BreakerConfig", func() {
 			ProbeTimeout:        10 * time.Second,
 			RampUp:              30 * time.Second,
 			RampStartPercent:    10,
+			SyncInterval:        250 * time.Millisecond,
 			CountedClasses:      []classify.Class{classify.Transient, classify.RateLimited, classify.Indeterminate, classify.Critical},
 			ForceOpenClasses:    []classify.Class{classify.Critical},
 			CountedSources:      []classify.Source{classify.Network, classify.Dependency, classify.Auth},

@@ -15,6 +15,8 @@ import (
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reference/queue/queuetest"
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/degrade/degradetest"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/retry/retrytest"
 	"github.com/faultline/faultline/reference/store"
@@ -172,6 +174,7 @@ func conformanceSuites(client func() redis.UniversalClient) {
 	})
 
 	retrytest.ExerciseBooker(func() retry.Booker { return newStore(client(), store.Config{}) })
+	degradetest.ExerciseBreakerStore(func() degrade.BreakerStore { return newStore(client(), store.Config{}) })
 
 	dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
 		s := streamed(client(), cfg)

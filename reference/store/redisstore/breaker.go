@@ -1,0 +1,93 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/faultline/faultline/reference/degrade"
+)
+
+// BreakerKey is the key of the state breaker name's fleet shares
+// (degrade.WithFleet) in namespace ns.
+func BreakerKey(ns, name string) string { return Prefix(ns) + ":breaker:" + name }
+
+// breakerSwapScript swaps a fleet's shared breaker state
+// (degrade.BreakerStore).
+//
+// KEYS[1] the breaker's hash (BreakerKey). ARGV[1] the generation the
+// caller saw (0: none), ARGV[2..6] the new state's gen, st (the state's
+// number), until (Unix ms), lvl and holder. Sets the hash if its gen is
+// ARGV[1] (a missing hash is gen 0) and returns {1}; else returns {0, gen,
+// st, until, lvl, holder} of the current state, writing nothing.
+var breakerSwapScript = redis.NewScript(`
+local K = KEYS[1]
+local cur = redis.call('HMGET', K, 'gen', 'st', 'until', 'lvl', 'holder')
+if (cur[1] or '0') == ARGV[1] then
+  redis.call('HSET', K, 'gen', ARGV[2], 'st', ARGV[3], 'until', ARGV[4], 'lvl', ARGV[5], 'holder', ARGV[6])
+  return {1}
+end
+return {0, cur[1] or '0', cur[2] or '0', cur[3] or '0', cur[4] or '0', cur[5] or ''}
+`)
+
+// LoadBreaker returns the state breaker name's fleet shares
+// (degrade.BreakerStore): one HMGET.
+func (s *Store) LoadBreaker(ctx context.Context, name string) (degrade.SharedState, error) {
+	if err := s.guardLayout(ctx); err != nil {
+		return degrade.SharedState{}, fmt.Errorf("load breaker %s: %w", name, err)
+	}
+	v, err := s.rdb.HMGet(ctx, BreakerKey(s.cfg.Namespace, name), "gen", "st", "until", "lvl", "holder").Result()
+	if err != nil {
+		return degrade.SharedState{}, fmt.Errorf("load breaker %s: %w", name, err)
+	}
+	st, err := sharedState(v)
+	if err != nil {
+		return degrade.SharedState{}, fmt.Errorf("load breaker %s: %w", name, err)
+	}
+	return st, nil
+}
+
+// SwapBreaker swaps the state breaker name's fleet shares if its generation
+// is still gen (degrade.BreakerStore): one script.
+func (s *Store) SwapBreaker(ctx context.Context, name string, gen uint64, next degrade.SharedState) (degrade.SharedState, bool, error) {
+	if err := s.guardLayout(ctx); err != nil {
+		return degrade.SharedState{}, false, fmt.Errorf("swap breaker %s: %w", name, err)
+	}
+	r, err := breakerSwapScript.Run(ctx, s.rdb, []string{BreakerKey(s.cfg.Namespace, name)},
+		strconv.FormatUint(gen, 10), strconv.FormatUint(next.Gen, 10), strconv.Itoa(int(next.State)),
+		strconv.FormatInt(next.Until.UnixMilli(), 10), strconv.Itoa(next.Level), next.Holder).Slice()
+	if err != nil {
+		return degrade.SharedState{}, false, fmt.Errorf("swap breaker %s: %w", name, err)
+	}
+	if len(r) == 1 {
+		return next, true, nil
+	}
+	if len(r) != 6 {
+		return degrade.SharedState{}, false, fmt.Errorf("swap breaker %s: unexpected reply %v", name, r)
+	}
+	st, err := sharedState(r[1:])
+	if err != nil {
+		return degrade.SharedState{}, false, fmt.Errorf("swap breaker %s: %w", name, err)
+	}
+	return st, false, nil
+}
+
+// sharedState reads a breaker hash's fields gen, st, until, lvl, holder (a
+// missing hash: generation 0).
+func sharedState(v []any) (degrade.SharedState, error) {
+	str := func(i int) string { s, _ := v[i].(string); return s }
+	if str(0) == "" {
+		return degrade.SharedState{}, nil
+	}
+	gen, err1 := strconv.ParseUint(str(0), 10, 64)
+	st, err2 := strconv.Atoi(str(1))
+	until, err3 := strconv.ParseInt(str(2), 10, 64)
+	lvl, err4 := strconv.Atoi(str(3))
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || st < 0 || st > int(degrade.HalfOpen) {
+		return degrade.SharedState{}, fmt.Errorf("malformed shared state %v", v)
+	}
+	return degrade.SharedState{Gen: gen, State: degrade.State(st), Until: time.UnixMilli(until), Level: lvl, Holder: str(4)}, nil
+}

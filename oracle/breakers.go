@@ -9,7 +9,9 @@ import (
 
 // Breakers is the checker of a run's circuit breakers:
 // breaker-transitions-legal (each process's breaker moves closed → open →
-// half-open → open or closed, from the state it was in), the transitions
+// half-open → open or closed, from the state it was in; a breaker its
+// fleet shares may also close from open, when it adopts the fleet's close:
+// reason fleet-closed), the transitions
 // for the result, and each breaker's state across the processes (open if
 // any is, closed if all are, else half-open). The simulator's one process
 // is worker ""; a drill's are named. The engine feeds it as its breakers
@@ -57,7 +59,7 @@ func (b *Breakers) Transition(at time.Duration, worker, name, from, to, reason s
 	if !seen {
 		was = degrade.Closed
 	}
-	if was != f || !LegalBreaker(f, t) {
+	if was != f || !LegalBreaker(f, t) && !(f == degrade.Open && t == degrade.Closed && reason == degrade.ReasonFleetClosed) {
 		if worker == "" {
 			b.led.Fail(InvBreakerLegal, nil, "breaker %s moved %s → %s (%s), but it was %s", name, f, t, reason, was)
 		} else {

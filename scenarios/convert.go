@@ -356,7 +356,8 @@ func (c *converter) system(s System) SystemSpec {
 		bc := degrade.BreakerConfig{Name: b.Dependency, ConsecutiveFailures: b.ConsecutiveFailures, FailureRatePercent: b.FailureRatePercent,
 			MinThroughput: b.MinThroughput, Window: b.Window.D(), OpenDuration: b.OpenDuration.D(), MaxOpenDuration: b.MaxOpenDuration.D(),
 			BackoffFactor: b.BackoffFactor, StablePeriod: b.StablePeriod.D(), HalfOpenProbes: b.HalfOpenProbes,
-			SuccessesToClose: b.SuccessesToClose, ProbeTimeout: b.ProbeTimeout.D(), RampStartPercent: b.RampStartPercent}
+			SuccessesToClose: b.SuccessesToClose, ProbeTimeout: b.ProbeTimeout.D(), RampStartPercent: b.RampStartPercent,
+			SyncInterval: b.SyncInterval.D()}
 		switch b.RampUp {
 		case "":
 		case "none":
@@ -369,6 +370,16 @@ func (c *converter) system(s System) SystemSpec {
 			bc.RampUp = v.D()
 		}
 		spec := BreakerSpec{Config: bc}
+		switch b.Scope {
+		case "", "process":
+		case "fleet":
+			spec.Fleet = true
+		default:
+			c.bad(p+".scope", "unknown scope %q; expected one of process, fleet", b.Scope)
+		}
+		if b.SyncInterval != 0 && !spec.Fleet {
+			c.bad(p+".syncInterval", "applies to a breaker the fleet shares (scope: fleet); this one is each process's own")
+		}
 		if b.Fallback != nil {
 			spec.Fallback = degrade.FallbackConfig{BatchSize: b.Fallback.BatchSize, DrainInterval: b.Fallback.DrainInterval.D()}
 		}

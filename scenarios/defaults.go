@@ -84,12 +84,16 @@ func Effective(l *Loaded) *Document {
 		if c.RampUp < 0 {
 			rampUp = "none"
 		}
-		d.System.Breakers = append(d.System.Breakers, Breaker{Dependency: c.Name, ConsecutiveFailures: c.ConsecutiveFailures,
+		eb := Breaker{Dependency: c.Name, ConsecutiveFailures: c.ConsecutiveFailures,
 			FailureRatePercent: c.FailureRatePercent, MinThroughput: c.MinThroughput, Window: Duration(c.Window),
 			OpenDuration: Duration(c.OpenDuration), MaxOpenDuration: Duration(c.MaxOpenDuration), BackoffFactor: c.BackoffFactor,
 			StablePeriod: Duration(c.StablePeriod), HalfOpenProbes: c.HalfOpenProbes, SuccessesToClose: c.SuccessesToClose,
 			ProbeTimeout: Duration(c.ProbeTimeout), RampUp: rampUp, RampStartPercent: c.RampStartPercent,
-			Fallback: &Fallback{BatchSize: f.BatchSize, DrainInterval: Duration(f.DrainInterval)}})
+			Fallback: &Fallback{BatchSize: f.BatchSize, DrainInterval: Duration(f.DrainInterval)}}
+		if b.Fleet {
+			eb.Scope, eb.SyncInterval = "fleet", Duration(c.SyncInterval)
+		}
+		d.System.Breakers = append(d.System.Breakers, eb)
 	}
 	return effectiveRest(d, sc)
 }

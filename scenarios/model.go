@@ -211,6 +211,9 @@ type DLQSpec struct {
 // queue drained on recovery.
 type BreakerSpec struct {
 	Config degrade.BreakerConfig
+	// Fleet says the fleet's processes share the breaker's edges through
+	// the store (scope: fleet; degrade.WithFleet).
+	Fleet bool
 	// Fallback configures the batch queue's draining (zero = defaults).
 	Fallback degrade.FallbackConfig
 }

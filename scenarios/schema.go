@@ -453,6 +453,8 @@ var keyDocs = map[string]keyDoc{
 	"Breaker.probeTimeout":        {doc: "A probe not recorded within this long counts as a failure, which re-opens (default 10s)."},
 	"Breaker.rampUp":              {doc: "After closing, the share of calls admitted grows linearly to 100% over this long; none turns ramp-up off (default 30s).", pattern: `^(none|0|([0-9]+(\.[0-9]+)?(h|m|s|ms|us|µs|ns))+)$`},
 	"Breaker.rampStartPercent":    {doc: "The percentage of calls admitted just after closing (default 10).", min: bound(0), max: bound(100)},
+	"Breaker.scope":               {doc: "Whose breaker it is: process (the default), each worker process its own, as most job frameworks' breakers are; or fleet, each process's breaker sharing its edges through the store: a trip anywhere opens the fleet at the others' next sync, one process probes when the spell ends and its verdict closes or re-opens the fleet (while the store cannot be reached each works alone).", enum: budgetScopes},
+	"Breaker.syncInterval":        {doc: "How often a fleet's breaker (scope: fleet) loads the fleet's state when asked for calls: it learns of a trip elsewhere at most this late (default 250ms)."},
 	"Breaker.fallback":            {doc: "The draining of the fallback (batch) queue that takes the dependency's jobs while the breaker is open."},
 
 	"Fallback.batchSize":     {doc: "The most jobs one drain moves back to their queues (default 100).", min: bound(0)},

@@ -391,7 +391,14 @@ type Breaker struct {
 	// (NoRampUp) turns it off.
 	RampUp           string    `yaml:"rampUp,omitempty" json:"rampUp,omitempty"`
 	RampStartPercent int       `yaml:"rampStartPercent,omitempty" json:"rampStartPercent,omitempty"`
-	Fallback         *Fallback `yaml:"fallback,omitempty" json:"fallback,omitempty"`
+	// Scope is whose breaker it is: process (default), one per worker
+	// process; or fleet, each process's breaker sharing its edges with
+	// the others' through the store (degrade.WithFleet).
+	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
+	// SyncInterval is how often a fleet's breaker loads the fleet's state
+	// when asked for calls (default 250ms).
+	SyncInterval Duration  `yaml:"syncInterval,omitempty" json:"syncInterval,omitempty"`
+	Fallback     *Fallback `yaml:"fallback,omitempty" json:"fallback,omitempty"`
 }
 
 // Fallback configures the batch queue's draining.

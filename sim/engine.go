@@ -227,7 +227,7 @@ func baseWorld(ctx context.Context, sc scenarios.Scenario) *world {
 		byTask: map[string]*taskGen{},
 	}
 	w.start = w.clk.Now() // the clock's own start, to the nanosecond
-	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc, Budget: retry.NewMemoryBudget()}
+	w.env = Env{Clock: w.clk, Rand: w.stream, Scenario: &w.sc, Budget: retry.NewMemoryBudget(), Breakers: degrade.NewMemoryBreakerStore()}
 	w.forwardFn, w.recoverFn = w.forward, w.recover
 	w.taskRand, w.arrRand = w.stream("workload/task"), w.stream("workload/arrivals")
 	for _, d := range sc.Dependencies {
@@ -347,6 +347,7 @@ func (w *world) addProc(k int, o *options) error {
 	if k > 0 {
 		env.Rand = func(name string) *rand.Rand { return w.stream(name + "/" + label) }
 	}
+	env.Process = "w" + strconv.Itoa(k+1)
 	sys, err := buildWorkerSystem(&w.sc, env, w.backend, o)
 	if err != nil {
 		return err

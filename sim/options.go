@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"time"
 
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/clock"
@@ -62,6 +63,14 @@ type Env struct {
 	Rand func(name string) *rand.Rand
 	// Scenario is the scenario being run, defaults applied.
 	Scenario *scenarios.Scenario
+	// Breakers keeps the state of the breakers the fleet shares (scope:
+	// fleet): a degrade.MemoryBreakerStore in the simulator, the Redis
+	// store in a drill's worker process; Process names this process in it
+	// (unique in the fleet), and StoreTimeout bounds each call to it in
+	// wall time (0: unbounded, for a store in memory).
+	Breakers     degrade.BreakerStore
+	Process      string
+	StoreTimeout time.Duration
 	// Budget keeps the fleet's shared retry budget (a scenario's
 	// system.retry.budget.scope: fleet): a retry.MemoryBudget in the
 	// simulator, the Redis store in a drill's worker process.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -67,9 +68,16 @@ func buildWorkerSystem(sc *scenarios.Scenario, env Env, drainer degrade.Drainer,
 	}
 	for _, bc := range sc.System.Breakers {
 		var b Breaker
-		if o.breaker != nil {
+		switch {
+		case o.breaker != nil && bc.Fleet:
+			err = errors.New("scope: fleet shares the reference breaker's edges; this run uses a team's own breaker")
+		case o.breaker != nil:
 			b, err = o.breaker(env, bc.Config)
-		} else {
+		case bc.Fleet && env.Breakers == nil:
+			err = errors.New("scope: fleet needs the fleet's store to share the breaker through (Env.Breakers)")
+		case bc.Fleet:
+			b, err = degrade.NewBreaker(bc.Config, env.Clock, degrade.WithFleet(env.Breakers, env.Process, env.StoreTimeout))
+		default:
 			b, err = degrade.NewBreaker(bc.Config, env.Clock)
 		}
 		if err != nil {

@@ -327,7 +327,10 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	defer fd.close()
 	env := sim.Env{Clock: clk, Scenario: &sc, Rand: func(name string) *rand.Rand {
 		return sim.NewStream(cfg.Seed, name+"/"+cfg.Name)
-	}, Budget: st}
+	}, Budget: st, Breakers: st, Process: cfg.Name,
+		// A shared breaker's store call holds its lock: bounded by a
+		// tenth of the lease's wall time, at most a second.
+		StoreTimeout: min(max(clk.ToWall(sc.Workers.LeaseTTL/10), 50*time.Millisecond), time.Second)}
 	sys, err := sim.BuildWorkerSystem(&sc, env, st)
 	if err != nil {
 		return err

@@ -529,6 +529,10 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		}
 		b.consecutive = 0
 		b.bucketLocked(now).calls++
+		if b.fleet != nil {
+			b.fleet.note(now, b.bucketWidth, false)
+			b.syncLocked(now)
+		}
 	case outcomeFailure:
 		// The source gates both: trouble on the worker's own host or in the
 		// job's data neither counts nor forces the breaker open.
@@ -555,6 +559,9 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		bk := b.bucketLocked(now)
 		bk.calls++
 		bk.failures++
+		if b.fleet != nil {
+			b.fleet.note(now, b.bucketWidth, true)
+		}
 		if b.consecutive >= b.cfg.ConsecutiveFailures && !mutant.On("degrade/never-trips") {
 			b.tripLocked(now, ReasonConsecutiveFailures)
 			return
@@ -562,6 +569,10 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 		calls, failures := b.windowLocked(now)
 		if calls >= int64(b.cfg.MinThroughput) && failures*100 >= int64(b.cfg.FailureRatePercent)*calls && !mutant.On("degrade/never-trips") {
 			b.tripLocked(now, ReasonFailureRate)
+			return
+		}
+		if b.fleet != nil {
+			b.syncLocked(now)
 		}
 	default:
 		b.stats.Canceled++
@@ -662,6 +673,9 @@ func (b *Breaker) closeLocked(now time.Time, reason string) {
 // starts a new generation and queues the transition for the listeners.
 func (b *Breaker) setStateLocked(now time.Time, to State, reason string) {
 	from := b.state
+	if b.fleet != nil {
+		b.fleet.probing = false
+	}
 	switch from {
 	case Open:
 		if b.openTimer != nil {
@@ -716,7 +730,16 @@ func (b *Breaker) openElapsed(gen uint64) {
 	now = b.seenLocked(now)
 	if b.gen == gen && b.state == Open {
 		b.openTimer = nil
-		if b.fleet == nil || b.claimLocked(now) {
+		switch {
+		case b.fleet != nil && now.Before(b.openUntil):
+			// A fleet's breaker waiting for another's probes: a sync.
+			b.fleet.nextSync = time.Time{}
+			b.syncLocked(now)
+			if b.state == Open && b.openTimer == nil {
+				gen := b.gen
+				b.openTimer = b.clk.AfterFunc(min(b.openUntil.Sub(now), b.cfg.SyncInterval), func() { b.openElapsed(gen) })
+			}
+		case b.fleet == nil || b.claimLocked(now):
 			b.toHalfOpenLocked(now)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
 // A breaker a fleet shares.
@@ -69,8 +71,46 @@ type BreakerStore interface {
 	LoadBreaker(ctx context.Context, name string) (SharedState, error)
 	// SwapBreaker sets name's shared state to next if its generation is
 	// still gen (0: none yet), atomically, and reports whether it did; if
-	// not, it returns the current state.
+	// not, it returns the current state. A swap restarts the fleet's run
+	// of consecutive failures (AddWindow): a new state, a new run.
 	SwapBreaker(ctx context.Context, name string, gen uint64, next SharedState) (SharedState, bool, error)
+	// AddWindow adds a process's calls since its last sync to breaker
+	// name's fleet-wide counts, atomically: its buckets to the rolling
+	// window of buckets add.Width wide (bucket k is [k·Width,
+	// (k+1)·Width) in Unix nanoseconds), forgetting the buckets before
+	// add.Oldest; its failures to the fleet's run of consecutive failures
+	// (restarted by its last success, if it had one). It returns the
+	// window's sums over the buckets from add.Oldest, and the run.
+	AddWindow(ctx context.Context, name string, add WindowAdd) (WindowSums, error)
+}
+
+// WindowAdd is what a process adds to its fleet's counts at a sync.
+type WindowAdd struct {
+	// Width is the buckets' width; Oldest the oldest bucket the window
+	// keeps (and sums).
+	Width  time.Duration
+	Oldest int64
+	// Buckets are the calls and failures to add, by bucket.
+	Buckets []WindowBucket
+	// Trailing is the counted failures since the process's last success
+	// (all of them since its last sync, if none); Succeeded says a
+	// success came since its last sync: the fleet's run restarts at
+	// Trailing, or else grows by it.
+	Trailing  int64
+	Succeeded bool
+}
+
+// WindowBucket is one bucket's calls (successes and counted failures) and
+// counted failures, as a process adds them to its fleet's window.
+type WindowBucket struct {
+	Index           int64
+	Calls, Failures int64
+}
+
+// WindowSums are a fleet's counts after an add: the calls and counted
+// failures in its window, and its run of consecutive counted failures.
+type WindowSums struct {
+	Calls, Failures, Run int64
 }
 
 // BreakerOption configures a Breaker beyond its config.
@@ -97,6 +137,13 @@ const (
 	ReasonFleetProbing = "fleet-probing"
 	// ReasonFleetClosed: the fleet's prober closed.
 	ReasonFleetClosed = "fleet-closed"
+	// ReasonFleetConsecutiveFailures: ConsecutiveFailures counted failures
+	// in a row across the fleet (a success in any process ends a run).
+	ReasonFleetConsecutiveFailures = "fleet-consecutive-failures"
+	// ReasonFleetFailureRate: the failure rate over the fleet's rolling
+	// window (every process's calls) reached FailureRatePercent with at
+	// least MinThroughput calls.
+	ReasonFleetFailureRate = "fleet-failure-rate"
 )
 
 // fleetLink is a breaker's link to its fleet's shared state.
@@ -108,6 +155,51 @@ type fleetLink struct {
 	// published; nextSync when Allow next loads the state.
 	seen     uint64
 	nextSync time.Time
+	// probing says the breaker is open waiting for another process's
+	// probes (fleet-probing), not in a spell of its own: LaneOpen.
+	probing bool
+	// pending are the calls and counted failures recorded in Closed since
+	// the last sync, by fleet bucket, for the fleet's window; trailing the
+	// failures since the last success, succeeded whether one came.
+	pending   []WindowBucket
+	trailing  int64
+	succeeded bool
+}
+
+// note adds a call (and a counted failure, if failed) at now to the
+// buckets the next sync adds to the fleet's window.
+func (f *fleetLink) note(now time.Time, width time.Duration, failed bool) {
+	idx := now.UnixNano() / int64(width)
+	if n := len(f.pending); n == 0 || f.pending[n-1].Index != idx {
+		f.pending = append(f.pending, WindowBucket{Index: idx})
+	}
+	wb := &f.pending[len(f.pending)-1]
+	wb.Calls++
+	if failed {
+		wb.Failures++
+		f.trailing++
+	} else {
+		f.trailing, f.succeeded = 0, true
+	}
+}
+
+// clear forgets what the last sync did not add.
+func (f *fleetLink) clear() {
+	f.pending, f.trailing, f.succeeded = f.pending[:0], 0, false
+}
+
+// LaneOpen reports whether a worker process may lease the jobs of the
+// breaker's dependency (worker.Lanes): when the breaker is not open, or is
+// a fleet's breaker open only while another process probes. Such a
+// process leases and diverts the backlog to the batch queue, as the jobs
+// beyond the probe slots of one process are, instead of leaving it in the
+// queue for the first process to close: the batch queue drains behind
+// the ramp-up once the fleet closes, where a backlog in the queue would
+// not wait for it.
+func (b *Breaker) LaneOpen() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state != Open || b.fleet != nil && b.fleet.probing
 }
 
 // ctx returns a context for one store call.
@@ -134,6 +226,36 @@ func (b *Breaker) syncLocked(now time.Time) {
 		return
 	}
 	b.adoptLocked(now, rec)
+	if b.state != Closed {
+		f.clear()
+		return
+	}
+	// The fleet's counts: this process's calls since the last sync added
+	// to the fleet's window and run, and both judged as each process
+	// judges its own. The window starts no earlier than this process's
+	// last close, as its own does.
+	width := b.bucketWidth
+	oldest := now.UnixNano()/int64(width) - int64(b.cfg.Buckets) + 1
+	if b.hasClosed {
+		oldest = max(oldest, b.closedAt.UnixNano()/int64(width))
+	}
+	ctx, cancel = f.ctx()
+	sums, err := f.store.AddWindow(ctx, b.cfg.Name, WindowAdd{Width: width, Oldest: oldest, Buckets: f.pending, Trailing: f.trailing, Succeeded: f.succeeded})
+	cancel()
+	f.clear()
+	if err != nil {
+		b.stats.FleetErrors++
+		return
+	}
+	if mutant.On("degrade/never-trips") {
+		return
+	}
+	switch {
+	case sums.Run >= int64(b.cfg.ConsecutiveFailures):
+		b.tripLocked(now, ReasonFleetConsecutiveFailures)
+	case sums.Calls >= int64(b.cfg.MinThroughput) && sums.Failures*100 >= int64(b.cfg.FailureRatePercent)*sums.Calls:
+		b.tripLocked(now, ReasonFleetFailureRate)
+	}
 }
 
 // adoptLocked makes the fleet's state rec, if newer than the last one seen,
@@ -158,6 +280,12 @@ func (b *Breaker) adoptLocked(now time.Time, rec SharedState) {
 		}
 		b.level = rec.Level
 		b.waitLocked(now, rec.Until, ReasonFleetProbing)
+		f.probing = true
+		// It learns the prober's verdict at the next sync, and syncs
+		// every SyncInterval while it waits (openElapsed).
+		b.openTimer.Stop()
+		gen := b.gen
+		b.openTimer = b.clk.AfterFunc(min(b.openFor, b.cfg.SyncInterval), func() { b.openElapsed(gen) })
 	case Closed:
 		if b.state != Closed {
 			b.closeLocked(now, ReasonFleetClosed)
@@ -249,11 +377,54 @@ func (b *Breaker) publishLocked(now time.Time) {
 type MemoryBreakerStore struct {
 	mu sync.Mutex
 	m  map[string]SharedState
+	// w are the fleet windows, by breaker and bucket width: bucket → its
+	// calls and failures; run each breaker's run of failures.
+	w   map[windowKey]map[int64][2]int64
+	run map[string]int64
+}
+
+type windowKey struct {
+	name  string
+	width time.Duration
 }
 
 // NewMemoryBreakerStore returns an empty store.
 func NewMemoryBreakerStore() *MemoryBreakerStore {
-	return &MemoryBreakerStore{m: map[string]SharedState{}}
+	return &MemoryBreakerStore{m: map[string]SharedState{}, w: map[windowKey]map[int64][2]int64{}, run: map[string]int64{}}
+}
+
+// AddWindow implements BreakerStore.
+func (s *MemoryBreakerStore) AddWindow(_ context.Context, name string, add WindowAdd) (WindowSums, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := windowKey{name, add.Width}
+	win := s.w[k]
+	if win == nil {
+		win = map[int64][2]int64{}
+		s.w[k] = win
+	}
+	for _, a := range add.Buckets {
+		if a.Index >= add.Oldest {
+			c := win[a.Index]
+			win[a.Index] = [2]int64{c[0] + a.Calls, c[1] + a.Failures}
+		}
+	}
+	var sums WindowSums
+	for idx, c := range win {
+		if idx < add.Oldest {
+			delete(win, idx)
+			continue
+		}
+		sums.Calls += c[0]
+		sums.Failures += c[1]
+	}
+	if add.Succeeded {
+		s.run[name] = add.Trailing
+	} else {
+		s.run[name] += add.Trailing
+	}
+	sums.Run = s.run[name]
+	return sums, nil
 }
 
 // LoadBreaker implements BreakerStore.
@@ -272,5 +443,6 @@ func (s *MemoryBreakerStore) SwapBreaker(_ context.Context, name string, gen uin
 		return cur, false, nil
 	}
 	s.m[name] = next
+	delete(s.run, name)
 	return next, true, nil
 }

@@ -152,3 +152,45 @@ var _ = Describe("a breaker its fleet shares (WithFleet)", func() {
 		Expect(a.Stats().FleetErrors).To(BeNumerically(">", 0))
 	})
 })
+
+func (downStore) AddWindow(context.Context, string, degrade.WindowAdd) (degrade.WindowSums, error) {
+	return degrade.WindowSums{}, errors.New("connection refused")
+}
+
+var _ = Describe("a fleet's breakers, judging the fleet's failure rate", func() {
+	It("trip on the failures of every process together, which no process's own window holds enough calls to judge", func() {
+		clk := clock.NewVirtual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+		store := degrade.NewMemoryBreakerStore()
+		cfg := degrade.BreakerConfig{Name: "gateway", ConsecutiveFailures: 100, FailureRatePercent: 50, MinThroughput: 20,
+			Window: 10 * time.Second, Buckets: 10, SyncInterval: 250 * time.Millisecond}
+		down := classify.Classification{Class: classify.Transient, Severity: classify.Medium, Source: classify.Dependency}
+		var fleet []*degrade.Breaker
+		for _, n := range []string{"w1", "w2", "w3", "w4"} {
+			b, err := degrade.NewBreaker(cfg, clk, degrade.WithFleet(store, n, 0))
+			Expect(err).NotTo(HaveOccurred())
+			fleet = append(fleet, b)
+		}
+		var last degrade.Transition
+		fleet[3].OnStateChange(func(t degrade.Transition) { last = t })
+		for range 5 {
+			clk.Advance(300 * time.Millisecond)
+			for _, b := range fleet {
+				p, err := b.Allow()
+				Expect(err).NotTo(HaveOccurred())
+				b.Record(p, degrade.Failure(down))
+			}
+		}
+		// Each process adds its calls to the fleet's window at its syncs,
+		// at most every 250ms: the last of them at its next.
+		clk.Advance(300 * time.Millisecond)
+		for _, b := range fleet[:3] {
+			p, err := b.Allow()
+			Expect(err).NotTo(HaveOccurred())
+			b.Record(p, degrade.Success())
+		}
+		_, err := fleet[3].Allow()
+		Expect(err).To(MatchError(degrade.ErrOpen), "20 failed calls of 23 across the fleet, 5 in each process")
+		Expect(fleet[3].Stats().ToOpen).To(BeEquivalentTo(1))
+		Expect(last.Reason).To(Equal(degrade.ReasonFleetFailureRate))
+	})
+})

@@ -61,9 +61,22 @@ func (l *Lanes) Open(queue string) bool {
 		return true
 	}
 	for _, b := range guards {
+		if g, ok := b.(laneGate); ok {
+			if g.LaneOpen() {
+				return true
+			}
+			continue
+		}
 		if b.State() != degrade.Open {
 			return true
 		}
 	}
 	return false
+}
+
+// laneGate is a breaker that says itself whether its dependency's lanes
+// are open: *degrade.Breaker (a fleet's breaker waiting, open, for
+// another process's probes keeps them open).
+type laneGate interface {
+	LaneOpen() bool
 }

@@ -62,6 +62,38 @@ func ExerciseBreakerStore(newStore func() degrade.BreakerStore) {
 			Expect(other.Gen).To(BeZero(), "breakers are kept apart")
 		})
 
+		It("sums a fleet's rolling window over the processes' buckets, and forgets the buckets before the oldest", func() {
+			add := func(width time.Duration, oldest int64, bs ...degrade.WindowBucket) []int64 {
+				GinkgoHelper()
+				sums, err := s.AddWindow(ctx, "gateway", degrade.WindowAdd{Width: width, Oldest: oldest, Buckets: bs})
+				Expect(err).NotTo(HaveOccurred())
+				return []int64{sums.Calls, sums.Failures}
+			}
+			w := time.Second
+			Expect(add(w, 100, degrade.WindowBucket{Index: 100, Calls: 3, Failures: 1}, degrade.WindowBucket{Index: 101, Calls: 2, Failures: 2})).To(Equal([]int64{5, 3}))
+			Expect(add(w, 100, degrade.WindowBucket{Index: 101, Calls: 4}, degrade.WindowBucket{Index: 99, Calls: 50, Failures: 50})).
+				To(Equal([]int64{9, 3}), "a bucket older than the window is not added")
+			Expect(add(w, 101)).To(Equal([]int64{6, 2}), "bucket 100 left the window")
+			Expect(add(2*w, 0)).To(Equal([]int64{0, 0}), "another width is another window")
+		})
+
+		It("keeps the fleet's run of consecutive failures: a process's failures extend it, its success restarts it", func() {
+			run := func(trailing int64, succeeded bool) int64 {
+				GinkgoHelper()
+				sums, err := s.AddWindow(ctx, "gateway", degrade.WindowAdd{Width: time.Second, Trailing: trailing, Succeeded: succeeded})
+				Expect(err).NotTo(HaveOccurred())
+				return sums.Run
+			}
+			Expect(run(2, false)).To(BeEquivalentTo(2))
+			Expect(run(3, false)).To(BeEquivalentTo(5), "another process's failures extend the run")
+			Expect(run(1, true)).To(BeEquivalentTo(1), "a success restarts it at the failures after it")
+			Expect(run(0, false)).To(BeEquivalentTo(1))
+			_, ok, err := s.SwapBreaker(ctx, "gateway", 0, degrade.SharedState{Gen: 1, State: degrade.Open})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(ok).To(BeTrue())
+			Expect(run(0, false)).To(BeZero(), "a swap restarts the run")
+		})
+
 		It("lets exactly one of a fleet's processes win a swap at one generation", func() {
 			var wg sync.WaitGroup
 			var mu sync.Mutex

@@ -18,16 +18,18 @@ func BreakerKey(ns, name string) string { return Prefix(ns) + ":breaker:" + name
 // breakerSwapScript swaps a fleet's shared breaker state
 // (degrade.BreakerStore).
 //
-// KEYS[1] the breaker's hash (BreakerKey). ARGV[1] the generation the
-// caller saw (0: none), ARGV[2..6] the new state's gen, st (the state's
-// number), until (Unix ms), lvl and holder. Sets the hash if its gen is
-// ARGV[1] (a missing hash is gen 0) and returns {1}; else returns {0, gen,
-// st, until, lvl, holder} of the current state, writing nothing.
+// KEYS[1] the breaker's hash (BreakerKey), KEYS[2] the fleet's run of
+// failures. ARGV[1] the generation the caller saw (0: none), ARGV[2..6]
+// the new state's gen, st (the state's number), until (Unix ms), lvl and
+// holder. Sets the hash if its gen is ARGV[1] (a missing hash is gen 0),
+// deletes the run (a new state, a new run) and returns {1}; else returns
+// {0, gen, st, until, lvl, holder} of the current state, writing nothing.
 var breakerSwapScript = redis.NewScript(`
 local K = KEYS[1]
 local cur = redis.call('HMGET', K, 'gen', 'st', 'until', 'lvl', 'holder')
 if (cur[1] or '0') == ARGV[1] then
   redis.call('HSET', K, 'gen', ARGV[2], 'st', ARGV[3], 'until', ARGV[4], 'lvl', ARGV[5], 'holder', ARGV[6])
+  redis.call('DEL', KEYS[2])
   return {1}
 end
 return {0, cur[1] or '0', cur[2] or '0', cur[3] or '0', cur[4] or '0', cur[5] or ''}
@@ -56,7 +58,8 @@ func (s *Store) SwapBreaker(ctx context.Context, name string, gen uint64, next d
 	if err := s.guardLayout(ctx); err != nil {
 		return degrade.SharedState{}, false, fmt.Errorf("swap breaker %s: %w", name, err)
 	}
-	r, err := breakerSwapScript.Run(ctx, s.rdb, []string{BreakerKey(s.cfg.Namespace, name)},
+	key := BreakerKey(s.cfg.Namespace, name)
+	r, err := breakerSwapScript.Run(ctx, s.rdb, []string{key, key + ":run"},
 		strconv.FormatUint(gen, 10), strconv.FormatUint(next.Gen, 10), strconv.Itoa(int(next.State)),
 		strconv.FormatInt(next.Until.UnixMilli(), 10), strconv.Itoa(next.Level), next.Holder).Slice()
 	if err != nil {
@@ -90,4 +93,77 @@ func sharedState(v []any) (degrade.SharedState, error) {
 		return degrade.SharedState{}, fmt.Errorf("malformed shared state %v", v)
 	}
 	return degrade.SharedState{Gen: gen, State: degrade.State(st), Until: time.UnixMilli(until), Level: lvl, Holder: str(4)}, nil
+}
+
+// breakerWindowScript adds a process's calls to a fleet breaker's counts
+// (degrade.BreakerStore.AddWindow).
+//
+// KEYS[1] the window's hash (BreakerKey + ":w:" + the bucket width in ns):
+// fields "<bucket>:c" and "<bucket>:f", the calls and counted failures of
+// each bucket; KEYS[2] the fleet's run of consecutive failures (a string).
+// ARGV[1] the oldest bucket of the window, ARGV[2] the process's trailing
+// failures, ARGV[3] '1' if it had a success; then triples of a bucket, its
+// calls and its failures to add. Adds each triple whose bucket is not
+// older than ARGV[1], deletes the fields of older buckets, sets the run to
+// ARGV[2] after a success or adds ARGV[2] to it, and returns {calls,
+// failures, run}, calls and failures summed over the window. The hash
+// holds one window's buckets (plus those a late process adds), so the scan
+// is bounded by the window.
+var breakerWindowScript = redis.NewScript(`
+local K = KEYS[1]
+local oldest = tonumber(ARGV[1])
+for i = 4, #ARGV, 3 do
+  if tonumber(ARGV[i]) >= oldest then
+    redis.call('HINCRBY', K, ARGV[i] .. ':c', ARGV[i+1])
+    redis.call('HINCRBY', K, ARGV[i] .. ':f', ARGV[i+2])
+  end
+end
+local calls, fails = 0, 0
+local all = redis.call('HGETALL', K)
+for j = 1, #all, 2 do
+  local idx, kind = string.match(all[j], '^(-?%d+):([cf])$')
+  if idx then
+    if tonumber(idx) < oldest then
+      redis.call('HDEL', K, all[j])
+    elseif kind == 'c' then
+      calls = calls + tonumber(all[j+1])
+    else
+      fails = fails + tonumber(all[j+1])
+    end
+  end
+end
+local run
+if ARGV[3] == '1' then
+  redis.call('SET', KEYS[2], ARGV[2])
+  run = tonumber(ARGV[2])
+else
+  run = redis.call('INCRBY', KEYS[2], ARGV[2])
+end
+return {calls, fails, run}
+`)
+
+// AddWindow adds a process's calls to the counts breaker name's fleet
+// shares (degrade.BreakerStore): one script.
+func (s *Store) AddWindow(ctx context.Context, name string, add degrade.WindowAdd) (degrade.WindowSums, error) {
+	if err := s.guardLayout(ctx); err != nil {
+		return degrade.WindowSums{}, fmt.Errorf("add to breaker %s's window: %w", name, err)
+	}
+	succeeded := "0"
+	if add.Succeeded {
+		succeeded = "1"
+	}
+	args := make([]any, 0, 3+3*len(add.Buckets))
+	args = append(args, add.Oldest, add.Trailing, succeeded)
+	for _, a := range add.Buckets {
+		args = append(args, a.Index, a.Calls, a.Failures)
+	}
+	key := BreakerKey(s.cfg.Namespace, name)
+	r, err := breakerWindowScript.Run(ctx, s.rdb, []string{key + ":w:" + strconv.FormatInt(int64(add.Width), 10), key + ":run"}, args...).Int64Slice()
+	if err != nil {
+		return degrade.WindowSums{}, fmt.Errorf("add to breaker %s's window: %w", name, err)
+	}
+	if len(r) != 3 {
+		return degrade.WindowSums{}, fmt.Errorf("add to breaker %s's window: unexpected reply %v", name, r)
+	}
+	return degrade.WindowSums{Calls: r[0], Failures: r[1], Run: r[2]}, nil
 }

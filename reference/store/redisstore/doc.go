@@ -155,6 +155,14 @@
 //	                                      number (Unix ns / w) → retries booked in it;
 //	                                      lo (no slot field below it), fl and fh (a
 //	                                      run [fl, fh) of full slots, skipped)
+//	{faultline:NS}:breaker:<name>  hash   the state a fleet shares of breaker name
+//	                                      (degrade.WithFleet): gen, st, until (ms),
+//	                                      lvl, holder
+//	{faultline:NS}:breaker:<name>:w:<w> hash the fleet's rolling window of buckets w
+//	                                      ns wide: <bucket>:c and <bucket>:f, calls
+//	                                      and counted failures
+//	{faultline:NS}:breaker:<name>:run string the fleet's run of consecutive counted
+//	                                      failures
 //
 // Stats reads the counters (O(counters), not O(entries)) and the head of the
 // failed index. List walks the time index, or one status's index, in bounded

@@ -389,8 +389,8 @@ type Breaker struct {
 	ProbeTimeout        Duration `yaml:"probeTimeout,omitempty" json:"probeTimeout,omitempty"`
 	// RampUp is the time to ramp traffic back up after closing; "none"
 	// (NoRampUp) turns it off.
-	RampUp           string    `yaml:"rampUp,omitempty" json:"rampUp,omitempty"`
-	RampStartPercent int       `yaml:"rampStartPercent,omitempty" json:"rampStartPercent,omitempty"`
+	RampUp           string `yaml:"rampUp,omitempty" json:"rampUp,omitempty"`
+	RampStartPercent int    `yaml:"rampStartPercent,omitempty" json:"rampStartPercent,omitempty"`
 	// Scope is whose breaker it is: process (default), one per worker
 	// process; or fleet, each process's breaker sharing its edges with
 	// the others' through the store (degrade.WithFleet).

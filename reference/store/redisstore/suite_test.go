@@ -12,11 +12,11 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/degrade/degradetest"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
 	"github.com/faultline/faultline/reference/queue/queuetest"
-	"github.com/faultline/faultline/reference/degrade"
-	"github.com/faultline/faultline/reference/degrade/degradetest"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/retry/retrytest"
 	"github.com/faultline/faultline/reference/store"

@@ -572,6 +572,9 @@ func (b *Breaker) recordLocked(now time.Time, p Permit, o Outcome) {
 			return
 		}
 		if b.fleet != nil {
+			// A failure is news: the fleet's counts hear of it at once
+			// (successes wait for the next sync).
+			b.fleet.nextSync = time.Time{}
 			b.syncLocked(now)
 		}
 	default:

@@ -2,6 +2,8 @@ package degrade
 
 import (
 	"context"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,14 +12,18 @@ import (
 
 // A breaker a fleet shares.
 //
-// Each worker process of a fleet has its own Breaker: the calls it makes,
-// its rolling window and its probes are its own. Alone, each would see a
-// share of the dependency's failures, trip later than one breaker would,
-// and probe on its own, so a fleet of N spends N times the probes (jobs'
-// attempts) on a dependency that is still down. A Breaker made with
-// WithFleet shares its state's edges through a BreakerStore (the fleet's
-// Redis; a MemoryBreakerStore in one process):
+// Each worker process of a fleet has its own Breaker: the calls it makes
+// and its probes are its own. Alone, each would see a share of the
+// dependency's failures, trip later than one breaker would, and probe on
+// its own, so a fleet of N spends N times the probes (jobs' attempts) on a
+// dependency that is still down. A Breaker made with WithFleet shares its
+// counts and its state's edges through a BreakerStore (the fleet's Redis;
+// a MemoryBreakerStore in one process):
 //
+//   - each process adds its calls to the fleet's rolling window and its
+//     failures to the fleet's run of consecutive failures (those after
+//     the latest success anywhere), and judges them as it judges its own:
+//     the fleet trips on the fleet's failures, not on a process's share;
 //   - a trip in any process opens the fleet: the others adopt the open
 //     spell (its end and hysteresis level) at their next sync;
 //   - when the spell ends, one process claims the half-open state (a swap
@@ -28,11 +34,15 @@ import (
 //   - the prober's close closes the fleet (each process then ramps up its
 //     own share), its re-trip re-opens it, at the raised level.
 //
-// A process syncs when it is asked for a call (Allow) and the last sync is
-// SyncInterval old, and at every edge of its own (a trip, a claim, a
-// close): it learns of a trip elsewhere at most SyncInterval late (the
-// trade-off: a round trip to the store per SyncInterval per process, not
-// per call, against that many more calls to a dependency that is down).
+// A process syncs when it is asked for a call (Allow) or records a success
+// and the last sync is SyncInterval old, at every counted failure (a
+// failure is news), and at every edge of its own (a trip, a claim, a
+// close). While the fleet's run of failures is not empty (trouble has
+// begun somewhere) it syncs at every call, so a trip elsewhere reaches it
+// before its next call. The trade-off: in the steady state a round trip
+// to the store per SyncInterval per process, not per call; under trouble,
+// one per call and per failure, against calls made to a dependency the
+// fleet already knows is down.
 // Every shared state carries a generation; a swap whose generation moved
 // on fails and returns the newer state, which the process adopts (a trip
 // of its own against a fleet that just closed is published again: the
@@ -78,9 +88,11 @@ type BreakerStore interface {
 	// name's fleet-wide counts, atomically: its buckets to the rolling
 	// window of buckets add.Width wide (bucket k is [k·Width,
 	// (k+1)·Width) in Unix nanoseconds), forgetting the buckets before
-	// add.Oldest; its failures to the fleet's run of consecutive failures
-	// (restarted by its last success, if it had one). It returns the
-	// window's sums over the buckets from add.Oldest, and the run.
+	// add.Oldest; its failures and its last success to the fleet's run of
+	// consecutive failures, the counted failures after the latest success
+	// any process added (to the millisecond: a failure in the success's
+	// millisecond is before it). It returns the window's sums over the
+	// buckets from add.Oldest, and the run.
 	AddWindow(ctx context.Context, name string, add WindowAdd) (WindowSums, error)
 }
 
@@ -92,13 +104,18 @@ type WindowAdd struct {
 	Oldest int64
 	// Buckets are the calls and failures to add, by bucket.
 	Buckets []WindowBucket
-	// Trailing is the counted failures since the process's last success
-	// (all of them since its last sync, if none); Succeeded says a
-	// success came since its last sync: the fleet's run restarts at
-	// Trailing, or else grows by it.
-	Trailing  int64
-	Succeeded bool
+	// Process names the process (unique in the fleet); Failures are the
+	// times of its counted failures since its last sync, in order, and
+	// LastSuccess the time of its last success since then (zero: none).
+	Process     string
+	Failures    []time.Time
+	LastSuccess time.Time
 }
+
+// MaxRun is the longest run of consecutive failures a BreakerStore keeps:
+// a longer one is counted as MaxRun (ConsecutiveFailures beyond it never
+// trip a fleet).
+const MaxRun = 10_000
 
 // WindowBucket is one bucket's calls (successes and counted failures) and
 // counted failures, as a process adds them to its fleet's window.
@@ -159,11 +176,16 @@ type fleetLink struct {
 	// probes (fleet-probing), not in a spell of its own: LaneOpen.
 	probing bool
 	// pending are the calls and counted failures recorded in Closed since
-	// the last sync, by fleet bucket, for the fleet's window; trailing the
-	// failures since the last success, succeeded whether one came.
-	pending   []WindowBucket
-	trailing  int64
-	succeeded bool
+	// the last sync, by fleet bucket, for the fleet's window; failures
+	// their times, and success the time of the last success.
+	pending  []WindowBucket
+	failures []time.Time
+	success  time.Time
+	// hot says the fleet's run of failures was not empty at the last
+	// sync: trouble has begun somewhere, and every call asks the fleet
+	// first (a trip elsewhere reaches this process before its next call,
+	// not a SyncInterval later).
+	hot bool
 }
 
 // note adds a call (and a counted failure, if failed) at now to the
@@ -177,15 +199,15 @@ func (f *fleetLink) note(now time.Time, width time.Duration, failed bool) {
 	wb.Calls++
 	if failed {
 		wb.Failures++
-		f.trailing++
+		f.failures = append(f.failures, now)
 	} else {
-		f.trailing, f.succeeded = 0, true
+		f.success = now
 	}
 }
 
 // clear forgets what the last sync did not add.
 func (f *fleetLink) clear() {
-	f.pending, f.trailing, f.succeeded = f.pending[:0], 0, false
+	f.pending, f.failures, f.success = f.pending[:0], f.failures[:0], time.Time{}
 }
 
 // LaneOpen reports whether a worker process may lease the jobs of the
@@ -214,7 +236,7 @@ func (f *fleetLink) ctx() (context.Context, context.CancelFunc) {
 // SyncInterval old. The caller holds b.mu.
 func (b *Breaker) syncLocked(now time.Time) {
 	f := b.fleet
-	if now.Before(f.nextSync) {
+	if now.Before(f.nextSync) && !f.hot {
 		return
 	}
 	f.nextSync = now.Add(b.cfg.SyncInterval)
@@ -228,6 +250,7 @@ func (b *Breaker) syncLocked(now time.Time) {
 	b.adoptLocked(now, rec)
 	if b.state != Closed {
 		f.clear()
+		f.hot = false
 		return
 	}
 	// The fleet's counts: this process's calls since the last sync added
@@ -240,13 +263,15 @@ func (b *Breaker) syncLocked(now time.Time) {
 		oldest = max(oldest, b.closedAt.UnixNano()/int64(width))
 	}
 	ctx, cancel = f.ctx()
-	sums, err := f.store.AddWindow(ctx, b.cfg.Name, WindowAdd{Width: width, Oldest: oldest, Buckets: f.pending, Trailing: f.trailing, Succeeded: f.succeeded})
+	sums, err := f.store.AddWindow(ctx, b.cfg.Name, WindowAdd{Width: width, Oldest: oldest, Buckets: f.pending,
+		Process: f.member, Failures: f.failures, LastSuccess: f.success})
 	cancel()
 	f.clear()
 	if err != nil {
 		b.stats.FleetErrors++
 		return
 	}
+	f.hot = sums.Run > 0
 	if mutant.On("degrade/never-trips") {
 		return
 	}
@@ -380,7 +405,14 @@ type MemoryBreakerStore struct {
 	// w are the fleet windows, by breaker and bucket width: bucket → its
 	// calls and failures; run each breaker's run of failures.
 	w   map[windowKey]map[int64][2]int64
-	run map[string]int64
+	run map[string]*memRun
+}
+
+// memRun is a fleet's run of consecutive failures in memory: the latest
+// success's time (ms), and the times (ms) of the failures after it.
+type memRun struct {
+	success  int64
+	failures []int64
 }
 
 type windowKey struct {
@@ -390,7 +422,7 @@ type windowKey struct {
 
 // NewMemoryBreakerStore returns an empty store.
 func NewMemoryBreakerStore() *MemoryBreakerStore {
-	return &MemoryBreakerStore{m: map[string]SharedState{}, w: map[windowKey]map[int64][2]int64{}, run: map[string]int64{}}
+	return &MemoryBreakerStore{m: map[string]SharedState{}, w: map[windowKey]map[int64][2]int64{}, run: map[string]*memRun{}}
 }
 
 // AddWindow implements BreakerStore.
@@ -418,12 +450,22 @@ func (s *MemoryBreakerStore) AddWindow(_ context.Context, name string, add Windo
 		sums.Calls += c[0]
 		sums.Failures += c[1]
 	}
-	if add.Succeeded {
-		s.run[name] = add.Trailing
-	} else {
-		s.run[name] += add.Trailing
+	r := s.run[name]
+	if r == nil {
+		r = &memRun{success: math.MinInt64}
+		s.run[name] = r
 	}
-	sums.Run = s.run[name]
+	if !add.LastSuccess.IsZero() {
+		r.success = max(r.success, add.LastSuccess.UnixMilli())
+	}
+	for _, t := range add.Failures {
+		r.failures = append(r.failures, t.UnixMilli())
+	}
+	r.failures = slices.DeleteFunc(r.failures, func(ms int64) bool { return ms <= r.success })
+	if n := len(r.failures); n > MaxRun {
+		r.failures = r.failures[:copy(r.failures, r.failures[n-MaxRun:])]
+	}
+	sums.Run = int64(len(r.failures))
 	return sums, nil
 }
 

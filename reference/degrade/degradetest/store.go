@@ -77,21 +77,24 @@ func ExerciseBreakerStore(newStore func() degrade.BreakerStore) {
 			Expect(add(2*w, 0)).To(Equal([]int64{0, 0}), "another width is another window")
 		})
 
-		It("keeps the fleet's run of consecutive failures: a process's failures extend it, its success restarts it", func() {
-			run := func(trailing int64, succeeded bool) int64 {
+		It("keeps the fleet's run of consecutive failures: the failures after the latest success any process saw", func() {
+			t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+			run := func(process string, success time.Time, failures ...time.Time) int64 {
 				GinkgoHelper()
-				sums, err := s.AddWindow(ctx, "gateway", degrade.WindowAdd{Width: time.Second, Trailing: trailing, Succeeded: succeeded})
+				sums, err := s.AddWindow(ctx, "gateway", degrade.WindowAdd{Width: time.Second, Process: process, Failures: failures, LastSuccess: success})
 				Expect(err).NotTo(HaveOccurred())
 				return sums.Run
 			}
-			Expect(run(2, false)).To(BeEquivalentTo(2))
-			Expect(run(3, false)).To(BeEquivalentTo(5), "another process's failures extend the run")
-			Expect(run(1, true)).To(BeEquivalentTo(1), "a success restarts it at the failures after it")
-			Expect(run(0, false)).To(BeEquivalentTo(1))
+			Expect(run("w1", ms(10), ms(20), ms(30))).To(BeEquivalentTo(2))
+			Expect(run("w2", ms(5), ms(25))).To(BeEquivalentTo(3), "w2's success came before every failure: the run goes on")
+			Expect(run("w3", ms(26))).To(BeEquivalentTo(1), "w3's success at 26ms ends the run before it: 30ms is after")
+			Expect(run("w1", time.Time{}, ms(40), ms(41))).To(BeEquivalentTo(3))
+			Expect(run("w2", time.Time{}, ms(41))).To(BeEquivalentTo(4), "the same millisecond in two processes: two failures")
 			_, ok, err := s.SwapBreaker(ctx, "gateway", 0, degrade.SharedState{Gen: 1, State: degrade.Open})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(ok).To(BeTrue())
-			Expect(run(0, false)).To(BeZero(), "a swap restarts the run")
+			Expect(run("w1", time.Time{})).To(BeZero(), "a swap restarts the run")
 		})
 
 		It("lets exactly one of a fleet's processes win a swap at one generation", func() {

@@ -100,19 +100,23 @@ func sharedState(v []any) (degrade.SharedState, error) {
 //
 // KEYS[1] the window's hash (BreakerKey + ":w:" + the bucket width in ns):
 // fields "<bucket>:c" and "<bucket>:f", the calls and counted failures of
-// each bucket; KEYS[2] the fleet's run of consecutive failures (a string).
-// ARGV[1] the oldest bucket of the window, ARGV[2] the process's trailing
-// failures, ARGV[3] '1' if it had a success; then triples of a bucket, its
-// calls and its failures to add. Adds each triple whose bucket is not
-// older than ARGV[1], deletes the fields of older buckets, sets the run to
-// ARGV[2] after a success or adds ARGV[2] to it, and returns {calls,
-// failures, run}, calls and failures summed over the window. The hash
-// holds one window's buckets (plus those a late process adds), so the scan
-// is bounded by the window.
+// each bucket; KEYS[2] the fleet's run, a sorted set of failures scored by
+// their time (ms); KEYS[3] the latest success's time (ms); KEYS[4] the
+// counter that names the run's members. ARGV[1] the oldest bucket of the
+// window, ARGV[2] the process's last success (ms; '' for none), ARGV[3]
+// the number n of its failures, ARGV[4..3+n] their times (ms); then
+// triples of a bucket, its calls and its failures to add. Adds each triple
+// whose bucket is not older than ARGV[1], deletes the fields of older
+// buckets, adds the failures after the latest success to the run and
+// drops the run's failures at or before it (keeping the newest MaxRun),
+// and returns {calls, failures, run}, calls and failures summed over the
+// window. The hash holds one window's buckets (plus those a late process
+// adds), so the scan is bounded by the window.
 var breakerWindowScript = redis.NewScript(`
 local K = KEYS[1]
 local oldest = tonumber(ARGV[1])
-for i = 4, #ARGV, 3 do
+local n = tonumber(ARGV[3])
+for i = 4 + n, #ARGV, 3 do
   if tonumber(ARGV[i]) >= oldest then
     redis.call('HINCRBY', K, ARGV[i] .. ':c', ARGV[i+1])
     redis.call('HINCRBY', K, ARGV[i] .. ':f', ARGV[i+2])
@@ -132,14 +136,21 @@ for j = 1, #all, 2 do
     end
   end
 end
-local run
-if ARGV[3] == '1' then
-  redis.call('SET', KEYS[2], ARGV[2])
-  run = tonumber(ARGV[2])
-else
-  run = redis.call('INCRBY', KEYS[2], ARGV[2])
+local succ = redis.call('GET', KEYS[3])
+if ARGV[2] ~= '' and (not succ or tonumber(ARGV[2]) > tonumber(succ)) then
+  succ = ARGV[2]
+  redis.call('SET', KEYS[3], succ)
 end
-return {calls, fails, run}
+for i = 4, 3 + n do
+  if not succ or tonumber(ARGV[i]) > tonumber(succ) then
+    redis.call('ZADD', KEYS[2], ARGV[i], redis.call('INCR', KEYS[4]))
+  end
+end
+if succ then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', succ)
+end
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -` + strconv.Itoa(degrade.MaxRun+1) + `)
+return {calls, fails, redis.call('ZCARD', KEYS[2])}
 `)
 
 // AddWindow adds a process's calls to the counts breaker name's fleet
@@ -148,17 +159,20 @@ func (s *Store) AddWindow(ctx context.Context, name string, add degrade.WindowAd
 	if err := s.guardLayout(ctx); err != nil {
 		return degrade.WindowSums{}, fmt.Errorf("add to breaker %s's window: %w", name, err)
 	}
-	succeeded := "0"
-	if add.Succeeded {
-		succeeded = "1"
+	success := ""
+	if !add.LastSuccess.IsZero() {
+		success = strconv.FormatInt(add.LastSuccess.UnixMilli(), 10)
 	}
-	args := make([]any, 0, 3+3*len(add.Buckets))
-	args = append(args, add.Oldest, add.Trailing, succeeded)
+	args := make([]any, 0, 3+len(add.Failures)+3*len(add.Buckets))
+	args = append(args, add.Oldest, success, len(add.Failures))
+	for _, t := range add.Failures {
+		args = append(args, t.UnixMilli())
+	}
 	for _, a := range add.Buckets {
 		args = append(args, a.Index, a.Calls, a.Failures)
 	}
 	key := BreakerKey(s.cfg.Namespace, name)
-	r, err := breakerWindowScript.Run(ctx, s.rdb, []string{key + ":w:" + strconv.FormatInt(int64(add.Width), 10), key + ":run"}, args...).Int64Slice()
+	r, err := breakerWindowScript.Run(ctx, s.rdb, []string{key + ":w:" + strconv.FormatInt(int64(add.Width), 10), key + ":run", key + ":ok", key + ":seq"}, args...).Int64Slice()
 	if err != nil {
 		return degrade.WindowSums{}, fmt.Errorf("add to breaker %s's window: %w", name, err)
 	}

@@ -161,8 +161,10 @@
 //	{faultline:NS}:breaker:<name>:w:<w> hash the fleet's rolling window of buckets w
 //	                                      ns wide: <bucket>:c and <bucket>:f, calls
 //	                                      and counted failures
-//	{faultline:NS}:breaker:<name>:run string the fleet's run of consecutive counted
-//	                                      failures
+//	{faultline:NS}:breaker:<name>:run zset the fleet's run of consecutive counted
+//	                                      failures, by time (ms); :ok the latest
+//	                                      success's time (ms); :seq names the run's
+//	                                      members
 //
 // Stats reads the counters (O(counters), not O(entries)) and the head of the
 // failed index. List walks the time index, or one status's index, in bounded

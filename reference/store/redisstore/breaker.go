@@ -103,7 +103,7 @@ func sharedState(v []any) (degrade.SharedState, error) {
 // each bucket; KEYS[2] the fleet's run, a sorted set of failures scored by
 // their time (ms); KEYS[3] the latest success's time (ms); KEYS[4] the
 // counter that names the run's members. ARGV[1] the oldest bucket of the
-// window, ARGV[2] the process's last success (ms; '' for none), ARGV[3]
+// window, ARGV[2] the process's last success (ms; ” for none), ARGV[3]
 // the number n of its failures, ARGV[4..3+n] their times (ms); then
 // triples of a bucket, its calls and its failures to add. Adds each triple
 // whose bucket is not older than ARGV[1], deletes the fields of older

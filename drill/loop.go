@@ -814,7 +814,7 @@ func (d *drill) workerFault(i int, f faults.Fault, ask, at time.Duration) {
 		}
 		var eff faults.Effect
 		d.locked.Do(func(in *faults.Injector) {
-			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: ask})
+			eff = in.CallFault(i, faults.Target{Kind: faults.Worker, Name: askedAs(f, n)}, faults.Call{At: ask})
 		})
 		d.applyWorkerEffect(f, n, eff, at)
 	}

@@ -366,6 +366,16 @@ func (d *drill) procOf(slot string) string {
 	return "w" + strconv.Itoa((n-1)%p+1)
 }
 
+// askedAs is the worker name the injector is asked about for a strike of
+// fault f on process n: the slot f names (which n runs), or n for a fault
+// on every worker. The simulator asks the same (its strikeProc).
+func askedAs(f faults.Fault, n string) string {
+	if f.Target.Name != "" {
+		return f.Target.Name
+	}
+	return n
+}
+
 // slotsOf is how many of count slots process k (from 0) of a fleet of
 // processes runs: slots wN with (N-1) mod processes = k.
 func slotsOf(k, count, processes int) int {

@@ -123,7 +123,7 @@ func (d *drill) strikeWhen(i int, f faults.Fault, n string, win faults.Window) {
 	in := min(max(at, win.From), win.Until-time.Millisecond)
 	var eff faults.Effect
 	d.locked.Do(func(inj *faults.Injector) {
-		eff = inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: n}, faults.Call{At: in})
+		eff = inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: askedAs(f, n)}, faults.Call{At: in})
 	})
 	d.applyWorkerEffect(f, n, eff, at)
 }

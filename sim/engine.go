@@ -1035,11 +1035,16 @@ func (w *world) procOf(name string) *proc {
 }
 
 // strikeProc applies the i-th fault, a worker fault, to process p now: a
-// crash, a graceful stop or a stall, as the injector decides (asked once,
-// for the process, named by its first slot as a drill names it), to each
-// slot it runs.
+// crash, a graceful stop or a stall, as the injector decides (asked once
+// for the process), to each slot it runs.
 func (w *world) strikeProc(i int, p *proc) {
-	eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: p.first}, faults.Call{At: w.now()})
+	// Asked for the slot the fault names (which p runs), or for p; a
+	// drill asks the same (its askedAs).
+	name := p.first
+	if t := w.inj.Faults()[i].Target.Name; t != "" {
+		name = t
+	}
+	eff := w.inj.CallFault(i, faults.Target{Kind: faults.Worker, Name: name}, faults.Call{At: w.now()})
 	for _, s := range w.slots {
 		if s.proc == p && !s.retired {
 			w.strikeSlot(s, eff)

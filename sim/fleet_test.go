@@ -1,11 +1,16 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -15,20 +20,26 @@ import (
 // A fleet (workers.processes): each worker process has its own retry
 // budget and its own breakers, as a drill's processes do, over one store.
 var _ = Describe("A fleet of worker processes (workers.processes)", func() {
-	run := func(name string, processes int, scope ...retry.Scope) *reports.Result {
+	runWith := func(name string, processes int, change func(*scenarios.Scenario)) *reports.Result {
 		GinkgoHelper()
 		l, err := scenarios.LoadBuiltin(name)
 		Expect(err).NotTo(HaveOccurred())
 		sc := l.Scenario
 		sc.Workers.Processes = processes
-		for _, s := range scope {
-			sc.System.Retry.Budget.Scope = s
-		}
+		change(&sc)
 		sc = sc.WithDefaults()
 		Expect(sc.Validate()).To(Succeed())
 		res, err := sim.Run(context.Background(), sc)
 		Expect(err).NotTo(HaveOccurred())
 		return res
+	}
+	run := func(name string, processes int, scope ...retry.Scope) *reports.Result {
+		GinkgoHelper()
+		return runWith(name, processes, func(sc *scenarios.Scenario) {
+			for _, s := range scope {
+				sc.System.Retry.Budget.Scope = s
+			}
+		})
 	}
 	expectation := func(r *reports.Result, name string) reports.Expectation {
 		GinkgoHelper()
@@ -52,26 +63,65 @@ var _ = Describe("A fleet of worker processes (workers.processes)", func() {
 		Expect(fleet.Verdict).To(Equal(reports.Passed), "the fleet's budget (the default scope)")
 	})
 
-	It("gives each process its own breakers, named by process in the transitions, and the storm outlasts them (gateway-timeout-storm)", func() {
-		r := run("gateway-timeout-storm", 8)
+	It("shares a fleet's breakers (scope: fleet), where breakers of each process's own let the storm outlast them (gateway-timeout-storm)", func() {
+		// Sixteen slots over eight processes: each process's own breaker
+		// sees an eighth of the timeouts and too few calls to judge a
+		// failure rate; the fleet's sees them all.
+		own := runWith("gateway-timeout-storm", 8, func(sc *scenarios.Scenario) {
+			for i := range sc.System.Breakers {
+				sc.System.Breakers[i].Fleet = false
+			}
+		})
+		Expect(own.Verdict).To(Equal(reports.Failed))
+		Expect(expectation(own, "breaker payment-gateway is closed by +5m0s").Verdict).To(Equal(reports.Failed))
+		shared := run("gateway-timeout-storm", 8)
+		Expect(shared.Verdict).To(Equal(reports.Passed))
 		workers := map[string]bool{}
-		for _, t := range r.Breakers {
+		reasons := map[string]bool{}
+		for _, t := range shared.Breakers {
 			workers[t.Worker] = true
+			reasons[t.Reason] = true
 		}
-		// Sixteen slots over eight processes: each breaker sees an eighth of
-		// the timeouts, and only the process that saw enough of them
-		// opened its own.
-		Expect(workers).NotTo(BeEmpty())
-		Expect(workers).NotTo(HaveKey(""))
+		Expect(workers).To(HaveLen(8), "each process's breaker, named by process")
 		for w := range workers {
 			Expect(w).To(MatchRegexp(`^p[1-8]$`))
 		}
-		Expect(r.Verdict).To(Equal(reports.Failed))
-		Expect(expectation(r, "breaker payment-gateway is closed by +5m0s").Verdict).To(Equal(reports.Failed))
+		Expect(reasons).To(HaveKey(degrade.ReasonFleetOpened), "the fleet opened as one")
 		one := run("gateway-timeout-storm", 1)
 		Expect(one.Verdict).To(Equal(reports.Passed))
 		for _, t := range one.Breakers {
 			Expect(t.Worker).To(BeEmpty(), "a one-process fleet names no process")
+		}
+	})
+
+	It("strikes a process with a worker fault: every slot it runs (worker/w3 in a fleet of 2 over 4 slots is process w1: slots w1 and w3)", func() {
+		l, err := scenarios.LoadBuiltin("worker-crash")
+		Expect(err).NotTo(HaveOccurred())
+		sc := l.Scenario
+		sc.Workers.Processes = 2
+		sc.Faults = []faults.Fault{{Name: "crash-w3", Target: faults.Target{Kind: faults.Worker, Name: "w3"},
+			Model: faults.WorkerCrash{RestartAfter: 15 * time.Second}, Schedule: faults.Schedule{From: time.Minute, Until: time.Minute + time.Second}}}
+		sc.Expect = nil
+		var buf bytes.Buffer
+		res, err := sim.Run(context.Background(), sc, sim.WithHistory(&buf, "spec"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Ledger.Lost).To(BeZero())
+		h, err := oracle.Read(&buf)
+		Expect(err).NotTo(HaveOccurred())
+		began := map[string]int{}
+		for _, a := range h.Attempts {
+			if a.AtMs >= 61_000 && a.AtMs < 75_000 {
+				began[a.Worker]++
+			}
+		}
+		Expect(began).NotTo(HaveKey("w1"), "down with its process")
+		Expect(began).NotTo(HaveKey("w3"), "down with its process")
+		Expect(began).To(HaveKey("w2"))
+		Expect(began).To(HaveKey("w4"))
+		for _, f := range res.Faults {
+			if f.Name == "crash-w3" {
+				Expect(f.Hits).To(BeEquivalentTo(1), "one process struck")
+			}
 		}
 	})
 

@@ -84,7 +84,7 @@ func (w *world) recordDelivery(receiver string, n alert.Notification, err error)
 }
 
 func (w *world) recordBreaker(t reports.Transition) {
-	w.rec.hw.Breaker(oracle.BreakerTransition{AtMs: t.AtMs, Breaker: t.Breaker, From: t.From, To: t.To, Reason: t.Reason})
+	w.rec.hw.Breaker(oracle.BreakerTransition{AtMs: t.AtMs, Worker: t.Worker, Breaker: t.Breaker, From: t.From, To: t.To, Reason: t.Reason})
 }
 
 func (w *world) recordSnapshot(c queue.Counts, st dlq.Stats) {

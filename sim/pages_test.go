@@ -41,7 +41,7 @@ var _ = Describe("Pages", func() {
 				Model: faults.AuthFailure{Code: 403}, Schedule: schedule})
 			sc.Expect = nil
 			res := run(sc)
-			failedAt := 3*time.Minute + 36*time.Millisecond // pay-auth's one attempt
+			failedAt := 3*time.Minute + 40*time.Millisecond // pay-auth's one attempt
 			Expect(res.Violations).To(BeEmpty(), "the default page deadline (5m) is an invariant")
 
 			n, at := pagesTo(res, "team", authPage)

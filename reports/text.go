@@ -407,7 +407,11 @@ func (t textWriter) verbose(r *Result) {
 			if i == textCap {
 				break
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\n", fmtOffset(b.AtMs), b.Breaker, b.From, b.To, b.Reason)
+			name := b.Breaker
+			if b.Worker != "" {
+				name += " (" + b.Worker + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s → %s\t%s\n", fmtOffset(b.AtMs), name, b.From, b.To, b.Reason)
 		}
 		_ = tw.Flush()
 		if more := len(r.Breakers) - textCap; more > 0 {

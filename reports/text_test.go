@@ -33,8 +33,8 @@ var _ = Describe("WriteText", func() {
 		out := textOf(failingRun(), reports.TextOptions{})
 		Expect(out).To(HavePrefix("FAIL  payment-challenge  seed 1\n"))
 		Expect(out).NotTo(ContainSubstring("stopped at"), "a violation no longer stops the run")
-		Expect(out).To(ContainSubstring("✗ invariant no-retry-of-permanent-or-critical at +3m0.031s, job pay-auth (seed 1)"))
-		Expect(out).To(ContainSubstring("✗ invariant critical-failure-paged at +8m0.031s, job pay-auth (seed 1)"))
+		Expect(out).To(ContainSubstring("✗ invariant no-retry-of-permanent-or-critical at +3m0.061s, job pay-auth (seed 1)"))
+		Expect(out).To(ContainSubstring("✗ invariant critical-failure-paged at +8m0.061s, job pay-auth (seed 1)"))
 		Expect(out).To(ContainSubstring("      trail:\n        +3m0s  none → queued (enqueued), attempts 0\n"))
 		Expect(out).To(ContainSubstring("  ✗ a page within 1m0s of the first critical failure\n      expected ≤ 1m0s, got no page for a critical failure\n"))
 		Expect(out).To(HaveSuffix("  reproduce: faultline run payment-challenge --seed 1\n"))
@@ -62,11 +62,11 @@ var _ = Describe("WriteText", func() {
 			"✗ no-retry-of-permanent-or-critical: violated 1 time\n",
 			"✓ conservation: held\n",
 			"created 2871 = queued 0 + in flight 0 + scheduled 0",
-			"DLQ at the end: 38 entries",
+			"DLQ at the end: 36 entries",
 			"pay-declined",
-			"alerts: 5 notifications, 1 page, 0 rejected",
+			"alerts: 4 notifications, 1 page, 0 rejected",
 			"critical       1    said transient 1",
-			"breaker transitions: 5",
+			"breaker transitions: 36",
 			"revoked-key            dependency/payment-gateway  auth-failure     1 hit (+3m0s … +3m0s)",
 		} {
 			Expect(out).To(ContainSubstring(s))
@@ -76,7 +76,7 @@ var _ = Describe("WriteText", func() {
 
 	It("lists the breaker transitions and marks pages when verbose", func() {
 		out := textOf(fixedRun(), reports.TextOptions{Verbose: true})
-		Expect(out).To(MatchRegexp(`\+\S+\s+payment-gateway\s+closed → open`))
+		Expect(out).To(MatchRegexp(`\+\S+\s+payment-gateway \(p\d\)\s+closed → open`), "each process's breaker, named")
 		Expect(out).To(MatchRegexp(`slack-oncall\s+high\s+firing\s+\S+\s+×\d+\s+PAGE`))
 	})
 

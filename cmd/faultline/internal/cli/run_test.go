@@ -61,12 +61,12 @@ var _ = Describe("faultline run", func() {
 
 	It("reports a failing scenario with expected vs actual, the reproduce command and the shrunk schedule, and exits 1", func() {
 		f := writeFile("revoked.yaml", failing)
-		out, _, code := run("run", f, "--seed", "4")
+		out, _, code := run("run", f, "--seed", "5")
 		Expect(code).To(Equal(cli.ExitFailed))
-		Expect(out).To(ContainSubstring("FAIL  revoked  seed 4  (" + f + ")\n"))
+		Expect(out).To(ContainSubstring("FAIL  revoked  seed 5  (" + f + ")\n"))
 		Expect(out).To(MatchRegexp(`  ✗ dead-lettered = 0\n      expected = 0, got \d+\n`))
-		Expect(out).To(ContainSubstring("  reproduce: faultline run " + f + " --seed 4\n"))
-		Expect(out).To(ContainSubstring("smallest failing fault schedule for revoked (seed 4): 1 of 3 faults kept"))
+		Expect(out).To(ContainSubstring("  reproduce: faultline run " + f + " --seed 5\n"))
+		Expect(out).To(ContainSubstring("smallest failing fault schedule for revoked (seed 5): 1 of 3 faults kept"))
 		Expect(out).To(ContainSubstring("name: revoked-key"))
 		Expect(out).NotTo(ContainSubstring("name: blip"))
 
@@ -75,7 +75,7 @@ var _ = Describe("faultline run", func() {
 		shrunk := writeFile("shrunk.yaml", yaml)
 		out2, _, code2 := run("run", shrunk, "--no-shrink")
 		Expect(code2).To(Equal(cli.ExitFailed), out2)
-		Expect(out2).To(ContainSubstring("FAIL  revoked-shrunk  seed 4"))
+		Expect(out2).To(ContainSubstring("FAIL  revoked-shrunk  seed 5"))
 	})
 
 	It("gives the same output in parallel as one at a time", func() {

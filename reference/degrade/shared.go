@@ -139,7 +139,7 @@ type BreakerOption func(*Breaker)
 // memory).
 func WithFleet(store BreakerStore, member string, timeout time.Duration) BreakerOption {
 	return func(b *Breaker) {
-		if store != nil {
+		if store != nil && !mutant.On("degrade/fleet-unshared") {
 			b.fleet = &fleetLink{store: store, member: member, timeout: timeout}
 		}
 	}

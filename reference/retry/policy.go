@@ -67,10 +67,10 @@ func New(cfg Config, rng *rand.Rand, opts ...Option) (*Policy, error) {
 	for _, o := range opts {
 		o(p)
 	}
-	if cfg.Budget.Scope == ScopeFleet && p.booker == nil {
+	if cfg.Budget.Scope == ScopeFleet && p.booker == nil && !mutant.On("retry/budget-per-process") {
 		return nil, fmt.Errorf("new retry policy: %w", ErrNoBooker)
 	}
-	if cfg.Budget.Scope != ScopeFleet {
+	if cfg.Budget.Scope != ScopeFleet || mutant.On("retry/budget-per-process") {
 		p.booker = nil
 	}
 	return p, nil

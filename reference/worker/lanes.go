@@ -1,6 +1,9 @@
 package worker
 
-import "github.com/faultline/faultline/reference/degrade"
+import (
+	"github.com/faultline/faultline/reference/degrade"
+	"github.com/faultline/faultline/reference/internal/mutant"
+)
 
 // StateReader tells a breaker's state: *degrade.Breaker.
 type StateReader interface {
@@ -53,7 +56,7 @@ func NewLanes(queueDeps map[string][]string, breakers map[string]StateReader) *L
 // when every dependency of the queue's tasks has an open breaker. A nil
 // Lanes opens every queue.
 func (l *Lanes) Open(queue string) bool {
-	if l == nil {
+	if l == nil || mutant.On("worker/lease-closed-lanes") {
 		return true
 	}
 	guards, ok := l.deps[queue]

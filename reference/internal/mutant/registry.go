@@ -92,6 +92,7 @@ var registry = []Mutant{
 	{Name: "classify/last-match-wins", Package: "classify", Class: Decision, Description: "the last matching rule wins instead of the first"},
 	{Name: "degrade/count-every-failure", Package: "degrade", Class: Decision, Description: "every failure counts against the breaker, a declined card and the worker's own faults included"},
 	{Name: "degrade/drain-one-batch", Package: "degrade", Class: PerJob, Description: "the fallback drains one batch after the breaker closes and stops, stranding the rest"},
+	{Name: "degrade/fleet-unshared", Package: "degrade", Class: Decision, Description: "a breaker its fleet shares (scope: fleet) is each process's own: it sees a share of the failures and probes on its own"},
 	{Name: "degrade/never-trips", Package: "degrade", Class: Decision, Description: "the breaker never opens on consecutive failures or on the failure rate"},
 	{Name: "degrade/no-hysteresis", Package: "degrade", Class: PerJob, Description: "a re-trip soon after recovering does not lengthen the next open period (no hysteresis)"},
 	{Name: "degrade/probe-failure-ignored", Package: "degrade", Class: PerJob, Description: "a failed half-open probe does not re-open the breaker"},
@@ -110,6 +111,7 @@ var registry = []Mutant{
 	{Name: "memstore/silent-trim-at-10000", Package: "store/memstore", Class: Scale, Description: "the DLQ silently drops its oldest entry once it holds 10,000"},
 	{Name: "redact/bearer-kept", Package: "redact", Class: PageContent, Description: "credentials after Bearer, Basic and Token are not masked"},
 	{Name: "redact/cards-kept", Package: "redact", Class: PageContent, Description: "card numbers are not masked"},
+	{Name: "retry/budget-per-process", Package: "retry", Class: RetryTiming, Description: "a fleet-scoped retry budget is kept in each process instead of the store: N processes let N times the retries through"},
 	{Name: "retry/canceled-uses-attempt", Package: "retry", Class: PerJob, Description: "a canceled attempt (a shutdown) is retried as a failure, using an attempt"},
 	{Name: "retry/ignore-retry-after", Package: "retry", Class: RetryTiming, Description: "the Retry-After hint is ignored: backoff as if none were sent"},
 	{Name: "retry/indeterminate-without-key", Package: "retry", Class: Scale, Description: "an indeterminate failure is retried without an idempotency key"},
@@ -122,6 +124,7 @@ var registry = []Mutant{
 	{Name: "worker/autoretry-never-quarantines", Package: "worker", Class: PerJob, Description: "the auto-retry never quarantines a job that keeps dying"},
 	{Name: "worker/autoretry-no-cutoff", Package: "worker", Class: Concurrent, Description: "the auto-retry's sweep has no cut-off: a job that dies again in the window is picked again"},
 	{Name: "worker/keep-last-error-only", Package: "worker", Class: EntryContent, Description: "a dead job's entry keeps only its last failure"},
+	{Name: "worker/lease-closed-lanes", Package: "worker", Class: PerJob, Description: "a process leases from a queue whose every dependency's breaker is open in it, and diverts what it leased"},
 	{Name: "worker/no-alert-on-dead-letter", Package: "worker", Class: Decision, Description: "a dead-lettered job raises no alert"},
 	{Name: "worker/retry-keeps-attempt-count", Package: "worker", Class: PerJob, Description: "a retried job's attempt count is not advanced"},
 }

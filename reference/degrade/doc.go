@@ -40,4 +40,60 @@
 // so that a backlog is not stranded once new traffic stops. When the breaker
 // closes it drains the rest, one batch per interval, pausing whenever the
 // breaker opens again.
+//
+// # A fleet's breaker
+//
+// Each worker process of a fleet has its own Breaker: the calls it makes
+// and its probes are its own. Alone, each would see a share of the
+// dependency's failures, trip later than one breaker would, and probe on
+// its own, so a fleet of N spends N times the probes (jobs' attempts) on a
+// dependency that is still down. A Breaker made with WithFleet shares its
+// counts and its state's edges through a BreakerStore (the fleet's Redis;
+// a MemoryBreakerStore in one process):
+//
+//   - each process adds its calls to the fleet's rolling window and its
+//     failures to the fleet's run of consecutive failures (those after
+//     the latest success anywhere), and judges them as it judges its own:
+//     the fleet trips on the fleet's failures, not on a process's share;
+//   - a trip in any process opens the fleet: the others adopt the open
+//     spell (its end and hysteresis level) at their next sync;
+//   - when the spell ends, one process claims the half-open state (a swap
+//     in the store: one winner) and probes; the others stay open, waiting
+//     for its verdict, until its claim lapses (ProbeTimeout plus one sync
+//     interval, after which another may claim: a prober that died does
+//     not hold the fleet open);
+//   - the prober's close closes the fleet (each process then ramps up its
+//     own share), its re-trip re-opens it, at the raised level.
+//
+// A process syncs when it is asked for a call (Allow) or records a success
+// and the last sync is SyncInterval old, at every counted failure (a
+// failure is news), and at every edge of its own (a trip, a claim, a
+// close). While the fleet's run of failures is not empty (trouble has
+// begun somewhere) it syncs at every call, so a trip elsewhere reaches it
+// before its next call. The trade-off: in the steady state a round trip
+// to the store per SyncInterval per process, not per call; under trouble,
+// one per call and per failure, against calls made to a dependency the
+// fleet already knows is down. A success reaches the fleet up to
+// SyncInterval late (unless a run is under way), so the fleet's run may
+// count a failure a success had ended: a fleet trips early rather than
+// late. A process open only while another probes keeps its lanes open
+// (LaneOpen): it diverts the backlog to the batch queue, which drains
+// behind the ramp-up once the fleet closes.
+//
+// Every shared state carries a generation; a swap whose generation moved
+// on fails and returns the newer state, which the process adopts (a trip
+// of its own against a fleet that just closed is published again: the
+// failure is news). Times are the processes' clocks: a clock skewed by s
+// opens or ends a spell s early or late in that process.
+//
+// While the store cannot be reached the breaker works alone, as an
+// unshared one (it fails to local), and counts the failures in
+// Stats.FleetErrors.
+//
+// gobreaker v2's DistributedCircuitBreaker shares a whole breaker's counts
+// and state through a store, read and written around every request; it
+// reads time.Now, which the simulator forbids, and a store round trip per
+// call is the price. This design shares the counts, batched between
+// syncs, and the edges of the state; each process keeps its own probes,
+// ramp-up and fallback.
 package degrade

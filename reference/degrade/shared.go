@@ -10,54 +10,6 @@ import (
 	"github.com/faultline/faultline/reference/internal/mutant"
 )
 
-// A breaker a fleet shares.
-//
-// Each worker process of a fleet has its own Breaker: the calls it makes
-// and its probes are its own. Alone, each would see a share of the
-// dependency's failures, trip later than one breaker would, and probe on
-// its own, so a fleet of N spends N times the probes (jobs' attempts) on a
-// dependency that is still down. A Breaker made with WithFleet shares its
-// counts and its state's edges through a BreakerStore (the fleet's Redis;
-// a MemoryBreakerStore in one process):
-//
-//   - each process adds its calls to the fleet's rolling window and its
-//     failures to the fleet's run of consecutive failures (those after
-//     the latest success anywhere), and judges them as it judges its own:
-//     the fleet trips on the fleet's failures, not on a process's share;
-//   - a trip in any process opens the fleet: the others adopt the open
-//     spell (its end and hysteresis level) at their next sync;
-//   - when the spell ends, one process claims the half-open state (a swap
-//     in the store: one winner) and probes; the others stay open, waiting
-//     for its verdict, until its claim lapses (ProbeTimeout plus one sync
-//     interval, after which another may claim: a prober that died does
-//     not hold the fleet open);
-//   - the prober's close closes the fleet (each process then ramps up its
-//     own share), its re-trip re-opens it, at the raised level.
-//
-// A process syncs when it is asked for a call (Allow) or records a success
-// and the last sync is SyncInterval old, at every counted failure (a
-// failure is news), and at every edge of its own (a trip, a claim, a
-// close). While the fleet's run of failures is not empty (trouble has
-// begun somewhere) it syncs at every call, so a trip elsewhere reaches it
-// before its next call. The trade-off: in the steady state a round trip
-// to the store per SyncInterval per process, not per call; under trouble,
-// one per call and per failure, against calls made to a dependency the
-// fleet already knows is down.
-// Every shared state carries a generation; a swap whose generation moved
-// on fails and returns the newer state, which the process adopts (a trip
-// of its own against a fleet that just closed is published again: the
-// failure is news). Times are the processes' clocks: a clock skewed by s
-// opens or ends a spell s early or late in that process.
-//
-// While the store cannot be reached the breaker works alone, as an
-// unshared one (it fails to local), and counts the failures in
-// Stats.FleetErrors.
-//
-// gobreaker v2's DistributedCircuitBreaker shares a whole breaker's counts
-// and state through a store, read and written around every request; it
-// reads time.Now, which the simulator forbids, and a store round trip per
-// call is the price. This design shares the edges only.
-
 // SharedState is a breaker's state as its fleet shares it.
 type SharedState struct {
 	// Gen is the state's generation: 0 for none yet, one more at each swap.

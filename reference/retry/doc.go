@@ -66,4 +66,20 @@
 // of the latest slot, where it is still counted. A retry due more than about
 // 292 years (the range of a time.Duration) before or after the first
 // decision time is not budgeted.
+//
+// # A fleet's budget
+//
+// A budget kept in a policy bounds one process: a fleet of N worker
+// processes, each with its own policy, lets N times the retries through.
+// With Budget.Scope = ScopeFleet and a Booker (WithBooker) every policy of
+// the fleet books in one budget: the Redis store's (redisstore.Store.Book,
+// one script per retry), or a MemoryBudget for a fleet in one process.
+// The slots are then numbered from the Unix epoch, so processes started
+// apart cut time alike, and a booking spans at most MaxScan slots. A
+// booking the store cannot take (it is unreachable, or the call is cut
+// short by its context: DecideContext) lets the retry run as due,
+// unbudgeted, counted in Stats.BudgetUnavailable: the budget fails open,
+// as a store outage must not hold back or dead-letter retries (the
+// breakers still guard the dependency).
+
 package retry

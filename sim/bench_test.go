@@ -127,3 +127,38 @@ func BenchmarkSimMiniredis(b *testing.B) {
 		return redisstore.New(c, cfg)
 	}))
 }
+
+// BenchmarkSim1MFleet runs BenchmarkSim1M's workload as one process and as
+// a fleet of eight (its 64 slots spread over them, each process with its
+// own core, policy and pipeline) one after the other in each round, and
+// reports the fleet's CPU time over the one process's (fleet-ratio; the
+// issue's aim: at most 1.10):
+//
+//	go test ./sim -run '^$' -bench 'Sim1MFleet' -benchtime 3x
+func BenchmarkSim1MFleet(b *testing.B) {
+	b.ReportAllocs()
+	var one, fleet time.Duration
+	var jobs int64
+	for b.Loop() {
+		for _, p := range []int{1, 8} {
+			sc := busy(1000, 1001*time.Second)
+			sc.Workers.Processes = p
+			cpu := cpuTime()
+			res, err := sim.Run(context.Background(), sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Failed() {
+				b.Fatalf("the run failed: %+v %+v", res.Violations, res.Expectations)
+			}
+			if p == 1 {
+				one += cpuTime() - cpu
+			} else {
+				fleet += cpuTime() - cpu
+				jobs += res.Ledger.Created
+			}
+		}
+	}
+	b.ReportMetric(float64(fleet)/float64(max(one, 1)), "fleet-ratio")
+	b.ReportMetric(perSec(jobs, fleet), "fleet-jobs/s-cpu")
+}

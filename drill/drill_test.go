@@ -297,6 +297,7 @@ var _ = Describe("the abortIf guard", func() {
 		}
 		Expect(seen["faultline_job_moves_total"]).To(BeNumerically(">", 100))
 		Expect(seen["faultline_fault_hits_total"]).To(BeNumerically(">", 0))
+		Expect(seen).To(HaveKey("faultline_retry_budget_booked"), "the fleet's retry budget, read from Redis at each snapshot")
 	}, SpecTimeout(time.Minute))
 })
 

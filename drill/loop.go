@@ -22,6 +22,7 @@ import (
 	"github.com/faultline/faultline/drill/supervisor"
 	"github.com/faultline/faultline/drill/workerproc"
 	"github.com/faultline/faultline/faults"
+	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
@@ -30,6 +31,7 @@ import (
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
@@ -903,6 +905,36 @@ func (d *drill) snapshot(ctx context.Context) {
 		}
 		if !s.Stats.Oldest.IsZero() {
 			m.DLQOldestAge(d.clk.Now().Sub(s.Stats.Oldest))
+		}
+		d.fleetMetrics(sctx, m)
+	}
+}
+
+// fleetMetrics records what the fleet shares through the store: the retries
+// booked in the current slot of its retry budget, and the state of each
+// breaker it shares (worker "fleet"). A read that fails is skipped.
+func (d *drill) fleetMetrics(ctx context.Context, m *metrics.Set) {
+	sc := &d.sc
+	if b := sc.System.Retry.WithDefaults().Budget; b.Scope == retry.ScopeFleet && !b.Disabled {
+		w := b.Window()
+		slot := d.clk.Now().UnixNano() / int64(w)
+		seen := map[string]bool{}
+		for _, t := range sc.Workload.Tasks {
+			if t.Dependency == "" || seen[t.Dependency] {
+				continue
+			}
+			seen[t.Dependency] = true
+			if n, err := d.st.Booked(ctx, retry.BudgetKey{Dependency: t.Dependency, Width: w}, slot); err == nil {
+				m.RetryBudgetBooked(t.Dependency, n)
+			}
+		}
+	}
+	for _, bc := range sc.System.Breakers {
+		if !bc.Fleet {
+			continue
+		}
+		if st, err := d.st.LoadBreaker(ctx, bc.Config.Name); err == nil && st.Gen > 0 {
+			m.Breaker(bc.Config.Name, "fleet", st.State.String())
 		}
 	}
 }

@@ -28,6 +28,7 @@
 //	faultline_pages_total                  counter    receiver                 pages (firing, high severity) sent to a receiver
 //	faultline_notifications_total          counter    receiver, result         notifications tried on a receiver; result accepted or refused
 //	faultline_breaker_state                gauge      breaker, worker, state   1 for the breaker's current state, 0 for its others
+//	faultline_retry_budget_booked          gauge      dependency               retries booked in the current slot of the fleet's shared retry budget
 //	faultline_fault_active                 gauge      fault, target, model     1 while the fault is active, 0 once it is undone
 //	faultline_fault_hits_total             counter    fault                    calls, connections or processes a fault acted on
 //	faultline_dlq_requeues_total           counter    -                        DLQ entries requeued (by an operator or the auto-retry)
@@ -35,6 +36,10 @@
 //	faultline_errors_total                 counter    op                       failed operations (a store call, a request), by operation
 //	faultline_request_duration_seconds     histogram  op                       how long an operation took, by operation
 //	faultline_label_values_bucketed_total  counter    label                    label values replaced by "other" (unknown or over the cap)
+//
+// A breaker the fleet shares (scope: fleet) has a series of its own in
+// faultline_breaker_state, worker "fleet": the state the fleet holds in
+// the store, beside each worker process's.
 //
 // # Bounded labels
 //
@@ -50,7 +55,8 @@
 //     faultline_breaker_state a breaker state ("closed", "open",
 //     "half-open"; reference/degrade); `result` "accepted" or "refused".
 //     An underscore is read as a hyphen ("in_flight" is "in-flight").
-//   - Open labels (receiver, breaker, worker, fault, target, model, op)
+//   - Open labels (receiver, breaker, worker, fault, target, model, op,
+//     dependency)
 //     take the names a scenario or a deployment gives: each takes at most
 //     [MaxLabelValues] distinct values of at most [MaxValueLen] bytes.
 //

@@ -68,6 +68,8 @@ type Set struct {
 	// The labels' vocabularies.
 	jobState, reason, severity, breakerState, result    *vocab
 	receiver, breaker, worker, fault, target, model, op *vocab
+	dependency                                          *vocab
+	budgetBooked                                        *prometheus.GaugeVec
 }
 
 // New returns a Set whose every series carries l, on a registry of its
@@ -91,6 +93,7 @@ func New(l Labels) *Set {
 	s.target = s.open("target")
 	s.model = s.open("model")
 	s.op = s.open("op")
+	s.dependency = s.open("dependency")
 
 	s.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "faultline_job_moves_total",
@@ -138,6 +141,10 @@ func New(l Labels) *Set {
 		Name: "faultline_dlq_deletes_total",
 		Help: "DLQ entries deleted or purged.",
 	})
+	s.budgetBooked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "faultline_retry_budget_booked",
+		Help: "Retries booked in the current slot of the fleet's shared retry budget, by dependency (a slot holds at most the budget's burst).",
+	}, []string{"dependency"})
 	s.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "faultline_errors_total",
 		Help: "Failed operations (a store call, a request), by operation.",
@@ -153,7 +160,7 @@ func New(l Labels) *Set {
 		"scenario":  strings.ToValidUTF8(l.Scenario, "\uFFFD"),
 	}, s.reg)
 	r.MustRegister(s.moves, s.jobs, s.dlqDepth, s.dlqOldest, s.pages, s.notifications, s.breakers,
-		s.faultActive, s.faultHits, s.requeues, s.deletes, s.errors, s.latency, s.bucketed)
+		s.faultActive, s.faultHits, s.requeues, s.deletes, s.errors, s.latency, s.bucketed, s.budgetBooked)
 
 	// The closed gauges start at 0, so a dashboard shows every state and
 	// severity from the first scrape.
@@ -242,6 +249,16 @@ func (s *Set) Breaker(breaker, worker, state string) {
 		return
 	}
 	s.breakers.set(s.breaker.value(breaker), s.worker.value(worker), s.breakerState.value(state))
+}
+
+// RetryBudgetBooked records that the current slot of the fleet's shared
+// retry budget (system.retry.budget.scope: fleet) holds n retries of
+// dependency.
+func (s *Set) RetryBudgetBooked(dependency string, n int) {
+	if s == nil {
+		return
+	}
+	s.budgetBooked.WithLabelValues(s.dependency.value(dependency)).Set(float64(n))
 }
 
 // FaultActive records that fault (its scenario name), on target

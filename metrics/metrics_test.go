@@ -39,6 +39,7 @@ func everyHook(s *metrics.Set) {
 	s.Deleted(1)
 	s.Error("list")
 	s.Latency("list", 30*time.Millisecond)
+	s.RetryBudgetBooked("payments", 7)
 	s.Jobs("no-such-state", 1) // one bucketed value
 }
 
@@ -357,6 +358,6 @@ func docTable() map[string]docRow {
 		slices.Sort(ls)
 		out[m[1]] = docRow{m[2], strings.Join(ls, ",")}
 	}
-	Expect(out).To(HaveLen(14))
+	Expect(out).To(HaveLen(15))
 	return out
 }

@@ -95,3 +95,16 @@ func (s *Store) Book(ctx context.Context, key retry.BudgetKey, floor, first, las
 	}
 	return k, true, nil
 }
+
+// Booked returns how many retries the fleet-scoped budget key holds in slot
+// k: one HGET (for metrics; a slot the budget has forgotten holds none).
+func (s *Store) Booked(ctx context.Context, key retry.BudgetKey, k int64) (int, error) {
+	n, err := s.rdb.HGet(ctx, BudgetKey(s.cfg.Namespace, key), strconv.FormatInt(k, 10)).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read a budget slot: %w", err)
+	}
+	return n, nil
+}

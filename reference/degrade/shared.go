@@ -295,9 +295,7 @@ func (b *Breaker) claimLocked(now time.Time) bool {
 	f := b.fleet
 	for range 3 {
 		next := SharedState{Gen: f.seen + 1, State: HalfOpen, Until: now.Add(b.cfg.ProbeTimeout + b.cfg.SyncInterval), Level: b.level, Holder: f.member}
-		ctx, cancel := f.ctx()
-		cur, ok, err := f.store.SwapBreaker(ctx, b.cfg.Name, f.seen, next)
-		cancel()
+		cur, ok, err := b.swapLocked(next)
 		switch {
 		case err != nil:
 			b.stats.FleetErrors++
@@ -318,6 +316,15 @@ func (b *Breaker) claimLocked(now time.Time) bool {
 	return true // the fleet keeps moving under the claim: probe alone
 }
 
+// swapLocked swaps the fleet's state for next if it is still the one this
+// breaker saw last. The caller holds b.mu.
+func (b *Breaker) swapLocked(next SharedState) (SharedState, bool, error) {
+	f := b.fleet
+	ctx, cancel := f.ctx()
+	defer cancel()
+	return f.store.SwapBreaker(ctx, b.cfg.Name, f.seen, next)
+}
+
 // publishLocked tells the fleet of an edge of this breaker's own: a trip
 // or a close. A trip against a newer closed state is published over it
 // (the failure is news); any other newer state is adopted. The caller
@@ -329,9 +336,7 @@ func (b *Breaker) publishLocked(now time.Time) {
 		if b.state == Open {
 			next.Until = b.openUntil
 		}
-		ctx, cancel := f.ctx()
-		cur, ok, err := f.store.SwapBreaker(ctx, b.cfg.Name, f.seen, next)
-		cancel()
+		cur, ok, err := b.swapLocked(next)
 		switch {
 		case err != nil:
 			b.stats.FleetErrors++

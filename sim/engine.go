@@ -136,6 +136,8 @@ type world struct {
 	queues []string
 	// round counts dispatch rounds (proc.dry).
 	round uint64
+	// hist is the fleet's failure history, shared by its processes.
+	hist *worker.MemoryHistory
 	rr    int
 
 	slots []*slot
@@ -365,8 +367,14 @@ func (w *world) addProc(k int, o *options) error {
 	if p.core, err = worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
 		return err
 	}
-	hist := worker.NewMemoryHistory()
-	hist.Unshared() // the world is one goroutine
+	if w.hist == nil {
+		// One failure history for the fleet, as a drill's processes share
+		// the store's: a job's attempts in different processes keep all
+		// their failures, and no process keeps a finished job's.
+		w.hist = worker.NewMemoryHistory()
+		w.hist.Unshared() // the world is one goroutine
+	}
+	hist := w.hist
 	if p.pipeline, err = worker.NewPipeline(worker.PipelineConfig{Core: p.core, Queue: w.backend, DLQ: w.dlqW,
 		LeaseTTL: w.sc.Workers.LeaseTTL, OnKept: w.kept, History: hist}); err != nil {
 		return err

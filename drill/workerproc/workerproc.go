@@ -381,6 +381,9 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	}
 	pipe, err := worker.NewPipeline(worker.PipelineConfig{Core: core, Queue: st, DLQ: dlqStore, Holder: splitHolder{hold: st, flush: dst}, Heartbeater: st,
 		LeaseTTL: sc.Workers.LeaseTTL,
+		// The fleet's failure history, in the store: a job's attempts run
+		// in several processes.
+		History: st.History(),
 		OnKept: func(j job.Job, kerr error) {
 			fd.send(Report{Kind: "kept", Worker: cfg.Name, KeptJob: &j, KeptErr: kerr.Error()})
 		}})

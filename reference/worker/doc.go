@@ -41,13 +41,20 @@
 // MemoryHistory, the default, lives in the process: a worker process that
 // dies takes the histories of its jobs' earlier attempts with it (the jobs
 // themselves are safe in the queue, and their DLQ entries then start at the
-// failures seen after the restart), and two processes sharing a queue each
-// see only their own. A failure recorded just after its Retry was written
-// can, in a live runner, miss the next attempt if that attempt starts in
-// between (a retry due at once, forwarded and leased by another worker in
-// that instant); its entry then lacks that one failure. A durable History,
-// or a history field on job.Job written by the same store move, would
-// close both gaps.
+// failures seen after the restart). A fleet, whose processes run one job's
+// attempts between them, keeps the history in the store
+// (redisstore.Store.History, one list per job): with a history per
+// process, a job's entry would lack the failures of its attempts in other
+// processes, and a process would keep, for ever, the histories of the jobs
+// that ended in another. The pipeline looks a job's history up only when
+// the store counts attempts behind it, so a first attempt costs the
+// history nothing, and a failure whose move could not be written on a
+// first attempt is not kept. A failure recorded just after its Retry was
+// written can, in a live runner, miss the next attempt if that attempt
+// starts in between (a retry due at once, forwarded and leased by another
+// worker in that instant); its entry then lacks that one failure. A
+// history field on job.Job written by the same store move would close that
+// gap, and spare the round trips.
 //
 // # Applying an outcome
 //

@@ -257,8 +257,12 @@ var _ = Describe("The pipeline letting go of a kept dead letter whose lease was 
 		Expect(st.Enqueue(ctx, newJob("j1", "report", ""), now)).To(Succeed())
 		j, l, _, err := st.Dequeue(ctx, job.DefaultQueue, now, time.Minute)
 		Expect(err).NotTo(HaveOccurred())
-		f := dlq.Failure{Attempt: 1, At: now, Error: "declined"}
-		// A dead letter built by hand: its entry has no history.
+		f := dlq.Failure{Attempt: 2, At: now, Error: "declined"}
+		// A dead letter built by hand, the job's second attempt (a first
+		// attempt's failure is not kept: the store counts no attempt of
+		// the job, whose history is then not looked up): its entry has
+		// no history.
+		j.Attempts = 2
 		o := worker.Outcome{Action: worker.DeadLetter, Job: j, Failure: f, Entry: &dlq.Entry{Job: j, Reason: "declined"}}
 		Expect(p.Apply(ctx, l, o, now)).To(MatchError(worker.ErrKept))
 
@@ -270,7 +274,7 @@ var _ = Describe("The pipeline letting go of a kept dead letter whose lease was 
 		Expect(func() { res = p.RetryKept(ctx, late) }).NotTo(Panic())
 		Expect(res).To(HaveLen(1))
 		Expect(res[0].State).To(Equal(worker.KeptFenced))
-		Expect(p.History().Failures("j1")).To(Equal([]dlq.Failure{f}))
+		Expect(p.History().Failures(context.Background(), "j1")).To(Equal([]dlq.Failure{f}))
 		Expect(p.Kept()).To(BeZero())
 	})
 })

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reference/worker/workertest"
 )
 
 var _ = Describe("An unshared MemoryHistory", func() {
@@ -18,18 +20,23 @@ var _ = Describe("An unshared MemoryHistory", func() {
 			if unshared {
 				h.Unshared()
 			}
-			Expect(h.Failures("a")).To(BeNil(), "a job that never failed has no history")
-			h.Record("a", dlq.Failure{At: at, Attempt: 1, Error: "503"})
-			h.Record("a", dlq.Failure{At: at.Add(time.Second), Attempt: 2, Error: "timeout"})
-			h.Record("b", dlq.Failure{At: at, Attempt: 1, Error: "declined"})
-			fs := h.Failures("a")
+			Expect(h.Failures(context.Background(), "a")).To(BeNil(), "a job that never failed has no history")
+			_ = h.Record(context.Background(), "a", dlq.Failure{At: at, Attempt: 1, Error: "503"})
+			_ = h.Record(context.Background(), "a", dlq.Failure{At: at.Add(time.Second), Attempt: 2, Error: "timeout"})
+			_ = h.Record(context.Background(), "b", dlq.Failure{At: at, Attempt: 1, Error: "declined"})
+			fs, err := h.Failures(context.Background(), "a")
+			Expect(err).NotTo(HaveOccurred())
 			Expect(fs).To(HaveLen(2))
 			Expect(fs[1].Error).To(Equal("timeout"))
 			Expect(cap(fs)).To(Equal(2), "capped: an append by the caller copies")
 			Expect(h.Len()).To(Equal(2))
-			h.Forget("a")
-			Expect(h.Failures("a")).To(BeNil())
+			_ = h.Forget(context.Background(), "a")
+			Expect(h.Failures(context.Background(), "a")).To(BeNil())
 			Expect(h.Len()).To(Equal(1))
 		}
 	})
+})
+
+var _ = Describe("MemoryHistory", func() {
+	workertest.ExerciseHistory(func() worker.History { return worker.NewMemoryHistory() }, false)
 })

@@ -116,17 +116,19 @@ func apply(ctx context.Context, q Mover, d DeadLetterer, l queue.Lease, o *Outco
 }
 
 // History keeps the failures of a job's attempts between them, keyed by job
-// ID (see the package documentation). Implementations are safe for
+// ID (see the package documentation): a MemoryHistory for one process, or
+// the store's (redisstore.Store.History) for a fleet, whose processes run
+// one job's attempts between them. Implementations are safe for
 // concurrent use.
 type History interface {
 	// Failures returns the job's recorded failures, oldest first, as a
 	// slice the caller may keep and append to but must not modify in
 	// place.
-	Failures(jobID string) []dlq.Failure
+	Failures(ctx context.Context, jobID string) ([]dlq.Failure, error)
 	// Record appends one failure.
-	Record(jobID string, f dlq.Failure)
+	Record(ctx context.Context, jobID string, f dlq.Failure) error
 	// Forget drops the job's failures.
-	Forget(jobID string)
+	Forget(ctx context.Context, jobID string) error
 }
 
 // MemoryHistory is a History in the process's memory. It holds the jobs
@@ -174,28 +176,30 @@ func (h *MemoryHistory) unlock() {
 // Failures returns the job's failures without copying them: the slice is
 // capped at its length, so an append by the caller copies, and Record only
 // ever appends beyond it.
-func (h *MemoryHistory) Failures(jobID string) []dlq.Failure {
+func (h *MemoryHistory) Failures(_ context.Context, jobID string) ([]dlq.Failure, error) {
 	h.lock()
 	fs := h.jobs[jobID]
 	h.unlock()
 	if len(fs) == 0 {
-		return nil
+		return nil, nil
 	}
-	return fs[:len(fs):len(fs)]
+	return fs[:len(fs):len(fs)], nil
 }
 
 // Record appends f to the job's failures.
-func (h *MemoryHistory) Record(jobID string, f dlq.Failure) {
+func (h *MemoryHistory) Record(_ context.Context, jobID string, f dlq.Failure) error {
 	h.lock()
 	h.jobs[jobID] = append(h.jobs[jobID], f)
 	h.unlock()
+	return nil
 }
 
 // Forget drops the job's failures.
-func (h *MemoryHistory) Forget(jobID string) {
+func (h *MemoryHistory) Forget(_ context.Context, jobID string) error {
 	h.lock()
 	delete(h.jobs, jobID)
 	h.unlock()
+	return nil
 }
 
 // Len returns the number of jobs with recorded failures.
@@ -267,6 +271,9 @@ type PipelineStats struct {
 	// counts the dead letters parked in the store's held set (the DLQ full
 	// or away), Kept those kept in memory (ErrKept).
 	Fenced, Held, Kept, Errors uint64
+	// HistoryErrors counts the failures the History could not record or
+	// forget (a store that could not be reached): those entries lack them.
+	HistoryErrors uint64
 }
 
 // KeptState is what became of a dead letter kept in memory.
@@ -317,6 +324,7 @@ type Pipeline struct {
 
 	applied                    [maxAction + 1]atomic.Uint64
 	fenced, held, kept, errors atomic.Uint64
+	historyErrors              atomic.Uint64
 
 	// keptMu guards keep, the dead letters kept in memory, oldest first.
 	keptMu sync.Mutex
@@ -362,7 +370,15 @@ func (p *Pipeline) Start(ctx context.Context, j job.Job, l queue.Lease, now time
 	if a.Diverted {
 		return a, false, p.Apply(ctx, l, a.Divert(), now)
 	}
-	a.History = p.history.Failures(j.ID)
+	// A job the store counts no attempt of has no failure to look up (see
+	// Apply): its first attempt costs the history nothing.
+	if j.Attempts > 0 {
+		fs, err := p.history.Failures(ctx, j.ID)
+		if err != nil {
+			return a, false, fmt.Errorf("the failure history of job %q: %w", j.ID, err)
+		}
+		a.History = fs
+	}
 	return a, true, nil
 }
 
@@ -418,19 +434,24 @@ func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time
 		}
 		return err
 	default:
-		// The job stays leased and comes back; the failure was real.
+		// The job stays leased and comes back; the failure was real. A
+		// job the store still counts no attempt of comes back without
+		// one, and its history is not looked up (Start): its first
+		// failure is not kept either.
 		p.errors.Add(1)
-		if o.Failed() {
-			p.history.Record(o.Job.ID, o.Failure)
+		if o.Failed() && o.Job.Attempts > 1 {
+			p.record(ctx, o.Job.ID, o.Failure)
 		}
 		return err
 	}
 	p.applied[o.Action].Add(1)
 	switch o.Action {
 	case Retry:
-		p.history.Record(o.Job.ID, o.Failure)
+		p.record(ctx, o.Job.ID, o.Failure)
 	case Succeed, DeadLetter:
-		p.history.Forget(o.Job.ID)
+		if o.Job.Attempts > 1 { // a first attempt has no history to forget
+			p.forget(ctx, o.Job.ID)
+		}
 	}
 	if p.cfg.Observer != nil {
 		ev := o.Event(now)
@@ -443,6 +464,23 @@ func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time
 		p.cfg.OnDead(o.Job, *o.Entry)
 	}
 	return nil
+}
+
+// record appends a failure to the job's history; a failure the history
+// could not take is counted (PipelineStats.HistoryErrors): the job's DLQ
+// entry will lack it.
+func (p *Pipeline) record(ctx context.Context, id string, f dlq.Failure) {
+	if err := p.history.Record(ctx, id, f); err != nil {
+		p.historyErrors.Add(1)
+	}
+}
+
+// forget drops the job's history; one the history could not drop is
+// counted (PipelineStats.HistoryErrors).
+func (p *Pipeline) forget(ctx context.Context, id string) {
+	if err := p.history.Forget(ctx, id); err != nil {
+		p.historyErrors.Add(1)
+	}
 }
 
 // park parks a dead letter whose write failed with cause: with the Holder,
@@ -544,11 +582,11 @@ func (p *Pipeline) retryKept(ctx context.Context, now time.Time, ttl time.Durati
 		case KeptFenced:
 			// As Apply does for a move that was not written: the failure
 			// was real, and the job comes back.
-			if k.o.Failed() {
-				p.history.Record(r.JobID, k.o.Failure)
+			if k.o.Failed() && k.o.Job.Attempts > 1 {
+				p.record(ctx, r.JobID, k.o.Failure)
 			}
 		default:
-			p.history.Forget(r.JobID)
+			p.forget(ctx, r.JobID)
 			p.applied[DeadLetter].Add(1)
 			if r.State == KeptHeld {
 				p.held.Add(1)
@@ -635,5 +673,6 @@ func (p *Pipeline) Stats() PipelineStats {
 		s.Applied[i] = p.applied[i].Load()
 	}
 	s.Fenced, s.Held, s.Kept, s.Errors = p.fenced.Load(), p.held.Load(), p.kept.Load(), p.errors.Load()
+	s.HistoryErrors = p.historyErrors.Load()
 	return s
 }

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -58,7 +59,7 @@ var _ = Describe("A worker killed mid-job", func() {
 			_, err = w.st.Get(w.ctx, "k1")
 			Expect(err).To(MatchError(dlq.ErrNotFound))
 			Expect(w.deadIDs()).To(BeEmpty())
-			Expect(w.p.History().Failures("k1")).To(BeEmpty(), "a fenced failure is not part of the job's history")
+			Expect(w.p.History().Failures(context.Background(), "k1")).To(BeEmpty(), "a fenced failure is not part of the job's history")
 			Expect(w.p.Stats().Fenced).To(Equal(uint64(1)))
 			w.expectConserved(1)
 		},

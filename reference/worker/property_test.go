@@ -273,14 +273,14 @@ var _ = Describe("MemoryHistory", func() {
 				switch rapid.IntRange(0, 2).Draw(t, "op") {
 				case 0:
 					f := dlq.Failure{Attempt: step, Error: id}
-					h.Record(id, f)
+					_ = h.Record(context.Background(), id, f)
 					model[id] = append(model[id], f)
 				case 1:
-					h.Forget(id)
+					_ = h.Forget(context.Background(), id)
 					delete(model, id)
 				}
 				for _, id := range []string{id, rapid.SampledFrom(ids).Draw(t, "check")} {
-					if got, want := h.Failures(id), model[id]; len(got) != len(want) || len(got) > 0 && got[len(got)-1] != want[len(want)-1] {
+					if got, want := failures(h, id), model[id]; len(got) != len(want) || len(got) > 0 && got[len(got)-1] != want[len(want)-1] {
 						t.Fatalf("step %d: failures of %s: %v, want %v", step, id, got, want)
 					}
 				}
@@ -300,14 +300,14 @@ var _ = Describe("MemoryHistory", func() {
 				defer func() { done <- struct{}{} }()
 				for i := range 2000 {
 					id := fmt.Sprintf("g%d-%d", g, i%50)
-					h.Record(id, dlq.Failure{Attempt: i})
-					_ = h.Failures(id)
+					_ = h.Record(context.Background(), id, dlq.Failure{Attempt: i})
+					_, _ = h.Failures(context.Background(), id)
 					if i%3 == 0 {
-						h.Forget(id)
+						_ = h.Forget(context.Background(), id)
 					}
 				}
 				for i := range 50 {
-					h.Forget(fmt.Sprintf("g%d-%d", g, i))
+					_ = h.Forget(context.Background(), fmt.Sprintf("g%d-%d", g, i))
 				}
 			}()
 		}
@@ -319,3 +319,9 @@ var _ = Describe("MemoryHistory", func() {
 		}
 	})
 })
+
+// failures is h's failures of id, its error dropped (a MemoryHistory has none).
+func failures(h *worker.MemoryHistory, id string) []dlq.Failure {
+	fs, _ := h.Failures(context.Background(), id)
+	return fs
+}

@@ -110,7 +110,7 @@ var _ = Describe("The seed's snippets through the pipeline", func() {
 		}
 		Expect(e.History[0].At).To(Equal(t0), "the first failure, two retries before the death")
 		Expect(e.LastFailedAt).To(Equal(w.now()))
-		Expect(w.p.History().Failures("email-1")).To(BeEmpty(), "the history is in the entry now")
+		Expect(w.p.History().Failures(context.Background(), "email-1")).To(BeEmpty(), "the history is in the entry now")
 		Expect(w.deadIDs()).To(Equal([]string{"email-1"}))
 		Expect(w.errorCalls()).To(HaveLen(4))
 		w.expectConserved(1)
@@ -308,7 +308,7 @@ var _ = Describe("The core", func() {
 		Expect(o.Action).To(Equal(worker.Release))
 		Expect(o.Job.Attempts).To(BeZero())
 		Expect(o.Fingerprint).To(BeEmpty())
-		Expect(w.p.History().Failures("r1")).To(BeEmpty())
+		Expect(w.p.History().Failures(context.Background(), "r1")).To(BeEmpty())
 		Expect(w.led.state("r1")).To(Equal(disposition.Queued))
 		Expect(w.errorCalls()).To(HaveLen(1), "OnError hears every error, a shutdown's too")
 	})

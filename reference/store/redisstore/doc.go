@@ -155,6 +155,10 @@
 //	                                      number (Unix ns / w) → retries booked in it;
 //	                                      lo (no slot field below it), fl and fh (a
 //	                                      run [fl, fh) of full slots, skipped)
+//	{faultline:NS}:hist:<id>       list   a job's failures between its attempts (JSON,
+//	                                      oldest first; Store.History), while it has
+//	                                      attempts behind it and is neither done nor
+//	                                      dead
 //	{faultline:NS}:breaker:<name>  hash   the state a fleet shares of breaker name
 //	                                      (degrade.WithFleet): gen, st, until (ms),
 //	                                      lvl, holder

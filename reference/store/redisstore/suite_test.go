@@ -22,6 +22,8 @@ import (
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/reference/worker"
+	"github.com/faultline/faultline/reference/worker/workertest"
 )
 
 func TestRedisstore(t *testing.T) {
@@ -175,6 +177,21 @@ func conformanceSuites(client func() redis.UniversalClient) {
 
 	retrytest.ExerciseBooker(func() retry.Booker { return newStore(client(), store.Config{}) })
 	degradetest.ExerciseBreakerStore(func() degrade.BreakerStore { return newStore(client(), store.Config{}) })
+	Describe("Store.History", func() {
+		// One namespace on one server a spec: two calls are two processes
+		// of one fleet.
+		var (
+			c  redis.UniversalClient
+			ns string
+		)
+		BeforeEach(func() { c, ns = nil, fmt.Sprintf("hist%d", namespaces.Add(1)) })
+		workertest.ExerciseHistory(func() worker.History {
+			if c == nil {
+				c = client()
+			}
+			return newStore(c, store.Config{Namespace: ns}).History()
+		}, true)
+	})
 
 	dlqtest.Exercise(func(cfg store.Config) dlqtest.Harness {
 		s := streamed(client(), cfg)

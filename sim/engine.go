@@ -138,7 +138,7 @@ type world struct {
 	round uint64
 	// hist is the fleet's failure history, shared by its processes.
 	hist *worker.MemoryHistory
-	rr    int
+	rr   int
 
 	slots []*slot
 	idle  []*slot

@@ -244,8 +244,8 @@ var _ = Describe("WriteHTML", func() {
 		})
 
 		It("shows the job fates, the DLQ, the alerts, the transitions, the faults, the steps and the config", func() {
-			Expect(text).To(ContainSubstring("Where the 2,871 jobs created ended."))
-			Expect(text).To(ContainSubstring("succeeded 2,860 99.6 %"))
+			Expect(text).To(ContainSubstring("Where the 2,872 jobs created ended."))
+			Expect(text).To(ContainSubstring("succeeded 2,861 99.6 %"))
 			Expect(text).To(ContainSubstring("pay-auth charge dead-lettered dead-lettered high critical 0 0 yes"))
 			Expect(text).To(ContainSubstring(fmt.Sprintf("%d entries; showing the first %d by job ID", res.DLQ.Total, len(res.DLQ.Entries))))
 			Expect(text).To(ContainSubstring("http 401 Unauthorized: API key revoked or expired: authentication failed"))
@@ -253,7 +253,7 @@ var _ = Describe("WriteHTML", func() {
 			Expect(text).To(ContainSubstring("+4m0.567s payment-gateway (p2) closed open fleet-consecutive-failures"))
 			Expect(text).To(ContainSubstring("+4m0.574s payment-gateway (p5) closed open fleet-opened"))
 			Expect(text).To(ContainSubstring("gateway-timeouts dependency/payment-gateway gateway-timeout indeterminate 39 +1m0.13s +1m43.589s +1m0s–+2m0s"))
-			Expect(text).To(ContainSubstring("+9m0s requeue matched 35, requeued 35, skipped 0 ✔ done"))
+			Expect(text).To(ContainSubstring("+9m0s requeue matched 34, requeued 34, skipped 0 ✔ done"))
 			Expect(text).To(ContainSubstring(`"name": "payment-challenge"`))
 		})
 

@@ -61,8 +61,8 @@ var _ = Describe("WriteText", func() {
 		for _, s := range []string{
 			"✗ no-retry-of-permanent-or-critical: violated 1 time\n",
 			"✓ conservation: held\n",
-			"created 2871 = queued 0 + in flight 0 + scheduled 0",
-			"DLQ at the end: 36 entries",
+			"created 2872 = queued 0 + in flight 0 + scheduled 0",
+			"DLQ at the end: 37 entries",
 			"pay-declined",
 			"alerts: 4 notifications, 1 page, 0 rejected",
 			"critical       1    said transient 1",

@@ -337,7 +337,7 @@ func NewPipeline(cfg PipelineConfig) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{cfg: cfg, history: cfg.History}
-	if p.history == nil {
+	if p.history == nil || mutant.On("worker/history-per-process") {
 		p.history = NewMemoryHistory()
 	}
 	if p.cfg.Holder == nil {

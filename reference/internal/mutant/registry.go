@@ -123,6 +123,7 @@ var registry = []Mutant{
 	{Name: "worker/autoretry-ignores-window", Package: "worker", Class: Decision, Description: "the auto-retry requeues outside its off-peak window"},
 	{Name: "worker/autoretry-never-quarantines", Package: "worker", Class: PerJob, Description: "the auto-retry never quarantines a job that keeps dying"},
 	{Name: "worker/autoretry-no-cutoff", Package: "worker", Class: Concurrent, Description: "the auto-retry's sweep has no cut-off: a job that dies again in the window is picked again"},
+	{Name: "worker/history-per-process", Package: "worker", Class: EntryContent, Description: "each worker process keeps its own failure history instead of the fleet's: a job's entry lacks the failures of its attempts in other processes"},
 	{Name: "worker/keep-last-error-only", Package: "worker", Class: EntryContent, Description: "a dead job's entry keeps only its last failure"},
 	{Name: "worker/lease-closed-lanes", Package: "worker", Class: PerJob, Description: "a process leases from a queue whose every dependency's breaker is open in it, and diverts what it leased"},
 	{Name: "worker/no-alert-on-dead-letter", Package: "worker", Class: Decision, Description: "a dead-lettered job raises no alert"},

@@ -315,6 +315,11 @@ func (c *converter) system(s System) SystemSpec {
 	}
 	if s.Retry != nil {
 		out.Retry = c.retry("system.retry", *s.Retry)
+	} else if s.External == nil {
+		// A scenario's retry budget is the fleet's unless it says (the
+		// zero retry.Config's is a lone policy's, the process's); a black
+		// box's is its own.
+		out.Retry.Budget.Scope = retry.ScopeFleet
 	}
 	if s.DLQ != nil {
 		out.DLQ = DLQSpec{Capacity: s.DLQ.Capacity, LostLeaseUsesAttempt: s.DLQ.LostLeaseUsesAttempt}

@@ -76,7 +76,7 @@ var _ = Describe("WriteText", func() {
 
 	It("lists the breaker transitions and marks pages when verbose", func() {
 		out := textOf(fixedRun(), reports.TextOptions{Verbose: true})
-		Expect(out).To(MatchRegexp(`\+\S+\s+payment-gateway \(p\d\)\s+closed → open`), "each process's breaker, named")
+		Expect(out).To(MatchRegexp(`\+\S+\s+payment-gateway \(w\d\)\s+closed → open`), "each process's breaker, named")
 		Expect(out).To(MatchRegexp(`slack-oncall\s+high\s+firing\s+\S+\s+×\d+\s+PAGE`))
 	})
 

@@ -327,7 +327,7 @@ var _ = Describe("a team's broken component", func() {
 				HaveField("Name", "breaker inventory changes state at most 40 times"),
 				HaveField("Expected", "≤ 40"),
 				// Each process's breaker flaps: the count is the busiest one's.
-				HaveField("Actual", And(MatchRegexp(`^\d+ \(worker p\d, the busiest\)$`),
+				HaveField("Actual", And(MatchRegexp(`^\d+ \(worker w\d, the busiest\)$`),
 					WithTransform(func(s string) (int, error) { return strconv.Atoi(strings.Fields(s)[0]) }, BeNumerically(">", 200)))),
 				HaveField("Verdict", reports.Failed),
 			)))

@@ -70,7 +70,11 @@ type slot struct {
 // letters it keeps in memory), over the store, the DLQ and the alerter the
 // fleet shares — what a drill's worker process has of its own.
 type proc struct {
-	name     string
+	// name labels its breakers: "" in a one-process fleet, else first.
+	name string
+	// suffix names its random streams: "" for the first process, /pK for
+	// process K.
+	suffix   string
 	core     *worker.Core
 	pipeline *worker.Pipeline
 	policy   *swapPolicy
@@ -97,8 +101,8 @@ type taskGen struct {
 type breakerRun struct {
 	name string
 	// worker is its process's label in the oracle's breaker checks: ""
-	// in a one-process fleet, p1..pN in a larger one (as a drill names
-	// each worker process's breakers).
+	// in a one-process fleet, else the process's name, wK (as a drill
+	// names each worker process's breakers).
 	worker string
 	b      Breaker
 	// states per sample
@@ -342,19 +346,23 @@ func newWorld(ctx context.Context, sc scenarios.Scenario, o *options) (*world, e
 
 // addProc builds the fleet's k-th worker process (from 0).
 func (w *world) addProc(k int, o *options) error {
-	env, label := w.env, ""
+	// A process is named by its first slot, wK, as a drill names it; its
+	// breakers are labelled so when the fleet has more than one.
+	first, label := "w"+strconv.Itoa(k+1), ""
 	if w.sc.Workers.Processes > 1 {
-		label = "p" + strconv.Itoa(k+1)
+		label = first
 	}
+	env, suffix := w.env, ""
 	if k > 0 {
-		env.Rand = func(name string) *rand.Rand { return w.stream(name + "/" + label) }
+		suffix = "/p" + strconv.Itoa(k+1)
+		env.Rand = func(name string) *rand.Rand { return w.stream(name + suffix) }
 	}
-	env.Process = "w" + strconv.Itoa(k+1)
+	env.Process = first
 	sys, err := buildWorkerSystem(&w.sc, env, w.backend, o)
 	if err != nil {
 		return err
 	}
-	p := &proc{name: label, first: "w" + strconv.Itoa(k+1), policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
+	p := &proc{name: label, first: first, suffix: suffix, policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
 	states := map[string]worker.StateReader{}
 	for _, nb := range sys.Breakers {
 		states[nb.Name] = nb.Breaker
@@ -1200,12 +1208,8 @@ func (w *world) step(st scenarios.StepSpec) {
 			break
 		}
 		name := "retry/" + strconv.FormatInt(st.At.Milliseconds(), 10)
-		for k, pr := range w.procs {
-			stream := name
-			if k > 0 {
-				stream += "/" + pr.name
-			}
-			p, err := retry.New(st.Retry, w.stream(stream), retry.WithBooker(w.env.Budget))
+		for _, pr := range w.procs {
+			p, err := retry.New(st.Retry, w.stream(name+pr.suffix), retry.WithBooker(w.env.Budget))
 			if err != nil {
 				rec.Error = err.Error()
 				break

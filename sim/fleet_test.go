@@ -84,7 +84,7 @@ var _ = Describe("A fleet of worker processes (workers.processes)", func() {
 		}
 		Expect(workers).To(HaveLen(8), "each process's breaker, named by process")
 		for w := range workers {
-			Expect(w).To(MatchRegexp(`^p[1-8]$`))
+			Expect(w).To(MatchRegexp(`^w[1-8]$`))
 		}
 		Expect(reasons).To(HaveKey(degrade.ReasonFleetOpened), "the fleet opened as one")
 		one := run("gateway-timeout-storm", 1)

@@ -739,8 +739,7 @@ func (b *Breaker) openElapsed(gen uint64) {
 			b.fleet.nextSync = time.Time{}
 			b.syncLocked(now)
 			if b.state == Open && b.openTimer == nil {
-				gen := b.gen
-				b.openTimer = b.clk.AfterFunc(min(b.openUntil.Sub(now), b.cfg.SyncInterval), func() { b.openElapsed(gen) })
+				b.armLocked(now, b.cfg.SyncInterval)
 			}
 		case b.fleet == nil || b.claimLocked(now):
 			b.toHalfOpenLocked(now)

@@ -56,10 +56,9 @@ type WindowAdd struct {
 	Oldest int64
 	// Buckets are the calls and failures to add, by bucket.
 	Buckets []WindowBucket
-	// Process names the process (unique in the fleet); Failures are the
-	// times of its counted failures since its last sync, in order, and
-	// LastSuccess the time of its last success since then (zero: none).
-	Process     string
+	// Failures are the times of the process's counted failures since its
+	// last sync, in order, and LastSuccess the time of its last success
+	// since then (zero: none).
 	Failures    []time.Time
 	LastSuccess time.Time
 }
@@ -216,7 +215,7 @@ func (b *Breaker) syncLocked(now time.Time) {
 	}
 	ctx, cancel = f.ctx()
 	sums, err := f.store.AddWindow(ctx, b.cfg.Name, WindowAdd{Width: width, Oldest: oldest, Buckets: f.pending,
-		Process: f.member, Failures: f.failures, LastSuccess: f.success})
+		Failures: f.failures, LastSuccess: f.success})
 	cancel()
 	f.clear()
 	if err != nil {
@@ -246,7 +245,7 @@ func (b *Breaker) adoptLocked(now time.Time, rec SharedState) {
 	switch rec.State {
 	case Open:
 		b.level = rec.Level
-		b.waitLocked(now, rec.Until, ReasonFleetOpened)
+		b.waitLocked(now, rec.Until, ReasonFleetOpened, 0)
 	case HalfOpen:
 		if rec.Holder == f.member {
 			// Its own claim, from before a restart: it probes.
@@ -256,13 +255,10 @@ func (b *Breaker) adoptLocked(now time.Time, rec SharedState) {
 			return
 		}
 		b.level = rec.Level
-		b.waitLocked(now, rec.Until, ReasonFleetProbing)
-		f.probing = true
-		// It learns the prober's verdict at the next sync, and syncs
+		// It learns the prober's verdict at its next sync, and syncs
 		// every SyncInterval while it waits (openElapsed).
-		b.openTimer.Stop()
-		gen := b.gen
-		b.openTimer = b.clk.AfterFunc(min(b.openFor, b.cfg.SyncInterval), func() { b.openElapsed(gen) })
+		b.waitLocked(now, rec.Until, ReasonFleetProbing, b.cfg.SyncInterval)
+		f.probing = true
 	case Closed:
 		if b.state != Closed {
 			b.closeLocked(now, ReasonFleetClosed)
@@ -271,8 +267,9 @@ func (b *Breaker) adoptLocked(now time.Time, rec SharedState) {
 }
 
 // waitLocked keeps the breaker open until until (at least now): opening it
-// if it is not, with reason, or moving the end of its spell.
-func (b *Breaker) waitLocked(now, until time.Time, reason string) {
+// if it is not, with reason, or moving the end of its spell; its open
+// timer fires at the end, or every (if positive and sooner) to sync.
+func (b *Breaker) waitLocked(now, until time.Time, reason string, every time.Duration) {
 	if until.Before(now) {
 		until = now
 	}
@@ -280,11 +277,22 @@ func (b *Breaker) waitLocked(now, until time.Time, reason string) {
 	b.openFor = until.Sub(now)
 	if b.state != Open {
 		b.setStateLocked(now, Open, reason)
-	} else if b.openTimer != nil {
+	}
+	b.armLocked(now, every)
+}
+
+// armLocked (re)arms an open breaker's timer: at the end of its spell, or
+// after every if that is positive and sooner. The caller holds b.mu.
+func (b *Breaker) armLocked(now time.Time, every time.Duration) {
+	if b.openTimer != nil {
 		b.openTimer.Stop()
 	}
+	d := b.openUntil.Sub(now)
+	if every > 0 {
+		d = min(d, every)
+	}
 	gen := b.gen
-	b.openTimer = b.clk.AfterFunc(b.openFor, func() { b.openElapsed(gen) })
+	b.openTimer = b.clk.AfterFunc(max(d, 0), func() { b.openElapsed(gen) })
 }
 
 // claimLocked asks the fleet for the half-open state as an open spell

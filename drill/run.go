@@ -258,18 +258,7 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	if runtime.GOOS != "linux" {
 		return nil, &RefusedError{Scenario: sc.Name, Part: "drill", Reason: "drills run on Linux only: worker faults are signals to process groups (SIGKILL, SIGSTOP), which " + runtime.GOOS + " does not give"}
 	}
-	if x := sc.System.External; x != nil {
-		// A black box's copies are its processes, one slot each.
-		if x.Copies > 0 {
-			sc.Workers.Count = x.Copies
-		}
-		if opts.Workers > 0 {
-			sc.Workers.Count = opts.Workers
-		}
-		sc.Workers.Processes = sc.Workers.Count
-	} else {
-		Fleet(&sc, opts.Workers, opts.Concurrency)
-	}
+	Fleet(&sc, opts.Workers, opts.Concurrency)
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -341,8 +330,20 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 // (slots per process) says otherwise: --workers N runs N processes over
 // the scenario's slots (at least N), or N×concurrency slots with
 // --concurrency; --concurrency alone gives each of the scenario's
-// processes that many slots.
+// processes that many slots. A black box's copies (system.external.copies,
+// or --workers) are its processes, one slot each. The drill, the CLI's
+// checks before it and report check all set the fleet here.
 func Fleet(sc *scenarios.Scenario, processes, concurrency int) {
+	if x := sc.System.External; x != nil {
+		if x.Copies > 0 {
+			sc.Workers.Count = x.Copies
+		}
+		if processes > 0 {
+			sc.Workers.Count = processes
+		}
+		sc.Workers.Processes = sc.Workers.Count
+		return
+	}
 	switch {
 	case processes > 0 && concurrency > 0:
 		sc.Workers.Processes, sc.Workers.Count = processes, processes*concurrency

@@ -199,9 +199,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 	// Every part with no live form is refused before anything starts.
 	for _, t := range targets {
 		sc := t.loaded.Scenario.WithDefaults()
-		if f.workers > 0 {
-			sc.Workers.Count = f.workers
-		}
+		drill.Fleet(&sc, f.workers, f.concurrency)
 		if err := sc.Validate(); err != nil {
 			return &InvalidInputError{Err: fmt.Errorf("%s: %w", t.arg, err)}
 		}
@@ -591,10 +589,11 @@ could not keep pace with its time scale).`,
 			if h.SourceSHA256 != "" && l.Hash != h.SourceSHA256 {
 				fmt.Fprintf(c.ErrOrStderr(), "note: scenario %s changed since the drill (%s, drill ran %s): its expectations are today's\n", masked(src), l.Hash, h.SourceSHA256)
 			}
-			sc := l.Scenario
+			sc := l.Scenario.WithDefaults()
 			sc.Seed = h.Seed
 			if len(h.Workers) > 0 {
-				sc.Workers.Count = len(h.Workers)
+				// The processes the drill ran (a black box's copies).
+				drill.Fleet(&sc, len(h.Workers), 0)
 			}
 			res, err := oracle.Judge(c.Context(), sc, h)
 			if err != nil {

@@ -79,6 +79,13 @@ steps:
 		Expect(stdout).To(MatchRegexp(`4m0s\s+primary-down\s+gateway dependency/payment-gateway answers outage`))
 	})
 
+	It("takes --workers fewer than the scenario's slots (the processes run them between them), with or without --concurrency", func() {
+		_, stderr, code := run("drill", "worker-crash", "--workers", "2", "--redis-url", "127.0.0.1:1", "--dry-run")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		_, stderr, code = run("drill", "worker-crash", "--workers", "2", "--concurrency", "3", "--redis-url", "127.0.0.1:1", "--dry-run")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+	})
+
 	It("is unavailable (exit 4) when Redis cannot be reached", func() {
 		_, stderr, code := run("drill", "worker-crash", "--redis-url", "127.0.0.1:1", "--report-dir", GinkgoT().TempDir())
 		Expect(code).To(Equal(cli.ExitUnavailable), stderr)

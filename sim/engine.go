@@ -363,15 +363,13 @@ func (w *world) addProc(k int, o *options) error {
 		return err
 	}
 	p := &proc{name: label, first: first, suffix: suffix, policy: &swapPolicy{p: sys.Policy, team: o.policy != nil}}
-	states := map[string]worker.StateReader{}
 	for _, nb := range sys.Breakers {
-		states[nb.Name] = nb.Breaker
 		br := &breakerRun{name: nb.Name, worker: label, b: nb.Breaker}
 		w.chk.Breakers.Begin(nb.Name, label, nb.Breaker.State())
 		w.breakers = append(w.breakers, br)
 		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
-	p.lanes = worker.NewLanes(w.sc.QueueDependencies(), states)
+	p.lanes = sys.Lanes(&w.sc)
 	if p.core, err = worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
 		return err
 	}

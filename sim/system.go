@@ -25,6 +25,16 @@ type WorkerSystem struct {
 	Guards map[string]worker.Guard
 }
 
+// Lanes are the lanes of a process running sys for sc: the queues its
+// breakers let it lease from (worker.Lanes).
+func (sys *WorkerSystem) Lanes(sc *scenarios.Scenario) *worker.Lanes {
+	states := map[string]worker.StateReader{}
+	for _, nb := range sys.Breakers {
+		states[nb.Name] = nb.Breaker
+	}
+	return worker.NewLanes(sc.QueueDependencies(), states)
+}
+
 // NamedBreaker is one breaker of a WorkerSystem and the dependency it
 // guards.
 type NamedBreaker struct {

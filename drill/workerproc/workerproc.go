@@ -447,12 +447,8 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 			queues = append(queues, q)
 		}
 	}
-	states := map[string]worker.StateReader{}
-	for _, nb := range sys.Breakers {
-		states[nb.Name] = nb.Breaker
-	}
 	r, err := worker.NewRunner(worker.RunnerConfig{Pipeline: pipe, Source: st, Handler: handler, Clock: clk,
-		Workers: max(cfg.Concurrency, 1), Queues: queues, Lanes: worker.NewLanes(sc.QueueDependencies(), states), LeaseTTL: sc.Workers.LeaseTTL, Logger: logger,
+		Workers: max(cfg.Concurrency, 1), Queues: queues, Lanes: sys.Lanes(&sc), LeaseTTL: sc.Workers.LeaseTTL, Logger: logger,
 		// A second of scenario time, as the simulator's maintenance
 		// wakes are, and never slower than a tenth of the lease.
 		TickInterval: min(time.Second, sc.Workers.LeaseTTL/10),

@@ -76,19 +76,6 @@ func (c *calendar) mergeIfFull(i, burst int) {
 	c.runs = slices.Delete(c.runs, i+1, i+2)
 }
 
-// count returns the bookings slot k holds, for a calendar of burst per
-// slot.
-func (c *calendar) count(k int64, burst int) int {
-	i := c.search(k)
-	if i == len(c.runs) || c.runs[i].lo > k {
-		return 0
-	}
-	if k < c.runs[i].hi-1 {
-		return burst
-	}
-	return c.runs[i].n
-}
-
 // search returns the index of the first run that ends after slot k.
 func (c *calendar) search(k int64) int {
 	lo, hi := 0, len(c.runs)

@@ -88,15 +88,3 @@ func (m *MemoryBudget) Book(_ context.Context, key BudgetKey, floor, first, last
 	k, ok := c.book(first, last, burst)
 	return k, ok, nil
 }
-
-// Booked returns how many retries key's budget, of burst per slot, holds
-// in slot k, for tests and the conformance suite.
-func (m *MemoryBudget) Booked(key BudgetKey, k int64, burst int) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.cals[key]
-	if c == nil {
-		return 0
-	}
-	return c.count(k, burst)
-}

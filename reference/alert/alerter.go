@@ -278,15 +278,7 @@ func (a *Alerter) JobFailed(f Failure) string {
 	// repeat returns its alert's own (equal) string, so only a new alert
 	// allocates one.
 	var buf [128]byte
-	b := buf[:0]
-	for i, k := range a.cfg.FingerprintLabels {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, k...)
-		b = append(b, '=')
-		b = append(b, a.failureLabel(&f, k)...)
-	}
+	b := a.appendFingerprint(buf[:0], &f)
 	live := a.alerts[string(b)]
 	var fp string
 	if live != nil {
@@ -327,6 +319,28 @@ func (a *Alerter) JobFailed(f Failure) string {
 		a.armResolveLocked(al, now)
 	}
 	return fp
+}
+
+// Fingerprint returns the fingerprint JobFailed gives f, recording
+// nothing: a process that relays its failures to another's alerter
+// (fleet.Relay) stamps its DLQ entries with it.
+func (a *Alerter) Fingerprint(f Failure) string {
+	var buf [128]byte
+	return string(a.appendFingerprint(buf[:0], &f))
+}
+
+// appendFingerprint appends f's fingerprint (its FingerprintLabels, as
+// k=v,…) to b.
+func (a *Alerter) appendFingerprint(b []byte, f *Failure) []byte {
+	for i, k := range a.cfg.FingerprintLabels {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, a.failureLabel(f, k)...)
+	}
+	return b
 }
 
 // failureLabel returns the value of label k for a failure, as JobFailed's

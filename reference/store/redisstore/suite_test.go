@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/reference/degrade/degradetest"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq/dlqtest"
+	"github.com/faultline/faultline/reference/fleet/fleettest"
 	"github.com/faultline/faultline/reference/queue/queuetest"
 	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reference/retry/retrytest"
@@ -177,6 +178,11 @@ func conformanceSuites(client func() redis.UniversalClient) {
 
 	retrytest.ExerciseBooker(func() retry.Booker { return newStore(client(), store.Config{}) })
 	degradetest.ExerciseBreakerStore(func() degrade.BreakerStore { return newStore(client(), store.Config{}) })
+	// A namespace a harness: the property builds many in one spec.
+	fleettest.Exercise(func() fleettest.Harness {
+		s := newStore(client(), store.Config{Namespace: fmt.Sprintf("fleet%d", namespaces.Add(1))})
+		return fleettest.Harness{Leader: s, Log: s}
+	})
 	Describe("Store.History", func() {
 		// One namespace on one server a spec: two calls are two processes
 		// of one fleet.

@@ -36,12 +36,17 @@ import (
 // system's copies and the adapters' commands), besides the placeholders
 // of docs/plugging-in.md.
 const (
-	EnvRedisURL     = "FAULTLINE_REDIS_URL"
-	EnvNamespace    = "FAULTLINE_NAMESPACE"
-	EnvWorker       = "FAULTLINE_WORKER"
-	EnvTimeScale    = "FAULTLINE_TIME_SCALE"
-	EnvSlackURL     = "FAULTLINE_SLACK_URL"
-	EnvDrillFile    = "FAULTLINE_DRILL_FILE"
+	EnvRedisURL  = "FAULTLINE_REDIS_URL"
+	EnvNamespace = "FAULTLINE_NAMESPACE"
+	EnvWorker    = "FAULTLINE_WORKER"
+	EnvTimeScale = "FAULTLINE_TIME_SCALE"
+	EnvSlackURL  = "FAULTLINE_SLACK_URL"
+	EnvDrillFile = "FAULTLINE_DRILL_FILE"
+	// EnvClockOrigin is the wall instant (RFC 3339) from which a copy that
+	// follows the time scale runs its clock faster: the same for every
+	// copy and restart of a drill, so the copies agree on the time of day
+	// (their leases, their leader's), which equals the wall clock's at it.
+	EnvClockOrigin  = "FAULTLINE_CLOCK_ORIGIN"
 	EnvDependencyAt = "FAULTLINE_DEPENDENCY_" // + the dependency's name, upper-cased, non-alphanumerics as _
 	EnvReceiverAt   = "FAULTLINE_RECEIVER_"   // + the receiver's name, likewise
 )
@@ -54,10 +59,12 @@ const DefaultReceiver = "slack"
 // DrillFile is the JSON file a black-box drill writes for each copy of the
 // system (FAULTLINE_DRILL_FILE): what the placeholders give, in one place.
 type DrillFile struct {
-	Namespace    string                   `json:"namespace"`
-	RedisURL     string                   `json:"redisURL"`
-	Worker       string                   `json:"worker"`
-	TimeScale    float64                  `json:"timeScale"`
+	Namespace string  `json:"namespace"`
+	RedisURL  string  `json:"redisURL"`
+	Worker    string  `json:"worker"`
+	TimeScale float64 `json:"timeScale"`
+	// ClockOrigin is EnvClockOrigin's instant.
+	ClockOrigin  time.Time                `json:"clockOrigin"`
 	Dependencies map[string]string        `json:"dependencies"`
 	Receivers    map[string]DrillReceiver `json:"receivers"`
 }
@@ -70,21 +77,24 @@ type DrillReceiver struct {
 
 // extState is what a black-box drill adds to a drill.
 type extState struct {
-	x       *scenarios.ExternalSpec
-	inj     adapter.Injector
-	rd      adapter.Reader
-	keys    []string
-	vars    map[string]string
-	deps    map[string]string // call URLs by dependency
-	rcvs    map[string]string // receiver URLs by name
-	readMu  sync.Mutex
-	cur     map[string]int // active entries by item key at the last read
-	items   map[string]oracle.DLQItem
-	entries []layout.Entry
-	read    bool
-	x0      oracle.ExternalRun
-	settled int64
-	quiet   bool // the drain ended settled and quiet
+	x    *scenarios.ExternalSpec
+	inj  adapter.Injector
+	rd   adapter.Reader
+	keys []string
+	vars map[string]string
+	deps map[string]string // call URLs by dependency
+	rcvs map[string]string // receiver URLs by name
+	// clockOrigin is the copies' clock origin (EnvClockOrigin): when the
+	// drill began.
+	clockOrigin time.Time
+	readMu      sync.Mutex
+	cur         map[string]int // active entries by item key at the last read
+	items       map[string]oracle.DLQItem
+	entries     []layout.Entry
+	read        bool
+	x0          oracle.ExternalRun
+	settled     int64
+	quiet       bool // the drain ended settled and quiet
 	// owns says every key check passed: the layout's keys under the
 	// namespace, and the namespace's, are the drill's to delete.
 	owns     bool
@@ -125,7 +135,7 @@ func unresolved(s string) string {
 func (d *drill) startExternal(ctx context.Context) (err error) {
 	sc := &d.sc
 	x := sc.System.External
-	e := &extState{x: x, vars: map[string]string{}, deps: map[string]string{}, rcvs: map[string]string{}, cur: map[string]int{},
+	e := &extState{x: x, vars: map[string]string{}, deps: map[string]string{}, rcvs: map[string]string{}, cur: map[string]int{}, clockOrigin: time.Now().UTC(),
 		items: map[string]oracle.DLQItem{}, settled: -1, jobsDone: map[string]bool{}}
 	d.ext = e
 	d.h = d.newHistory()
@@ -461,7 +471,8 @@ func (e *extState) configStrings() []string {
 // environ is the FAULTLINE_* environment of a command (worker "" for an
 // adapter's).
 func (e *extState) environ(worker string) []string {
-	env := []string{EnvRedisURL + "=" + e.vars["redis"], EnvNamespace + "=" + e.vars["namespace"], EnvTimeScale + "=" + e.vars["timeScale"]}
+	env := []string{EnvRedisURL + "=" + e.vars["redis"], EnvNamespace + "=" + e.vars["namespace"], EnvTimeScale + "=" + e.vars["timeScale"],
+		EnvClockOrigin + "=" + e.clockOrigin.Format(time.RFC3339Nano)}
 	if worker != "" {
 		env = append(env, EnvWorker+"="+worker)
 	}
@@ -480,7 +491,7 @@ func (e *extState) environ(worker string) []string {
 // spec is the supervisor's spec of copy name of the system.
 func (e *extState) spec(d *drill, name string) (supervisor.Spec, error) {
 	c := e.x.Command
-	df := DrillFile{Namespace: d.ns, RedisURL: d.opts.RedisURL, Worker: name, TimeScale: d.opts.Scale, Dependencies: e.deps, Receivers: map[string]DrillReceiver{}}
+	df := DrillFile{Namespace: d.ns, RedisURL: d.opts.RedisURL, Worker: name, TimeScale: d.opts.Scale, ClockOrigin: e.clockOrigin, Dependencies: e.deps, Receivers: map[string]DrillReceiver{}}
 	for n, u := range e.rcvs {
 		df.Receivers[n] = DrillReceiver{Kind: "slack", URL: u}
 	}

@@ -50,6 +50,10 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 			}
 			drills[name] = startDrill(name, file, srv.Addr, append(os.Environ(), path, workerproc.EnvDefect+"="+defect), "--time-scale", "10")
 		}
+		// The same worker with its leader killed (testdata/leader).
+		leader, err := filepath.Abs(filepath.Join("testdata", "leader", "drill.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		drills["leader-death"] = startDrill("leader-death", leader, srv.Addr, append(os.Environ(), path, workerproc.EnvDefect+"="), "--time-scale", "10")
 	})
 	AfterAll(func() { stopDrills(drills, srv) })
 
@@ -69,6 +73,15 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 		Expect(e.result).NotTo(BeNil(), "no report; the drill said:\n%s", e.out.String())
 		Expect(e.code).To(Equal(0), e.out.String())
 		Expect(e.result.Verdict).To(Equal(reports.Passed), e.out.String())
+	})
+
+	It("passes two copies whose leader is killed: the next leader pages what waited in the store's log, once", func() {
+		e := drills["leader-death"]
+		e.wait()
+		Expect(e.result).NotTo(BeNil(), "no report; the drill said:\n%s", e.out.String())
+		Expect(e.result.Verdict).To(Equal(reports.Passed), e.out.String())
+		Expect(e.code).To(Equal(0), e.out.String())
+		Expect(e.out.String()).To(ContainSubstring("2 killed"), "both copies were killed -9 once")
 	})
 
 	for _, d := range workerproc.Defects {
@@ -101,6 +114,6 @@ var _ = Describe("The black-box mutation suite (testdata/mutations: the referenc
 		cmd.Env = append(os.Environ(), "FAULTLINE_REDIS_URL=redis://"+srv.Addr+"/0", "FAULTLINE_NAMESPACE=mutations", workerproc.EnvDefect+"=slow-ack")
 		out, err := cmd.CombinedOutput()
 		Expect(err).To(HaveOccurred())
-		Expect(string(out)).To(ContainSubstring(`FAULTLINE_DEFECT="slow-ack": takes one of ack-before-dlq, drop, rerun, hot-loop, no-retry-after, no-retry, retry-final, bare-dlq, trim-dlq, no-page`))
+		Expect(string(out)).To(ContainSubstring(`FAULTLINE_DEFECT="slow-ack": takes one of ack-before-dlq, drop, rerun, hot-loop, no-retry-after, no-retry, retry-final, bare-dlq, trim-dlq, no-page, two-leaders`))
 	})
 })

@@ -42,7 +42,7 @@ func (v *validator) external() {
 		err := &LimitError{What: "copies", Flag: "--max-workers", Max: int64(v.lim.MaxWorkers), Got: int64(e.Copies)}
 		v.badErr(f+".Copies", err, "%s", err)
 	case e.Copies > 0:
-		v.maxWorkers = min(v.maxWorkers, e.Copies) // a worker fault names a copy
+		v.maxWorkers = e.Copies // a worker fault names a copy (drill.Fleet: the copies are the workers)
 	}
 	v.ms(f+".Drain", e.Drain)
 	v.ms(f+".Startup", e.Startup)

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/retry"
@@ -49,7 +50,28 @@ var Defects = []Defect{
 	{"bare-dlq", "writes dead letters without their error", oracle.InvDLQEntryComplete},
 	{"trim-dlq", "purges dead letters more than 2s old (scenario time) after every new one", oracle.InvDLQNeverShrinks},
 	{"no-page", "never alerts a critical failure", oracle.InvCriticalPaged},
+	{"two-leaders", "runs its alerter in every copy, each paging what its own process saw (no leader)", oracle.InvOnePage},
 }
+
+// everyoneLeads is the two-leaders defect's store of leases: every claim
+// wins.
+type everyoneLeads struct{}
+
+func (everyoneLeads) ClaimLeader(_ context.Context, _, holder string, now time.Time, ttl time.Duration) (fleet.Lease, error) {
+	return fleet.Lease{Holder: holder, Term: 1, Until: now.Add(ttl)}, nil
+}
+func (everyoneLeads) ResignLeader(context.Context, string, string) error { return nil }
+func (everyoneLeads) Leader(context.Context, string) (fleet.Lease, error) {
+	return fleet.Lease{}, nil
+}
+
+// ownLog is the two-leaders defect's relay log: nothing is relayed (each
+// copy's alerter hears its own core).
+type ownLog struct{}
+
+func (ownLog) AppendAlerts(context.Context, [][]byte) error                    { return nil }
+func (ownLog) ReadAlerts(context.Context, int) ([]fleet.Entry, error)          { return nil, nil }
+func (ownLog) AckAlerts(context.Context, string, string, uint64, string) error { return nil }
 
 // defectNames lists the defects' names for a message.
 func defectNames() string {

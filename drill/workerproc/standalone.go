@@ -14,6 +14,9 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/fleet"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/worker"
 	"github.com/faultline/faultline/scenarios"
 	"github.com/faultline/faultline/sim"
 )
@@ -27,6 +30,7 @@ const (
 	envNamespace = "FAULTLINE_NAMESPACE"
 	envWorker    = "FAULTLINE_WORKER"
 	envTimeScale = "FAULTLINE_TIME_SCALE"
+	envOrigin    = "FAULTLINE_CLOCK_ORIGIN"
 )
 
 // drillFile is the JSON file a black-box drill writes for each copy of
@@ -36,6 +40,7 @@ type drillFile struct {
 	RedisURL     string            `json:"redisURL"`
 	Worker       string            `json:"worker"`
 	TimeScale    float64           `json:"timeScale"`
+	ClockOrigin  time.Time         `json:"clockOrigin"`
 	Dependencies map[string]string `json:"dependencies"`
 	Receivers    map[string]struct {
 		URL string `json:"url"`
@@ -71,6 +76,13 @@ func StandaloneConfig(source string, getenv func(string) string) (*Config, error
 			}
 			df.TimeScale = f
 		}
+		if s := getenv(envOrigin); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s=%q: not an RFC 3339 time", ErrStandalone, envOrigin, s)
+			}
+			df.ClockOrigin = t
+		}
 	}
 	switch {
 	case df.RedisURL == "" || df.Namespace == "":
@@ -85,8 +97,18 @@ func StandaloneConfig(source string, getenv func(string) string) (*Config, error
 	if err := checkDefect(defect); err != nil {
 		return nil, err
 	}
+	// Outside the simulator a process's times are the wall clock's: at
+	// the clock's origin its clock reads the wall clock, then runs at the
+	// time scale. Copies given one origin (a drill gives every copy and
+	// restart the same) agree on the time; without one, each starts its
+	// own at its start, and copies at a scale above 1 drift apart by
+	// their restarts (their leases and their leader's with them).
+	origin := df.ClockOrigin
+	if origin.IsZero() {
+		origin = time.Now()
+	}
 	cfg := &Config{Name: df.Worker, Source: source, RedisURL: df.RedisURL, Namespace: df.Namespace, Scale: df.TimeScale,
-		Origin: time.Now(), Gateways: map[string]string{}, CallTimeout: 30 * time.Second, Receivers: map[string]string{}, Broken: defect}
+		Start: origin, Origin: origin, Gateways: map[string]string{}, CallTimeout: 30 * time.Second, Receivers: map[string]string{}, Broken: defect}
 	for name, u := range df.Dependencies {
 		cfg.Gateways[name] = strings.TrimSuffix(u, gateway.CallPath)
 	}
@@ -158,4 +180,62 @@ func standaloneAlerter(sc *scenarios.Scenario, cfg *Config, clk clock.Clock) (*a
 		return nil, fmt.Errorf("alert sink: %w", ferr)
 	}
 	return alert.New(acfg, clk, sim.NewStream(cfg.Seed, "alert/"+cfg.Name))
+}
+
+// standaloneControl is a standalone worker's alerting and DLQ duties, run
+// once per fleet: the core's alerter is a relay to the store's log; the
+// process the store elects leader drains the log into its own reference
+// alerter and runs the DLQ monitor and the off-peak auto-retry the
+// scenario configures. The defect two-leaders runs them in every copy
+// instead, each alerter hearing its own process alone (the core's alerter
+// is the process's own; relay is nil).
+func standaloneControl(sc *scenarios.Scenario, cfg *Config, clk *clock.Scaled, st *redisstore.Store, sys *sim.WorkerSystem) (worker.Alerter, *fleet.Relay, *fleet.Control, error) {
+	own, err := standaloneAlerter(sc, cfg, clk)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var duties []fleet.Duty
+	if sc.System.Monitor != nil {
+		mon, err := worker.NewMonitor(sc.MonitorConfig(st, own, cfg.Namespace, clk))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("monitor: %w", err)
+		}
+		duties = append(duties, mon)
+	}
+	if sc.System.AutoRetry != nil {
+		ar, err := worker.NewAutoRetry(sc.AutoRetryConfig(st, clk))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("auto-retry: %w", err)
+		}
+		duties = append(duties, ar)
+	}
+	holder := fmt.Sprintf("%s/%d", cfg.Name, os.Getpid())
+	var leaders fleet.LeaderStore = st
+	if cfg.Broken == "two-leaders" {
+		leaders = everyoneLeads{}
+	}
+	el, err := fleet.NewElector(fleet.ElectorConfig{Store: leaders, Clock: clk, Holder: holder})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var log fleet.Log = st
+	if cfg.Broken == "two-leaders" {
+		log = ownLog{}
+	}
+	relay, err := fleet.NewRelay(fleet.RelayConfig{Log: log, Process: holder, Fingerprint: own.Fingerprint})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctl, err := fleet.NewControl(fleet.ControlConfig{Elector: el, Relay: relay, Drain: fleet.NewDrain(log, el, own, nil), Duties: duties, Clock: clk,
+		// As often as the runner's maintenance: a relayed failure reaches
+		// the leader's alerter within one tick.
+		Interval:     min(time.Second, sc.Workers.LeaseTTL/10),
+		StoreTimeout: max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond)})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.Broken == "two-leaders" {
+		return own, nil, ctl, nil
+	}
+	return relay, relay, ctl, nil
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
@@ -308,7 +309,11 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	}
 	sc := l.Scenario.WithDefaults()
 	sc.Seed = cfg.Seed
-	clk, err := clock.NewScaled(sc.Start, cfg.Origin, cfg.Scale, nil)
+	start := sc.Start
+	if !cfg.Start.IsZero() {
+		start = cfg.Start // a standalone worker's: the wall clock's at its origin
+	}
+	clk, err := clock.NewScaled(start, cfg.Origin, cfg.Scale, nil)
 	if err != nil {
 		return err
 	}
@@ -335,7 +340,6 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	start := sc.Start
 	ms := func(t time.Time) int64 { return t.Sub(start).Milliseconds() }
 	for _, nb := range sys.Breakers {
 		nb.Breaker.OnStateChange(func(t degrade.Transition) {
@@ -345,9 +349,18 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	}
 	fw := &forwarder{last: map[string]alert.Failure{}}
 	var alerter worker.Alerter = fw
+	var ctl *fleet.Control
 	if len(cfg.Receivers) > 0 {
-		if alerter, err = standaloneAlerter(&sc, cfg, clk); err != nil {
+		// A standalone worker alerts, watches its DLQ and retries it off
+		// peak by itself: once per fleet, under the store's leader.
+		var relay *fleet.Relay
+		if alerter, relay, ctl, err = standaloneControl(&sc, cfg, clk, st, sys); err != nil {
 			return err
+		}
+		for _, nb := range sys.Breakers {
+			if relay != nil {
+				nb.Breaker.OnStateChange(relay.BreakerChanged)
+			}
 		}
 	}
 	classifier, policy := sys.Classifier, sys.Policy
@@ -489,7 +502,17 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 			return nil
 		}
 	}
-	return r.Run(ctx)
+	if ctl == nil {
+		return r.Run(ctx)
+	}
+	// The fleet's control beside the runner: it stops (relaying what is
+	// left and resigning) once the runner has shut down.
+	cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(cctx) }()
+	err = r.Run(ctx)
+	stop()
+	return errors.Join(err, <-done)
 }
 
 func contains(s []string, v string) bool {

@@ -29,6 +29,9 @@
 //	faultline_notifications_total          counter    receiver, result         notifications tried on a receiver; result accepted or refused
 //	faultline_breaker_state                gauge      breaker, worker, state   1 for the breaker's current state, 0 for its others
 //	faultline_retry_budget_booked          gauge      dependency               retries booked in the current slot of the fleet's shared retry budget
+//	faultline_fleet_leader                 gauge      worker                   1 for the process leading the standalone workers' fleet; no series while none does
+//	faultline_fleet_leader_term            gauge      -                        the fleet leadership's term (grows each time the lease passes on)
+//	faultline_fleet_relay_backlog          gauge      -                        failures and breaker transitions relayed to the leader, not read yet
 //	faultline_fault_active                 gauge      fault, target, model     1 while the fault is active, 0 once it is undone
 //	faultline_fault_hits_total             counter    fault                    calls, connections or processes a fault acted on
 //	faultline_dlq_requeues_total           counter    -                        DLQ entries requeued (by an operator or the auto-retry)

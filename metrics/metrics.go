@@ -70,6 +70,8 @@ type Set struct {
 	receiver, breaker, worker, fault, target, model, op *vocab
 	dependency                                          *vocab
 	budgetBooked                                        *prometheus.GaugeVec
+	leader                                              *prometheus.GaugeVec
+	leaderTerm, relayBacklog                            prometheus.Gauge
 }
 
 // New returns a Set whose every series carries l, on a registry of its
@@ -145,6 +147,18 @@ func New(l Labels) *Set {
 		Name: "faultline_retry_budget_booked",
 		Help: "Retries booked in the current slot of the fleet's shared retry budget, by dependency (a slot holds at most the budget's burst).",
 	}, []string{"dependency"})
+	s.leader = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "faultline_fleet_leader",
+		Help: "1 for the process that leads the standalone workers' fleet (runs its alerter, DLQ monitor and auto-retry); no series while none does.",
+	}, []string{"worker"})
+	s.leaderTerm = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "faultline_fleet_leader_term",
+		Help: "The fleet leadership's term: it grows by one each time the lease passes to another process.",
+	})
+	s.relayBacklog = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "faultline_fleet_relay_backlog",
+		Help: "Failures and breaker transitions relayed to the fleet's leader and not read by it yet.",
+	})
 	s.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "faultline_errors_total",
 		Help: "Failed operations (a store call, a request), by operation.",
@@ -160,7 +174,8 @@ func New(l Labels) *Set {
 		"scenario":  strings.ToValidUTF8(l.Scenario, "\uFFFD"),
 	}, s.reg)
 	r.MustRegister(s.moves, s.jobs, s.dlqDepth, s.dlqOldest, s.pages, s.notifications, s.breakers,
-		s.faultActive, s.faultHits, s.requeues, s.deletes, s.errors, s.latency, s.bucketed, s.budgetBooked)
+		s.faultActive, s.faultHits, s.requeues, s.deletes, s.errors, s.latency, s.bucketed, s.budgetBooked,
+		s.leader, s.leaderTerm, s.relayBacklog)
 
 	// The closed gauges start at 0, so a dashboard shows every state and
 	// severity from the first scrape.
@@ -259,6 +274,21 @@ func (s *Set) RetryBudgetBooked(dependency string, n int) {
 		return
 	}
 	s.budgetBooked.WithLabelValues(s.dependency.value(dependency)).Set(float64(n))
+}
+
+// FleetLeader records the fleet's control status: holder leads (when
+// held) under term, and backlog relayed records wait for it. The leader's
+// series is the only one: a past leader's is dropped.
+func (s *Set) FleetLeader(holder string, held bool, term uint64, backlog int64) {
+	if s == nil {
+		return
+	}
+	s.leader.Reset()
+	if held {
+		s.leader.WithLabelValues(s.worker.value(holder)).Set(1)
+	}
+	s.leaderTerm.Set(float64(term))
+	s.relayBacklog.Set(float64(backlog))
 }
 
 // FaultActive records that fault (its scenario name), on target

@@ -40,6 +40,7 @@ func everyHook(s *metrics.Set) {
 	s.Error("list")
 	s.Latency("list", 30*time.Millisecond)
 	s.RetryBudgetBooked("payments", 7)
+	s.FleetLeader("w1/4242", true, 3, 2)
 	s.Jobs("no-such-state", 1) // one bucketed value
 }
 
@@ -358,6 +359,6 @@ func docTable() map[string]docRow {
 		slices.Sort(ls)
 		out[m[1]] = docRow{m[2], strings.Join(ls, ",")}
 	}
-	Expect(out).To(HaveLen(15))
+	Expect(out).To(HaveLen(18))
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/fleet"
 )
 
 // statsTimeout bounds the stats read a scrape of /metrics makes.
@@ -54,6 +55,14 @@ func (s *server) refreshGauges(ctx context.Context) {
 		age = max(s.cfg.Now().Sub(st.Oldest), 0)
 	}
 	s.metrics.DLQOldestAge(age)
+	if sr, ok := s.cfg.Store.(fleet.StatusReader); ok {
+		fs, err := sr.ControlStatus(ctx, fleet.DefaultRole)
+		if err != nil {
+			s.metrics.Error(opRead)
+			return
+		}
+		s.metrics.FleetLeader(fs.Lease.Holder, fs.Lease.Held(s.cfg.Now()), fs.Lease.Term, fs.Backlog)
+	}
 }
 
 // countErr counts a failed action (a store error, or a refusal: not found,

@@ -1,14 +1,17 @@
 package ui_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/ui"
 )
 
@@ -37,7 +40,8 @@ func sample(body, name string, labels ...string) float64 {
 var packageNames = []string{"faultline_job_moves_total", "faultline_jobs", "faultline_dlq_depth", "faultline_dlq_oldest_age_seconds",
 	"faultline_pages_total", "faultline_notifications_total", "faultline_breaker_state", "faultline_fault_active",
 	"faultline_fault_hits_total", "faultline_dlq_requeues_total", "faultline_dlq_deletes_total", "faultline_errors_total",
-	"faultline_request_duration_seconds", "faultline_label_values_bucketed_total"}
+	"faultline_request_duration_seconds", "faultline_label_values_bucketed_total",
+	"faultline_fleet_leader", "faultline_fleet_leader_term", "faultline_fleet_relay_backlog"}
 
 var _ = Describe("the UI's /metrics", func() {
 	for _, ln := range lanes {
@@ -81,6 +85,28 @@ var _ = Describe("the UI's /metrics", func() {
 				Expect(sample(body, "faultline_request_duration_seconds_count", "op", "GET /entries/{id}")).To(Equal(1.0))
 				Expect(body).NotTo(ContainSubstring("ord-2"), "an entry's ID is never a label")
 				Expect(body).NotTo(ContainSubstring("no-such-entry"))
+			})
+
+			It("shows the standalone workers' leader and the relay's backlog, on /metrics and the dashboard", func() {
+				body := scrape()
+				Expect(sample(body, "faultline_fleet_leader_term")).To(Equal(0.0), "never claimed")
+				Expect(body).NotTo(ContainSubstring("faultline_fleet_leader{"))
+				Expect(hs.get("/").Body.String()).To(ContainSubstring("none: no standalone worker (faultline worker --scenario) has claimed it; relay log: 0 waiting"))
+
+				ctx := context.Background()
+				_, err := hs.store.ClaimLeader(ctx, fleet.DefaultRole, "w2/77", time.Now(), time.Minute)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(hs.store.AppendAlerts(ctx, [][]byte{[]byte(`{}`), []byte(`{}`)})).To(Succeed())
+				body = scrape()
+				Expect(sample(body, "faultline_fleet_leader", "worker", "w2/77")).To(Equal(1.0))
+				Expect(sample(body, "faultline_fleet_leader_term")).To(Equal(1.0))
+				Expect(sample(body, "faultline_fleet_relay_backlog")).To(Equal(2.0))
+				Expect(hs.get("/").Body.String()).To(MatchRegexp(`id="leader">Fleet leader [^<]*: w2/77 \(term 1; its lease runs to [^<]*\); relay log: 2 waiting`))
+
+				Expect(hs.store.ResignLeader(ctx, fleet.DefaultRole, "w2/77")).To(Succeed())
+				body = scrape()
+				Expect(body).NotTo(ContainSubstring("faultline_fleet_leader{"), "no leader, no series")
+				Expect(hs.get("/").Body.String()).To(ContainSubstring("none: the last leader resigned (term 1)"))
 			})
 
 			It("takes a bearer token when the UI has tokens", func() {

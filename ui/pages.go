@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/layout/seed"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/fleet"
 )
 
 // dashboardData is the dashboard's.
@@ -20,6 +22,23 @@ type dashboardData struct {
 	Stats       dlq.Stats
 	Unavailable []string
 	Trend       trendView
+	// Leader describes the fleet's control (fleet.Status.Describe), ""
+	// when the store cannot tell it.
+	Leader string
+}
+
+// leader describes the fleet's control, read from the store when it can
+// tell it.
+func (s *server) leader(ctx context.Context, now time.Time) string {
+	sr, ok := s.cfg.Store.(fleet.StatusReader)
+	if !ok {
+		return ""
+	}
+	st, err := sr.ControlStatus(ctx, fleet.DefaultRole)
+	if err != nil {
+		return "unknown: " + maskText(err.Error())
+	}
+	return maskText(st.Describe(now))
 }
 
 func (s *server) unavailable() []string {
@@ -50,7 +69,7 @@ func (s *server) pgDashboard(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title = "Dashboard"
 	now := s.cfg.Now()
-	v.Data = dashboardData{Now: now, Stats: st, Unavailable: s.unavailable(), Trend: s.trend(r.Context(), now, hours)}
+	v.Data = dashboardData{Now: now, Stats: st, Unavailable: s.unavailable(), Trend: s.trend(r.Context(), now, hours), Leader: s.leader(r.Context(), now)}
 	s.render(w, http.StatusOK, "dashboard", v)
 }
 

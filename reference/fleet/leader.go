@@ -218,3 +218,36 @@ func (e *Elector) Resign(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Status is what an operator is shown of a fleet's control: the leader's
+// lease and the records waiting in the relay log.
+type Status struct {
+	Lease Lease `json:"lease"`
+	// Backlog counts the relayed records no leader has read yet.
+	Backlog int64 `json:"backlog"`
+}
+
+// StatusReader is a store that tells a fleet's control status (the Redis
+// store): `faultline dlq stats`, the UI's dashboard and its /metrics read
+// it.
+type StatusReader interface {
+	ControlStatus(ctx context.Context, role string) (Status, error)
+}
+
+// Describe says who leads at now, or since when nobody does, for an
+// operator (`faultline dlq stats`, the UI's dashboard).
+func (s Status) Describe(now time.Time) string {
+	l := s.Lease
+	var who string
+	switch {
+	case l.Held(now):
+		who = fmt.Sprintf("%s (term %d; its lease runs to %s, renewed while it lives)", l.Holder, l.Term, l.Until.UTC().Format(time.RFC3339))
+	case l.Term == 0:
+		who = "none: no standalone worker (faultline worker --scenario) has claimed it"
+	case l.Holder == "":
+		who = fmt.Sprintf("none: the last leader resigned (term %d)", l.Term)
+	default:
+		who = fmt.Sprintf("none: %s's lease (term %d) ran out %s ago", l.Holder, l.Term, now.Sub(l.Until).Round(time.Second))
+	}
+	return fmt.Sprintf("%s; relay log: %d waiting", who, s.Backlog)
+}

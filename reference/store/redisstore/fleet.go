@@ -103,6 +103,16 @@ func (s *Store) Leader(ctx context.Context, role string) (fleet.Lease, error) {
 	if err != nil {
 		return fleet.Lease{}, fmt.Errorf("the leader of %s: %w", role, err)
 	}
+	l, err := storedLease(v)
+	if err != nil {
+		return fleet.Lease{}, fmt.Errorf("the leader of %s: %w", role, err)
+	}
+	return l, nil
+}
+
+// storedLease reads a lease hash's holder, term and until (a missing hash:
+// the zero Lease).
+func storedLease(v []any) (fleet.Lease, error) {
 	r := make([]string, 3)
 	for i, x := range v {
 		r[i], _ = x.(string)
@@ -110,11 +120,7 @@ func (s *Store) Leader(ctx context.Context, role string) (fleet.Lease, error) {
 	if r[1] == "" {
 		return fleet.Lease{}, nil
 	}
-	l, err := leaseOf(r)
-	if err != nil {
-		return fleet.Lease{}, fmt.Errorf("the leader of %s: %w", role, err)
-	}
-	return l, nil
+	return leaseOf(r)
 }
 
 // leaseOf reads {holder, term, until} (a resigned lease's until is 0: the
@@ -183,4 +189,28 @@ func (s *Store) AckAlerts(ctx context.Context, role, holder string, term uint64,
 		return fmt.Errorf("acknowledge the relay log: %w: %s under term %d", fleet.ErrNotLeader, holder, term)
 	}
 	return nil
+}
+
+var _ fleet.StatusReader = (*Store)(nil)
+
+// ControlStatus implements fleet.StatusReader: role's lease and the relay
+// log's length, in one round trip.
+func (s *Store) ControlStatus(ctx context.Context, role string) (fleet.Status, error) {
+	var (
+		hm *redis.SliceCmd
+		n  *redis.IntCmd
+	)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hm = p.HMGet(ctx, LeaderKey(s.cfg.Namespace, role), "holder", "term", "until")
+		n = p.XLen(ctx, AlertLogKey(s.cfg.Namespace))
+		return nil
+	})
+	if err != nil {
+		return fleet.Status{}, fmt.Errorf("the fleet's control status: %w", err)
+	}
+	st := fleet.Status{Backlog: n.Val()}
+	if st.Lease, err = storedLease(hm.Val()); err != nil {
+		return fleet.Status{}, fmt.Errorf("the fleet's control status: %w", err)
+	}
+	return st, nil
 }

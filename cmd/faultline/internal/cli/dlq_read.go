@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/redact"
 )
 
@@ -76,6 +78,40 @@ type statsView struct {
 	Rejected     int    `json:"rejected"`
 	Held         int    `json:"held"`
 	HeldOldestAt string `json:"held_oldest_at,omitempty"`
+	// Leader is the fleet's control: the standalone workers' leader and
+	// the records relayed to it not read yet.
+	Leader *leaderView `json:"leader,omitempty"`
+}
+
+// leaderView is a fleet's control status (fleet.Status) as stats prints
+// it.
+type leaderView struct {
+	Holder  string     `json:"holder,omitempty"`
+	Term    uint64     `json:"term"`
+	Until   *time.Time `json:"until,omitempty"`
+	Held    bool       `json:"held"`
+	Backlog int64      `json:"relay_backlog"`
+	// Text is fleet.Status.Describe's.
+	Text string `json:"text"`
+}
+
+// leaderOf reads the fleet's control status; nil when the store cannot
+// tell it.
+func leaderOf(ctx context.Context, st any, now time.Time) (*leaderView, error) {
+	sr, ok := st.(fleet.StatusReader)
+	if !ok {
+		return nil, nil
+	}
+	fs, err := sr.ControlStatus(ctx, fleet.DefaultRole)
+	if err != nil {
+		return nil, err
+	}
+	v := &leaderView{Holder: masked(fs.Lease.Holder), Term: fs.Lease.Term, Held: fs.Lease.Held(now), Backlog: fs.Backlog, Text: masked(fs.Describe(now))}
+	if !fs.Lease.Until.IsZero() {
+		u := fs.Lease.Until.UTC()
+		v.Until = &u
+	}
+	return v, nil
 }
 
 // stamp names an entry and its last failure's time.
@@ -115,6 +151,9 @@ func newDLQStatsCommand(g *dlqGlobal) *cobra.Command {
 			}
 			if !st.Newest.IsZero() {
 				v.Newest = &stamp{ID: masked(st.NewestID), At: st.Newest}
+			}
+			if v.Leader, err = leaderOf(ctx, d.store, time.Now()); err != nil {
+				return err
 			}
 			w := c.OutOrStdout()
 			if output != "table" {
@@ -158,6 +197,9 @@ func printStats(w io.Writer, v *statsView) {
 		fmt.Fprintf(w, " (oldest held since %s)", v.HeldOldestAt)
 	}
 	fmt.Fprintln(w)
+	if v.Leader != nil {
+		fmt.Fprintf(w, "  leader      %s\n", v.Leader.Text)
+	}
 }
 
 // counts prints "a 3, b 1": the names of order first, then the others

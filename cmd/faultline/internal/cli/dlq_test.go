@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/redisstore"
@@ -164,6 +165,33 @@ func dlqLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring(`DLQ of namespace "ops" at ` + strings.TrimPrefix(strings.TrimSuffix(url, "/0"), "redis://")))
 			Expect(out).To(MatchRegexp(`entries\s+6 \(corrupt: 1\)`))
 			Expect(out).To(MatchRegexp(`by task\s+charge 3, email 2`))
+		})
+
+		It("stats shows the standalone workers' leader and the records relayed to it", func() {
+			out, _, code := dlqRun(url, "stats")
+			Expect(code).To(Equal(cli.ExitOK))
+			Expect(out).To(MatchRegexp(`leader\s+none: no standalone worker \(faultline worker --scenario\) has claimed it; relay log: 0 waiting`))
+			_, err := s.ClaimLeader(ctx, fleet.DefaultRole, "w1/4242", time.Now(), time.Minute)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.AppendAlerts(ctx, [][]byte{[]byte(`{}`)})).To(Succeed())
+			out, _, code = dlqRun(url, "stats")
+			Expect(code).To(Equal(cli.ExitOK))
+			Expect(out).To(MatchRegexp(`leader\s+w1/4242 \(term 1; its lease runs to \S+, renewed while it lives\); relay log: 1 waiting`))
+			out, _, code = dlqRun(url, "stats", "--output", "json")
+			Expect(code).To(Equal(cli.ExitOK))
+			var st struct {
+				Leader struct {
+					Holder  string `json:"holder"`
+					Term    int    `json:"term"`
+					Held    bool   `json:"held"`
+					Backlog int    `json:"relay_backlog"`
+				} `json:"leader"`
+			}
+			Expect(json.Unmarshal([]byte(out), &st)).To(Succeed(), out)
+			Expect(st.Leader.Holder).To(Equal("w1/4242"))
+			Expect(st.Leader.Term).To(Equal(1))
+			Expect(st.Leader.Held).To(BeTrue())
+			Expect(st.Leader.Backlog).To(Equal(1))
 		})
 
 		It("lists newest first, filtered, a page at a time, in table, json and jsonl", func() {

@@ -144,7 +144,7 @@ var _ = Describe("a fleet's control", func() {
 		Expect(st.Raised).To(BeEquivalentTo(1))
 		Expect(log.Len()).To(BeZero(), "the leader acknowledged what it heard")
 		Expect(procs[0].duty.running).To(Equal(1))
-		Expect(procs[1].duty.starts + procs[2].duty.starts).To(BeZero(), "only the leader runs the duties")
+		Expect(procs[1].duty.starts+procs[2].duty.starts).To(BeZero(), "only the leader runs the duties")
 	})
 
 	It("passes the duties and the relay to another process when the leader dies, keeping what was relayed meanwhile", func() {

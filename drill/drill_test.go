@@ -89,14 +89,15 @@ func namespaceKeys(url, ns string) int {
 // verdictBuiltins are the built-ins whose drill must PASS — the verdict,
 // not only the invariants — on any machine: the drill picks the scale the
 // machine holds (--time-scale auto), settles before its last look and
-// judges only what it saw. The fleet's four (payment-challenge,
-// flapping-primary, retry-storm-on-recovery, gateway-timeout-storm) drill
+// judges only what it saw. The fleet's five (payment-challenge,
+// flapping-primary, retry-storm-on-recovery, gateway-timeout-storm,
+// fleet-retry-budget) drill
 // the fleet the simulator runs, their budget and breakers shared where
 // the scenario says: their verdicts are required too. invariantBuiltins
 // would be drilled for their invariants only: none is, today.
 var (
 	verdictBuiltins = []string{"dlq-store-outage", "worker-crash", "graceful-shutdown", "dlq-basics", "auth-failure-burst", "classification-and-alerting", "stale-answer-fenced", "retry-after-respected",
-		"payment-challenge", "flapping-primary", "retry-storm-on-recovery", "gateway-timeout-storm"}
+		"payment-challenge", "flapping-primary", "retry-storm-on-recovery", "gateway-timeout-storm", "fleet-retry-budget"}
 	invariantBuiltins = []string{}
 	// rotatingBuiltins take turns, one a commit (rotating), so that over
 	// a week of commits CI has required PASS of each: the built-ins

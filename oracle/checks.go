@@ -80,6 +80,14 @@ func NewChecks(sc *scenarios.Scenario, start time.Time, now func() time.Duration
 	for _, t := range sc.Workload.Tasks { // the ledger's task index is the workload's
 		c.Ledger.Task(t.Name)
 	}
+	// An expectation that reads when retries come due (a busiest window)
+	// has the ledger keep them, in every driver: a drill that kept none
+	// would judge a window of no retries.
+	for _, e := range sc.Expect {
+		if w, ok := e.(interface{ WantsDue() bool }); ok && w.WantsDue() {
+			c.Ledger.WatchDue()
+		}
+	}
 	return c
 }
 
@@ -249,7 +257,11 @@ func (c *Checks) Result(ctx context.Context, e End) *reports.Result {
 	for i, t := range sc.Workload.Tasks {
 		deps[i] = t.Dependency
 	}
-	o := &Observation{Result: res, Ledger: led, Probes: c.Probes, Calls: e.Calls, TaskDependencies: deps, Entry: e.Entry, Observed: e.Observed}
+	o := &Observation{Result: res, Ledger: led, Probes: c.Probes, Calls: e.Calls, TaskDependencies: deps, Entry: e.Entry, Observed: e.Observed,
+		Processes: sc.Workers.Processes}
+	if b := sc.System.Retry.Budget; !b.Disabled {
+		o.Budget = &b
+	}
 	c.Pages.Observe(o)
 	Conclude(res, sc, o, e.Misses, stopped)
 	return res

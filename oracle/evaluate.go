@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 )
@@ -327,9 +328,23 @@ func evalRetryRate(r scenarios.RetryRate, o *Observation) reports.Expectation {
 	case r.Calls:
 		e.Actual += ": the calls stampeded back instead of ramping up behind the breaker and the dependency's retry budget"
 	default:
-		e.Actual += ": the retries came back together instead of spread out by backoff jitter and the dependency's retry budget"
+		e.Actual += ": the retries came back together instead of spread out by backoff jitter and " + budgetText(o)
 	}
 	return e
+}
+
+// budgetText names the retry budget that let a busiest window's retries
+// through.
+func budgetText(o *Observation) string {
+	b := o.Budget
+	switch {
+	case b == nil:
+		return "the dependency's retry budget"
+	case b.Scope == retry.ScopeProcess && o.Processes > 1:
+		return fmt.Sprintf("the dependency's retry budget, which is one per process (scope: process): %d processes, each letting %d retries through at once and one every %s, are %d budgets — the fleet's one budget (scope: fleet) bounds them all",
+			o.Processes, b.Burst, b.Refill, o.Processes)
+	}
+	return fmt.Sprintf("the dependency's retry budget (%d at once, one every %s)", b.Burst, b.Refill)
 }
 
 // rateWindow is the part of times, sorted, that r reads: from r.From on,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/dlq"
+	"github.com/faultline/faultline/reference/retry"
 	"github.com/faultline/faultline/reports"
 	"github.com/faultline/faultline/scenarios"
 )
@@ -123,6 +124,11 @@ type Observation struct {
 	// Entry returns a job's DLQ entry at the end of the run, if it has
 	// one; nil when the run cannot read entries.
 	Entry func(id string) (dlq.Entry, bool)
+	// Budget is the retry budget the scenario configures (nil: none, or
+	// a black box's own) and Processes the fleet's processes: a failed
+	// busiest window names the budget that let the retries through.
+	Budget    *retry.BudgetConfig
+	Processes int
 	// Observed is what evidence the run has, and why it lacks the rest
 	// (the zero value: everything, the simulator's): an expectation that
 	// reads what the run lacks is reported not observable — never 0,

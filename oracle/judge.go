@@ -179,7 +179,7 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 	res := r.chk.Result(ctx, End{
 		Errs: r.errs, Made: r.made, Events: int64(len(h.Events)), Steps: h.Steps,
 		Store: replayStore{r}, Entry: r.entry, Alerter: h.Alerter,
-		Faults: JudgedFaults(r.sc, h), Observed: h.Observed(), Misses: h.Misses,
+		Faults: JudgedFaults(r.sc, h), Observed: h.Observed(), Misses: h.Misses, Calls: callTimes(r.sc, h),
 	})
 	LiveOutcomeNotes(res, lo, h)
 	if h.EventsLost {
@@ -404,4 +404,22 @@ func (r *replay) attempt(a Attempt) {
 		led.Settle(rec, false)
 		led.Note(rec, "worker %s could not write the %s (%s): the job comes back when its lease expires", a.Worker, o.Action, a.Result)
 	}
+}
+
+// callTimes is when each dependency was called, by the gateways' call log,
+// when an expectation reads the calls per window (a RetryRate of calls),
+// as the simulator keeps them: a drill that kept none would judge a
+// window of no calls.
+func callTimes(sc *scenarios.Scenario, h *History) map[string][]time.Duration {
+	if !sc.ReadsCalls() {
+		return nil
+	}
+	out := map[string][]time.Duration{}
+	for _, c := range h.Calls {
+		out[c.Dependency] = append(out[c.Dependency], time.Duration(c.AtMs)*time.Millisecond)
+	}
+	for _, ts := range out {
+		slices.Sort(ts)
+	}
+	return out
 }

@@ -322,6 +322,25 @@ type RetryRate struct {
 	Calls      bool
 }
 
+// ReadsCalls reports whether an expectation of sc reads when each
+// dependency was called (a RetryRate of calls): a run then keeps the
+// calls' times, the simulator and a drill's judge alike.
+func (sc *Scenario) ReadsCalls() bool {
+	for _, e := range sc.Expect {
+		switch x := e.(type) {
+		case RetryRate:
+			if x.Calls {
+				return true
+			}
+		case *RetryRate:
+			if x != nil && x.Calls {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // WantsDue reports that the expectation reads when retries come due, which
 // a run then records.
 func (r RetryRate) WantsDue() bool { return true }

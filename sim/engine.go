@@ -129,9 +129,6 @@ type world struct {
 	il      *interleaver // the interleave faults (interleave.go), or nil
 	calls   callWatch    // the dependency calls an expectation reads (selectors.go)
 	led     *oracle.Ledger
-	// dueInited: the expectations were asked, at the first attempt's
-	// end, whether the ledger keeps retries' due times (attemptEnded).
-	dueInited bool
 
 	deps   map[string]scenarios.DependencySpec
 	tasks  []*taskGen

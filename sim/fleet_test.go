@@ -63,6 +63,18 @@ var _ = Describe("A fleet of worker processes (workers.processes)", func() {
 		Expect(fleet.Verdict).To(Equal(reports.Passed), "the fleet's budget (the default scope)")
 	})
 
+	It("holds a fleet's busiest second of retries to one budget, and names the per-process budgets that let 8 bursts through (fleet-retry-budget)", func() {
+		const busiest = "retries of ledger's jobs due per 1s from +0s ≤ 8"
+		fleet := run("fleet-retry-budget", 8)
+		Expect(fleet.Verdict).To(Equal(reports.Passed))
+		perProcess := run("fleet-retry-budget", 8, retry.ScopeProcess)
+		Expect(perProcess.Verdict).To(Equal(reports.Failed))
+		e := expectation(perProcess, busiest)
+		Expect(e.Verdict).To(Equal(reports.Failed))
+		Expect(e.Actual).To(ContainSubstring("the dependency's retry budget, which is one per process (scope: process): 8 processes, each letting 4 retries through at once and one every 500ms, are 8 budgets — the fleet's one budget (scope: fleet) bounds them all"))
+		Expect(perProcess.Ledger.Lost).To(BeZero())
+	})
+
 	It("shares a fleet's breakers (scope: fleet), where breakers of each process's own let the storm outlast them (gateway-timeout-storm)", func() {
 		// Sixteen slots over eight processes: each process's own breaker
 		// sees an eighth of the timeouts and too few calls to judge a

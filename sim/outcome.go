@@ -18,14 +18,6 @@ type Violation = reports.Violation
 // looks at the leases.
 func (w *world) attemptEnded(s *slot, r *oracle.Record, o *worker.Outcome) {
 	l := w.led
-	if !w.dueInited {
-		w.dueInited = true
-		for _, e := range w.sc.Expect {
-			if _, ok := e.(interface{ WantsDue() bool }); ok {
-				l.WatchDue()
-			}
-		}
-	}
 	l.ResolveRefusal()
 	w.checkLeases()
 	if r == nil {

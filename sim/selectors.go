@@ -6,7 +6,6 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/reference/job"
-	"github.com/faultline/faultline/scenarios"
 )
 
 // dependencyCall is the faults.Call of job j's call to its dependency as
@@ -41,14 +40,7 @@ func (w *world) noteCall(dep string, at time.Duration) {
 	c := &w.calls
 	if !c.inited {
 		c.inited = true
-		for _, e := range w.sc.Expect {
-			switch x := e.(type) {
-			case scenarios.RetryRate:
-				c.want = c.want || x.Calls
-			case *scenarios.RetryRate:
-				c.want = c.want || (x != nil && x.Calls)
-			}
-		}
+		c.want = w.sc.ReadsCalls()
 	}
 	if !c.want {
 		return

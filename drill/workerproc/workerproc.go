@@ -512,7 +512,12 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	go func() { done <- ctl.Run(cctx) }()
 	err = r.Run(ctx)
 	stop()
-	return errors.Join(err, <-done)
+	if cerr := <-done; cerr != nil {
+		// What is left unrelayed is logged, not the process's failure: the
+		// jobs are the runner's, and it stopped cleanly or said why.
+		logger.Warn("fleet control: stop", "err", cerr)
+	}
+	return err
 }
 
 func contains(s []string, v string) bool {

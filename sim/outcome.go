@@ -19,7 +19,7 @@ type Violation = reports.Violation
 func (w *world) attemptEnded(s *slot, r *oracle.Record, o *worker.Outcome) {
 	l := w.led
 	l.ResolveRefusal()
-	w.checkLeases()
+	w.checkLeases(s)
 	if r == nil {
 		l.BeginOutcome(nil, o.Action, 0, 0, 0)
 		return
@@ -29,8 +29,12 @@ func (w *world) attemptEnded(s *slot, r *oracle.Record, o *worker.Outcome) {
 
 // checkLeases looks, at most every recovery tick, for jobs in flight under
 // a lease that expired more than a TTL ago and was never recovered: the
-// ledger judges, from the leases the busy workers hold.
-func (w *world) checkLeases() {
+// ledger judges, from the leases the busy workers hold — ending's too, the
+// slot whose attempt is ending (no longer busy, its lease still held until
+// its outcome is applied). Without it, a job recovered from a stalled
+// worker and finishing elsewhere was judged by the stalled worker's
+// expired lease alone: "never recovered", though it was.
+func (w *world) checkLeases(ending *slot) {
 	now := w.now()
 	ttl := w.sc.Workers.LeaseTTL
 	if !w.led.LeaseCheckDue(now, ttl) {
@@ -40,7 +44,7 @@ func (w *world) checkLeases() {
 	// (the latest, when a stalled worker and its successor hold one job).
 	held := make(map[string]time.Duration)
 	for _, s := range w.slots {
-		if !s.busy || s.job.ID == "" {
+		if (!s.busy && s != ending) || s.job.ID == "" {
 			continue
 		}
 		e := s.lease.Expires.Sub(w.start)

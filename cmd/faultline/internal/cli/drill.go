@@ -43,6 +43,7 @@ type drillFlags struct {
 	reportDir   string
 	dryRun      bool
 	keep        bool
+	historyRaw  bool
 	progress    string
 	metrics     string
 	external    string
@@ -124,6 +125,7 @@ could not be reached; 5 a drill was inconclusive and none failed.`,
 	fl.StringVar(&f.reportDir, "report-dir", "faultline-reports", "where --report and the drill's history are written")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each drill's fault timeline and touch nothing")
 	fl.BoolVar(&f.keep, "keep", false, "leave the namespace's keys (and the workers' logs) behind")
+	fl.BoolVar(&f.historyRaw, "history-raw", false, "write the drill's history as observed, secrets and payloads unmasked (mode 0600); by default each secret is replaced by a keyed hash")
 	fl.StringVar(&f.progress, "progress", "auto", "a progress line on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "serve the drill's Prometheus metrics at http://ADDR/metrics (loopback unless --allow-remote), e.g. 127.0.0.1:9464")
 	fl.StringArrayVar(&f.listen, "listen", nil, "fix where a part listens, `PART=HOST:PORT` with PART dependency:NAME or receiver:NAME (repeatable; loopback unless --allow-remote): a system already running (running: true) is configured with these URLs before the drill")
@@ -312,7 +314,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			used[name] = 1
 		}
 		base := filepath.Join(f.reportDir, name)
-		if err := writeFile(base+".history.json", func(w io.Writer) error { return oracle.Write(w, h) }); err != nil {
+		if err := writeHistory(base+".history.json", h, f.historyRaw, t.loaded.Scenario.Invariants.Secrets); err != nil {
 			return err
 		}
 		for _, format := range formats {

@@ -1,13 +1,18 @@
 package cli_test
 
 import (
+	"encoding/base64"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/cmd/faultline/internal/cli"
+	"github.com/faultline/faultline/scenarios"
 )
 
 var _ = Describe("faultline drill", func() {
@@ -129,7 +134,7 @@ var _ = Describe("faultline report check", func() {
 })
 
 var _ = Describe("faultline run --history", func() {
-	It("writes a simulated run's history (mode 0600) that report check judges to the run's own verdict", func() {
+	It("writes a simulated run's history (mode 0644, masked) that report check judges to the run's own verdict", func() {
 		dir := GinkgoT().TempDir()
 		f := filepath.Join(dir, "h.json")
 		out, stderr, code := run("run", "dlq-full-reject", "--seed", "2", "--history", f, "--no-shrink")
@@ -137,11 +142,64 @@ var _ = Describe("faultline run --history", func() {
 		Expect(out).To(HavePrefix("PASS"))
 		st, err := os.Stat(f)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+		Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o644)))
 		again, stderr, code := run("report", "check", f)
 		Expect(code).To(Equal(cli.ExitOK), stderr)
 		Expect(again).To(And(HavePrefix("PASS  dlq-full-reject  seed 2"), ContainSubstring("judged again from a simulated run's history")))
 		Expect(again).NotTo(ContainSubstring("wall clock"))
+	})
+
+	It("keeps no secret at rest: each is a keyed hash, equal ones equal, a planted one kept; report check judges the masked file as the raw one; --history-raw writes it as it was, mode 0600", func() {
+		dir := GinkgoT().TempDir()
+		// secrets-stay-inside without its planted list: the token and the
+		// webhook's secret are then real secrets, masked at rest.
+		b, err := fs.ReadFile(scenarios.BuiltinFS(), "builtin/secrets-stay-inside.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		src := regexp.MustCompile(`(?m)^invariants:\n  secrets:\n(    - .*\n)+`).ReplaceAllString(string(b), "")
+		Expect(src).NotTo(Equal(string(b)))
+		sc := filepath.Join(dir, "s.yaml")
+		Expect(os.WriteFile(sc, []byte(src), 0o600)).To(Succeed())
+		masked, raw := filepath.Join(dir, "masked.json"), filepath.Join(dir, "raw.json")
+		_, stderr, code := run("run", sc, "--history", masked, "--no-shrink")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		_, stderr, code = run("run", sc, "--history", raw, "--history-raw", "--no-shrink")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+
+		rb, err := os.ReadFile(raw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(decoded(rb)).To(ContainSubstring("q8Zr4TkX2mPvL9wNf7Hc"), "the raw history keeps what was observed")
+		st, err := os.Stat(raw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Mode().Perm()).To(Equal(os.FileMode(0o600)))
+
+		mb, err := os.ReadFile(masked)
+		Expect(err).NotTo(HaveOccurred())
+		text := decoded(mb)
+		Expect(text).NotTo(ContainSubstring("q8Zr4TkX2mPvL9wNf7Hc"))
+		Expect(text).NotTo(ContainSubstring("s3cr3tW3bh00kT0ken"))
+		token := regexp.MustCompile(`Bearer (\[REDACTED:[0-9a-f]{12}\])`).FindAllStringSubmatch(text, -1)
+		Expect(len(token)).To(BeNumerically(">", 1))
+		for _, m := range token {
+			Expect(m[1]).To(Equal(token[0][1]), "one token, one mask")
+		}
+
+		want, _, code := run("report", "check", raw)
+		Expect(code).To(Equal(cli.ExitOK))
+		got, _, code := run("report", "check", masked)
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(firstLine(got)).To(Equal(firstLine(want)))
+
+		// The built-in as it is: its planted secrets are kept, so the
+		// check that none leaves reads them.
+		planted := filepath.Join(dir, "planted.json")
+		_, stderr, code = run("run", "secrets-stay-inside", "--history", planted, "--no-shrink")
+		Expect(code).To(Equal(cli.ExitOK), stderr)
+		pb, err := os.ReadFile(planted)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(decoded(pb)).To(ContainSubstring("q8Zr4TkX2mPvL9wNf7Hc"))
+		again, _, code := run("report", "check", planted)
+		Expect(code).To(Equal(cli.ExitOK))
+		Expect(again).To(HavePrefix("PASS  secrets-stay-inside"))
 	})
 
 	It("writes one run's history only: more than one run is refused, saying why", func() {
@@ -171,3 +229,23 @@ var _ = Describe("faultline drill --all", func() {
 		Expect(stdout).NotTo(ContainSubstring("drill requeue-under-other-writes"))
 	})
 })
+
+// decoded is a history's text with its payloads (base64) decoded beside
+// it, so that a search finds a secret in either.
+func decoded(b []byte) string {
+	var out strings.Builder
+	out.Write(b)
+	for _, m := range regexp.MustCompile(`"payload":"([A-Za-z0-9+/=]+)"`).FindAllSubmatch(b, -1) {
+		if d, err := base64.StdEncoding.DecodeString(string(m[1])); err == nil {
+			out.WriteByte('\n')
+			out.Write(d)
+		}
+	}
+	return out.String()
+}
+
+// firstLine is s's first line.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

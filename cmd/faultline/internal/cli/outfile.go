@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reference/redact"
 )
 
 // outputFile is a file the CLI writes: a report, summary.json, the
@@ -54,6 +57,65 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return outputError(path, err)
 	}
 	if err := f.Close(); err != nil {
+		return outputError(path, err)
+	}
+	return nil
+}
+
+// openHistory opens a history file: masked at rest (oracle.AtRest: each
+// secret replaced by a keyed hash under a key drawn for this file and never
+// stored; the scenario's planted secrets, public in its file, kept so that
+// report check judges the file as the run was judged), mode 0644; or, raw,
+// as observed, mode 0600. Close the writer to finish the file.
+func openHistory(path string, raw bool, planted []string) (io.WriteCloser, error) {
+	mode := os.FileMode(0o644)
+	if raw {
+		mode = 0o600
+	}
+	f, err := openOutput(path, createFlags, mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, mode); err != nil { // an older file keeps its mode otherwise
+		_ = f.Close()
+		return nil, err
+	}
+	if raw {
+		return f, nil
+	}
+	k, err := redact.NewKeyed(redact.Config{}, planted)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return &historyFile{WriteCloser: oracle.AtRest(f, k), f: f}, nil
+}
+
+// historyFile closes the masking writer, then the file.
+type historyFile struct {
+	io.WriteCloser
+	f outputFile
+}
+
+func (h *historyFile) Close() error {
+	err := h.WriteCloser.Close()
+	if cerr := h.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeHistory writes a drill's history to path (openHistory).
+func writeHistory(path string, h *oracle.History, raw bool, planted []string) error {
+	w, err := openHistory(path, raw, planted)
+	if err != nil {
+		return outputError(path, err)
+	}
+	if err := oracle.Write(w, h); err != nil {
+		_ = w.Close()
+		return outputError(path, err)
+	}
+	if err := w.Close(); err != nil {
 		return outputError(path, err)
 	}
 	return nil

@@ -40,8 +40,10 @@ type runFlags struct {
 	shrunkOut string
 	shard     string
 	history   string
-	limits    limitFlags
-	store     runBackendFlags
+	// historyRaw writes --history unmasked.
+	historyRaw bool
+	limits     limitFlags
+	store      runBackendFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -109,7 +111,8 @@ keys when it ends. The report is the same on every backend, byte for byte.`,
 	fl.BoolVar(&f.noShrink, "no-shrink", false, "do not look for the smallest failing fault schedule")
 	fl.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (on a terminal), always or never")
 	fl.StringVar(&f.shard, "shard", "", "run the I-th of N shares of the (scenario, seed) pairs, 1-based (e.g. 2/8), for report merge")
-	fl.StringVar(&f.history, "history", "", "write the run's history to this file, as the run goes (mode 0600: it holds the DLQ's payloads as they are), for faultline report check to judge again; one scenario, one seed")
+	fl.StringVar(&f.history, "history", "", "write the run's history to this file, as the run goes, for faultline report check to judge again (its secrets replaced by keyed hashes, unless --history-raw); one scenario, one seed")
+	fl.BoolVar(&f.historyRaw, "history-raw", false, "write --history as it is, secrets and payloads unmasked (mode 0600)")
 	fl.StringVar(&f.shrunkOut, "shrunk-out", "", "write each shrunk failing scenario, unmasked (mode 0600), to this file or directory; the printed one has its secrets masked")
 	f.limits.register(fl)
 	f.store.register(c)
@@ -288,8 +291,10 @@ type job struct {
 	state jobState
 	// verdict is res's, kept when res is released (see release).
 	verdict reports.Verdict
-	// history is the file the run streams its history to ("": none).
-	history string
+	// history is the file the run streams its history to ("": none);
+	// historyRaw writes it unmasked.
+	history    string
+	historyRaw bool
 }
 
 // done says the job finished: res or err is its outcome.
@@ -381,7 +386,7 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		if len(jobs) != 1 {
 			return usage(c, fmt.Errorf("--history writes one run's history: give one scenario and at most one seed (this is %d runs)", len(jobs)))
 		}
-		jobs[0].history = f.history
+		jobs[0].history, jobs[0].historyRaw = f.history, f.historyRaw
 	}
 
 	bar := newBar(errw, f.progress, len(jobs))
@@ -599,7 +604,7 @@ func runOne(ctx context.Context, j *job, open runStore) (*reports.Result, error)
 	if j.history == "" {
 		return sim.Run(ctx, j.t.loaded.Scenario, opts...)
 	}
-	f, err := os.OpenFile(j.history, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := openHistory(j.history, j.historyRaw, j.t.loaded.Scenario.Invariants.Secrets)
 	if err != nil {
 		return nil, fmt.Errorf("--history: %w", err)
 	}

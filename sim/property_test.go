@@ -112,7 +112,9 @@ faults:
 // critical-failure-paged truly.
 func randomRun(t *rapid.T) string {
 	pick := func(label string, xs ...string) string { return rapid.SampledFrom(xs).Draw(t, label) }
-	ms := func(label string, lo, hi int) string { return fmt.Sprintf("%dms", rapid.IntRange(lo, hi).Draw(t, label)) }
+	ms := func(label string, lo, hi int) string {
+		return fmt.Sprintf("%dms", rapid.IntRange(lo, hi).Draw(t, label))
+	}
 	const dur = 60_000
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: faultline/v1\nkind: Scenario\nmetadata: {name: random}\nseed: %d\nduration: 60s\n", rapid.IntRange(1, 1000).Draw(t, "seed"))

@@ -57,6 +57,9 @@ type replay struct {
 	// decided are the jobs whose dead letter a worker reported written,
 	// until their next move out of flight shows it was.
 	decided map[string]Attempt
+	// dupEvents counts the events the history repeats (an ID seen
+	// before): judged once.
+	dupEvents int
 }
 
 func (r *replay) now() time.Duration { return r.clk.Elapsed() }
@@ -186,6 +189,9 @@ func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Res
 		res.Warnings = append(res.Warnings, "the store's event stream was trimmed before the drill read all of it: conservation is not observable for this drill")
 	}
 	res.Warnings = append(res.Warnings, h.Notes...)
+	if r.dupEvents > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the history repeats %d of the store's events (an event ID seen before): each was judged once — the file was edited or written twice", r.dupEvents))
+	}
 	if h.Simulated {
 		// A simulated run's history (faultline run --history): no pace,
 		// no processes, the simulator's own virtual time.
@@ -221,9 +227,19 @@ func (r *replay) items(lo LiveOutcomes) []judged {
 	// that preceded it.
 	var last time.Duration
 	evAt := make([]time.Duration, len(h.Events))
+	seen := make(map[string]bool, len(h.Events))
 	for i, he := range h.Events {
 		last = max(last, ms(he.AtMs))
 		evAt[i] = last
+		if he.ID != "" {
+			if seen[he.ID] {
+				// The stream holds each event once: a record repeated
+				// in the file is judged once, and the report says so.
+				r.dupEvents++
+				continue
+			}
+			seen[he.ID] = true
+		}
 		items = append(items, judged{at: last, prio: 1, pos: float64(i), do: func() {
 			e := disposition.Event{JobID: he.JobID, Task: he.Task, From: StateByName[he.From], To: StateByName[he.To],
 				Reason: disposition.Reason(he.Reason), At: r.start.Add(ms(he.AtMs)), Attempts: he.Attempts}

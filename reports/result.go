@@ -293,6 +293,14 @@ type Violation struct {
 	Trail []string `json:"trail,omitempty"`
 }
 
+// Unaccounted is how many created jobs the ledger's end states do not
+// hold: Created minus the jobs succeeded, in the DLQ, removed from it,
+// queued, in flight, scheduled, in the fallback queue and held. 0 in every
+// run whose store and ledger agree.
+func (l Ledger) Unaccounted() int64 {
+	return l.Created - (l.Succeeded + l.DeadLettered + l.Removed + l.Queued + l.InFlight + l.Scheduled + l.Fallback + l.HeldAtEnd)
+}
+
 // Ledger is where every created job ended up, and what happened on the way.
 type Ledger struct {
 	// Created = Queued + InFlight + Scheduled + Fallback + HeldAtEnd +

@@ -495,8 +495,13 @@ func (in *indenter) Write(p []byte) (int, error) {
 // summaryLine is a run's totals on one line.
 func summaryLine(r *Result) string {
 	l := r.Ledger
-	s := fmt.Sprintf("%d jobs: %d succeeded, %d dead-lettered, %d pending, %d in fallback, %d lost; %d %s, %d %s",
-		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.HeldAtEnd, l.Fallback, l.Lost,
+	lost := fmt.Sprintf("%d lost", l.Lost)
+	if n := l.Unaccounted(); n != 0 {
+		// "0 lost" would read as proof above a count that does not add up.
+		lost += fmt.Sprintf(", %d not accounted for", n)
+	}
+	s := fmt.Sprintf("%d jobs: %d succeeded, %d dead-lettered, %d pending, %d in fallback, %s; %d %s, %d %s",
+		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.HeldAtEnd, l.Fallback, lost,
 		r.Alerts.Notifications, plural(int(r.Alerts.Notifications), "notification", "notifications"),
 		r.Alerts.Pages, plural(int(r.Alerts.Pages), "page", "pages"))
 	n, failed, unseen := len(r.Expectations), len(failedExpectations(r)), len(expectationsWith(r, NotObservable))

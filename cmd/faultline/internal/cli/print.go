@@ -181,17 +181,15 @@ func conservation(l reports.Ledger) string {
 		{l.Fallback, "in the fallback queue", false},
 		{l.HeldAtEnd, "held for room in the DLQ", false},
 	}
-	var sum int64
 	parts := make([]string, 0, len(terms))
 	for _, t := range terms {
-		sum += t.n
 		if t.show || t.n != 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", t.n, t.name))
 		}
 	}
 	s := fmt.Sprintf("accounted for: %d created = %s", l.Created, strings.Join(parts, " + "))
-	if sum != l.Created {
-		s += fmt.Sprintf("  ✗ %d not accounted for", l.Created-sum)
+	if n := l.Unaccounted(); n != 0 {
+		s += fmt.Sprintf("  ✗ %d not accounted for", n)
 	}
 	return s
 }

@@ -21,7 +21,9 @@ var _ = Describe("The standalone reference worker's clock", func() {
 		return func(k string) string { return kv[k] }
 	}
 	// The scenario's command is `faultline` on PATH.
-	BeforeEach(func() { GinkgoT().Setenv("PATH", filepath.Dir(faultlineBin)+string(os.PathListSeparator)+os.Getenv("PATH")) })
+	BeforeEach(func() {
+		GinkgoT().Setenv("PATH", filepath.Dir(faultlineBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	})
 	base := map[string]string{"FAULTLINE_REDIS_URL": "redis://127.0.0.1:1/0", "FAULTLINE_NAMESPACE": "ns", "FAULTLINE_TIME_SCALE": "10",
 		"FAULTLINE_DEPENDENCY_PAYMENTS": "http://127.0.0.1:1/call"}
 

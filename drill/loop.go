@@ -1255,15 +1255,42 @@ func (d *drill) cleanup() {
 		d.closeExternal()
 	}
 	if d.rdb != nil {
-		if !d.opts.Keep && d.claimed {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = DeleteNamespace(ctx, d.rdb, d.ns)
-			cancel()
+		if !d.opts.Keep {
+			d.deleteClaimed()
 		}
 		_ = d.rdb.Close()
 	}
 	if d.tmpDir && !d.opts.Keep {
 		_ = os.RemoveAll(d.dir)
+	}
+}
+
+// deleteClaimed removes what this drill wrote — its namespace and its
+// canary's — on every exit it lives through, a refusal at start-up
+// included: when the claim's answer was lost, the claim is read back and
+// the namespace removed only if the claim is this drill's. A connection
+// killed meanwhile is retried (three tries in all, within 30s).
+func (d *drill) deleteClaimed() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !d.claimed && d.claimUnsure && d.claimVal != "" {
+		for range 3 {
+			v, err := d.rdb.Get(ctx, claimKey(d.ns)).Result()
+			if err == nil || errors.Is(err, redis.Nil) {
+				d.claimed = err == nil && v == d.claimVal
+				break
+			}
+		}
+	}
+	if !d.claimed {
+		return
+	}
+	for _, ns := range []string{d.ns + "-canary", d.ns} { // the claim goes last
+		for range 3 {
+			if DeleteNamespace(ctx, d.rdb, ns) == nil {
+				break
+			}
+		}
 	}
 }
 

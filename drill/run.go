@@ -216,8 +216,13 @@ type drill struct {
 	workerLogs []*os.File
 	// hitsSeen are the injector's hits already told to the metrics.
 	hitsSeen map[string]int64
-	// claimed says this drill claimed its namespace (and may delete it).
-	claimed bool
+	// claimed says this drill claimed its namespace (and may delete it);
+	// claimVal is the claim it wrote, and claimUnsure says its write's
+	// answer was lost (the claim may have been written: cleanup reads it
+	// back and deletes the namespace if the claim is this drill's).
+	claimed     bool
+	claimVal    string
+	claimUnsure bool
 	// closing: the drill took its last look; deliveries are no more
 	// recorded.
 	closing bool
@@ -658,8 +663,12 @@ func (d *drill) claim(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.claimVal = val
 	ok, err := d.rdb.SetNX(pctx, claimKey(d.ns), val, 0).Result()
 	if err != nil {
+		// The write may have landed and its answer been lost (a killed
+		// connection): cleanup reads the claim back.
+		d.claimUnsure = true
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !ok {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/internal/age"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/redact"
 )
@@ -177,11 +178,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	// ago is how long before now t was, printed as the CLI prints it.
 	"ago": func(now, t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
-		return now.Sub(t).Round(time.Second).String()
+		return age.Format(now.Sub(t))
 	},
 	"cut": func(n int, s string) string {
 		if utf8.RuneCountInString(s) <= n {

@@ -2,17 +2,58 @@ package ui_test
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/faultline/faultline/reference/classify"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/ui"
 )
 
 // Issue 28: what a newcomer tripped on, on the miniredis lane.
 var _ = Describe("the UI as a newcomer meets it (issue 28)", func() {
+	Describe("the audit stream", func() {
+		// A record as any tool may have written it: the CLI's --reason,
+		// --by and filter are stored as the operator typed them.
+		leaky := dlq.AuditRecord{At: time.Now(), By: "ops redis://:hunter2@host", Via: "cli", Action: "requeue", Phase: "done",
+			Filter: "--error-text redis://:hunter2@host", Stated: 1, Moved: 1,
+			Note: "token leaked: Bearer abcdefghijklmnop123, see redis://:hunter2@host"}
+		write := func(hs *harness) {
+			GinkgoHelper()
+			_, err := hs.store.Audit(context.Background(), leaky)
+			Expect(err).NotTo(HaveOccurred())
+		}
+
+		It("shows a record's reason, who and filter masked on /audit, as faultline dlq audit prints them", func() {
+			hs := newHarness(lanes[0].url(), ui.Config{})
+			write(hs)
+			rec := hs.get("/audit")
+			Expect(rec.Code).To(Equal(http.StatusOK))
+			body := rec.Body.String()
+			Expect(body).To(ContainSubstring("token leaked: Bearer [REDACTED], see redis://:[REDACTED]@host"))
+			Expect(body).To(ContainSubstring("--error-text redis://:[REDACTED]@host"), "a filter printed when the record names no IDs")
+			Expect(body).To(ContainSubstring("ops redis://:[REDACTED]@host"))
+			Expect(body).NotTo(ContainSubstring("abcdefghijklmnop123"))
+			Expect(body).NotTo(ContainSubstring("hunter2"))
+		})
+
+		It("answers the API's audit masked too", func() {
+			hs := newHarness(lanes[0].url(), ui.Config{Tokens: map[string]string{"alice": aliceToken}})
+			write(hs)
+			rec := hs.api(http.MethodGet, "/api/v1/audit", aliceToken, nil)
+			Expect(rec.Code).To(Equal(http.StatusOK))
+			Expect(decodeJSON(rec)["records"]).To(ContainElement(SatisfyAll(
+				HaveKeyWithValue("note", "token leaked: Bearer [REDACTED], see redis://:[REDACTED]@host"),
+				HaveKeyWithValue("filter", "--error-text redis://:[REDACTED]@host"),
+				HaveKeyWithValue("by", "ops redis://:[REDACTED]@host"))))
+			Expect(rec.Body.String()).NotTo(ContainSubstring("abcdefghijklmnop123"))
+			Expect(rec.Body.String()).NotTo(ContainSubstring("hunter2"))
+		})
+	})
+
 	Describe("ages", func() {
 		It("prints an entry 8110 hours old as 338d ago on the dashboard, as faultline dlq stats does", func() {
 			now := time.Now()

@@ -25,6 +25,18 @@ import (
 // the CLI's texts go through too.
 func maskText(s string) string { return redact.Default().String(s) }
 
+// maskedAudit returns recs with the texts an operator typed masked (who,
+// the filter, the note: a quarantine's reason), as faultline dlq audit
+// prints them: a record is stored as its tool wrote it.
+func maskedAudit(recs []dlq.AuditRecord) []dlq.AuditRecord {
+	out := make([]dlq.AuditRecord, len(recs))
+	for i, r := range recs {
+		r.By, r.Filter, r.Note = maskText(r.By), maskText(r.Filter), maskText(r.Note)
+		out[i] = r
+	}
+	return out
+}
+
 // payloadOf returns a JSON payload indented (secrets masked unless
 // reveal), or a payload that is not JSON as text; isJSON says which.
 func payloadOf(p []byte, reveal bool) (text string, isJSON bool) {

@@ -72,4 +72,59 @@ var _ = Describe("the UI as a newcomer meets it (issue 28)", func() {
 			Expect(body).To(MatchRegexp(`<a href="/entries/xss-4">xss-4</a>, 20m0s ago`), "below an hour: minutes and seconds")
 		})
 	})
+
+	Describe("the JSON API on loopback without --tokens", func() {
+		var hs *harness
+		BeforeEach(func() { hs = newHarness(lanes[0].url(), ui.Config{}) })
+
+		It("answers reads (GET) without a token, as pages are served; the OS user is who", func() {
+			for _, path := range []string{"/api/v1/stats", "/api/v1/entries", "/api/v1/entries/ord-2", "/api/v1/audit", "/api/v1/depth"} {
+				rec := hs.api(http.MethodGet, path, "", nil)
+				Expect(rec.Code).To(Equal(http.StatusOK), "%s: %s", path, rec.Body.String())
+				Expect(rec.Header().Get("Content-Type")).To(Equal("application/json"), path)
+			}
+			Expect(decodeJSON(hs.api(http.MethodGet, "/api/v1/stats", "", nil))).To(HaveKeyWithValue("total", BeNumerically("==", 4)))
+		})
+
+		It("refuses every move (POST) without a token, saying to start the UI with --tokens, and changes nothing", func() {
+			for _, path := range []string{"/api/v1/entries/ord-2/requeue", "/api/v1/entries/ord-2/delete", "/api/v1/requeue", "/api/v1/delete"} {
+				rec := hs.api(http.MethodPost, path, "", map[string]any{})
+				Expect(rec.Code).To(Equal(http.StatusUnauthorized), path)
+				Expect(decodeJSON(rec)["error"]).To(ContainSubstring("start faultline ui with --tokens"), path)
+			}
+			for _, m := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
+				rec := hs.api(m, "/api/v1/entries/ord-2", "", nil)
+				Expect(rec.Code).To(Equal(http.StatusUnauthorized), m)
+				Expect(decodeJSON(rec)["error"]).To(ContainSubstring("--tokens"), m)
+			}
+			Expect(hs.status("ord-2")).To(Equal("failed"))
+		})
+
+		It("still refuses a foreign Host header on a read (DNS rebinding)", func() {
+			rec := hs.do(newReq(http.MethodGet, "/api/v1/entries/ord-1", "attacker.test", ""))
+			Expect(rec.Code).To(Equal(http.StatusMisdirectedRequest))
+			Expect(rec.Body.String()).NotTo(ContainSubstring("ord-1\""))
+		})
+
+		It("needs a token for everything once tokens are configured, on loopback and off it", func() {
+			for _, cfg := range []ui.Config{
+				{Tokens: map[string]string{"alice": aliceToken}},
+				{Listen: "10.1.2.3:8443", Tokens: map[string]string{"alice": aliceToken}, InsecureHTTP: true},
+			} {
+				h := newHarnessOn(hs, func(c *ui.Config) {
+					c.Tokens, c.InsecureHTTP = cfg.Tokens, cfg.InsecureHTTP
+					if cfg.Listen != "" {
+						c.Listen = cfg.Listen
+					}
+				})
+				for _, path := range []string{"/api/v1/stats", "/api/v1/entries", "/api/v1/audit"} {
+					Expect(h.api(http.MethodGet, path, "", nil).Code).To(Equal(http.StatusUnauthorized), "%s on %s", path, cfg.Listen)
+					Expect(h.api(http.MethodGet, path, aliceToken, nil).Code).To(Equal(http.StatusOK), "%s on %s", path, cfg.Listen)
+				}
+				Expect(h.api(http.MethodPost, "/api/v1/entries/ord-2/requeue", "", map[string]any{}).Code).To(Equal(http.StatusUnauthorized))
+				Expect(h.get("/").Code).To(Equal(http.StatusUnauthorized), "pages too")
+			}
+			Expect(hs.status("ord-2")).To(Equal("failed"))
+		})
+	})
 })

@@ -253,11 +253,8 @@ func (s *server) apiAudit(w http.ResponseWriter, r *http.Request, _ string) {
 		apiFail(w, err)
 		return
 	}
-	if page.Records == nil {
-		page.Records = []dlq.AuditRecord{}
-	}
 	writeJSON(w, http.StatusOK, struct {
 		Records []dlq.AuditRecord `json:"records"`
 		Next    string            `json:"next,omitempty"`
-	}{page.Records, page.Next})
+	}{maskedAudit(page.Records), page.Next})
 }

@@ -50,8 +50,8 @@ type Config struct {
 	// Tokens maps a name to its token. With tokens, every request needs
 	// one (pages: HTTP basic auth, user NAME, password TOKEN; the API:
 	// "Authorization: Bearer TOKEN"), and the name is the audit's "who".
-	// Without tokens (loopback only) pages need none, "who" is User, and
-	// the API is refused.
+	// Without tokens (loopback only) pages and the API's reads (GET) need
+	// none, "who" is User, and the API's moves (POST) are refused.
 	Tokens map[string]string
 	// TLS says the handler is served over TLS. Off loopback, TLS or
 	// InsecureHTTP (a proxy terminates TLS) is required.

@@ -11,7 +11,10 @@
 // per-process secret; the cookie is __Host- and Secure over HTTPS) and
 // not sent from another site or origin (Sec-Fetch-Site, Origin); a bulk
 // move runs only the plan its confirmation signed (action, filter, IDs,
-// cut-off, count, who) and refuses a request that differs; the API (/api/v1/) takes bearer tokens instead; pages render payloads
+// cut-off, count, who) and refuses a request that differs; the API
+// (/api/v1/) takes bearer tokens instead (without tokens, on loopback only,
+// it answers its reads, GET, as the pages are served, and refuses its
+// moves, which no CSRF token guards); pages render payloads
 // and error texts as text under a Content-Security-Policy that allows
 // only the binary's own script and style, by nonce. Every action is
 // written to the store's audit stream (dlq.Auditor) and as one JSON line

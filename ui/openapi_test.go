@@ -67,6 +67,25 @@ var _ = Describe("the API's OpenAPI document", func() {
 		Expect(seedOps).To(Equal(patterns(seedHS.h)), "the seed layout: the router's API routes and the document's operations tagged seed layout")
 	})
 
+	It("says reads go without a token on loopback when the server has no --tokens, and moves never do", func() {
+		Expect(doc["info"].(map[string]any)["description"]).To(ContainSubstring("without --tokens"))
+		for path, item := range doc["paths"].(map[string]any) {
+			for method, op := range item.(map[string]any) {
+				sec, declared := op.(map[string]any)["security"]
+				switch {
+				case path == "/api/v1/openapi.json":
+					Expect(sec).To(BeEmpty(), "the document needs no token")
+				case method == "get":
+					Expect(sec).To(ConsistOf(HaveKey("bearer"), BeEmpty()), "%s %s: a bearer token, or none on loopback without --tokens", method, path)
+				default:
+					Expect(declared).To(BeFalse(), "%s %s: the document's bearer token, always", method, path)
+				}
+			}
+		}
+		Expect(doc["components"].(map[string]any)["responses"].(map[string]any)["Unauthorized"].(map[string]any)["description"]).
+			To(ContainSubstring("a move without --tokens"))
+	})
+
 	It("declares each route's path parameters, and every reference resolves", func() {
 		param := regexp.MustCompile(`\{([a-z_]+)\}`)
 		for path, item := range doc["paths"].(map[string]any) {

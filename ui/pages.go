@@ -432,6 +432,6 @@ func (s *server) pgAudit(w http.ResponseWriter, r *http.Request, v *view) {
 		s.storeFail(w, r, v, "read the audit stream", err)
 		return
 	}
-	v.Data = auditData{Records: page.Records, Next: page.Next}
+	v.Data = auditData{Records: maskedAudit(page.Records), Next: page.Next}
 	s.render(w, http.StatusOK, "audit", v)
 }

@@ -485,16 +485,19 @@ func apiError(w http.ResponseWriter, status int, msg, field string) {
 	writeJSON(w, status, apiErr{Error: msg, Field: field})
 }
 
-// api wraps an API handler: a bearer token is required (the API takes no
-// CSRF token, and no cookie authenticates it).
+// api wraps an API handler. With tokens, a bearer token is required (the
+// API takes no CSRF token, and no cookie authenticates it). Without tokens
+// (loopback only, Config.Validate) the reads (GET, HEAD) are served as the
+// pages are, as the OS user; a move is refused: it has no CSRF token to
+// carry, so any page the browser loads could send it.
 func (s *server) api(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-		if len(s.cfg.Tokens) == 0 {
-			apiError(w, http.StatusUnauthorized, "the API needs bearer tokens: start faultline ui with --tokens FILE (lines name:token)", "")
+		if len(s.cfg.Tokens) == 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			apiError(w, http.StatusUnauthorized, "the API's moves need bearer tokens: start faultline ui with --tokens FILE (lines name:token); its reads (GET) need none on loopback", "")
 			return
 		}
-		who, ok := s.who(r, true)
+		who, ok := s.who(r, len(s.cfg.Tokens) > 0)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="faultline ui"`)
 			apiError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer TOKEN)", "")

@@ -109,10 +109,12 @@ var _ = Describe("faultline's web UI", func() {
 					Expect(hs.get("/static/ui.js").Code).To(Equal(http.StatusOK))
 					Expect(hs.get("/static/layout.html").Code).To(Equal(http.StatusNotFound))
 				})
-				It("refuses the API without tokens configured (401)", func() {
-					rec := hs.api(http.MethodGet, "/api/v1/stats", "", nil)
+				It("serves the API's reads without tokens configured, as pages are, and refuses its moves (401)", func() {
+					Expect(hs.api(http.MethodGet, "/api/v1/stats", "", nil).Code).To(Equal(http.StatusOK))
+					rec := hs.api(http.MethodPost, "/api/v1/entries/ord-2/requeue", "", map[string]any{})
 					Expect(rec.Code).To(Equal(http.StatusUnauthorized))
 					Expect(decodeJSON(rec)["error"]).To(ContainSubstring("--tokens"))
+					Expect(hs.status("ord-2")).To(Equal("failed"))
 				})
 			})
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/faultline/faultline/internal/age"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/redact"
 )
@@ -23,6 +24,18 @@ import (
 // maskText is s with every secret masked by the default redactor, the pass
 // the CLI's texts go through too.
 func maskText(s string) string { return redact.Default().String(s) }
+
+// maskedAudit returns recs with the texts an operator typed masked (who,
+// the filter, the note: a quarantine's reason), as faultline dlq audit
+// prints them: a record is stored as its tool wrote it.
+func maskedAudit(recs []dlq.AuditRecord) []dlq.AuditRecord {
+	out := make([]dlq.AuditRecord, len(recs))
+	for i, r := range recs {
+		r.By, r.Filter, r.Note = maskText(r.By), maskText(r.Filter), maskText(r.Note)
+		out[i] = r
+	}
+	return out
+}
 
 // payloadOf returns a JSON payload indented (secrets masked unless
 // reveal), or a payload that is not JSON as text; isJSON says which.
@@ -177,11 +190,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	// ago is how long before now t was, printed as the CLI prints it.
 	"ago": func(now, t time.Time) string {
 		if t.IsZero() {
 			return "—"
 		}
-		return now.Sub(t).Round(time.Second).String()
+		return age.Format(now.Sub(t))
 	},
 	"cut": func(n int, s string) string {
 		if utf8.RuneCountInString(s) <= n {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -96,12 +97,13 @@ medium-severity DLQ entries. The same seed prints the same report, byte for byte
 			if backend == "redis" {
 				name = "redis at " + target.addr
 			}
-			if err := demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open}); err != nil {
+			if err := demo.Run(c.Context(), c.OutOrStdout(), demo.Options{Seed: seed, Name: name, NewBackend: open, Now: time.Now}); err != nil {
 				return err
 			}
 			if backend == "redis" {
 				// The DLQ stays in Redis: the command that shows it.
 				fmt.Fprintf(c.OutOrStdout(), "\nits DLQ is in Redis: faultline dlq list --redis-url %s --namespace demo\n", target.printable())
+				fmt.Fprintln(c.OutOrStdout(), masked("and in a browser, with its depth over the last day: faultline ui --redis-url "+target.printable()+" --namespace demo"))
 			}
 			return nil
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/faultline/faultline/internal/age"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/redact"
@@ -222,16 +223,8 @@ func counts(m map[string]int, order []string) string {
 	return strings.Join(parts, ", ")
 }
 
-func ago(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < 0:
-		return "0s"
-	case d >= 48*time.Hour:
-		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-	return d.Round(time.Second).String()
-}
+// ago is how long before now t was, printed as the web UI prints it.
+func ago(t time.Time) string { return age.Format(time.Since(t)) }
 
 // writeJSON writes v as one JSON document (indented when pretty) or one line.
 func writeJSON(w io.Writer, v any, pretty bool) error {

@@ -45,8 +45,10 @@ DLQ's audit stream and as one JSON line to stdout.
 It listens on 127.0.0.1:8080 by default. Any other listen address requires named
 tokens (--tokens FILE, lines name:token; the name is who acts) and TLS (--tls-cert
 and --tls-key) unless --insecure-http says a proxy in front terminates TLS. With
-tokens, the browser signs in with a token's name and the token (basic auth); the
-API takes "Authorization: Bearer TOKEN" (and needs --tokens even on loopback).
+tokens, the browser signs in with a token's name and the token (basic auth) and the
+API takes "Authorization: Bearer TOKEN", for reads and moves alike. Without tokens
+(loopback only) the pages and the API's reads (GET) need none and the OS user acts;
+the API's moves (POST) are refused until --tokens names who may make them.
 Requests whose Host header is not the listen host, localhost, 127.0.0.1, [::1]
 or a --host name are refused.
 
@@ -71,7 +73,7 @@ token with --tokens); /api/v1/openapi.json describes the API.`,
 	fl.StringVar(&g.redisURL, "redis-url", "", "the Redis holding the DLQ: a redis:// URL or host:port (default $"+dlqRedisEnv+", else "+dlqDefaultRedisURL+")")
 	fl.StringVar(&g.namespace, "namespace", store.DefaultNamespace, "the store's namespace (faultline demo --backend redis uses \"demo\")")
 	fl.StringVar(&f.listen, "listen", ui.DefaultListen, "the address to serve on; off loopback, --tokens and TLS are required")
-	fl.StringVar(&f.tokens, "tokens", "", "a file of named tokens, one name:token a line (required off loopback; enables the API)")
+	fl.StringVar(&f.tokens, "tokens", "", "a file of named tokens, one name:token a line (required off loopback; enables the API's moves)")
 	fl.StringVar(&f.certFile, "tls-cert", "", "the TLS certificate (PEM), with --tls-key")
 	fl.StringVar(&f.keyFile, "tls-key", "", "the TLS private key (PEM), with --tls-cert")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "serve plain HTTP off loopback: a proxy in front terminates TLS")
@@ -165,7 +167,7 @@ func serveUI(ctx context.Context, c *cobra.Command, ln net.Listener, h http.Hand
 	if cfg.TLS {
 		scheme = "https"
 	}
-	auth := "no tokens: the OS user " + cfg.User + " acts; the API is off (--tokens enables it)"
+	auth := "no tokens: the OS user " + cfg.User + " acts; the API's reads need no token here, its moves need --tokens"
 	if len(cfg.Tokens) > 0 {
 		auth = fmt.Sprintf("%d named tokens", len(cfg.Tokens))
 	}

@@ -101,10 +101,17 @@ var _ = Describe("faultline ui", func() {
 		Expect(code).To(Equal(http.StatusOK))
 		Expect(body).To(ContainSubstring(`namespace <code>ops</code>`))
 		code, _ = get("/api/v1/stats")
-		Expect(code).To(Equal(http.StatusUnauthorized), "no API without --tokens")
+		Expect(code).To(Equal(http.StatusOK), "the API's reads on loopback without --tokens, as the pages")
+		resp, err := http.Post(fmt.Sprintf("http://%s/api/v1/entries/ord-2/requeue", addr), "application/json", strings.NewReader("{}"))
+		Expect(err).NotTo(HaveOccurred())
+		b, _ := io.ReadAll(resp.Body)
+		Expect(resp.Body.Close()).To(Succeed())
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "no move through the API without --tokens")
+		Expect(string(b)).To(ContainSubstring("start faultline ui with --tokens"))
 		stop()
 		Eventually(done).WithTimeout(uiStartTimeout).Should(Receive(Equal(cli.ExitOK)))
 		Expect(errOut.String()).To(ContainSubstring("faultline ui: serving namespace \"ops\""))
+		Expect(errOut.String()).To(ContainSubstring("the API's reads need no token here, its moves need --tokens"))
 	})
 
 	It("refuses --allow-requeue without --layout seed, and --prefix without it", func() {

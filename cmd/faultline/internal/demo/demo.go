@@ -51,12 +51,24 @@ type Options struct {
 	NewBackend func(cfg store.Config) (Backend, error)
 	// Name describes the backend in the report, e.g. "miniredis".
 	Name string
+	// Now is the wall clock the DLQ's depth history ends at (see
+	// HistorySpan): `faultline demo` gives time.Now, so that `faultline ui`
+	// opened after it draws the history in its trend chart. Nil ends it at
+	// the run's virtual end, Start plus its horizon.
+	Now func() time.Time
 
 	backend Backend
 }
 
 // Start is the virtual instant the demo begins at.
 var Start = time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+
+// HistorySpan is how far back the depth history the demo leaves reaches,
+// and HistoryStep the time between two of its samples.
+const (
+	HistorySpan = 24 * time.Hour
+	HistoryStep = 5 * time.Minute
+)
 
 const (
 	gateway = classify.PaymentGateway
@@ -341,6 +353,14 @@ func run(ctx context.Context, w io.Writer, opts Options) error {
 		clk.Advance(step)
 	}
 
+	end := Start.Add(horizon)
+	if opts.Now != nil {
+		end = opts.Now()
+	}
+	if err := recordHistory(ctx, opts.backend, end, opts.Seed); err != nil {
+		return err
+	}
+
 	fmt.Fprintf(w, "faultline demo — the payment service challenge, on %s, seed %d\n\n", opts.Name, opts.Seed)
 	for _, id := range order {
 		l := logs[id]
@@ -409,6 +429,51 @@ func run(ctx context.Context, w io.Writer, opts Options) error {
 		return fmt.Errorf("demo: jobs unaccounted for: %v", lost)
 	}
 	fmt.Fprintln(w, "  ✓")
+	return nil
+}
+
+// recordHistory writes the DLQ's depth over the HistorySpan before end,
+// a sample every HistoryStep, through the store's dlq.DepthRecorder as the
+// DLQ monitor writes one at each check: the samples the web UI's trend
+// chart draws. The run itself lasts minutes of virtual time, so the
+// history is a plausible day made from what it leaves: each entry waiting
+// for a decision (failed or quarantined) arrives at a time of the day
+// drawn from seed, more of them late in it, so the trend climbs from an
+// empty DLQ to the depth the run leaves, reached at end. A store that
+// keeps no samples is left alone.
+func recordHistory(ctx context.Context, backend Backend, end time.Time, seed uint64) error {
+	rec, ok := backend.(dlq.DepthRecorder)
+	if !ok {
+		return nil
+	}
+	page, err := backend.List(ctx, dlq.Filter{Statuses: []dlq.Status{dlq.Failed, dlq.Quarantined}}, "", 1000)
+	if err != nil {
+		return fmt.Errorf("depth history: list the DLQ: %w", err)
+	}
+	waiting := page.Entries
+	sort.Slice(waiting, func(i, k int) bool { return waiting[i].ID() < waiting[k].ID() })
+	rng := rand.New(rand.NewPCG(seed, 0xdeb7))
+	arrived := make([]time.Time, len(waiting))
+	for i := range waiting {
+		u := rng.Float64()
+		arrived[i] = end.Add(-time.Duration(u * u * float64(HistorySpan)))
+	}
+	for at := end.Add(-HistorySpan); !at.After(end); at = at.Add(HistoryStep) {
+		s := dlq.DepthSample{At: at, BySeverity: map[string]int{}}
+		for i, e := range waiting {
+			if arrived[i].After(at) {
+				continue
+			}
+			s.Waiting++
+			s.BySeverity[e.Verdict.Severity.String()]++
+			if e.Status == dlq.Failed && (s.Oldest.IsZero() || arrived[i].Before(s.Oldest)) {
+				s.Oldest = arrived[i]
+			}
+		}
+		if err := rec.RecordDepth(ctx, s); err != nil {
+			return fmt.Errorf("depth history: record the sample of %s: %w", at.UTC().Format(time.RFC3339), err)
+		}
+	}
 	return nil
 }
 

@@ -3,8 +3,13 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,6 +17,9 @@ import (
 	"github.com/faultline/faultline/cmd/faultline/internal/demo"
 	"github.com/faultline/faultline/reference/store"
 	"github.com/faultline/faultline/reference/store/memstore"
+	"github.com/faultline/faultline/reference/store/redisstore"
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/ui"
 )
 
 func TestDemo(t *testing.T) {
@@ -63,5 +71,54 @@ var _ = Describe("what the demo prints", func() {
 		Expect(out.String()).NotTo(ContainSubstring("h6RedisPw"))
 		Expect(out.String()).NotTo(ContainSubstring("h6BearerTok3n0123456789"))
 		Expect(out.String()).NotTo(ContainSubstring("4242 4242 4242 4242"), "the charges' card number")
+	})
+})
+
+var _ = Describe("the demo in the web UI", func() {
+	// dashboard plays the demo on a miniredis-backed store, as faultline
+	// demo --backend redis does, and serves the UI on it at now.
+	dashboard := func(opts demo.Options, now time.Time, path string) string {
+		GinkgoHelper()
+		client := redisstore.NewClient(redistest.Mini(GinkgoRandomSeed()).Addr())
+		DeferCleanup(client.Close)
+		var backend demo.Backend
+		opts.Name = "miniredis"
+		opts.NewBackend = func(cfg store.Config) (demo.Backend, error) {
+			b, err := redisstore.New(client, cfg)
+			backend = b
+			return b, err
+		}
+		var out bytes.Buffer
+		Expect(demo.Run(context.Background(), &out, opts)).To(Succeed(), out.String())
+		h, err := ui.New(ui.Config{Store: backend, Namespace: "demo", Now: func() time.Time { return now }})
+		Expect(err).NotTo(HaveOccurred())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080"+path, nil))
+		Expect(rec.Code).To(Equal(http.StatusOK))
+		return rec.Body.String()
+	}
+
+	It("leaves a depth trend for the dashboard's chart: the last 24 hours, ending at the DLQ's depth", func() {
+		end := demo.Start.Add(5 * time.Minute)
+		body := dashboard(demo.Options{Seed: 1}, end, "/?hours=24")
+		Expect(body).To(ContainSubstring(`<svg id="trend-chart"`))
+		Expect(body).NotTo(ContainSubstring(`id="trend-empty"`))
+		m := regexp.MustCompile(`(\d+) samples, the newest at [^:]+:\d\d:\d\dZ: (\d+) waiting; peak (\d+)`).FindStringSubmatch(body)
+		Expect(m).NotTo(BeNil(), "the chart's legend")
+		n, _ := strconv.Atoi(m[1])
+		Expect(n).To(BeNumerically(">=", 24*4), "a sample every quarter hour at least")
+		total := regexp.MustCompile(`<strong id="total">(\d+)</strong>`).FindStringSubmatch(body)
+		Expect(total).NotTo(BeNil())
+		waiting, _ := strconv.Atoi(m[2])
+		all, _ := strconv.Atoi(total[1])
+		Expect(waiting).To(And(BeNumerically(">", 0), BeNumerically("<=", all)), "the DLQ the demo leaves: its failed and quarantined entries")
+		Expect(m[3]).To(Equal(m[2]), "the trend climbs to the depth the demo leaves")
+	})
+
+	It("ends the trend at the wall clock it is given, so faultline ui, on today's clock, draws it", func() {
+		now := time.Date(2026, 12, 7, 2, 30, 0, 0, time.UTC)
+		body := dashboard(demo.Options{Seed: 1, Now: func() time.Time { return now }}, now.Add(time.Minute), "/")
+		Expect(body).To(ContainSubstring(`<svg id="trend-chart"`))
+		Expect(body).To(ContainSubstring("the newest at 2026-12-07 02:30:00Z"))
 	})
 })

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/redis/go-redis/v9"
@@ -230,5 +231,38 @@ var _ = Describe("a drill's claim of its namespace", func() {
 			Expect(err.Error()).To(And(ContainSubstring("no drill claim"), ContainSubstring("faultline drill cleanup --namespace bare --redis-url "+url+" --force")))
 			Expect(namespaceKeys(url, "left")).To(Equal(2), "a refused drill touches nothing")
 		})
+	})
+})
+
+// A drill refused at start-up removes what it wrote (issue 28: a CLIENT
+// KILL as it claimed left its claim and its canary's keys behind).
+var _ = Describe("A refused drill's cleanup", func() {
+	var (
+		mr  *miniredis.Miniredis
+		rdb *redis.Client
+		ctx = context.Background()
+	)
+	BeforeEach(func() {
+		mr = miniredis.RunT(GinkgoT())
+		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		DeferCleanup(rdb.Close)
+		Expect(rdb.Set(ctx, redisstore.Prefix("ns")+":drill", "mine", 0).Err()).To(Succeed())
+		Expect(rdb.Set(ctx, redisstore.Prefix("ns")+":q:x", "1", 0).Err()).To(Succeed())
+		Expect(rdb.Set(ctx, redisstore.Prefix("ns-canary")+":layout", "1", 0).Err()).To(Succeed())
+	})
+
+	It("removes its namespace and its canary's when its claim's answer was lost but the claim is its own", func() {
+		drill.DeleteClaimed(rdb, "ns", "mine", false, true)
+		Expect(mr.Keys()).To(BeEmpty())
+	})
+
+	It("removes its canary's namespace with its own after a claim that answered", func() {
+		drill.DeleteClaimed(rdb, "ns", "mine", true, false)
+		Expect(mr.Keys()).To(BeEmpty())
+	})
+
+	It("leaves a namespace another drill claimed", func() {
+		drill.DeleteClaimed(rdb, "ns", "not-mine", false, true)
+		Expect(mr.Keys()).To(HaveLen(3))
 	})
 })

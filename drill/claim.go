@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -41,6 +42,10 @@ type Claim struct {
 	// Version is the faultline version that wrote the claim ("devel" for
 	// a build from a working tree).
 	Version string `json:"version,omitempty"`
+	// Dir is the drill's temporary work folder (its processes' drill
+	// files and logs), removed with the namespace by cleanup; "" when the
+	// drill was given its folder.
+	Dir string `json:"dir,omitempty"`
 	// BootID is the host's /proc/sys/kernel/random/boot_id: a claim made
 	// before the host last booted names a process that is gone.
 	BootID string `json:"bootId,omitempty"`
@@ -363,6 +368,9 @@ type CleanupResult struct {
 	// Keys is how many keys it held (the drill's canary namespace's
 	// included).
 	Keys int
+	// Dir is the drill's temporary work folder removed with them (or, on
+	// a dry run, that would be): "" when it had none, or none is left.
+	Dir string
 }
 
 // CleanNamespace removes namespace ns's keys — the drill's canary
@@ -408,13 +416,37 @@ func CleanNamespace(ctx context.Context, rdb redis.UniversalClient, ns string, o
 		}
 	}
 	res.Removed = true
+	res.Dir = workDir(st)
 	if opts.DryRun {
 		return res, nil
 	}
 	if err := removeNamespace(ctx, rdb, ns, pats, st); err != nil {
 		return res, err
 	}
+	if res.Dir != "" {
+		if err := os.RemoveAll(res.Dir); err != nil {
+			return res, fmt.Errorf("remove the drill's work folder %s: %w", res.Dir, err)
+		}
+	}
 	return res, nil
+}
+
+// workDir is the temporary work folder st's drill left on this host: the
+// claim's Dir, when the drill is gone from this host (a claim of another
+// host names a folder there), the folder is still here, and it is one a
+// drill makes (faultline-drill-*, an absolute path).
+func workDir(st ClaimStatus) string {
+	if st.Claim == nil || st.Liveness != Gone || st.Claim.Dir == "" {
+		return ""
+	}
+	d := st.Claim.Dir
+	if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "faultline-drill-") {
+		return ""
+	}
+	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return d
 }
 
 // CleanStale finds every drill claim in rdb's database and removes each

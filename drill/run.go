@@ -659,7 +659,16 @@ func (d *drill) claim(ctx context.Context) error {
 			break
 		}
 	}
-	val, err := EncodeClaim(NewClaim(sc.Name, host, time.Now()))
+	// The work folder first: the claim names a temporary one, which
+	// cleanup removes with the namespace after the worst exit.
+	if err := d.makeWorkDir(); err != nil {
+		return err
+	}
+	c := NewClaim(sc.Name, host, time.Now())
+	if d.tmpDir {
+		c.Dir = d.dir
+	}
+	val, err := EncodeClaim(c)
 	if err != nil {
 		return err
 	}
@@ -688,6 +697,9 @@ func (d *drill) newHistory() oracle.History {
 // makeWorkDir makes the drill's work directory (the processes' files and
 // logs): Options.Dir, or a temporary one removed at the end.
 func (d *drill) makeWorkDir() error {
+	if d.dir != "" {
+		return nil // made as the namespace was claimed
+	}
 	if d.opts.Dir == "" {
 		dir, err := os.MkdirTemp("", "faultline-drill-")
 		if err != nil {

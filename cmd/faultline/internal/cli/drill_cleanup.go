@@ -130,7 +130,7 @@ func runDrillCleanup(ctx context.Context, c *cobra.Command, w io.Writer, f drill
 		case res.Keys == 0:
 			fmt.Fprintf(w, "namespace %s on %s holds no keys: nothing to remove\n", masked(f.namespace), rt.printable())
 		default:
-			fmt.Fprintf(w, "%s namespace %s on %s (%s): %s\n", verb, masked(f.namespace), rt.printable(), keyCount(res.Keys), masked(res.Describe()))
+			fmt.Fprintf(w, "%s namespace %s on %s (%s%s): %s\n", verb, masked(f.namespace), rt.printable(), keyCount(res.Keys), workDirText(res.Dir), masked(res.Describe()))
 		}
 		return nil
 	}
@@ -138,7 +138,7 @@ func runDrillCleanup(ctx context.Context, c *cobra.Command, w io.Writer, f drill
 	for _, r := range results {
 		switch {
 		case r.Removed:
-			fmt.Fprintf(w, "%s %s (%s): %s\n", verb, masked(r.Namespace), keyCount(r.Keys), masked(r.Describe()))
+			fmt.Fprintf(w, "%s %s (%s%s): %s\n", verb, masked(r.Namespace), keyCount(r.Keys), workDirText(r.Dir), masked(r.Describe()))
 		case r.Keys == 0:
 			fmt.Fprintf(w, "kept %s: it holds no keys\n", masked(r.Namespace))
 		case r.Liveness == drill.Running:
@@ -182,4 +182,12 @@ func keyCount(n int) string {
 		return "1 key"
 	}
 	return fmt.Sprintf("%d keys", n)
+}
+
+// workDirText names the work folder a cleanup removes with the keys.
+func workDirText(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return " and its work folder " + masked(dir)
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,11 +279,19 @@ var _ = Describe("faultline drill cleanup", func() {
 			Eventually(p.workers).WithTimeout(deathTimeout).WithPolling(50*time.Millisecond).Should(BeEmpty(), "the kernel's parent-death signal ended every worker")
 			Expect(p.exited()).To(Equal(-1), "killed by a signal")
 			Expect(keysOf(url, "killed")).To(BeNumerically(">", 1), "a SIGKILLed drill cannot remove its keys")
+			// Nor its work folder, which its claim names.
+			raw, err := rdb.Get(context.Background(), redisstore.Prefix("killed")+":drill").Result()
+			Expect(err).NotTo(HaveOccurred())
+			var claim drill.Claim
+			Expect(json.Unmarshal([]byte(raw), &claim)).To(Succeed())
+			Expect(claim.Dir).To(ContainSubstring("faultline-drill-"))
+			Expect(claim.Dir).To(BeADirectory())
 
 			stdout, stderr, code := run("drill", "cleanup", "--stale", "--redis-url", url)
 			Expect(code).To(Equal(cli.ExitOK), stderr)
-			Expect(stdout).To(MatchRegexp(`(?m)^removed killed \(\d+ keys\): its claim names a drill that is gone: drill of dlq-basics, pid ` + strconv.Itoa(p.cmd.Process.Pid) + ` on host `))
+			Expect(stdout).To(MatchRegexp(`(?m)^removed killed \(\d+ keys and its work folder \S+faultline-drill-\S+\): its claim names a drill that is gone: drill of dlq-basics, pid ` + strconv.Itoa(p.cmd.Process.Pid) + ` on host `))
 			Expect(rdb.DBSize(context.Background()).Val()).To(BeZero(), "nothing of the drill is left")
+			Expect(claim.Dir).NotTo(BeAnExistingFile(), "its work folder went with its keys")
 		})
 
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {

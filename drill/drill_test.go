@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/faultline/faultline/drill"
 	"github.com/faultline/faultline/metrics"
 	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
@@ -162,6 +164,17 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 			Expect(res.Ledger.Lost).To(BeZero())
 			Expect(res.Verdict).NotTo(Equal(reports.Interrupted))
 			fmt.Fprintln(GinkgoWriter, summary(res))
+			if name == "dlq-basics" {
+				// Its dead letters are dated by the wall clock (the
+				// scenario pins no start): a kept namespace's DLQ reads
+				// today, not the simulator's default Monday (issue 28).
+				Expect(h.DLQ).NotTo(BeEmpty())
+				for _, raw := range h.DLQ {
+					var e dlq.Entry
+					Expect(json.Unmarshal(raw, &e)).To(Succeed())
+					Expect(e.LastFailedAt).To(BeTemporally("~", time.Now(), 10*time.Minute), string(raw))
+				}
+			}
 			if name == "dlq-store-outage" {
 				// The live Runner held the dead letters it decided while
 				// the DLQ's proxy was cut (the pipeline parked them in

@@ -260,6 +260,13 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	if opts.Seed != nil {
 		sc.Seed = *opts.Seed
 	}
+	if l.Document != nil && l.Document.Start == "" {
+		// A drill's times are the wall clock's, near enough: a scenario
+		// that does not pin its start (for its time-of-day windows)
+		// starts now, so that the DLQ of a kept namespace reads today's
+		// dates, not the simulator's default Monday.
+		sc.Start = time.Now().UTC().Truncate(time.Second)
+	}
 	if runtime.GOOS != "linux" {
 		return nil, &RefusedError{Scenario: sc.Name, Part: "drill", Reason: "drills run on Linux only: worker faults are signals to process groups (SIGKILL, SIGSTOP), which " + runtime.GOOS + " does not give"}
 	}

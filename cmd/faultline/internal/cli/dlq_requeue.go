@@ -195,6 +195,9 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec,
 	if err != nil {
 		return err
 	}
+	if afterBulkCount != nil {
+		afterBulkCount()
+	}
 	sum := requeueSummary{DryRun: cf.dryRun, Stated: count.Matched, Cutoff: f.Until, Reasons: map[string]int{}}
 	if cf.dryRun {
 		sum.Batches, sum.Would = count.Batches, count.Matched

@@ -358,6 +358,7 @@ func newDLQImportCommand(g *dlqGlobal) *cobra.Command {
 	var (
 		dryRun bool
 		output string
+		cf     confirmation
 	)
 	c := &cobra.Command{
 		Use:   "import FILE|-",
@@ -371,7 +372,8 @@ two lines) is invalid input (exit 2) naming its line number, and nothing is writ
 An entry whose ID is in the DLQ already is not written: with the same contents it
 counts as already present (rerunning an interrupted import finishes it); with other
 contents it is a refused duplicate, listed by ID, and import exits 2 after writing
-the others. --dry-run checks and counts, writing nothing.
+the others. --dry-run checks and counts, writing nothing. Before writing, import
+asks on a terminal, stating the count; a script passes --yes.
 
 Each entry is written in one step only if its ID is absent (no entry, no job queued
 or in flight), within the DLQ's capacity: a full DLQ under the reject policy stops
@@ -379,7 +381,7 @@ the import with the count written so far (rerun it once there is room); under
 evict-oldest the oldest entries make room, as for any dead letter. A corrupt entry
 is written as its bytes.`,
 		Example: `  faultline dlq import dlq-prod.jsonl --namespace staging --dry-run
-  faultline dlq export --namespace prod | faultline dlq import - --namespace staging`,
+  faultline dlq export --namespace prod | faultline dlq import - --namespace staging --yes`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usage(c, fmt.Errorf("import takes one file (or - for stdin), got %d arguments", len(args)))
@@ -403,6 +405,10 @@ is written as its bytes.`,
 				sum := importSummary{DryRun: dryRun, Stated: stated}
 				w := c.OutOrStdout()
 				if !dryRun {
+					ok, err := cf.ask(c, fmt.Sprintf("import %d %s into namespace %q at %s", stated, plural(stated, "entry", "entries"), d.namespace, d.target.printable()))
+					if err != nil || !ok {
+						return err
+					}
 					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Phase: "started", Stated: stated, Note: "from " + args[0]}
 					if err := d.record(c, rec); err != nil {
 						return fmt.Errorf("import: nothing imported: %w", err)
@@ -454,6 +460,7 @@ is written as its bytes.`,
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "check the file and count what would be imported; write nothing")
 	c.Flags().StringVarP(&output, "output", "o", "table", "summary format: table, json")
+	cf.addYes(c, true)
 	return c
 }
 

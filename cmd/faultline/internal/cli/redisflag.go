@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -164,3 +165,7 @@ func (e *RedisRefusedError) Error() string {
 
 // Unwrap returns Redis's reply.
 func (e *RedisRefusedError) Unwrap() error { return e.Err }
+
+// loadingWait bounds how long faultline dlq waits for a Redis that answers
+// LOADING (still loading its dataset after a restart).
+var loadingWait = 30 * time.Second

@@ -205,6 +205,7 @@ func deleteAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec, 
 	res, err := bd.DeleteMatching(ctx, f, by, time.Now(), false)
 	bulkSummary(&sum, res)
 	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
+	audit.Note = moreNote(audit.Note, sum.More)
 	if err != nil {
 		audit.Phase, audit.Note = "failed", masked(err.Error())
 		_ = d.record(c, audit)

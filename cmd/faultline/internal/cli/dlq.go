@@ -76,8 +76,11 @@ or database) reads as an empty DLQ: every command but import, migrate and upgrad
 says so on stderr, naming the namespaces that do hold keys there (found by a SCAN
 bounded to about 100,000 keys), and exits as it would for an empty DLQ (0 for a read).
 
-Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error,
-4 Redis could not be reached.`,
+Exit codes: 0 done; 1 an import stopped at a full DLQ (the message says how many
+were imported and the capacity); 2 invalid input (a flag, an unknown ID, a line of an
+import over --max-line-bytes, or no --yes without a terminal); 3 an internal error;
+4 Redis could not be reached, or was still loading its dataset (LOADING) after ` + defaultLoadingWait.String() + `
+of retries.`,
 		Example: `  faultline dlq stats --redis-url redis://127.0.0.1:6379/0 --namespace demo
   faultline dlq list --severity high --since 2h --output jsonl
   faultline dlq show ord-42
@@ -185,7 +188,10 @@ func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 
 // connect parses --redis-url (else $FAULTLINE_REDIS_URL, else the default)
 // and pings that Redis. A bad URL is invalid input; a Redis that cannot be
-// reached is an *UnavailableError naming its address.
+// reached is an *UnavailableError naming its address. A Redis that answers
+// LOADING (still loading its dataset) is waited for, up to loadingWait, by
+// every command of the client (loadingHook); then it is an *UnavailableError
+// too.
 func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error) {
 	raw := g.redisURL
 	if !c.Flags().Changed("redis-url") {
@@ -200,6 +206,9 @@ func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error
 		return t, nil, usage(c, err)
 	}
 	client := t.client()
+	// A Redis restarted and still loading its dataset answers LOADING: the
+	// command waits for it, for a while, instead of failing at once.
+	client.AddHook(newLoadingHook(t.addr, loadingWait, c.ErrOrStderr()))
 	if err := client.Ping(c.Context()).Err(); err != nil {
 		_ = client.Close()
 		var (

@@ -17,7 +17,8 @@ import (
 const (
 	// ExitOK means everything passed.
 	ExitOK = 0
-	// ExitFailed means a check ran and failed.
+	// ExitFailed means a check ran and failed; for faultline dlq, that an
+	// import stopped at a full DLQ (DLQFullError).
 	ExitFailed = 1
 	// ExitInvalid means the input (a file, a flag) is invalid.
 	ExitInvalid = 2
@@ -73,12 +74,15 @@ func ExitCode(err error) int {
 	var (
 		invalid *InvalidInputError
 		refused *RedisRefusedError
+		full    *DLQFullError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &invalid), errors.As(err, &refused):
 		return ExitInvalid
+	case errors.As(err, &full):
+		return ExitFailed
 	case unreachable(err):
 		return ExitUnavailable
 	case errors.Is(err, ErrChecksFailed):
@@ -100,7 +104,7 @@ failure paths of background jobs.
 
 Exit codes:
   0  everything passed
-  1  a check ran and failed
+  1  a check ran and failed (faultline dlq: an import stopped at a full DLQ)
   2  invalid input (a file or a flag)
   3  an internal error
   4  a service faultline needs could not be reached (Redis, a system under test)

@@ -60,14 +60,27 @@ Reads (stats, list, show) take --output table|json|jsonl. Moves (requeue, delete
 restore, quarantine, purge) are each one guarded step per entry: a requeue that
 meets an entry already requeued says so instead of requeueing it twice. Bulk moves
 take their cut-off time when the count is shown, so an entry that dies again while
-they run is not picked up twice. Moves that change what workers see ask for
-confirmation on a terminal, take --yes in scripts, and --dry-run shows what they
-would do.
+they run is not picked up twice.
+
+Every command that changes data (requeue, delete, restore, quarantine, purge, edit,
+import, migrate, upgrade) asks for confirmation on a terminal, stating what it will
+do and where; in a script (stdin not a terminal) it needs --yes, else it exits 2,
+changing nothing, its message ending "add --yes". --dry-run, where a command has
+it, shows what it would do and needs no --yes. (edit in $EDITOR: saving is the
+confirmation.)
 
 The namespace defaults to "` + store.DefaultNamespace + `", the reference store's default; ` + "`faultline demo\n--backend redis`" + ` writes into the namespace "demo" (--namespace demo).
 
-Exit codes: 0 done, 2 invalid input (a flag, an unknown ID), 3 an internal error,
-4 Redis could not be reached.`,
+A namespace that holds no faultline key at all (a typo in --namespace, another Redis
+or database) reads as an empty DLQ: every command but import, migrate and upgrade
+says so on stderr, naming the namespaces that do hold keys there (found by a SCAN
+bounded to about 100,000 keys), and exits as it would for an empty DLQ (0 for a read).
+
+Exit codes: 0 done; 1 an import stopped at a full DLQ (the message says how many
+were imported and the capacity); 2 invalid input (a flag, an unknown ID, a line of an
+import over --max-line-bytes, or no --yes without a terminal); 3 an internal error;
+4 Redis could not be reached, or was still loading its dataset (LOADING) after ` + defaultLoadingWait.String() + `
+of retries.`,
 		Example: `  faultline dlq stats --redis-url redis://127.0.0.1:6379/0 --namespace demo
   faultline dlq list --severity high --since 2h --output jsonl
   faultline dlq show ord-42
@@ -116,6 +129,8 @@ type dlqConn struct {
 
 // open connects to the DLQ the flags name. A bad flag is invalid input; a
 // Redis that cannot be reached is an *UnavailableError naming its address.
+// A namespace that holds nothing is noted on stderr (noteIfNothing), but for
+// the commands that may write into a new one (writesNew).
 func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 	if err := g.faultlineLayout(c); err != nil {
 		return nil, err
@@ -158,12 +173,25 @@ func (g *dlqGlobal) open(c *cobra.Command, batch int) (*dlqConn, error) {
 		_ = client.Close()
 		return nil, err
 	}
-	return &dlqConn{store: s, rdb: client, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}, nil
+	d := &dlqConn{store: s, rdb: client, target: t, namespace: cfg.WithDefaults().Namespace, close: func() { _ = client.Close() }}
+	// A read or a move in a namespace that holds nothing is most likely a
+	// typo in --namespace: said on stderr. Not for the commands that may
+	// fill a new namespace.
+	if !writesNew[c.Name()] {
+		if err := d.noteIfNothing(c); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // connect parses --redis-url (else $FAULTLINE_REDIS_URL, else the default)
 // and pings that Redis. A bad URL is invalid input; a Redis that cannot be
-// reached is an *UnavailableError naming its address.
+// reached is an *UnavailableError naming its address. A Redis that answers
+// LOADING (still loading its dataset) is waited for, up to loadingWait, by
+// every command of the client (loadingHook); then it is an *UnavailableError
+// too.
 func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error) {
 	raw := g.redisURL
 	if !c.Flags().Changed("redis-url") {
@@ -178,6 +206,9 @@ func (g *dlqGlobal) connect(c *cobra.Command) (redisTarget, *redis.Client, error
 		return t, nil, usage(c, err)
 	}
 	client := t.client()
+	// A Redis restarted and still loading its dataset answers LOADING: the
+	// command waits for it, for a while, instead of failing at once.
+	client.AddHook(newLoadingHook(t.addr, loadingWait, c.ErrOrStderr()))
 	if err := client.Ping(c.Context()).Err(); err != nil {
 		_ = client.Close()
 		var (
@@ -300,28 +331,46 @@ func (ff *filterFlags) spec() dlq.FilterSpec {
 	}
 }
 
-// confirmation is how a destructive move gets its go-ahead.
+// confirmation is how a command that changes data gets its go-ahead: --yes,
+// or an answer on a terminal.
 type confirmation struct {
 	yes, dryRun bool
+	// hasDryRun says the command has a --dry-run (its own or add's), for
+	// the refusal's hint.
+	hasDryRun bool
 }
 
+// add adds --yes and --dry-run to c; what says what a dry run shows.
 func (cf *confirmation) add(c *cobra.Command, what string) {
-	c.Flags().BoolVarP(&cf.yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	cf.addYes(c, true)
 	c.Flags().BoolVar(&cf.dryRun, "dry-run", false, "show what would "+what+" and how many; change nothing")
 }
 
+// addYes adds --yes alone to c, for a command with a --dry-run of its own
+// (hasDryRun) or none.
+func (cf *confirmation) addYes(c *cobra.Command, hasDryRun bool) {
+	cf.hasDryRun = hasDryRun
+	c.Flags().BoolVarP(&cf.yes, "yes", "y", false, "do not ask for confirmation (required when stdin is not a terminal)")
+}
+
 // ask asks the operator, on a terminal, to confirm action (which states
-// the exact count); without a terminal it refuses unless --yes was passed.
-// It returns false when the operator said no.
+// the exact count and where); without a terminal it refuses, invalid input
+// whose message ends "add --yes", unless --yes was passed. It returns false
+// when the operator said no: nothing changed, not an error.
 func (cf *confirmation) ask(c *cobra.Command, action string) (bool, error) {
 	if cf.yes {
 		return true, nil
 	}
 	in, ok := c.InOrStdin().(*os.File)
 	if !ok || !isTerminal(in) {
-		return false, usage(c, fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal, so nothing was asked and nothing changed; pass --yes to go ahead (or --dry-run to see what would change)", action))
+		hint := ""
+		if cf.hasDryRun {
+			hint = " (--dry-run shows what would change)"
+		}
+		// No "Try: --help" after it: the message says what to do.
+		return false, &InvalidInputError{Err: fmt.Errorf("refusing to %s without confirmation: stdin is not a terminal, so nothing was asked and nothing changed%s; add --yes", action, hint)}
 	}
-	fmt.Fprintf(c.ErrOrStderr(), "%s? [y/N] ", action)
+	fmt.Fprintf(c.ErrOrStderr(), "%s? [y/N] ", masked(action))
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return false, fmt.Errorf("read the answer: %w", err)
@@ -356,3 +405,7 @@ func (g *dlqGlobal) withConn(c *cobra.Command, batch int, f func(ctx context.Con
 	defer d.close()
 	return f(c.Context(), d)
 }
+
+// afterBulkCount, when set (by a spec), is called by a bulk move between
+// its count and its move.
+var afterBulkCount func()

@@ -182,6 +182,7 @@ func newDLQUpgradeCommand(g *dlqGlobal) *cobra.Command {
 		output string
 		dryRun bool
 		batch  int
+		cf     confirmation
 	)
 	c := &cobra.Command{
 		Use:   "upgrade",
@@ -198,15 +199,21 @@ short script, so workers may go on meanwhile; running it again finds nothing to 
 
 A namespace at this layout already, or empty, is left as it is. A namespace of a
 newer layout is refused (exit 2): use a newer faultline. Every faultline dlq command
-refuses such a namespace the same way.`,
+refuses such a namespace the same way. When there is something to upgrade it asks
+first on a terminal; a script passes --yes.`,
 		Example: `  faultline dlq upgrade --dry-run
-  faultline dlq upgrade --namespace payments --output json`,
+  faultline dlq upgrade --namespace payments --output json --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := dlqOutput(c, output); err != nil {
 				return err
 			}
 			return g.withConn(c, batch, func(ctx context.Context, d *dlqConn) error {
+				if !dryRun {
+					if ok, err := askUpgrade(c, d, &cf); err != nil || !ok {
+						return err
+					}
+				}
 				rep, err := d.store.Upgrade(ctx, dryRun)
 				if err != nil {
 					return layoutRefusal(err)
@@ -232,7 +239,23 @@ refuses such a namespace the same way.`,
 	addOutputFlag(c, &output)
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be fixed; change nothing")
 	c.Flags().IntVar(&batch, "batch", 100, "entries per script (each batch is one short script)")
+	cf.addYes(c, true)
 	return c
+}
+
+// askUpgrade asks for the go-ahead of an upgrade that has something to do:
+// a namespace below this layout version that holds data. One at the
+// version already, or empty, is left as it is without asking.
+func askUpgrade(c *cobra.Command, d *dlqConn, cf *confirmation) (bool, error) {
+	v, err := d.store.LayoutVersion(c.Context())
+	if err != nil || v >= redisstore.LayoutVersion {
+		return err == nil, err
+	}
+	if holds, err := d.holdsData(c.Context()); err != nil || !holds {
+		return err == nil, err
+	}
+	return cf.ask(c, fmt.Sprintf("upgrade namespace %q at %s from layout version %d to %d (re-index its entries where needed, then stamp the version)",
+		d.namespace, d.target.printable(), v, redisstore.LayoutVersion))
 }
 
 // upgradeNote is the audit record's note of an upgrade.

@@ -146,7 +146,7 @@ func dlqAdminLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring("dry run: nothing changed"))
 			Expect(get(layoutKey)).To(BeEmpty())
 
-			out, errOut, code = dlqRun(url, "upgrade", "--output", "json", "--by", "carol", "--batch", "2")
+			out, errOut, code = dlqRun(url, "upgrade", "--output", "json", "--by", "carol", "--batch", "2", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			var rep struct {
 				From, To, Checked, Fixed, Corrupt int

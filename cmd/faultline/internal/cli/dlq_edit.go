@@ -24,6 +24,7 @@ func newDLQEditCommand(g *dlqGlobal) *cobra.Command {
 		payloadFile string
 		dryRun      bool
 		reveal      bool
+		cf          confirmation
 	)
 	c := &cobra.Command{
 		Use:   "edit ID (--set PATH=VALUE... | --payload-file FILE)",
@@ -42,9 +43,11 @@ and SHA-256 digests of the payload before and after. The new payload must be JSO
                      temporary file, when stdin is a terminal.
 
 --set rewrites the payload as compact JSON with its keys sorted. --dry-run prints the
-new payload (masked unless --reveal) and changes nothing. A requeued entry's job is
+new payload (masked unless --reveal) and changes nothing. With --set or --payload-file
+it asks before writing on a terminal, and a script passes --yes; in $EDITOR, saving
+is the confirmation. A requeued entry's job is
 back in a queue and a deleted one must be restored first: both are refused.`,
-		Example: `  faultline dlq edit ord-42 --set amount=1299 --set customer.email=ops@example.com --by alice
+		Example: `  faultline dlq edit ord-42 --set amount=1299 --set customer.email=ops@example.com --by alice --yes
   faultline dlq edit ord-42 --payload-file fixed.json --dry-run
   faultline dlq edit ord-42`,
 		Args: oneID,
@@ -106,6 +109,13 @@ back in a queue and a deleted one must be restored first: both are refused.`,
 				fmt.Fprintf(w, "dry run: the payload of %s would become:\n%s\nnothing changed\n", masked(id), indent(string(pretty)))
 				return nil
 			}
+			if !useEditor {
+				ok, err := cf.ask(c, fmt.Sprintf("write the new payload of %s (%d bytes, was %d) in namespace %q at %s",
+					masked(id), len(next), len(e.Job.Payload), d.namespace, d.target.printable()))
+				if err != nil || !ok {
+					return err
+				}
+			}
 			// Guarded by the revision read before the edit: an entry that
 			// changed meanwhile (in $EDITOR, say) is refused, not
 			// overwritten.
@@ -130,6 +140,7 @@ back in a queue and a deleted one must be restored first: both are refused.`,
 	c.Flags().StringVar(&payloadFile, "payload-file", "", "the new payload, as JSON, from this file (- for stdin)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print the new payload; change nothing")
 	c.Flags().BoolVar(&reveal, "reveal", false, "print the payload unmasked (secrets included)")
+	cf.addYes(c, true)
 	return c
 }
 

@@ -20,11 +20,13 @@ import (
 )
 
 // stdinTerminal makes the process's stdin a terminal (the slave side of a
-// new pseudo-terminal) until the spec ends, so that edit opens $EDITOR.
-func stdinTerminal() {
+// new pseudo-terminal) until the spec ends, so that edit opens $EDITOR and a
+// move asks for confirmation; it returns the master side, where a spec
+// types the answers.
+func stdinTerminal() *os.File {
 	GinkgoHelper()
 	if runtime.GOOS != "linux" {
-		Skip("the $EDITOR spec opens a pseudo-terminal the Linux way (/dev/ptmx)")
+		Skip("the terminal specs open a pseudo-terminal the Linux way (/dev/ptmx)")
 	}
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	Expect(err).NotTo(HaveOccurred())
@@ -43,6 +45,7 @@ func stdinTerminal() {
 		os.Stdin = old
 		_ = tty.Close()
 	})
+	return ptmx
 }
 
 func dlqEditLane(name string, start func() string) {
@@ -74,7 +77,7 @@ func dlqEditLane(name string, start func() string) {
 			Expect(string(get("ord-2").Job.Payload)).To(Equal(`{"amount":200}`))
 
 			out, errOut, code = dlqRun(url, "edit", "ord-2", "--set", "amount=250", "--set", "customer.name=Ann Lee",
-				"--set", `tags=["retry","manual"]`, "--by", "alice")
+				"--set", `tags=["retry","manual"]`, "--by", "alice", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(MatchRegexp(`^ord-2: payload edited: 14 bytes \(sha256 [0-9a-f]{12}\) -> \d+ bytes \(sha256 [0-9a-f]{12}\), by alice\n`))
 			e := get("ord-2")
@@ -99,7 +102,7 @@ func dlqEditLane(name string, start func() string) {
 		})
 
 		It("takes a whole payload from a file or stdin, and refuses invalid JSON", func() {
-			_, errOut, code := dlqRun(url, "edit", "ord-3", "--payload-file", writeFile("p.json", `{"amount": 301}`+"\n"))
+			_, errOut, code := dlqRun(url, "edit", "ord-3", "--payload-file", writeFile("p.json", `{"amount": 301}`+"\n"), "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(string(get("ord-3").Job.Payload)).To(Equal(`{"amount": 301}`))
 
@@ -110,14 +113,14 @@ func dlqEditLane(name string, start func() string) {
 			Expect(string(get("ord-3").Job.Payload)).To(Equal(`{"amount": 301}`))
 
 			stdinFrom(`{"amount": 302}`)
-			_, errOut, code = dlqRun(url, "edit", "ord-3", "--payload-file", "-", "--by", "bob")
+			_, errOut, code = dlqRun(url, "edit", "ord-3", "--payload-file", "-", "--by", "bob", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			e := get("ord-3")
 			Expect(string(e.Job.Payload)).To(Equal(`{"amount": 302}`))
 			Expect(e.Changes).To(HaveLen(3))
 			Expect(e.Changes[2].By).To(Equal("bob"))
 
-			out, errOut, code := dlqRun(url, "edit", "ord-3", "--set", "amount=302")
+			out, errOut, code := dlqRun(url, "edit", "ord-3", "--set", "amount=302", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("ord-3: the payload is unchanged (as JSON); nothing written"))
 			Expect(get("ord-3").Changes).To(HaveLen(3))

@@ -185,6 +185,9 @@ func deleteAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec, 
 	if err != nil {
 		return err
 	}
+	if afterBulkCount != nil {
+		afterBulkCount()
+	}
 	sum := requeueSummary{DryRun: cf.dryRun, Stated: count.Matched, Cutoff: f.Until, Reasons: map[string]int{}}
 	if cf.dryRun || count.Matched == 0 {
 		sum.Batches, sum.Would = count.Batches, count.Matched
@@ -202,6 +205,7 @@ func deleteAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec, 
 	res, err := bd.DeleteMatching(ctx, f, by, time.Now(), false)
 	bulkSummary(&sum, res)
 	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
+	audit.Note = moreNote(audit.Note, sum.More)
 	if err != nil {
 		audit.Phase, audit.Note = "failed", masked(err.Error())
 		_ = d.record(c, audit)
@@ -227,15 +231,16 @@ func statusOf(e *dlq.Entry) string {
 }
 
 func newDLQRestoreCommand(g *dlqGlobal) *cobra.Command {
+	var cf confirmation
 	c := &cobra.Command{
 		Use:   "restore ID...",
 		Short: "Undo a delete: each entry gets back the status it had",
 		Long: `restore undoes delete: each entry named gets back the status it had before, in one
 guarded step each. To undo a delete --all, list what it deleted (faultline dlq list
 --status deleted, with its filters; faultline dlq audit names the filter) and pass the
-IDs, e.g. with --output jsonl and jq.`,
+IDs, e.g. with --output jsonl and jq. It asks first on a terminal; a script passes --yes.`,
 		Example: `  faultline dlq restore ord-42
-  faultline dlq list --status deleted --task charge --output jsonl | jq -r .id | xargs faultline dlq restore`,
+  faultline dlq list --status deleted --task charge --output jsonl | jq -r .id | xargs faultline dlq restore --yes`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usage(c, errors.New("restore needs at least one entry ID"))
@@ -248,6 +253,10 @@ IDs, e.g. with --output jsonl and jq.`,
 				return err
 			}
 			defer d.close()
+			ok, err := cf.ask(c, fmt.Sprintf("restore %d %s in namespace %q at %s", len(args), plural(len(args), "entry", "entries"), d.namespace, d.target.printable()))
+			if err != nil || !ok {
+				return err
+			}
 			ctx, w, by := c.Context(), c.OutOrStdout(), g.actor()
 			restored, skipped := 0, 0
 			defer func() {
@@ -282,18 +291,23 @@ IDs, e.g. with --output jsonl and jq.`,
 			return nil
 		},
 	}
+	cf.addYes(c, false)
 	return c
 }
 
 func newDLQQuarantineCommand(g *dlqGlobal) *cobra.Command {
-	var reason string
+	var (
+		reason string
+		cf     confirmation
+	)
 	c := &cobra.Command{
 		Use:   "quarantine ID --reason TEXT",
 		Short: "Mark a failed entry as poison: requeue --all leaves it alone",
 		Long: `quarantine marks a failed entry as poison: requeue --all and the off-peak auto-retry
 leave it alone; only an explicit requeue (by ID, or --all --status quarantined) sends
-it back. The reason goes into its status history, as "by NAME: REASON".`,
-		Example: `  faultline dlq quarantine ord-42 --reason "crashes the parser"`,
+it back. The reason goes into its status history, as "by NAME: REASON". It asks
+first on a terminal; a script passes --yes.`,
+		Example: `  faultline dlq quarantine ord-42 --reason "crashes the parser" --yes`,
 		Args:    oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			if reason == "" {
@@ -305,6 +319,10 @@ it back. The reason goes into its status history, as "by NAME: REASON".`,
 			}
 			defer d.close()
 			id := args[0]
+			ok, err := cf.ask(c, fmt.Sprintf("quarantine %s in namespace %q at %s", masked(id), d.namespace, d.target.printable()))
+			if err != nil || !ok {
+				return err
+			}
 			// dlq.Store.Quarantine takes no "by": who acted goes into the
 			// reason.
 			text := "by " + g.actor() + ": " + reason
@@ -317,6 +335,7 @@ it back. The reason goes into its status history, as "by NAME: REASON".`,
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why, for the status history (required)")
+	cf.addYes(c, false)
 	return c
 }
 

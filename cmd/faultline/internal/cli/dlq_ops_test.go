@@ -78,7 +78,7 @@ func dlqOpsLane(name string, start func() string) {
 			}
 			Expect(done.Moved).To(Equal(2))
 
-			out, errOut, code = dlqRun(url, "restore", "ord-2", "--by", "bob")
+			out, errOut, code = dlqRun(url, "restore", "ord-2", "--by", "bob", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("ord-2: restored (failed)"))
 			Expect(audit()[0]).To(And(
@@ -135,7 +135,7 @@ func dlqOpsLane(name string, start func() string) {
 		It("restores several entries at once, saying what it skipped", func() {
 			_, errOut, code := dlqRun(url, "delete", "--all", "--task", "charge", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
-			out, errOut, code := dlqRun(url, "restore", "ord-1", "ord-2", "mail-4", "--by", "gina")
+			out, errOut, code := dlqRun(url, "restore", "ord-1", "ord-2", "mail-4", "--by", "gina", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("stated 3, restored 2, skipped 1"))
 			Expect(status("ord-1")).To(Equal(dlq.Failed))
@@ -153,7 +153,7 @@ func dlqOpsLane(name string, start func() string) {
 			out, errOut, code := dlqRunIn(url, "live", "import", file, "--dry-run")
 			Expect(code).To(Equal(cli.ExitInvalid), errOut)
 			Expect(out).To(ContainSubstring("a job of that ID is queued or in flight: ord-2"))
-			out, errOut, code = dlqRunIn(url, "live", "import", file)
+			out, errOut, code = dlqRunIn(url, "live", "import", file, "--yes")
 			Expect(code).To(Equal(cli.ExitInvalid), errOut)
 			Expect(out).To(ContainSubstring("imported 5 of 6"))
 			_, err := dst.Get(ctx, "ord-2")
@@ -163,7 +163,7 @@ func dlqOpsLane(name string, start func() string) {
 		It("records requeues, quarantines and purges by ID in the audit stream, newest first", func() {
 			_, errOut, code := dlqRun(url, "requeue", "ord-1", "ghost", "--yes", "--by", "dave")
 			Expect(code).To(Equal(cli.ExitInvalid), errOut)
-			_, errOut, code = dlqRun(url, "quarantine", "ord-3", "--reason", "poison", "--by", "erin")
+			_, errOut, code = dlqRun(url, "quarantine", "ord-3", "--reason", "poison", "--by", "erin", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			_, errOut, code = dlqRun(url, "purge", "--older-than", "1h", "--yes", "--by", "frank")
 			Expect(code).To(Equal(cli.ExitOK), errOut)

@@ -28,6 +28,12 @@ type requeueSummary struct {
 	Moved   int            `json:"moved"`
 	Skipped int            `json:"skipped"`
 	Reasons map[string]int `json:"skipped_by_reason,omitempty"`
+	// More is how many more entries the bulk move met than were stated:
+	// entries that came to match the filter between the count and the
+	// move (a dead letter written meanwhile whose last failure is before
+	// the cut-off, an entry restored), moved or skipped with the others.
+	// Stated + More = Moved + Skipped.
+	More int `json:"more_than_stated,omitempty"`
 	// Cutoff is the time the count was taken: entries whose last failure
 	// is at or after it are left alone (bulk requeue only).
 	Cutoff  time.Time `json:"cutoff,omitzero"`
@@ -55,7 +61,11 @@ With --all it takes every failed entry the filters match (--status quarantined
 takes quarantined ones too), in bounded batches of --batch entries per Redis script.
 The cut-off time is taken when the count is shown: an entry whose last failure is
 at or after it (a job that died again meanwhile) is left for the next run, so the
-count confirmed is the count moved unless entries changed under the run.
+count confirmed is the count moved unless entries changed under the run. The cut-off
+is on the last failure, not on arrival: a dead letter written during the run whose
+last failure is before it (a slow worker, a held one flushed), or an entry restored
+meanwhile, is moved too, and the summary says so ("moved 159 (1 more than stated:
+...)"; more_than_stated in json).
 
 The job keeps its attempt count (one more attempt before the DLQ again) unless
 --reset-attempts gives it the full retry budget.`,
@@ -195,6 +205,9 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec,
 	if err != nil {
 		return err
 	}
+	if afterBulkCount != nil {
+		afterBulkCount()
+	}
 	sum := requeueSummary{DryRun: cf.dryRun, Stated: count.Matched, Cutoff: f.Until, Reasons: map[string]int{}}
 	if cf.dryRun {
 		sum.Batches, sum.Would = count.Batches, count.Matched
@@ -221,6 +234,7 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec,
 	res, err := d.store.RequeueMatching(ctx, f, opts, time.Now(), false)
 	bulkSummary(&sum, res)
 	audit.Phase, audit.At, audit.Moved, audit.Skipped = "done", time.Time{}, sum.Moved, sum.Skipped
+	audit.Note = moreNote(audit.Note, sum.More)
 	if err != nil {
 		audit.Phase, audit.Note = "failed", masked(err.Error())
 		_ = d.record(c, audit)
@@ -234,9 +248,18 @@ func requeueAll(c *cobra.Command, d *dlqConn, f dlq.Filter, spec dlq.FilterSpec,
 // and the skipped by reason — those the run found changed, gone, busy or
 // invalid, and those stated but no longer matching when their batch came
 // (moved out of the filter by another operator or run).
+//
+// The cut-off is on the entries' last failure, not on when they reached the
+// DLQ: a dead letter written between the count and the move whose last
+// failure is before the cut-off (its worker was slow to write it, a held
+// one flushed, a clock behind), or an entry restored meanwhile, matches
+// too, and is moved. More counts them (net of the stated entries that no
+// longer match): the summary says so rather than moving more than it
+// stated without a word.
 func bulkSummary(sum *requeueSummary, res dlq.BulkResult) {
 	sum.Moved, sum.Batches = res.Requeued, res.Batches
-	sum.Skipped = max(sum.Stated-res.Requeued, 0)
+	sum.More = max(res.Matched-sum.Stated, 0)
+	sum.Skipped = res.Skipped + max(sum.Stated-res.Matched, 0)
 	for reason, n := range map[string]int{"changed": res.Changed, "gone": res.Gone, "busy": res.Busy, "invalid": res.Invalid} {
 		if n > 0 {
 			sum.Reasons[reason] = n
@@ -248,6 +271,19 @@ func bulkSummary(sum *requeueSummary, res dlq.BulkResult) {
 	if gone := sum.Stated - res.Matched; gone > 0 {
 		sum.Reasons["no-longer-matching"] = gone
 	}
+}
+
+// moreNote is an audit note with, when more entries were met than stated,
+// how many more.
+func moreNote(note string, more int) string {
+	if more == 0 {
+		return note
+	}
+	s := fmt.Sprintf("%d more than stated (came to match the filter during the move)", more)
+	if note == "" {
+		return s
+	}
+	return note + "; " + s
 }
 
 // requeueNote says where a requeue sends jobs and with what budget, for
@@ -330,7 +366,11 @@ func printBulk(w io.Writer, verb string, s *requeueSummary, output string) error
 	if verb != "requeued" {
 		did = verb
 	}
-	fmt.Fprintf(w, "stated %d, %s %d, skipped %d", s.Stated, did, s.Moved, s.Skipped)
+	fmt.Fprintf(w, "stated %d, %s %d", s.Stated, did, s.Moved)
+	if s.More > 0 {
+		fmt.Fprintf(w, " (%d more than stated: entries came to match the filter while the move ran: dead letters written meanwhile with a last failure before the cut-off, or entries restored)", s.More)
+	}
+	fmt.Fprintf(w, ", skipped %d", s.Skipped)
 	if len(s.Reasons) > 0 {
 		fmt.Fprintf(w, " (%s)", reasons(s.Reasons))
 	}

@@ -720,6 +720,7 @@ func newDLQMigrateCommand(g *dlqGlobal) *cobra.Command {
 	var (
 		from, output string
 		dryRun       bool
+		cf           confirmation
 	)
 	c := &cobra.Command{
 		Use:   "migrate --from-layout seed",
@@ -750,9 +751,11 @@ entries were migrated and the seed's trim then drops the oldest of them while as
 identical ones are pushed (the same job failing the same way within one timestamp
 microsecond, or entries without a timestamp), the list reads as before and a rerun counts
 the new ones as already migrated: they are not migrated. Entries that differ in any byte
-are never affected.`,
+are never affected.
+
+It asks before migrating on a terminal; a script passes --yes.`,
 		Example: `  faultline dlq migrate --from-layout seed --dry-run
-  faultline dlq migrate --from-layout seed --prefix app: --namespace default`,
+  faultline dlq migrate --from-layout seed --prefix app: --namespace default --yes`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if output != "table" && output != "json" {
@@ -779,6 +782,10 @@ are never affected.`,
 					return err
 				}
 			} else {
+				ok, err := cf.ask(c, fmt.Sprintf("migrate %s into namespace %q", v.From, d.namespace))
+				if err != nil || !ok {
+					return err
+				}
 				rec := dlq.AuditRecord{By: g.actor(), Action: "migrate", Phase: "started", Note: "from " + v.From}
 				if err := d.record(c, rec); err != nil {
 					return fmt.Errorf("migrate: nothing migrated: %w", err)
@@ -811,6 +818,7 @@ are never affected.`,
 	c.Flags().StringVar(&from, "from-layout", "", "the layout the DLQ is in now: seed (required)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be migrated and what was already; change nothing")
 	c.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json")
+	cf.addYes(c, true)
 	return c
 }
 

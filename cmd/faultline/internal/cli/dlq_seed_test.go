@@ -279,7 +279,7 @@ func seedLane(name string, start func() string) {
 
 			_, errOut, code = seedRun(addr, "requeue", "--all", "--layout", "seed")
 			Expect(code).To(Equal(cli.ExitInvalid))
-			Expect(errOut).To(ContainSubstring("pass --yes"))
+			Expect(errOut).To(ContainSubstring("; add --yes"))
 
 			out, errOut, code = seedRun(addr, "requeue", "--all", "--layout", "seed", "--error-text", "timeout", "--yes", "-o", "json", "--batch", "1")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
@@ -294,12 +294,26 @@ func seedLane(name string, start func() string) {
 			Expect(rdb.LLen(ctx, "default").Val()).To(Equal(int64(8)))
 		})
 
+		It("refuses to migrate without --yes when stdin is not a terminal: exit 2, ending \"add --yes\", nothing migrated", func() {
+			stdinFrom("")
+			out, errOut, code := seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace)
+			Expect(code).To(Equal(cli.ExitInvalid), errOut)
+			Expect(errOut).To(HaveSuffix("add --yes\n"))
+			Expect(errOut).To(ContainSubstring(`refusing to migrate the seed DLQ at ` + addr + ` into namespace "ops"`))
+			Expect(out).To(BeEmpty())
+			Expect(rdb.Exists(ctx, redisstore.Prefix(dlqNamespace)+":dlq:entries", redisstore.AuditStreamKey(dlqNamespace)).Val()).To(BeZero(), "nothing migrated, nothing audited")
+
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace, "--yes")
+			Expect(code).To(Equal(cli.ExitOK), errOut)
+			Expect(out).To(ContainSubstring(`migrated 9 entries`))
+		})
+
 		It("migrates into faultline's layout, losing nothing, and a rerun migrates nothing new", func() {
 			out, errOut, code := seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace, "--dry-run")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring(`dry run: 9 entries of the seed DLQ at ` + addr + ` would be migrated into namespace "ops" (1 corrupt`))
 
-			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace)
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace, "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring(`migrated 9 entries of the seed DLQ at ` + addr + ` into namespace "ops" (new 8, merged 0, corrupt kept with their bytes 1)`))
 			Expect(out).To(ContainSubstring("already migrated 0, left 0, seen 9"))
@@ -311,7 +325,7 @@ func seedLane(name string, start func() string) {
 			Expect(ids(rows)).To(ContainElement("job-7"))
 			Expect(rows).To(ContainElement(HaveKeyWithValue("corrupt", true)))
 
-			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace, "-o", "json")
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", dlqNamespace, "-o", "json", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			var v struct {
 				Migrated int `json:"migrated"`
@@ -322,7 +336,7 @@ func seedLane(name string, start func() string) {
 			Expect(rdb.LLen(ctx, "dead_letter").Val()).To(Equal(int64(6)), "the seed lists are left as they were")
 
 			By("the same lists into another namespace: migrated whole, its own marker")
-			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", "other")
+			out, errOut, code = seedRun(addr, "migrate", "--from-layout", "seed", "--namespace", "other", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring(`migrated 9 entries of the seed DLQ at ` + addr + ` into namespace "other"`))
 			Expect(out).To(ContainSubstring("already migrated 0, left 0, seen 9"))

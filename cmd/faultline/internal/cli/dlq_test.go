@@ -308,7 +308,7 @@ func dlqLane(name string, start func() string) {
 			_, errOut, code = dlqRun(url, "requeue", "--all", "--severity", "medium")
 			Expect(code).To(Equal(cli.ExitInvalid))
 			Expect(errOut).To(ContainSubstring("refusing to requeue 3 entries"))
-			Expect(errOut).To(ContainSubstring("pass --yes"))
+			Expect(errOut).To(ContainSubstring("; add --yes"))
 			Expect(status("ord-2")).To(Equal(dlq.Failed))
 
 			out, errOut, code = dlqRun(url, "requeue", "--all", "--severity", "medium", "--task", "charge", "--yes", "--output", "json", "--batch", "1", "--by", "alice")
@@ -361,17 +361,17 @@ func dlqLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring("stated 1, deleted 1, skipped 0"))
 			Expect(status("ord-2")).To(Equal(dlq.Deleted))
 
-			out, errOut, code = dlqRun(url, "restore", "ord-2", "--by", "bob")
+			out, errOut, code = dlqRun(url, "restore", "ord-2", "--by", "bob", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("ord-2: restored (failed)"))
 			out, _, _ = dlqRun(url, "show", "ord-2")
 			Expect(out).To(MatchRegexp(`failed → deleted  by alice\n.*deleted → failed  by bob`))
 
-			_, errOut, code = dlqRun(url, "restore", "ord-2")
+			_, errOut, code = dlqRun(url, "restore", "ord-2", "--yes")
 			Expect(code).To(Equal(cli.ExitInvalid))
 			Expect(errOut).To(ContainSubstring("not deleted"))
 
-			out, errOut, code = dlqRun(url, "quarantine", "ord-3", "--reason", "crashes the parser", "--by", "carol")
+			out, errOut, code = dlqRun(url, "quarantine", "ord-3", "--reason", "crashes the parser", "--by", "carol", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring("ord-3: quarantined"))
 			e, err := s.Get(ctx, "ord-3")

@@ -249,15 +249,67 @@ func parseImportLine(n int, b []byte) (importItem, error) {
 	return importItem{line: n, id: j.ID, bytes: raw}, nil
 }
 
-// eachLine calls f with every non-blank line of r and its number (from 1).
-func eachLine(r io.Reader, f func(n int, b []byte) error) error {
+// The bounds of a line of an import: defaultImportLineLimit by default (16
+// MiB: sixteen times the largest payload an entry holds,
+// job.DefaultMaxPayload, and room for its history), and what
+// --max-line-bytes takes, minImportLineLimit to maxImportLineLimit (64 MiB:
+// a longer entry, one Redis script, would stall Redis for seconds).
+const (
+	defaultImportLineLimit = 16 << 20
+	minImportLineLimit     = 1 << 10
+	maxImportLineLimit     = 64 << 20
+)
+
+// lineTooLongError is a line of an import over the line limit: refused
+// before it is read into memory (only its length is).
+type lineTooLongError struct {
+	// Size is the line's length in bytes, without its newline.
+	Size  int64
+	Limit int
+}
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("%d bytes, over the limit of %d bytes a line (--max-line-bytes)", e.Size, e.Limit)
+}
+
+// eachLine calls f with every non-blank line of r and its number (from 1),
+// trimmed. A line longer than limit bytes is never held in memory: f gets
+// its number, no bytes and a *lineTooLongError.
+func eachLine(r io.Reader, limit int, f func(n int, b []byte, tooLong error) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for n := 1; ; n++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			if ferr := f(n, bytes.TrimSpace(b)); ferr != nil {
-				return ferr
+		var (
+			line []byte
+			size int64
+			over bool
+			err  error
+		)
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			size += int64(len(chunk))
+			if !over && len(line)+len(chunk) > limit+1 { // +1: the newline
+				over, line = true, nil
 			}
+			if !over {
+				line = append(line, chunk...)
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				break
+			}
+		}
+		if err == nil {
+			size-- // the newline
+		}
+		var ferr error
+		switch {
+		case over || size > int64(limit):
+			ferr = f(n, nil, &lineTooLongError{Size: size, Limit: limit})
+		case len(bytes.TrimSpace(line)) > 0:
+			ferr = f(n, bytes.TrimSpace(line), nil)
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -298,12 +350,15 @@ func importSource(c *cobra.Command, name string) (*os.File, func(), error) {
 // checkImport reads the whole file and returns how many entries it holds,
 // or an invalid-input error naming the malformed lines (and an ID given on
 // two lines). It keeps only the IDs in memory.
-func checkImport(c *cobra.Command, f *os.File) (int, error) {
+func checkImport(c *cobra.Command, f *os.File, limit int) (int, error) {
 	seen := map[string]int{}
 	var bad []string
 	nbad := 0
-	err := eachLine(f, func(n int, b []byte) error {
-		it, err := parseImportLine(n, b)
+	err := eachLine(f, limit, func(n int, b []byte, tooLong error) error {
+		it, err := importItem{}, tooLong
+		if err == nil {
+			it, err = parseImportLine(n, b)
+		}
 		if err == nil {
 			if first, dup := seen[it.id]; dup {
 				err = fmt.Errorf("entry %q again (first on line %d)", it.id, first)
@@ -352,12 +407,51 @@ type importSummary struct {
 	// Live were refused because a job of their ID is queued or in flight.
 	Live    int      `json:"live_jobs"`
 	LiveIDs []string `json:"live_job_ids,omitempty"`
+	// Full were refused because the DLQ was full (the reject policy): the
+	// import stopped there.
+	Full int `json:"refused_full,omitempty"`
 }
+
+// DLQFullError says an import stopped because the DLQ was full under the
+// reject policy: how many entries it imported before, and the capacity it
+// was told. It maps to ExitFailed: an expected condition, not an internal
+// error; a rerun once there is room finishes the import.
+type DLQFullError struct {
+	Namespace string
+	// Capacity and Overflow are the DLQ's bound and policy as --capacity
+	// and --overflow gave them.
+	Capacity int
+	Overflow string
+	// Stated is how many entries the file holds; Imported were written;
+	// Refused were refused for want of room; Other were not written for
+	// another reason (present already, duplicates, live jobs).
+	Stated, Imported, Refused, Other int
+	// Err is the store's refusal (dlq.ErrFull).
+	Err error
+}
+
+// Error says what was imported, that the DLQ is full at its capacity, and
+// what to do.
+func (e *DLQFullError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "import: the DLQ of namespace %q is full (capacity %d, the --capacity given; overflow %s): %d of %d %s imported, %d refused",
+		e.Namespace, e.Capacity, e.Overflow, e.Imported, e.Stated, plural(e.Stated, "entry", "entries"), e.Refused)
+	if left := e.Stated - e.Imported - e.Refused - e.Other; left > 0 {
+		fmt.Fprintf(&b, ", %d not reached", left)
+	}
+	b.WriteString("; make room (requeue, delete, purge) or raise the capacity, then rerun the import: entries imported already count as present")
+	return b.String()
+}
+
+// Unwrap returns the store's refusal.
+func (e *DLQFullError) Unwrap() error { return e.Err }
 
 func newDLQImportCommand(g *dlqGlobal) *cobra.Command {
 	var (
-		dryRun bool
-		output string
+		dryRun  bool
+		output  string
+		maxLine int
+		cf      confirmation
 	)
 	c := &cobra.Command{
 		Use:   "import FILE|-",
@@ -367,19 +461,26 @@ DLQ, as they were: status, status history, failed attempts, payload; a corrupt e
 stays corrupt with its bytes.
 
 The whole file is checked first: a malformed line (not JSON, not an entry, an ID on
-two lines) is invalid input (exit 2) naming its line number, and nothing is written.
+two lines, longer than --max-line-bytes) is invalid input (exit 2) naming its line
+number, and nothing is written (nor audited). A line is read into memory only when
+it is within --max-line-bytes (default 16 MiB; an entry's payload is at most 1 MiB):
+a longer one is measured, refused, and nothing is imported; drop or fix it, or raise
+the limit (up to 64 MiB).
 An entry whose ID is in the DLQ already is not written: with the same contents it
 counts as already present (rerunning an interrupted import finishes it); with other
 contents it is a refused duplicate, listed by ID, and import exits 2 after writing
-the others. --dry-run checks and counts, writing nothing.
+the others. --dry-run checks and counts, writing nothing. Before writing, import
+asks on a terminal, stating the count; a script passes --yes.
 
 Each entry is written in one step only if its ID is absent (no entry, no job queued
-or in flight), within the DLQ's capacity: a full DLQ under the reject policy stops
-the import with the count written so far (rerun it once there is room); under
-evict-oldest the oldest entries make room, as for any dead letter. A corrupt entry
+or in flight), within the DLQ's capacity (--capacity, --overflow: as the workers
+configure it): a full DLQ under the reject policy stops the import, exit 1, saying
+how many entries were imported and the capacity (rerun it once there is room: what
+was imported counts as present); under evict-oldest the oldest entries make room,
+as for any dead letter. A corrupt entry
 is written as its bytes.`,
 		Example: `  faultline dlq import dlq-prod.jsonl --namespace staging --dry-run
-  faultline dlq export --namespace prod | faultline dlq import - --namespace staging`,
+  faultline dlq export --namespace prod | faultline dlq import - --namespace staging --yes`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usage(c, fmt.Errorf("import takes one file (or - for stdin), got %d arguments", len(args)))
@@ -390,12 +491,15 @@ is written as its bytes.`,
 			if output != "table" && output != "json" {
 				return usage(c, fmt.Errorf("--output: unknown value %q (allowed: table, json)", masked(output)))
 			}
+			if maxLine < minImportLineLimit || maxLine > maxImportLineLimit {
+				return usage(c, fmt.Errorf("--max-line-bytes must be between %d and %d (64 MiB), got %d", minImportLineLimit, maxImportLineLimit, maxLine))
+			}
 			f, cleanup, err := importSource(c, args[0])
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			stated, err := checkImport(c, f)
+			stated, err := checkImport(c, f, maxLine)
 			if err != nil {
 				return err
 			}
@@ -403,14 +507,21 @@ is written as its bytes.`,
 				sum := importSummary{DryRun: dryRun, Stated: stated}
 				w := c.OutOrStdout()
 				if !dryRun {
+					ok, err := cf.ask(c, fmt.Sprintf("import %d %s into namespace %q at %s", stated, plural(stated, "entry", "entries"), d.namespace, d.target.printable()))
+					if err != nil || !ok {
+						return err
+					}
 					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Phase: "started", Stated: stated, Note: "from " + args[0]}
 					if err := d.record(c, rec); err != nil {
 						return fmt.Errorf("import: nothing imported: %w", err)
 					}
 				}
 				chunk := make([]importItem, 0, importChunk)
-				err := eachLine(f, func(n int, b []byte) error {
-					it, err := parseImportLine(n, b)
+				err := eachLine(f, maxLine, func(n int, b []byte, tooLong error) error {
+					it, err := importItem{}, tooLong
+					if err == nil {
+						it, err = parseImportLine(n, b)
+					}
 					if err != nil {
 						return usage(c, fmt.Errorf("import: the file changed while it was read: %w", &lineError{Line: n, Err: err}))
 					}
@@ -422,6 +533,11 @@ is written as its bytes.`,
 				if err == nil {
 					err = importItems(ctx, d, chunk, &sum, dryRun)
 				}
+				if errors.Is(err, dlq.ErrFull) {
+					err = &DLQFullError{Namespace: d.namespace, Capacity: g.capacity, Overflow: g.overflow,
+						Stated: sum.Stated, Imported: sum.Imported, Refused: sum.Full,
+						Other: sum.Present + sum.Duplicates + sum.Live, Err: err}
+				}
 				if !dryRun {
 					rec := dlq.AuditRecord{By: g.actor(), Action: "import", Phase: "done", Stated: sum.Stated, Moved: sum.Imported,
 						Skipped: sum.Present + sum.Duplicates + sum.Live, Note: "from " + args[0]}
@@ -430,7 +546,8 @@ is written as its bytes.`,
 					}
 					_ = d.record(c, rec)
 				}
-				if err != nil {
+				var full *DLQFullError
+				if err != nil && !errors.As(err, &full) {
 					return fmt.Errorf("%w (after %d imported)", err, sum.Imported)
 				}
 				if output == "json" {
@@ -439,6 +556,9 @@ is written as its bytes.`,
 					}
 				} else {
 					printImport(w, &sum, d)
+				}
+				if full != nil {
+					return full
 				}
 				if sum.Duplicates > 0 {
 					return usage(c, fmt.Errorf("%d %s not imported: %s in the DLQ of namespace %q with other contents",
@@ -454,6 +574,8 @@ is written as its bytes.`,
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "check the file and count what would be imported; write nothing")
 	c.Flags().StringVarP(&output, "output", "o", "table", "summary format: table, json")
+	c.Flags().IntVar(&maxLine, "max-line-bytes", defaultImportLineLimit, "the longest line taken, in bytes (1024..67108864); a longer one is refused, nothing imported")
+	cf.addYes(c, true)
 	return c
 }
 
@@ -499,6 +621,9 @@ func importItems(ctx context.Context, d *dlqConn, items []importItem, sum *impor
 		switch {
 		case errs[i] != nil:
 			first = cmp.Or(first, errs[i])
+			if errors.Is(errs[i], dlq.ErrFull) {
+				sum.Full++
+			}
 		case o == imported:
 			sum.Imported++
 			if items[i].corrupt {
@@ -590,6 +715,9 @@ func printImport(w io.Writer, s *importSummary, d *dlqConn) {
 			more = fmt.Sprintf(" and %d more", s.Live-len(s.LiveIDs))
 		}
 		fmt.Fprintf(w, "not imported, a job of that ID is queued or in flight: %s%s\n", strings.Join(s.LiveIDs, ", "), more)
+	}
+	if s.Full > 0 {
+		fmt.Fprintf(w, "not imported, the DLQ is full: %d (the import stopped there)\n", s.Full)
 	}
 	if s.DryRun {
 		fmt.Fprintln(w, "dry run: nothing written")

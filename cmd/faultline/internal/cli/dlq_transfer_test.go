@@ -106,7 +106,7 @@ func dlqTransferLane(name string, start func() string) {
 			Expect(out).To(ContainSubstring(`would import 6 of 6 entries (1 corrupt) into namespace "staging"`))
 			Expect(allEntries(storeIn(url, stagingNamespace))).To(BeEmpty())
 
-			out, errOut, code = dlqRunIn(url, stagingNamespace, "import", file)
+			out, errOut, code = dlqRunIn(url, stagingNamespace, "import", file, "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			Expect(out).To(ContainSubstring(`imported 6 of 6 entries (1 corrupt) into namespace "staging"`))
 			dst := storeIn(url, stagingNamespace)
@@ -128,7 +128,7 @@ func dlqTransferLane(name string, start func() string) {
 
 			// A rerun (an interrupted import finished): all present, from stdin.
 			stdinFrom(string(b))
-			out, errOut, code = dlqRunIn(url, stagingNamespace, "import", "-", "--output", "json")
+			out, errOut, code = dlqRunIn(url, stagingNamespace, "import", "-", "--output", "json", "--yes")
 			Expect(code).To(Equal(cli.ExitOK), errOut)
 			var sum struct {
 				Stated, Imported, Duplicates int
@@ -164,7 +164,7 @@ func dlqTransferLane(name string, start func() string) {
 			// ord-1 changes after the export: the file's is another entry.
 			Expect(src.Quarantine(ctx, "ord-1", "poison", time.Now())).To(Succeed())
 
-			out, errOut, code := dlqRun(url, "import", file)
+			out, errOut, code := dlqRun(url, "import", file, "--yes")
 			Expect(code).To(Equal(cli.ExitInvalid))
 			Expect(out).To(ContainSubstring("imported 1 of 7 entries (0 corrupt)"))
 			Expect(out).To(ContainSubstring("already present 5; refused duplicates 1"))

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // SetAfterRelease sets the hook called after each run is let go of, for
@@ -38,4 +39,27 @@ type failingClose struct {
 func (f failingClose) Close() error {
 	_ = f.File.Close()
 	return f.err
+}
+
+// SetAfterBulkCount sets a function a bulk move (requeue --all, delete
+// --all) calls between its count and its move; it returns what undoes it.
+func SetAfterBulkCount(f func()) (undo func()) {
+	afterBulkCount = f
+	return func() { afterBulkCount = nil }
+}
+
+// SetLoadingWait sets how long faultline dlq waits for a Redis that answers
+// LOADING; it returns what undoes it.
+func SetLoadingWait(d time.Duration) (undo func()) {
+	old := loadingWait
+	loadingWait = d
+	return func() { loadingWait = old }
+}
+
+// SetNamespaceScan sets the bound of the scan for the namespaces a Redis
+// holds: at most calls SCAN steps of count keys; it returns what undoes it.
+func SetNamespaceScan(calls, count int) (undo func()) {
+	oc, on := nsScanCalls, nsScanCount
+	nsScanCalls, nsScanCount = calls, count
+	return func() { nsScanCalls, nsScanCount = oc, on }
 }

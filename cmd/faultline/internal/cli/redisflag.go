@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -164,3 +169,133 @@ func (e *RedisRefusedError) Error() string {
 
 // Unwrap returns Redis's reply.
 func (e *RedisRefusedError) Unwrap() error { return e.Err }
+
+// defaultLoadingWait is how long faultline dlq waits for a Redis that
+// answers LOADING (still loading its dataset after a restart), and
+// loadingWait the wait in force (a spec shortens it).
+const defaultLoadingWait = 30 * time.Second
+
+var loadingWait = defaultLoadingWait
+
+// loadingHook retries a command Redis refused with LOADING — still loading
+// its dataset after a restart: it ran nothing, so running it again is safe —
+// with backoff (50ms, doubling to 1s) for up to wait, saying once on warn
+// that it waits. Past wait, the command's error is an *UnavailableError
+// whose cause is a *StillLoadingError (exit 4). A pipeline is retried when
+// every command of it was refused so.
+type loadingHook struct {
+	addr string
+	wait time.Duration
+	warn io.Writer
+	once *sync.Once
+}
+
+var _ redis.Hook = loadingHook{}
+
+func newLoadingHook(addr string, wait time.Duration, warn io.Writer) loadingHook {
+	return loadingHook{addr: addr, wait: wait, warn: warn, once: &sync.Once{}}
+}
+
+// StillLoadingError says Redis still answered LOADING (loading its dataset
+// after a restart) when faultline stopped waiting for it.
+type StillLoadingError struct {
+	// Waited is how long faultline retried.
+	Waited time.Duration
+	// Err is Redis's last reply.
+	Err error
+}
+
+// Error says that Redis is still loading, for how long faultline waited,
+// and what to do.
+func (e *StillLoadingError) Error() string {
+	return fmt.Sprintf("still loading its dataset after %s of retries (%s); try again once it has loaded",
+		e.Waited.Round(time.Millisecond), oneLine(e.Err.Error()))
+}
+
+// Unwrap returns Redis's reply.
+func (e *StillLoadingError) Unwrap() error { return e.Err }
+
+// isLoading reports whether err is Redis's LOADING reply.
+func isLoading(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "LOADING")
+}
+
+// retry runs again while the error is LOADING, with backoff, for up to
+// h.wait (or until ctx is done).
+func (h loadingHook) retry(ctx context.Context, op string, err error, again func() error) error {
+	h.once.Do(func() {
+		fmt.Fprintln(h.warn, masked(fmt.Sprintf("Redis at %s is loading its dataset (LOADING): waiting up to %s", h.addr, h.wait)))
+	})
+	start := time.Now()
+	for delay := 50 * time.Millisecond; isLoading(err); delay = min(2*delay, time.Second) {
+		left := h.wait - time.Since(start)
+		if left <= 0 {
+			return &UnavailableError{Service: "Redis", Addr: h.addr, Op: op, Err: &StillLoadingError{Waited: h.wait, Err: err}}
+		}
+		t := time.NewTimer(min(delay, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &UnavailableError{Service: "Redis", Addr: h.addr, Op: op, Err: &StillLoadingError{Waited: time.Since(start), Err: err}}
+		case <-t.C:
+		}
+		err = again()
+	}
+	return err
+}
+
+// DialHook leaves dials alone.
+func (h loadingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook retries a command refused with LOADING.
+func (h loadingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if !isLoading(err) {
+			return err
+		}
+		err = h.retry(ctx, cmd.Name(), err, func() error {
+			cmd.SetErr(nil)
+			return next(ctx, cmd)
+		})
+		cmd.SetErr(err)
+		return err
+	}
+}
+
+// ProcessPipelineHook retries a pipeline every command of which was refused
+// with LOADING (none ran).
+func (h loadingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	allLoading := func(cmds []redis.Cmder) bool {
+		for _, c := range cmds {
+			if !isLoading(c.Err()) {
+				return false
+			}
+		}
+		return len(cmds) > 0
+	}
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if !allLoading(cmds) {
+			return err
+		}
+		op := "pipeline"
+		err = h.retry(ctx, op, cmds[0].Err(), func() error {
+			for _, c := range cmds {
+				c.SetErr(nil)
+			}
+			err := next(ctx, cmds)
+			if allLoading(cmds) {
+				return cmds[0].Err()
+			}
+			return err
+		})
+		if isLoading(cmds[0].Err()) {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+		}
+		return err
+	}
+}

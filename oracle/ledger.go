@@ -504,14 +504,6 @@ func (l *Ledger) Observe(e disposition.Event) {
 		l.heldWritten(r, at)
 	case e.Reason == disposition.Requeued:
 		r.decided = false
-	case e.Reason == disposition.LeaseExpired && r.decided:
-		// A dead letter decided but never stored (kept in the worker's
-		// memory, or not yet written) dies with its lease: the store gave
-		// the job back, the worker's late write is fenced, and the job runs
-		// again — at least once, as the reference documents for a kept
-		// dead letter whose process stops (worker.AlertDLQKept).
-		l.Note(r, "the dead letter decided at %s was never stored and its lease was recovered: the decision is void, the job runs again", fmtOffset(r.decidedAt))
-		r.decided, r.kept = false, false
 	case e.Reason == disposition.Leased && r.decided:
 		l.Fail(InvNoRerunAfterDead, r, "job %s was leased again at %s (its handler runs again) after its dead letter was decided at %s",
 			e.JobID, fmtOffset(at), fmtOffset(r.decidedAt))

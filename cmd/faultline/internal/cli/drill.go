@@ -260,7 +260,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns, madeUp = drill.NewNamespace(t.loaded.Scenario.Name), true
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, NamespaceMadeUp: madeUp, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, AutoScale: f.autoScale, Settle: f.settle, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
+			Concurrency: f.concurrency, Scale: f.scale, AutoScale: f.autoScale, Settle: f.settle, Seed: seed, Keep: f.keep, Source: t.file, Limits: lim, ExternalFile: absPath(f.external), Listen: listen}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
@@ -524,7 +524,7 @@ alerter to the drill's receivers: the drill judges it from outside, like any oth
 			quietRedisLogs()
 			logger := slog.New(redact.NewHandler(slog.NewTextHandler(c.ErrOrStderr(), nil), redact.Default()))
 			if err := workerproc.Run(ctx, cfg, logger); err != nil {
-				if errors.Is(err, workerproc.ErrScenarioChanged) {
+				if errors.Is(err, workerproc.ErrScenarioChanged) || errors.Is(err, scenarios.ErrInvalid) {
 					return &InvalidInputError{Err: err}
 				}
 				return err
@@ -540,6 +540,7 @@ alerter to the drill's receivers: the drill judges it from outside, like any oth
 // newCheckCommand is `report check HISTORY`.
 func newCheckCommand() *cobra.Command {
 	var scenario, external string
+	var lf limitFlags
 	c := &cobra.Command{
 		Use:   "check HISTORY.json",
 		Short: "Judge a saved drill's history again (with this faultline's invariants)",
@@ -569,7 +570,11 @@ could not keep pace with its time scale).`,
 			if scenario != "" {
 				src = scenario
 			}
-			l, err := workerproc.LoadScenario(src)
+			lim, err := lf.limits()
+			if err != nil {
+				return usage(c, err)
+			}
+			l, err := workerproc.LoadScenario(src, lim)
 			if err != nil && scenario == "" {
 				// A path named by the file, not by the user: what is there
 				// is not quoted back (it may be any file).
@@ -619,6 +624,7 @@ could not keep pace with its time scale).`,
 	}
 	c.Flags().StringVar(&scenario, "scenario", "", "the scenario file to judge with (default: the one the history names)")
 	c.Flags().StringVar(&external, "external", "", "the system.external FILE to judge with (default: the one the drill was given with --external, if any)")
+	lf.register(c.Flags())
 	return c
 }
 

@@ -10,14 +10,16 @@ import (
 	"github.com/faultline/faultline/scenarios"
 )
 
-// limitFlags are the input limits faultline run and validate take: each
-// error at a limit names the flag that lifts it.
+// limitFlags are the input limits faultline run, validate and drill take:
+// each error at a limit names the flag that lifts it.
 type limitFlags struct {
 	fileSize byteSize
 	depth    int
 	workers  int
 	samples  int
 	inFlight int
+	// includeOutside is --allow-include-outside.
+	includeOutside bool
 }
 
 func (l *limitFlags) register(fl *pflag.FlagSet) {
@@ -27,6 +29,7 @@ func (l *limitFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&l.workers, "max-workers", scenarios.DefaultMaxWorkers, "the most worker slots a scenario may have")
 	fl.IntVar(&l.samples, "max-samples", scenarios.DefaultMaxSamples, "the most points of a run's time series (duration / sample)")
 	fl.IntVar(&l.inFlight, "max-in-flight", scenarios.DefaultMaxInFlight, "the most jobs a run tracks at once (created, not yet succeeded); a run past it is interrupted")
+	fl.BoolVar(&l.includeOutside, "allow-include-outside", false, "let a scenario include files from anywhere (by default only from its own folder and the folders below it)")
 }
 
 // limits returns the limits, or a usage error for one that is not positive.
@@ -40,7 +43,7 @@ func (l *limitFlags) limits() (scenarios.Limits, error) {
 			return scenarios.Limits{}, fmt.Errorf("%s: expected at least 1, got %d", f.name, f.v)
 		}
 	}
-	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth,
+	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth, AllowIncludeOutside: l.includeOutside,
 		Run: scenarios.RunLimits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight}}, nil
 }
 

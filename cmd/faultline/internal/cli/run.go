@@ -59,6 +59,9 @@ file to save and rerun.
 The same scenario and seed give the same result, byte for byte; --parallel changes
 nothing but the time it takes.
 
+A scenario includes files from its own folder and the folders below it only, unless
+--allow-include-outside (the same on validate and drill).
+
 Exit codes: 0 every run passed; 1 an expectation or invariant failed (or the run
 was interrupted); 2 invalid input (a scenario file or a flag, an unwritable
 --report-dir); 3 an internal error; 4 a service faultline needs could not be

@@ -259,7 +259,7 @@ var keyDocs = map[string]keyDoc{
 	"Document.include":      {doc: "Fragment files (kind: Fragment), relative to this file, merged in order: a fragment's values come first and this file's own values win; lists are concatenated, fragments first. Fragments may include fragments; a cycle is an error, and a fragment included twice is merged once. Only files in the scenario's folder and the folders below it unless `faultline --allow-include-outside`."},
 	"Document.seed":         {doc: "Seeds every random stream of the run (default 0); `faultline run --seed` overrides it.", min: bound(0)},
 	"Document.start":        {doc: "The virtual wall-clock instant of offset 0, in RFC 3339 (default 2026-01-05T09:00:00Z, a Monday morning); it matters for time-of-day windows.", format: "date-time"},
-	"Document.duration":     {doc: "How long the run lasts in virtual time.", required: true},
+	"Document.duration":     {doc: "How long the run lasts in virtual time (at most 400 days unless `faultline --max-duration` lifts the limit).", required: true},
 	"Document.sample":       {doc: "The interval of the report's time series (default: duration/500, at least 1s)."},
 	"Document.workload":     {doc: "The jobs the scenario creates."},
 	"Document.workers":      {doc: "The worker slots that run jobs."},

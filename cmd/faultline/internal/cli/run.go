@@ -679,7 +679,12 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 		doc.Seed = &seed
 		doc.Metadata.Name = j.t.loaded.Scenario.Name + "-shrunk"
 		doc.Metadata.Description = fmt.Sprintf("%s, shrunk to the smallest fault schedule that still fails (%s) with seed %d", j.t.loaded.Scenario.Name, res.Signature, seed)
-		b, err := scenarios.Marshal(&doc)
+		// Its paths relative to the scenario's folder are rewritten to
+		// resolve from where the file is saved: the printed one in the
+		// current folder (as the message says), the written one in its
+		// own.
+		at := func(dir string) ([]byte, error) { return scenarios.Marshal(j.t.loaded.Relocate(&doc, dir)) }
+		b, err := at(".")
 		if err != nil {
 			fmt.Fprintf(w, "\nshrinking %s: %s\n", masked(j.t.loaded.Scenario.Name), masked(err.Error()))
 			continue
@@ -687,7 +692,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 		fmt.Fprintf(w, "\nsmallest failing fault schedule for %s (seed %d): %d of %d faults kept, %d runs%s\n",
 			masked(j.t.loaded.Scenario.Name), seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
 		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", masked(doc.Metadata.Name), masked(doc.Metadata.Name))
-		shrunk.emit(w, doc.Metadata.Name, b)
+		shrunk.emit(w, doc.Metadata.Name, b, at)
 		fmt.Fprintln(w, "---")
 	}
 }

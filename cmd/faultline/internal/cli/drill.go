@@ -301,6 +301,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		scenarios.Annotate(res, t.loaded, t.file)
 		res.Warnings = append([]string{oracle.LiveNote(h.TimeScale)}, res.Warnings...)
 		res.Reproduce = drillCommand(t.arg, res.Seed, h.TimeScale, f, rt.printable())
+		h.Reproduce = res.Reproduce // report check prints it again
 		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
@@ -596,6 +597,10 @@ could not keep pace with its time scale).`,
 			}
 			sc := l.Scenario.WithDefaults()
 			sc.Seed = h.Seed
+			reproduce := ""
+			if !h.Simulated {
+				reproduce = drillReproduce(h, sc)
+			}
 			if len(h.Workers) > 0 {
 				// The processes the drill ran (a black box's copies).
 				drill.Fleet(&sc, len(h.Workers), 0)
@@ -605,6 +610,7 @@ could not keep pace with its time scale).`,
 				return &InvalidInputError{Err: err}
 			}
 			scenarios.Annotate(res, l, src)
+			res.Reproduce = reproduce // a drill's: a simulated run's is made of its scenario and seed
 			note := oracle.LiveNote(h.TimeScale)
 			if h.Simulated {
 				note = oracle.SimulatedNote
@@ -626,6 +632,33 @@ could not keep pace with its time scale).`,
 	c.Flags().StringVar(&external, "external", "", "the system.external FILE to judge with (default: the one the drill was given with --external, if any)")
 	lf.register(c.Flags())
 	return c
+}
+
+// drillReproduce is the command line that runs the drill of history h
+// (of scenario sc, defaults applied) again: the one the drill printed,
+// which its history keeps, or, for an older history that keeps none, one
+// made of what it holds — its Redis, which it does not hold, left for the
+// reader to fill in.
+func drillReproduce(h *oracle.History, sc scenarios.Scenario) string {
+	if h.Reproduce != "" {
+		return h.Reproduce
+	}
+	arg := h.Source
+	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
+		arg = name
+	}
+	if arg == "" {
+		arg = h.Scenario
+	}
+	f := drillFlags{autoScale: true}
+	if h.External != nil {
+		f.external = h.External.File
+	}
+	drill.Fleet(&sc, 0, 0)
+	if n := len(h.Workers); n != sc.Workers.Processes {
+		f.workers = n
+	}
+	return drillCommand(arg, h.Seed, h.TimeScale, f, "HOST:PORT")
 }
 
 // absPath is p made absolute ("" stays ""), so that a history names a file

@@ -112,6 +112,9 @@ type Options struct {
 	// Source is where the scenario was loaded from (a path or
 	// "builtin:NAME"): the workers load it again.
 	Source string
+	// Limits are the limits the scenario was loaded within: the workers
+	// load it again within them.
+	Limits scenarios.Limits
 	// Listen fixes where parts listen, by part ("dependency:NAME",
 	// "receiver:NAME"): a system already running is configured with
 	// their URLs before the drill (ParseListen checks them).
@@ -565,7 +568,7 @@ func (d *drill) start(ctx context.Context) (err error) {
 		cfg := &workerproc.Config{Name: name, Source: d.opts.Source, Hash: d.l.Hash, Seed: d.seed,
 			Namespace: d.ns, EventStream: DefaultEventStream, Start: sc.Start, Origin: d.origin, Scale: d.opts.Scale,
 			Gateways: gwURLs, CallTimeout: 30 * time.Second, Feed: "http://" + d.feedLn.Addr().String() + "/report",
-			Concurrency: slotsOf(i, sc.Workers.Count, sc.Workers.Processes), Broken: d.opts.Broken}
+			Concurrency: slotsOf(i, sc.Workers.Count, sc.Workers.Processes), Broken: d.opts.Broken, Limits: &d.opts.Limits}
 		path := filepath.Join(d.dir, name+".json")
 		if err := workerproc.WriteConfig(path, cfg); err != nil {
 			return err

@@ -37,6 +37,10 @@ type History struct {
 	// Simulated says the simulator wrote the history (faultline run
 	// --history): a run on virtual time, TimeScale 0.
 	Simulated bool `json:"simulated,omitempty"`
+	// Reproduce is the command line that runs the drill again, as the
+	// drill printed it (its report's reproduce); "" in a simulated run's
+	// history and in an older drill's.
+	Reproduce string `json:"reproduce,omitempty"`
 	// Namespace is the store namespace the drill ran in.
 	Namespace string `json:"namespace,omitempty"`
 	// TimeScale is scenario seconds per wall second; StartedAt the wall

@@ -21,7 +21,8 @@ const (
 
 // WriteMarkdown writes a compact GitHub-flavoured summary of rs for a
 // pull-request comment or a job summary: a table of the runs (scenario,
-// seed, verdict, jobs, lost, DLQ, pages), then, for each run that did not
+// seed, verdict, jobs, lost, DLQ, pages; when a run's DLQ entries differ
+// from its jobs dead-lettered, a note on what each counts), then, for each run that did not
 // pass, its failed expectations (expected vs actual), the violations with
 // the end of a trail, what a black-box drill could not observe, the system
 // under test of a black-box drill (its lost and trimmed jobs), the
@@ -60,6 +61,9 @@ type MarkdownWriter struct {
 	// the warnings.
 	unseen     []string
 	moreUnseen int
+	// dlqKept says a run's DLQ held more entries, or fewer, than the jobs
+	// that ended dead-lettered: the table says why.
+	dlqKept bool
 }
 
 // NewMarkdownWriter returns an empty summary.
@@ -80,6 +84,9 @@ func (mw *MarkdownWriter) Add(r *Result) error {
 	}
 	r = Redact(r)
 	mw.runs++
+	if int64(r.DLQ.Total) != r.Ledger.DeadLettered {
+		mw.dlqKept = true
+	}
 	if len(mw.rows) < mdRowCap {
 		mw.rows = append(mw.rows, fmt.Sprintf("| %s | %d | %s | %d | %d | %d | %d |\n", mdEscape(r.Scenario), r.Seed, verdictBadge(r.Verdict),
 			r.Ledger.Created, r.Ledger.Lost, r.DLQ.Total, r.Alerts.Pages))
@@ -136,6 +143,9 @@ func (mw *MarkdownWriter) Finish(w io.Writer) error {
 		if mw.runs > mdRowCap {
 			m.printf("\n… and %d more runs (%d did not pass in all).\n", mw.runs-mdRowCap, mw.notPassed)
 		}
+		if mw.dlqKept {
+			m.printf("\n%s\n", dlqNote)
+		}
 	}
 	for _, d := range mw.details {
 		m.printf("%s", d)
@@ -166,6 +176,14 @@ func (mw *MarkdownWriter) Finish(w io.Writer) error {
 	}
 	return nil
 }
+
+// dlqNote says why a run's DLQ (the table's column) and its jobs
+// dead-lettered (its summary line) differ: the DLQ keeps a requeued job's
+// entry, marked requeued (dlq.Requeued), until it is purged; the ledger
+// counts a job where it ended.
+const dlqNote = "DLQ counts the dead-letter queue's entries at the end, whatever their status; dead-lettered counts the jobs that ended there " +
+	"(its failed, quarantined and deleted entries). The DLQ keeps the entry of a job requeued from it, marked requeued, until it is purged: " +
+	"that job ran again and ended elsewhere."
 
 // headline is the summary's first line: the runs' counts by verdict, and
 // the runs not made, as the command line's last line gives them.

@@ -180,3 +180,22 @@ var _ = Describe("WriteMarkdown", func() {
 		Expect(md).To(ContainSubstring("… and 490 more runs that did not pass, not shown."))
 	})
 })
+
+var _ = Describe("WriteMarkdown's DLQ column beside the jobs dead-lettered (issue 28 item 5)", func() {
+	It("says what each counts when they differ: the DLQ keeps the entries of the jobs requeued from it", func() {
+		fail := failingRun()
+		Expect(int64(fail.DLQ.Total)).NotTo(Equal(fail.Ledger.DeadLettered), "the fixture: DLQ 37 beside 12 dead-lettered")
+		md := markdownOf(passingRun(), fail)
+		Expect(md).To(ContainSubstring("| payment-challenge | 1 | ❌ failed | 2872 | 0 | 37 | 1 |\n\n" +
+			"DLQ counts the dead-letter queue's entries at the end, whatever their status; dead-lettered counts the jobs that ended there " +
+			"(its failed, quarantined and deleted entries). The DLQ keeps the entry of a job requeued from it, marked requeued, until it is purged: " +
+			"that job ran again and ended elsewhere.\n"))
+		Expect(md).To(ContainSubstring("12 dead-lettered"))
+	})
+
+	It("says nothing more when they are the same", func() {
+		r := passingRun()
+		r.DLQ.Total = int(r.Ledger.DeadLettered)
+		Expect(markdownOf(r)).NotTo(ContainSubstring("DLQ counts"))
+	})
+})

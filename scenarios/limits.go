@@ -34,6 +34,11 @@ type Limits struct {
 	// in flight (RunLimits; faultline --max-workers, --max-samples,
 	// --max-in-flight). The loaded scenario carries them.
 	Run RunLimits
+	// AllowIncludeOutside lets Load follow an include to any file: by
+	// default a scenario includes fragments from its own folder and the
+	// folders below it only (faultline --allow-include-outside). LoadFS
+	// follows includes anywhere inside its fs.FS, never out of it.
+	AllowIncludeOutside bool
 }
 
 // WithDefaults returns l with its zero fields set to the defaults.

@@ -163,6 +163,10 @@ type files interface {
 	// identity returns the name under which a file is one file, for
 	// cycles and fragments included twice.
 	identity(name string) string
+	// within says why name, which ref wrote, is not in root's folder or a
+	// folder below it (nil when it is): where a scenario's includes are
+	// read from unless Limits.AllowIncludeOutside.
+	within(root, name, ref string) error
 	// program resolves a command's program written in file from (see
 	// programs.program).
 	program(from, ref string) (string, error)
@@ -206,6 +210,44 @@ func (osFiles) identity(name string) string {
 		return abs
 	}
 	return filepath.Clean(name)
+}
+
+// within checks name's path, then the file it is once links are
+// followed: a link in the scenario's folder leads no further than a path.
+func (osFiles) within(root, name, ref string) error {
+	dir, err := filepath.Abs(filepath.Dir(root))
+	if err != nil {
+		return fmt.Errorf("%q: %w", ref, err)
+	}
+	target, err := filepath.Abs(name)
+	if err != nil {
+		return fmt.Errorf("%q: %w", ref, err)
+	}
+	if !under(dir, target) {
+		return fmt.Errorf("%q is outside %s", ref, confined)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil // no folder to read from: reading says why
+	}
+	realTarget, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return nil // nothing there: reading says so
+	}
+	if !under(realDir, realTarget) {
+		return fmt.Errorf("%q is a link to a file outside %s", ref, confined)
+	}
+	return nil
+}
+
+// confined says where a scenario's includes are read from, and how to
+// allow more.
+const confined = "the scenario's folder: a scenario includes files from its own folder and the folders below it (--allow-include-outside allows any)"
+
+// under reports whether path is dir or below it (both absolute, clean).
+func under(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 func (osFiles) program(from, ref string) (string, error) {
@@ -282,6 +324,9 @@ func (fsFiles) rebase(inc, ref string) string {
 }
 
 func (fsFiles) identity(name string) string { return path.Clean(name) }
+
+// within: resolve keeps every file inside fsys, which bounds the includes.
+func (fsFiles) within(root, name, ref string) error { return nil }
 
 // program resolves a program on the OS (a bare name, an absolute path) or
 // in fsys (a relative path, which stays relative to fsys).
@@ -459,10 +504,12 @@ type loader struct {
 	// twice (a diamond) is merged once.
 	merged map[string]bool
 	lim    Limits
+	// root is the scenario's file, whose folder bounds its includes.
+	root string
 }
 
 func load(fsys files, name string, lim Limits) (*Loaded, error) {
-	l := &loader{files: fsys, rank: map[string]int{}, merged: map[string]bool{fsys.identity(name): true}, lim: lim.WithDefaults()}
+	l := &loader{files: fsys, rank: map[string]int{}, merged: map[string]bool{fsys.identity(name): true}, lim: lim.WithDefaults(), root: name}
 	eff := l.file(name, []string{name}, nil)
 	if eff == nil {
 		return nil, l.err()
@@ -517,6 +564,17 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 		return nil
 	}
 	p := parseDocument(name, data, l.lim.MaxDepth)
+	if via != nil && !isScenarioFile(p, data) {
+		// Any file may be named (with --allow-include-outside): what a
+		// file that is not a scenario holds is never repeated.
+		pl := p.index["apiVersion"]
+		if pl.line <= 0 {
+			pl = p.index[""]
+		}
+		l.addAt(via.at, fmt.Sprintf("%s: %s is not a scenario fragment: at its line %d, column %d, expected apiVersion: %s, then kind: %s (what it holds is not shown)",
+			via.entry, name, max(pl.line, 1), max(pl.col, 1), APIVersion, KindFragment))
+		return nil
+	}
 	l.diags = append(l.diags, p.diags...)
 	if p.doc == nil {
 		return nil
@@ -529,6 +587,12 @@ func (l *loader) file(name string, stack []string, via *includeEntry) *parsed {
 		if err != nil {
 			l.addAt(at, entry+": "+err.Error())
 			continue
+		}
+		if !l.lim.AllowIncludeOutside {
+			if err := l.files.within(l.root, child, inc); err != nil {
+				l.addAt(at, entry+": "+err.Error())
+				continue
+			}
 		}
 		id := l.files.identity(child)
 		if j := slices.IndexFunc(stack, func(s string) bool { return l.files.identity(s) == id }); j >= 0 {
@@ -586,6 +650,22 @@ func rebaseCommands(e *External, rebase func(ref string) string) {
 	}
 }
 
+// scenarioHeader matches the line that starts a scenario file, for a file
+// that does not parse.
+var scenarioHeader = regexp.MustCompile(`(?m)^apiVersion:[ \t]*["']?` + regexp.QuoteMeta(APIVersion) + `["']?[ \t]*(#.*)?\r?$`)
+
+// isScenarioFile reports whether a file, parsed as p from data, is a
+// scenario file (a Scenario or a Fragment, well formed or not): its
+// apiVersion is this format's, or, when it does not parse, a line says so.
+// The problems of any other file are not shown: they would quote it.
+func isScenarioFile(p *parsed, data []byte) bool {
+	if p.doc != nil {
+		pl, ok := p.index["apiVersion"]
+		return ok && !pl.bad
+	}
+	return scenarioHeader.Match(data)
+}
+
 // includeEntry is an include entry: its path and place.
 type includeEntry struct {
 	entry string
@@ -607,6 +687,11 @@ func (l *loader) rules(root string) func(string) ([]classify.Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot read the rule file %s: %s", name, readFailure(err))
 		}
+		if !isRuleFile(data) {
+			// Any file may be named: what a file that is not a rule file
+			// holds is never repeated.
+			return nil, fmt.Errorf("%s is not a rule file: expected a mapping with the keys defaults, fallback and rules (what it holds is not shown)", name)
+		}
 		rs, err := classify.ParseRules(name, data, nil)
 		if err != nil {
 			n := l.ruleDiagnostics(name, err)
@@ -614,6 +699,52 @@ func (l *loader) rules(root string) func(string) ([]classify.Rule, error) {
 		}
 		return rs.Rules, nil
 	}
+}
+
+// ruleKeys are a rule file's keys (reference/classify); ruleKeyLine
+// matches one at the start of a line, for a file that does not parse.
+var (
+	ruleKeys    = []string{"defaults", "fallback", "rules"}
+	ruleKeyLine = regexp.MustCompile(`(?m)^["']?(defaults|fallback|rules)["']?[ \t]*:`)
+)
+
+// isRuleFile reports whether data is a rule file, well formed or not: an
+// empty document, or a mapping with at least one of a rule file's keys
+// (or, when it does not parse, a line starting with one). The problems of
+// any other file are not shown: they would quote it.
+func isRuleFile(data []byte) bool {
+	if _, _, deep, big := scanText(data, DefaultMaxDepth, scanNodes); deep || big {
+		return ruleKeyLine.Match(data)
+	}
+	f, err := parseYAML(data)
+	if err != nil || f == nil || len(f.Docs) != 1 {
+		return ruleKeyLine.Match(data)
+	}
+	body := f.Docs[0].Body
+	if body == nil {
+		return true
+	}
+	if m, ok := body.(*ast.TagNode); ok {
+		body = m.Value
+	}
+	var values []*ast.MappingValueNode
+	switch m := body.(type) {
+	case *ast.MappingNode:
+		values = m.Values
+	case *ast.MappingValueNode:
+		values = []*ast.MappingValueNode{m}
+	case *ast.NullNode:
+		return true
+	}
+	for _, mv := range values {
+		if mv == nil || mv.Key == nil {
+			continue
+		}
+		if k, ok := keyName(mv.Key); ok && slices.Contains(ruleKeys, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // ruleDiagnostics reports a rule file's errors at their positions and

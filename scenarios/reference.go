@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/layout"
@@ -121,14 +122,15 @@ func Reference() []byte {
 	w("that a correct system always offers the state.\n\n")
 	w("## Limits\n\n")
 	w("So that a mistaken or hostile file is refused with an error instead of exhausting memory, loading and\n")
-	w("running are bounded. Each error names its limit and the flag of `faultline run` and `faultline validate`\n")
-	w("that lifts it:\n\n")
+	w("running are bounded. Each error names its limit and the flag of `faultline run`, `faultline validate` and\n")
+	w("`faultline drill` that lifts it:\n\n")
 	w("| Limit | Default | Flag | Checked |\n|---|---|---|---|\n")
 	w("| Size of a scenario, fragment or rule file | 10 MiB | `--max-file-size` | before the file is read |\n")
 	w("| Nesting of a file's values | %d | `--max-depth` | by a scan of the text before it is parsed |\n", DefaultMaxDepth)
 	w("| Values of a file (an alias counts its values each time it is used) | %s | — | by a scan of the text before it is parsed, and as it is decoded |\n", thousands(maxValues))
 	w("| Worker slots (`workers.count`, a `set-workers` step) | %s | `--max-workers` | at load |\n", thousands(DefaultMaxWorkers))
 	w("| Samples of a run's time series (`duration` / `sample`) | %s | `--max-samples` | at load; coarsen the sampling |\n", thousands(DefaultMaxSamples))
+	w("| A run's `duration` | %d days | `--max-duration` (e.g. `800d`, `36h`) | at load |\n", DefaultMaxDuration/(24*time.Hour))
 	w("| Jobs in flight (created and not yet succeeded: queued, running, scheduled, in fallback, held or dead-lettered) | %s | `--max-in-flight` | during the run, which stops there as *interrupted* |\n\n", thousands(DefaultMaxInFlight))
 	w("A job in flight takes about 1.3 KB of memory, so the default bounds a run's jobs to some 1.3 GB. The\n")
 	w("built-in library peaks below 2,500 jobs in flight; a 24-hour run at 100 jobs a second stays far below the\n")
@@ -141,6 +143,14 @@ func Reference() []byte {
 	w("fragments first. A fragment's `apiVersion`, `kind` and `metadata` describe the fragment and are not merged;\n")
 	w("its `rulesFile` stays relative to the fragment. Fragments may include fragments; a missing file and an\n")
 	w("include cycle are errors, a fragment included twice is merged once, and a fragment cannot be run on its own.\n\n")
+	w("Includes are read from the scenario's own folder and the folders below it: an absolute path, a `../` that\n")
+	w("leads out of that folder, or a link in it to a file outside, is refused at its entry (`file:line:col`). A\n")
+	w("fragment in a folder below may include one elsewhere in the scenario's folder. `--allow-include-outside`\n")
+	w("(on `faultline run`, `validate`, `drill` and `report check`) lifts the bound and follows an include to any\n")
+	w("file; a drill's workers load the scenario with it too. An included file that is not a scenario file (its\n")
+	w("`apiVersion` is not `%s`) is refused at the include entry, with its path and the line and column where\n", APIVersion)
+	w("`apiVersion` was expected, and never quoted: what it holds is not shown, nor what a rule file holds that is\n")
+	w("not one (a mapping with the keys `defaults`, `fallback` and `rules`).\n\n")
 	w("## A drill's guard: `abortIf`\n\n")
 	w("A drill runs a scenario's faults against a real system (see [drills.md](drills.md)); `abortIf` states the\n")
 	w("steady state the drill must not push it past. When a bound is crossed, every fault stops at once (proxies\n")

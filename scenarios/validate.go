@@ -112,6 +112,9 @@ func (v *validator) scenario() {
 	}
 	if sc.Duration <= 0 {
 		v.bad("Duration", "must be positive")
+	} else if sc.Duration > v.lim.MaxDuration {
+		err := &LimitError{What: "a run", Flag: "--max-duration", Max: int64(v.lim.MaxDuration), Got: int64(sc.Duration), Duration: true, Hint: "shorten it"}
+		v.badErr("Duration", err, "%s", err)
 	} else {
 		v.ms("Duration", sc.Duration)
 	}

@@ -247,7 +247,7 @@ func (c *dlqOnly) park(ctx context.Context, l queue.Lease, e dlq.Entry, now time
 		if c.cfg.OnOverflow != nil {
 			c.cfg.OnOverflow(o)
 		}
-		return dlq.AddResult{}, fmt.Errorf("dead-letter %s: %w: %w", e.Job.ID, dlq.ErrFull, dlq.ErrHeldFull)
+		return dlq.AddResult{}, dlq.HeldFullError("dead-letter", e.Job.ID, c.cfg.DLQCapacity, c.cfg.HeldCapacity)
 	}
 	if err := c.hold(ctx, l, e, now); err != nil {
 		return dlq.AddResult{}, err
@@ -274,7 +274,7 @@ func (c *dlqOnly) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time
 		return fmt.Errorf("hold %s under the lease of %s: %w", e.Job.ID, l.JobID, job.ErrInvalid)
 	}
 	if len(c.held) >= c.cfg.HeldCapacity {
-		return fmt.Errorf("hold %s: %w", e.Job.ID, dlq.ErrHeldFull)
+		return dlq.HeldFullError("hold", e.Job.ID, 0, c.cfg.HeldCapacity)
 	}
 	return c.hold(ctx, l, c.fill(e, now), now)
 }

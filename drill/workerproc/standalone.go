@@ -115,7 +115,7 @@ func StandaloneConfig(source string, getenv func(string) string) (*Config, error
 	for name, r := range df.Receivers {
 		cfg.Receivers[name] = r.URL
 	}
-	l, err := LoadScenario(source)
+	l, err := LoadScenario(source, scenarios.Limits{})
 	if err != nil {
 		return nil, fmt.Errorf("load scenario %s: %w", source, err)
 	}

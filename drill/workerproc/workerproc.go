@@ -90,6 +90,10 @@ type Config struct {
 	Receivers map[string]string `json:"receivers,omitempty"`
 	// Concurrency is the jobs this process runs at once (default 1).
 	Concurrency int `json:"concurrency"`
+	// Limits are the limits the drill loaded the scenario within
+	// (faultline drill's --max-file-size, --allow-include-outside, …):
+	// the worker loads it again within them. Nil: the defaults.
+	Limits *scenarios.Limits `json:"limits,omitempty"`
 	// Broken turns off part of the reference, for the drill's own specs
 	// that show the oracle catching a broken worker: one of Defects
 	// ("ack-before-dlq" acks a job the pipeline decided to dead-letter).
@@ -148,12 +152,13 @@ func WriteConfig(path string, c *Config) error {
 // ErrScenarioChanged: the scenario file changed since the drill loaded it.
 var ErrScenarioChanged = errors.New("scenario changed since the drill loaded it")
 
-// LoadScenario loads a scenario from source (a path or "builtin:NAME").
-func LoadScenario(source string) (*scenarios.Loaded, error) {
+// LoadScenario loads a scenario from source (a path or "builtin:NAME")
+// within lim.
+func LoadScenario(source string, lim scenarios.Limits) (*scenarios.Loaded, error) {
 	if name, ok := strings.CutPrefix(source, "builtin:"); ok {
-		return scenarios.LoadBuiltin(name)
+		return lim.LoadBuiltin(name)
 	}
-	return scenarios.Load(source)
+	return lim.Load(source)
 }
 
 // Report is one message of a worker to the drill's feed.
@@ -300,7 +305,11 @@ func (f *forwarder) take(id string) (alert.Failure, bool) {
 // Run runs the worker until ctx is done (SIGTERM), then shuts the runner
 // down gracefully.
 func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
-	l, err := LoadScenario(cfg.Source)
+	var lim scenarios.Limits
+	if cfg.Limits != nil {
+		lim = *cfg.Limits
+	}
+	l, err := LoadScenario(cfg.Source, lim)
 	if err != nil {
 		return fmt.Errorf("load scenario %s: %w", cfg.Source, err)
 	}

@@ -52,6 +52,19 @@ var (
 	ErrInvalidOptions = errors.New("invalid requeue options")
 )
 
+// HeldFullError is a store's refusal of job id's dead letter when its held
+// set is at its bound of heldCapacity: from Hold (op "hold", dlqCapacity
+// 0) it matches ErrHeldFull; from DeadLetter under the reject policy, the
+// DLQ at its capacity of dlqCapacity too (op "dead-letter"), it matches
+// ErrFull and ErrHeldFull. Every store words the refusal with it, so that a
+// report that quotes one is the same, byte for byte, on every store.
+func HeldFullError(op, id string, dlqCapacity, heldCapacity int) error {
+	if dlqCapacity > 0 {
+		return fmt.Errorf("%s %s: the DLQ is at its capacity of %d and the held set at its bound of %d: %w: %w", op, id, dlqCapacity, heldCapacity, ErrFull, ErrHeldFull)
+	}
+	return fmt.Errorf("%s %s: the held set is at its bound of %d: %w", op, id, heldCapacity, ErrHeldFull)
+}
+
 // Status is an entry's state in the DLQ.
 type Status uint8
 

@@ -384,8 +384,7 @@ func (s *Store) DeadLetter(ctx context.Context, l queue.Lease, e dlq.Entry, now 
 		overflow := store.Overflow{Namespace: s.cfg.Namespace, Policy: store.Reject, At: now, JobID: l.JobID, Capacity: s.cfg.DLQCapacity}
 		if s.held.n >= s.cfg.HeldCapacity {
 			s.report(overflow)
-			return res, fmt.Errorf("dead-letter %s: %d entries of capacity %d, %d held of %d: %w", l.JobID,
-				s.heaps[countedHeap].len(), s.cfg.DLQCapacity, s.held.n, s.cfg.HeldCapacity, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
+			return res, dlq.HeldFullError("dead-letter", l.JobID, s.cfg.DLQCapacity, s.cfg.HeldCapacity)
 		}
 		if mutant.On("memstore/full-dlq-drops-job") {
 			s.leases.remove(r)
@@ -443,7 +442,7 @@ func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.T
 		return fmt.Errorf("hold: %w", err)
 	}
 	if s.held.n >= s.cfg.HeldCapacity {
-		return fmt.Errorf("hold %s: %d held of %d: %w", l.JobID, s.held.n, s.cfg.HeldCapacity, dlq.ErrHeldFull)
+		return dlq.HeldFullError("hold", l.JobID, 0, s.cfg.HeldCapacity)
 	}
 	s.park(r, e, now)
 	return nil

@@ -201,7 +201,7 @@ func (s *Store) Hold(ctx context.Context, l queue.Lease, e dlq.Entry, now time.T
 			Reason: disposition.HeldBack, At: now, Attempts: e.Job.Attempts})
 		return nil
 	case "full":
-		return fmt.Errorf("hold %s: %d held: %w", l.JobID, s.cfg.HeldCapacity, dlq.ErrHeldFull)
+		return dlq.HeldFullError("hold", l.JobID, 0, s.cfg.HeldCapacity)
 	default:
 		return leaseErr("hold", l, why)
 	}
@@ -353,7 +353,7 @@ func (s *Store) put(ctx context.Context, op string, f *fenceArg, e dlq.Entry, no
 			}
 			s.overflow(id, nil, false, now)
 			if f != nil && f.kind == "hold" {
-				return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, errors.Join(dlq.ErrFull, dlq.ErrHeldFull))
+				return dlq.AddResult{}, dlq.HeldFullError(op, id, s.cfg.DLQCapacity, s.cfg.HeldCapacity)
 			}
 			return dlq.AddResult{}, fmt.Errorf("%s %s: %w", op, id, dlq.ErrFull)
 		default:

@@ -262,7 +262,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			ns, madeUp = drill.NewNamespace(t.loaded.Scenario.Name), true
 		}
 		opts := drill.Options{RedisURL: rt.url, Namespace: ns, NamespaceMadeUp: madeUp, AllowRemote: f.allowRemote, Workers: f.workers,
-			Concurrency: f.concurrency, Scale: f.scale, AutoScale: f.autoScale, Settle: f.settle, Seed: seed, Keep: f.keep, Source: t.file, ExternalFile: absPath(f.external), Listen: listen}
+			Concurrency: f.concurrency, Scale: f.scale, AutoScale: f.autoScale, Settle: f.settle, Seed: seed, Keep: f.keep, Source: t.file, Limits: lim, ExternalFile: absPath(f.external), Listen: listen}
 		if show {
 			opts.Progress = func(p drill.Progress) { progressLine(stderr, t.loaded.Scenario.Name, p) }
 		}
@@ -303,6 +303,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 		scenarios.Annotate(res, t.loaded, t.file)
 		res.Warnings = append([]string{oracle.LiveNote(h.TimeScale)}, res.Warnings...)
 		res.Reproduce = drillCommand(t.arg, res.Seed, h.TimeScale, f, rt.printable())
+		h.Reproduce = res.Reproduce // report check prints it again
 		if err := writeReportText(stdout, res, colorFor(stdout)); err != nil {
 			return err
 		}
@@ -526,7 +527,7 @@ alerter to the drill's receivers: the drill judges it from outside, like any oth
 			quietRedisLogs()
 			logger := slog.New(redact.NewHandler(slog.NewTextHandler(c.ErrOrStderr(), nil), redact.Default()))
 			if err := workerproc.Run(ctx, cfg, logger); err != nil {
-				if errors.Is(err, workerproc.ErrScenarioChanged) {
+				if errors.Is(err, workerproc.ErrScenarioChanged) || errors.Is(err, scenarios.ErrInvalid) {
 					return &InvalidInputError{Err: err}
 				}
 				return err
@@ -542,6 +543,7 @@ alerter to the drill's receivers: the drill judges it from outside, like any oth
 // newCheckCommand is `report check HISTORY`.
 func newCheckCommand() *cobra.Command {
 	var scenario, external string
+	var lf limitFlags
 	c := &cobra.Command{
 		Use:   "check HISTORY.json",
 		Short: "Judge a saved drill's history again (with this faultline's invariants)",
@@ -571,7 +573,11 @@ could not keep pace with its time scale).`,
 			if scenario != "" {
 				src = scenario
 			}
-			l, err := workerproc.LoadScenario(src)
+			lim, err := lf.limits()
+			if err != nil {
+				return usage(c, err)
+			}
+			l, err := workerproc.LoadScenario(src, lim)
 			if err != nil && scenario == "" {
 				// A path named by the file, not by the user: what is there
 				// is not quoted back (it may be any file).
@@ -593,6 +599,10 @@ could not keep pace with its time scale).`,
 			}
 			sc := l.Scenario.WithDefaults()
 			sc.Seed = h.Seed
+			reproduce := ""
+			if !h.Simulated {
+				reproduce = drillReproduce(h, sc)
+			}
 			if len(h.Workers) > 0 {
 				// The processes the drill ran (a black box's copies).
 				drill.Fleet(&sc, len(h.Workers), 0)
@@ -602,6 +612,7 @@ could not keep pace with its time scale).`,
 				return &InvalidInputError{Err: err}
 			}
 			scenarios.Annotate(res, l, src)
+			res.Reproduce = reproduce // a drill's: a simulated run's is made of its scenario and seed
 			note := oracle.LiveNote(h.TimeScale)
 			if h.Simulated {
 				note = oracle.SimulatedNote
@@ -621,7 +632,35 @@ could not keep pace with its time scale).`,
 	}
 	c.Flags().StringVar(&scenario, "scenario", "", "the scenario file to judge with (default: the one the history names)")
 	c.Flags().StringVar(&external, "external", "", "the system.external FILE to judge with (default: the one the drill was given with --external, if any)")
+	lf.register(c.Flags())
 	return c
+}
+
+// drillReproduce is the command line that runs the drill of history h
+// (of scenario sc, defaults applied) again: the one the drill printed,
+// which its history keeps, or, for an older history that keeps none, one
+// made of what it holds — its Redis, which it does not hold, left for the
+// reader to fill in.
+func drillReproduce(h *oracle.History, sc scenarios.Scenario) string {
+	if h.Reproduce != "" {
+		return h.Reproduce
+	}
+	arg := h.Source
+	if name, ok := strings.CutPrefix(arg, "builtin:"); ok {
+		arg = name
+	}
+	if arg == "" {
+		arg = h.Scenario
+	}
+	f := drillFlags{autoScale: true}
+	if h.External != nil {
+		f.external = h.External.File
+	}
+	drill.Fleet(&sc, 0, 0)
+	if n := len(h.Workers); n != sc.Workers.Processes {
+		f.workers = n
+	}
+	return drillCommand(arg, h.Seed, h.TimeScale, f, "HOST:PORT")
 }
 
 // absPath is p made absolute ("" stays ""), so that a history names a file

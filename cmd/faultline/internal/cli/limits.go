@@ -2,22 +2,27 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/scenarios"
 )
 
-// limitFlags are the input limits faultline run and validate take: each
-// error at a limit names the flag that lifts it.
+// limitFlags are the input limits faultline run, validate and drill take:
+// each error at a limit names the flag that lifts it.
 type limitFlags struct {
 	fileSize byteSize
 	depth    int
 	workers  int
 	samples  int
 	inFlight int
+	duration durationLimit
+	// includeOutside is --allow-include-outside.
+	includeOutside bool
 }
 
 func (l *limitFlags) register(fl *pflag.FlagSet) {
@@ -27,6 +32,9 @@ func (l *limitFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&l.workers, "max-workers", scenarios.DefaultMaxWorkers, "the most worker slots a scenario may have")
 	fl.IntVar(&l.samples, "max-samples", scenarios.DefaultMaxSamples, "the most points of a run's time series (duration / sample)")
 	fl.IntVar(&l.inFlight, "max-in-flight", scenarios.DefaultMaxInFlight, "the most jobs a run tracks at once (created, not yet succeeded); a run past it is interrupted")
+	l.duration = durationLimit(scenarios.DefaultMaxDuration)
+	fl.Var(&l.duration, "max-duration", "the longest duration a scenario may have, e.g. 30d or 36h")
+	fl.BoolVar(&l.includeOutside, "allow-include-outside", false, "let a scenario include files from anywhere (by default only from its own folder and the folders below it)")
 }
 
 // limits returns the limits, or a usage error for one that is not positive.
@@ -35,13 +43,13 @@ func (l *limitFlags) limits() (scenarios.Limits, error) {
 		name string
 		v    int64
 	}{{"--max-file-size", int64(l.fileSize)}, {"--max-depth", int64(l.depth)}, {"--max-workers", int64(l.workers)},
-		{"--max-samples", int64(l.samples)}, {"--max-in-flight", int64(l.inFlight)}} {
+		{"--max-samples", int64(l.samples)}, {"--max-in-flight", int64(l.inFlight)}, {"--max-duration", int64(l.duration)}} {
 		if f.v < 1 {
 			return scenarios.Limits{}, fmt.Errorf("%s: expected at least 1, got %d", f.name, f.v)
 		}
 	}
-	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth,
-		Run: scenarios.RunLimits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight}}, nil
+	return scenarios.Limits{MaxFileSize: int64(l.fileSize), MaxDepth: l.depth, AllowIncludeOutside: l.includeOutside,
+		Run: scenarios.RunLimits{MaxWorkers: l.workers, MaxSamples: l.samples, MaxInFlight: l.inFlight, MaxDuration: time.Duration(l.duration)}}, nil
 }
 
 // byteSize is a flag of bytes: 1048576, 512KiB, 10MiB, 1GiB (KB, MB, GB
@@ -69,5 +77,39 @@ func (b *byteSize) Set(s string) error {
 		return fmt.Errorf("expected a size like 10MiB or 1048576, got %q", s)
 	}
 	*b = byteSize(n * mult)
+	return nil
+}
+
+// durationLimit is a flag of a positive duration: 36h, 90m, or days (30d,
+// 1.5d), up to time.Duration's largest.
+type durationLimit time.Duration
+
+const day = 24 * time.Hour
+
+func (d *durationLimit) String() string {
+	if v := time.Duration(*d); v%day == 0 {
+		return strconv.FormatInt(int64(v/day), 10) + "d"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *durationLimit) Type() string { return "duration" }
+
+func (d *durationLimit) Set(s string) error {
+	t := strings.TrimSpace(s)
+	bad := fmt.Errorf("expected a positive duration like 30d, 36h or 90m, got %q", s)
+	if days, ok := strings.CutSuffix(t, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || !(n > 0) || n*float64(day) >= math.MaxInt64 {
+			return bad
+		}
+		*d = durationLimit(n * float64(day))
+		return nil
+	}
+	v, err := time.ParseDuration(t)
+	if err != nil || v <= 0 {
+		return bad
+	}
+	*d = durationLimit(v)
 	return nil
 }

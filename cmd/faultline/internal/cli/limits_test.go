@@ -67,3 +67,29 @@ var _ = Describe("faultline validate and run agree (issue 11 items 7 and 9)", fu
 		Expect(errOut).To(ContainSubstring("expected a size like 10MiB"))
 	})
 })
+
+var _ = Describe("the limit on a run's duration (issue 28 item 2)", func() {
+	It("refuses 292 years at validate, run and drill, with file:line:col and the flag that lifts it; the flag lifts it", func() {
+		f := writeFile("long.yaml", strings.Replace(limitsScenario, "duration: 1m", "duration: 2562047h", 1))
+		for _, args := range [][]string{{"validate", f}, {"run", f, "--no-shrink"}, {"drill", f, "--redis-url", "127.0.0.1:1", "--dry-run"}} {
+			_, errOut, code := run(args...)
+			Expect(code).To(Equal(cli.ExitInvalid), "%v", args)
+			Expect(errOut).To(ContainSubstring(f+":4:11: duration: a run of 2562047h (106751 days), more than the limit of 9600h (400 days); shorten it or lift the limit with --max-duration"), "%v", args)
+		}
+		_, errOut, code := run("validate", f, "--max-duration", "2562047h")
+		Expect(code).To(Equal(cli.ExitOK), errOut)
+		_, errOut, code = run("validate", writeFile("day.yaml", strings.Replace(limitsScenario, "duration: 1m", "duration: 25h", 1)), "--max-duration", "24h")
+		Expect(code).To(Equal(cli.ExitInvalid))
+		Expect(errOut).To(ContainSubstring("a run of 25h (1 day), more than the limit of 24h (1 day)"))
+	})
+
+	It("takes a duration with days, and refuses anything else as a usage error", func() {
+		for _, v := range []string{"0", "-1h", "lots", "0d"} {
+			_, errOut, code := run("validate", "x.yaml", "--max-duration", v)
+			Expect(code).To(Equal(cli.ExitInvalid), v)
+			Expect(errOut).To(ContainSubstring("--max-duration"), v)
+		}
+		out, _, _ := run("validate", "--help")
+		Expect(out).To(MatchRegexp(`--max-duration duration\s+the longest duration a scenario may have, e\.g\. 30d or 36h \(default 400d\)`))
+	})
+})

@@ -61,6 +61,9 @@ file to save and rerun.
 The same scenario and seed give the same result, byte for byte; --parallel changes
 nothing but the time it takes.
 
+A scenario includes files from its own folder and the folders below it only, unless
+--allow-include-outside (the same on validate and drill).
+
 Exit codes: 0 every run passed; 1 an expectation or invariant failed (or the run
 was interrupted); 2 invalid input (a scenario file or a flag, an unwritable
 --report-dir); 3 an internal error; 4 a service faultline needs could not be
@@ -681,7 +684,12 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 		doc.Seed = &seed
 		doc.Metadata.Name = j.t.loaded.Scenario.Name + "-shrunk"
 		doc.Metadata.Description = fmt.Sprintf("%s, shrunk to the smallest fault schedule that still fails (%s) with seed %d", j.t.loaded.Scenario.Name, res.Signature, seed)
-		b, err := scenarios.Marshal(&doc)
+		// Its paths relative to the scenario's folder are rewritten to
+		// resolve from where the file is saved: the printed one in the
+		// current folder (as the message says), the written one in its
+		// own.
+		at := func(dir string) ([]byte, error) { return scenarios.Marshal(j.t.loaded.Relocate(&doc, dir)) }
+		b, err := at(".")
 		if err != nil {
 			fmt.Fprintf(w, "\nshrinking %s: %s\n", masked(j.t.loaded.Scenario.Name), masked(err.Error()))
 			continue
@@ -689,7 +697,7 @@ func shrinkFailures(ctx context.Context, w io.Writer, jobs []*job, shrunk *shrun
 		fmt.Fprintf(w, "\nsmallest failing fault schedule for %s (seed %d): %d of %d faults kept, %d runs%s\n",
 			masked(j.t.loaded.Scenario.Name), seed, len(doc.Faults), len(j.t.loaded.Document.Faults), res.Runs, map[bool]string{true: " (run budget spent)", false: ""}[res.Exhausted])
 		fmt.Fprintf(w, "save it as %s.yaml and run: faultline run %s.yaml\n---\n", masked(doc.Metadata.Name), masked(doc.Metadata.Name))
-		shrunk.emit(w, doc.Metadata.Name, b)
+		shrunk.emit(w, doc.Metadata.Name, b, at)
 		fmt.Fprintln(w, "---")
 	}
 }

@@ -22,6 +22,8 @@ func newValidateCommand() *cobra.Command {
 		Long: `Check scenario files (includes followed) without running them. Every problem in a
 file is reported with file:line:col, what was expected, and a suggestion for a misspelt
 key. A built-in scenario's name (faultline list) is checked as faultline run reads it.
+A scenario includes files from its own folder and the folders below it only, unless
+--allow-include-outside; a file that is not a scenario is never quoted.
 Exit codes: 0 every file is valid; 2 a file is invalid.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {

@@ -28,8 +28,9 @@ type shrunkOut struct {
 var reveal = redact.Policy{Reveal: []redact.Field{redact.Scenario}}
 
 // emit prints the shrunk scenario doc, named name, masked on w, and writes
-// it unmasked to --shrunk-out if given.
-func (s *shrunkOut) emit(w io.Writer, name string, doc []byte) {
+// it unmasked to --shrunk-out if given, as at gives it for the folder it
+// is written in (its relative paths resolving from there).
+func (s *shrunkOut) emit(w io.Writer, name string, doc []byte, at func(dir string) ([]byte, error)) {
 	printed := redact.Policy{}.Text(redact.Scenario, string(doc))
 	_, _ = io.WriteString(w, printed)
 	if printed != string(doc) && s.path == "" {
@@ -43,6 +44,11 @@ func (s *shrunkOut) emit(w io.Writer, name string, doc []byte) {
 		path = filepath.Join(path, safeName(name)+".yaml")
 	} else if len(s.written) > 0 {
 		s.fail(fmt.Errorf("--shrunk-out %s: names one file and more than one scenario was shrunk (%s not written); give a directory", s.path, name))
+		return
+	}
+	doc, err := at(filepath.Dir(path))
+	if err != nil {
+		s.fail(fmt.Errorf("--shrunk-out %s: %w", path, err))
 		return
 	}
 	if err := writePrivate(path, []byte(reveal.Text(redact.Scenario, string(doc)))); err != nil {

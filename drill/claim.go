@@ -440,8 +440,8 @@ func workDir(st ClaimStatus) string {
 		return ""
 	}
 	d := st.Claim.Dir
-	if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "faultline-drill-") {
-		return ""
+	if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "faultline-drill-") || filepath.Dir(d) != filepath.Clean(os.TempDir()) {
+		return "" // a claim in a shared Redis could name any folder: only a drill's temporary one goes
 	}
 	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 		return ""

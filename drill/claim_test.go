@@ -261,6 +261,12 @@ var _ = Describe("A refused drill's cleanup", func() {
 		Expect(mr.Keys()).To(BeEmpty())
 	})
 
+	It("leaves a canary namespace that is another drill's (it holds that drill's claim)", func() {
+		Expect(rdb.Set(ctx, redisstore.Prefix("ns-canary")+":drill", "other drill", 0).Err()).To(Succeed())
+		drill.DeleteClaimed(rdb, "ns", "mine", true, false)
+		Expect(mr.Keys()).To(ConsistOf(redisstore.Prefix("ns-canary")+":drill", redisstore.Prefix("ns-canary")+":layout"))
+	})
+
 	It("leaves a namespace another drill claimed", func() {
 		drill.DeleteClaimed(rdb, "ns", "not-mine", false, true)
 		Expect(mr.Keys()).To(HaveLen(3))

@@ -168,6 +168,11 @@ var _ = Describe("a drill of the built-ins on a real Redis, with real worker pro
 				// Its dead letters are dated by the wall clock (the
 				// scenario pins no start): a kept namespace's DLQ reads
 				// today, not the simulator's default Monday (issue 28).
+				Expect(h.ScenarioStart).To(BeTemporally("~", time.Now(), 10*time.Minute), "the history keeps the start the drill ran from")
+				again, err := oracle.Judge(ctx, l.Scenario, h)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(again.Verdict).To(Equal(res.Verdict), "report check judges it from that start")
+				Expect(again.DLQ).To(Equal(res.DLQ))
 				Expect(h.DLQ).NotTo(BeEmpty())
 				for _, raw := range h.DLQ {
 					var e dlq.Entry

@@ -1286,6 +1286,12 @@ func (d *drill) deleteClaimed() {
 		return
 	}
 	for _, ns := range []string{d.ns + "-canary", d.ns} { // the claim goes last
+		if ns != d.ns {
+			// NS-canary may be another drill's namespace: its claim says so.
+			if n, err := d.rdb.Exists(ctx, claimKey(ns)).Result(); err != nil || n > 0 {
+				continue
+			}
+		}
 		for range 3 {
 			if DeleteNamespace(ctx, d.rdb, ns) == nil {
 				break

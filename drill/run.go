@@ -263,11 +263,13 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	if opts.Seed != nil {
 		sc.Seed = *opts.Seed
 	}
-	if l.Document != nil && l.Document.Start == "" {
+	if l.Document != nil && l.Document.Start == "" && sc.System.AutoRetry == nil {
 		// A drill's times are the wall clock's, near enough: a scenario
 		// that does not pin its start (for its time-of-day windows)
-		// starts now, so that the DLQ of a kept namespace reads today's
-		// dates, not the simulator's default Monday.
+		// (an auto-retry's off-peak window) starts now, so that the DLQ of
+		// a kept namespace reads today's dates, not the simulator's default
+		// Monday; the history keeps the start (History.ScenarioStart) for
+		// report check.
 		sc.Start = time.Now().UTC().Truncate(time.Second)
 	}
 	if runtime.GOOS != "linux" {
@@ -701,7 +703,7 @@ func (d *drill) claim(ctx context.Context) error {
 func (d *drill) newHistory() oracle.History {
 	sc := &d.sc
 	return oracle.History{Version: oracle.HistoryVersion, Scenario: sc.Name, Source: d.opts.Source, SourceSHA256: d.l.Hash, Seed: d.seed, Namespace: d.ns,
-		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds()}
+		TimeScale: d.opts.Scale, DurationMs: sc.Duration.Milliseconds(), ScenarioStart: sc.Start}
 }
 
 // makeWorkDir makes the drill's work directory (the processes' files and

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/faultline/faultline/reference/redact"
 )
@@ -33,13 +34,18 @@ func AtRest(w io.Writer, k *redact.Keyed) io.WriteCloser {
 type atRest struct {
 	pw   *io.PipeWriter
 	done chan error
+	once sync.Once
+	err  error
 }
 
 func (a *atRest) Write(p []byte) (int, error) { return a.pw.Write(p) }
 
 func (a *atRest) Close() error {
-	_ = a.pw.Close()
-	return <-a.done
+	a.once.Do(func() {
+		_ = a.pw.Close()
+		a.err = <-a.done
+	})
+	return a.err
 }
 
 // jsonFrame is one open object or array of maskJSON's output.

@@ -131,6 +131,9 @@ type judged struct {
 // for a black-box drill, by JudgeBlackBox. What the history lacks is
 // reported not observable.
 func Judge(ctx context.Context, sc scenarios.Scenario, h *History) (*reports.Result, error) {
+	if !h.ScenarioStart.IsZero() {
+		sc.Start = h.ScenarioStart // the start the drill ran the scenario from
+	}
 	sc = sc.WithDefaults()
 	if err := sc.Validate(); err != nil {
 		return nil, err

@@ -143,9 +143,15 @@ func randomRun(t *rapid.T) string {
 		until := from + rapid.IntRange(10, 20_000).Draw(t, fmt.Sprintf("len%d", i))
 		sched := fmt.Sprintf("{from: %dms, until: %dms}", from, until)
 		w := fmt.Sprintf("worker/w%d", rapid.IntRange(1, workers).Draw(t, fmt.Sprintf("w%d", i)))
-		switch pick(fmt.Sprintf("kind%d", i), "stall", "crash", "stop", "outage", "timeout", "declined", "500", "dlq-store", "slow-store", "latency") {
+		switch pick(fmt.Sprintf("kind%d", i), "stall", "stall-to-tick", "crash", "stop", "outage", "timeout", "declined", "500", "dlq-store", "slow-store", "latency") {
 		case "stall":
 			fmt.Fprintf(&b, "  - {name: f%d, target: %s, model: worker-stall, params: {for: %s}, schedule: %s}\n", i, w, ms(fmt.Sprintf("for%d", i), 100, 10_000), sched)
+		case "stall-to-tick":
+			// A stall that ends on a whole second, an instant the
+			// recovery of expired leases runs at: the stalled worker's
+			// answer and the recovery of its lease come at once.
+			end := (from/1000 + 1 + rapid.IntRange(0, 10).Draw(t, fmt.Sprintf("ticks%d", i))) * 1000
+			fmt.Fprintf(&b, "  - {name: f%d, target: %s, model: worker-stall, params: {for: %dms}, schedule: {from: %dms, until: %dms}}\n", i, w, end-from, from, from+5)
 		case "crash":
 			fmt.Fprintf(&b, "  - {name: f%d, target: %s, model: worker-crash, params: {restartAfter: %s}, schedule: %s}\n", i, w, ms(fmt.Sprintf("ra%d", i), 0, 5000), sched)
 		case "stop":

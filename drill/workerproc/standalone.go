@@ -1,6 +1,7 @@
 package workerproc
 
 import (
+	cryptorand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/faultline/faultline/reference/alert"
 	"github.com/faultline/faultline/reference/alert/sink"
 	"github.com/faultline/faultline/reference/clock"
+	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/fleet"
 	"github.com/faultline/faultline/reference/store/redisstore"
 	"github.com/faultline/faultline/reference/worker"
@@ -182,14 +184,20 @@ func standaloneAlerter(sc *scenarios.Scenario, cfg *Config, clk clock.Clock) (*a
 	return alert.New(acfg, clk, sim.NewStream(cfg.Seed, "alert/"+cfg.Name))
 }
 
+// breakerListener hears a process's breaker transitions: the relay, or
+// (two-leaders) the process's own alerter.
+type breakerListener interface {
+	BreakerChanged(t degrade.Transition)
+}
+
 // standaloneControl is a standalone worker's alerting and DLQ duties, run
 // once per fleet: the core's alerter is a relay to the store's log; the
 // process the store elects leader drains the log into its own reference
 // alerter and runs the DLQ monitor and the off-peak auto-retry the
 // scenario configures. The defect two-leaders runs them in every copy
 // instead, each alerter hearing its own process alone (the core's alerter
-// is the process's own; relay is nil).
-func standaloneControl(sc *scenarios.Scenario, cfg *Config, clk *clock.Scaled, st *redisstore.Store, sys *sim.WorkerSystem) (worker.Alerter, *fleet.Relay, *fleet.Control, error) {
+// and the breakers' listener are the process's own).
+func standaloneControl(sc *scenarios.Scenario, cfg *Config, clk *clock.Scaled, st *redisstore.Store, sys *sim.WorkerSystem) (worker.Alerter, breakerListener, *fleet.Control, error) {
 	own, err := standaloneAlerter(sc, cfg, clk)
 	if err != nil {
 		return nil, nil, nil, err
@@ -209,7 +217,13 @@ func standaloneControl(sc *scenarios.Scenario, cfg *Config, clk *clock.Scaled, s
 		}
 		duties = append(duties, ar)
 	}
-	holder := fmt.Sprintf("%s/%d", cfg.Name, os.Getpid())
+	// A holder names one process of the fleet, whatever the containers'
+	// pids and hostnames: the copy's name, its host, its pid and a random
+	// word.
+	host, _ := os.Hostname()
+	var nonce [2]byte
+	_, _ = cryptorand.Read(nonce[:]) // an identity, not a draw of the run: no seeded stream
+	holder := fmt.Sprintf("%s@%s/%d/%x", cfg.Name, host, os.Getpid(), nonce)
 	var leaders fleet.LeaderStore = st
 	if cfg.Broken == "two-leaders" {
 		leaders = everyoneLeads{}
@@ -222,20 +236,29 @@ func standaloneControl(sc *scenarios.Scenario, cfg *Config, clk *clock.Scaled, s
 	if cfg.Broken == "two-leaders" {
 		log = ownLog{}
 	}
-	relay, err := fleet.NewRelay(fleet.RelayConfig{Log: log, Process: holder, Fingerprint: own.Fingerprint})
+	relay, err := fleet.NewRelay(fleet.RelayConfig{Log: log, Process: holder, Fingerprint: own.Fingerprint, Clock: clk})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ctl, err := fleet.NewControl(fleet.ControlConfig{Elector: el, Relay: relay, Drain: fleet.NewDrain(log, el, own, nil), Duties: duties, Clock: clk,
+	// A record stays in the log until the leader's alerter has had the
+	// time to page it, and a tick more: a leader that dies first leaves it
+	// to its successor.
+	interval := min(time.Second, sc.Workers.LeaseTTL/10)
+	drain, err := fleet.NewDrain(fleet.DrainConfig{Log: log, Elector: el, To: own, Clock: clk, Hold: own.MaxGroupWait() + 2*interval})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctl, err := fleet.NewControl(fleet.ControlConfig{Elector: el, Relay: relay, Drain: drain, Duties: duties, Clock: clk,
 		// As often as the runner's maintenance: a relayed failure reaches
 		// the leader's alerter within one tick.
-		Interval:     min(time.Second, sc.Workers.LeaseTTL/10),
-		StoreTimeout: max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond)})
+		Interval: interval,
+		// Well within the leader's lease (wall time).
+		StoreTimeout: min(max(clk.ToWall(sc.Workers.LeaseTTL/3), 50*time.Millisecond), clk.ToWall(fleet.DefaultTTL/3))})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if cfg.Broken == "two-leaders" {
-		return own, nil, ctl, nil
+		return own, own, ctl, nil
 	}
 	return relay, relay, ctl, nil
 }

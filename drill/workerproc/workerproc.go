@@ -362,14 +362,12 @@ func Run(ctx context.Context, cfg *Config, logger *slog.Logger) error {
 	if len(cfg.Receivers) > 0 {
 		// A standalone worker alerts, watches its DLQ and retries it off
 		// peak by itself: once per fleet, under the store's leader.
-		var relay *fleet.Relay
-		if alerter, relay, ctl, err = standaloneControl(&sc, cfg, clk, st, sys); err != nil {
+		var hear breakerListener
+		if alerter, hear, ctl, err = standaloneControl(&sc, cfg, clk, st, sys); err != nil {
 			return err
 		}
 		for _, nb := range sys.Breakers {
-			if relay != nil {
-				nb.Breaker.OnStateChange(relay.BreakerChanged)
-			}
+			nb.Breaker.OnStateChange(hear.BreakerChanged)
 		}
 	}
 	classifier, policy := sys.Classifier, sys.Policy

@@ -321,6 +321,17 @@ func (a *Alerter) JobFailed(f Failure) string {
 	return fp
 }
 
+// MaxGroupWait is the longest any of the alerter's routes holds a new
+// alert before its first notification: how long a failure it heard may
+// wait to be paged (fleet.DrainConfig.Hold).
+func (a *Alerter) MaxGroupWait() time.Duration {
+	w := a.cfg.Timing.GroupWait
+	for _, r := range a.cfg.Routes {
+		w = max(w, r.Timing.GroupWait)
+	}
+	return w
+}
+
 // Fingerprint returns the fingerprint JobFailed gives f, recording
 // nothing: a process that relays its failures to another's alerter
 // (fleet.Relay) stamps its DLQ entries with it.

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -54,6 +55,19 @@ func (f *flakyLeader) ClaimLeader(ctx context.Context, role, holder string, now 
 	return f.LeaderStore.ClaimLeader(ctx, role, holder, now, ttl)
 }
 
+// downLog refuses appends while down.
+type downLog struct {
+	fleet.Log
+	down bool
+}
+
+func (d *downLog) AppendAlerts(ctx context.Context, records [][]byte) error {
+	if d.down {
+		return errDown
+	}
+	return d.Log.AppendAlerts(ctx, records)
+}
+
 var _ = Describe("a fleet's control", func() {
 	var (
 		clk   *clock.Virtual
@@ -63,6 +77,7 @@ var _ = Describe("a fleet's control", func() {
 		ctx   = context.Background()
 	)
 	const ttl = 3 * time.Second
+	groupWait := time.Second
 	newProc := func(name string, ls fleet.LeaderStore) *proc {
 		GinkgoHelper()
 		p := &proc{name: name, sent: &sink.Memory{}, duty: &duty{}, alive: true}
@@ -70,20 +85,23 @@ var _ = Describe("a fleet's control", func() {
 		p.alerter, err = alert.New(alert.Config{
 			Receivers:       []alert.Receiver{{Name: "pager", Sink: p.sent}},
 			DefaultReceiver: "pager",
-			Timing:          alert.Timing{GroupWait: time.Second},
+			Timing:          alert.Timing{GroupWait: groupWait},
 			Redactor:        redact.Default(),
 		}, clk, rand.New(rand.NewPCG(1, 2)))
 		Expect(err).NotTo(HaveOccurred())
 		p.el, err = fleet.NewElector(fleet.ElectorConfig{Store: ls, Clock: clk, Holder: name, TTL: ttl})
 		Expect(err).NotTo(HaveOccurred())
-		p.relay, err = fleet.NewRelay(fleet.RelayConfig{Log: log, Process: name, Fingerprint: p.alerter.Fingerprint})
+		p.relay, err = fleet.NewRelay(fleet.RelayConfig{Log: log, Process: name, Fingerprint: p.alerter.Fingerprint, Clock: clk})
 		Expect(err).NotTo(HaveOccurred())
-		p.ctl, err = fleet.NewControl(fleet.ControlConfig{Elector: p.el, Relay: p.relay, Drain: fleet.NewDrain(log, p.el, p.alerter, nil),
+		drain, err := fleet.NewDrain(fleet.DrainConfig{Log: log, Elector: p.el, To: p.alerter, Clock: clk, Hold: p.alerter.MaxGroupWait() + 2*time.Second})
+		Expect(err).NotTo(HaveOccurred())
+		p.ctl, err = fleet.NewControl(fleet.ControlConfig{Elector: p.el, Relay: p.relay, Drain: drain,
 			Duties: []fleet.Duty{p.duty}, Clock: clk})
 		Expect(err).NotTo(HaveOccurred())
 		return p
 	}
 	BeforeEach(func() {
+		groupWait = time.Second
 		clk = clock.NewVirtual(t0)
 		store = fleet.NewMemoryLeader()
 		log = fleet.NewMemoryLog(store)
@@ -115,9 +133,12 @@ var _ = Describe("a fleet's control", func() {
 		}
 		return out
 	}
+	// pages counts what the live processes' alerters sent (a dead one's
+	// timers still run on the shared virtual clock: what it would have
+	// sent after its death is not counted).
 	pages := func() (n int, by []string) {
 		for _, p := range procs {
-			if s := len(p.sent.Sent()); s > 0 {
+			if s := len(p.sent.Sent()); s > 0 && p.alive {
 				n += s
 				by = append(by, p.name)
 			}
@@ -172,6 +193,44 @@ var _ = Describe("a fleet's control", func() {
 		Expect(running).To(Equal(1), "the successor runs the duties")
 	})
 
+	It("leaves to its successor what a leader heard and died before paging, and what it heard twice is heard once", func() {
+		groupWait = 5 * time.Second
+		procs = nil
+		for i := range 3 {
+			procs = append(procs, newProc(fmt.Sprintf("w%d", i+1), store))
+		}
+		tick()
+		Expect(leaders()).To(Equal([]string{"w1"}))
+		fail(procs[1], "job-a")
+		tick() // w2 relays it
+		tick() // w1 hears it: its alerter would page 5s later
+		Expect(procs[0].alerter.Stats().Occurrences).To(BeEquivalentTo(1))
+		Expect(log.Len()).To(Equal(1), "held in the log until it can have been paged")
+		procs[0].alive = false // SIGKILL before the page
+		for range 8 {
+			tick()
+		}
+		n, by := pages()
+		Expect(n).To(Equal(1), "the successor heard it from the log and paged it")
+		Expect(by).NotTo(ContainElement("w1"))
+		for range 10 {
+			tick()
+		}
+		Expect(log.Len()).To(BeZero(), "acknowledged once the successor could have paged it")
+
+		// A batch relayed twice (its answer lost) is heard once.
+		succ := procs[1]
+		if _, ok := succ.el.Leading(); !ok {
+			succ = procs[2]
+		}
+		before := succ.alerter.Stats().Occurrences
+		rec, err := json.Marshal(fleet.Record{Process: "w9", Seq: 1, At: clk.Now(), Failure: &alert.Failure{JobID: "job-b", Task: "charge", Dependency: "gateway", Class: classify.Transient, Severity: classify.High}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(log.AppendAlerts(ctx, [][]byte{rec, rec})).To(Succeed())
+		tick()
+		Expect(succ.alerter.Stats().Occurrences - before).To(BeEquivalentTo(1))
+	})
+
 	It("hands over within a tick when the leader resigns (a graceful stop)", func() {
 		tick()
 		Expect(procs[0].el.Resign(ctx)).To(Succeed())
@@ -215,16 +274,35 @@ var _ = Describe("a fleet's control", func() {
 		Expect(procs[0].sent.Sent()[0].Alerts[0].Labels[alert.LabelAlertName]).To(Equal(alert.NameBreakerOpen))
 	})
 
-	It("keeps a relay's records while the log cannot be reached, and reports a corrupt record without stopping", func() {
+	It("reports a corrupt record without stopping", func() {
 		tick()
 		Expect(log.AppendAlerts(ctx, [][]byte{[]byte("not json")})).To(Succeed())
 		fail(procs[1], "job-b")
-		for range 3 {
+		for range 6 {
 			tick()
 		}
 		n, _ := pages()
 		Expect(n).To(Equal(1), "the failure after the corrupt record is heard")
 		Expect(log.Len()).To(BeZero())
 		Expect(procs[1].relay.Stats()).To(Equal(fleet.RelayStats{Relayed: 1}))
+	})
+
+	It("keeps a relay's records, in order, while the log cannot be reached, and relays them once it can", func() {
+		down := &downLog{Log: log, down: true}
+		r, err := fleet.NewRelay(fleet.RelayConfig{Log: down, Process: "w7", Clock: clk})
+		Expect(err).NotTo(HaveOccurred())
+		for _, id := range []string{"a", "b"} {
+			r.JobFailed(alert.Failure{JobID: id, Task: "charge", Class: classify.Transient})
+			Expect(r.Flush(ctx)).To(MatchError(ContainSubstring("store down")))
+		}
+		Expect(r.Stats()).To(Equal(fleet.RelayStats{Pending: 2, Errors: 2}))
+		down.down = false
+		Expect(r.Flush(ctx)).To(Succeed())
+		Expect(r.Stats()).To(Equal(fleet.RelayStats{Relayed: 2, Errors: 2}))
+		es, err := log.ReadAlerts(ctx, "", 10)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(es).To(HaveLen(2))
+		Expect(string(es[0].Data)).To(ContainSubstring(`"JobID":"a"`))
+		Expect(string(es[1].Data)).To(ContainSubstring(`"JobID":"b"`))
 	})
 })

@@ -194,6 +194,17 @@ func (e *Elector) Leading() (term uint64, ok bool) {
 	return l.Term, l.Holder == e.cfg.Holder && l.Held(e.cfg.Clock.Now())
 }
 
+// Lost ends this process's leadership of term at once: the store refused
+// an act under it (ErrNotLeader), so another process holds the role. The
+// next Tick claims again.
+func (e *Elector) Lost(term uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lease.Holder == e.cfg.Holder && e.lease.Term == term {
+		e.lease = Lease{Term: term}
+	}
+}
+
 // Lease returns the lease this process last saw.
 func (e *Elector) Lease() Lease {
 	e.mu.Lock()

@@ -8,16 +8,22 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/faultline/faultline/reference/alert"
+	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 )
 
 // Record is one thing a process relays to the leader's alerter: a failure
 // its core reported, or a transition of one of its breakers.
 type Record struct {
-	// Process names the process that relayed it.
+	// Process names the process that relayed it; Seq numbers its records
+	// from 1, so that a batch appended twice (its answer lost) is heard
+	// once; At is when it was relayed, by the process's clock.
 	Process string              `json:"process"`
+	Seq     uint64              `json:"seq"`
+	At      time.Time           `json:"at"`
 	Failure *alert.Failure      `json:"failure,omitempty"`
 	Breaker *degrade.Transition `json:"breaker,omitempty"`
 }
@@ -34,8 +40,9 @@ type Log interface {
 	// AppendAlerts appends records (JSON documents) at the log's end, in
 	// order, at once.
 	AppendAlerts(ctx context.Context, records [][]byte) error
-	// ReadAlerts returns up to n of the oldest records.
-	ReadAlerts(ctx context.Context, n int) ([]Entry, error)
+	// ReadAlerts returns up to n of the oldest records after the one of
+	// ID after ("": from the log's start).
+	ReadAlerts(ctx context.Context, after string, n int) ([]Entry, error)
 	// AckAlerts removes the records up to and including upTo, if holder
 	// leads role under term; otherwise it removes nothing and returns an
 	// error matching ErrNotLeader.
@@ -55,6 +62,8 @@ type RelayConfig struct {
 	// failure (alert.Alerter.Fingerprint of an alerter configured alike),
 	// for the DLQ entry; nil returns "".
 	Fingerprint func(alert.Failure) string
+	// Clock stamps each record (required).
+	Clock clock.Clock
 	// Logger gets what is dropped (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -76,14 +85,15 @@ type Relay struct {
 	cfg RelayConfig
 
 	mu      sync.Mutex
+	seq     uint64
 	pending [][]byte
 	stats   RelayStats
 }
 
 // NewRelay returns a Relay for cfg.
 func NewRelay(cfg RelayConfig) (*Relay, error) {
-	if cfg.Log == nil || cfg.Process == "" {
-		return nil, errors.New("fleet: a relay needs a log and its process's name")
+	if cfg.Log == nil || cfg.Process == "" || cfg.Clock == nil {
+		return nil, errors.New("fleet: a relay needs a log, its process's name and a clock")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -106,9 +116,12 @@ func (r *Relay) BreakerChanged(t degrade.Transition) {
 }
 
 func (r *Relay) keep(rec Record) {
-	b, err := json.Marshal(rec)
+	rec.At = r.cfg.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.seq++
+	rec.Seq = r.seq
+	b, err := json.Marshal(rec)
 	if err != nil || len(r.pending) >= MaxPending {
 		r.stats.Dropped++
 		r.cfg.Logger.Error("fleet relay: record dropped", "pending", len(r.pending), "err", err)
@@ -162,81 +175,134 @@ type Hearer interface {
 
 // DrainStats counts what a Drain read.
 type DrainStats struct {
-	// Heard counts the records fed to the alerter; Corrupt the records
-	// that were not a Record (logged with their ID and removed); Fenced
-	// the acknowledgements the store refused (the lease had passed on).
-	Heard, Corrupt, Fenced int
+	// Heard counts the records fed to the alerter; Repeats the records
+	// heard before (a batch relayed twice) and not fed again; Corrupt the
+	// records that were not a Record (logged with their ID and removed);
+	// Fenced the acknowledgements the store refused (the lease had passed
+	// on).
+	Heard, Repeats, Corrupt, Fenced int
 }
 
 // DrainBatch is the most records a Drain reads at once.
 const DrainBatch = 512
 
-// Drain is the leader's side of the relay: while its Elector leads, Tick
-// feeds the log's records, oldest first, to the alerter, and acknowledges
-// them under the leader's term.
-type Drain struct {
-	log    Log
-	el     *Elector
-	to     Hearer
-	logger *slog.Logger
-
-	mu    sync.Mutex
-	stats DrainStats
+// DrainConfig configures a Drain.
+type DrainConfig struct {
+	// Log, Elector, To (the leader's alerter) and Clock are required.
+	Log     Log
+	Elector *Elector
+	To      Hearer
+	Clock   clock.Clock
+	// Hold is how long a record stays in the log after it was relayed,
+	// heard, before the leader acknowledges it: at least the longest the
+	// alerter holds a failure before it pages (its group wait), so that a
+	// leader that dies before paging leaves it to its successor.
+	Hold time.Duration
+	// Logger gets corrupt records (default slog.Default()).
+	Logger *slog.Logger
 }
 
-// NewDrain returns a Drain of log into to, while el leads.
-func NewDrain(log Log, el *Elector, to Hearer, logger *slog.Logger) *Drain {
-	if logger == nil {
-		logger = slog.Default()
+// Drain is the leader's side of the relay: while its Elector leads, Tick
+// feeds the records after the last it fed, oldest first, to the alerter,
+// each once (a record relayed twice is heard once), and acknowledges,
+// under the leader's term, those relayed more than Hold ago. A new leader
+// starts from the log's start: what its predecessor heard but had not
+// paged is heard again.
+type Drain struct {
+	cfg DrainConfig
+
+	mu     sync.Mutex
+	stats  DrainStats
+	term   uint64
+	cursor string
+	// seen is the last Seq heard of each process; fed the records read
+	// this term, oldest first, until acknowledged.
+	seen map[string]uint64
+	fed  []fedRecord
+}
+
+// fedRecord is a record fed and not yet acknowledged.
+type fedRecord struct {
+	id string
+	at time.Time
+}
+
+// NewDrain returns a Drain for cfg.
+func NewDrain(cfg DrainConfig) (*Drain, error) {
+	if cfg.Log == nil || cfg.Elector == nil || cfg.To == nil || cfg.Clock == nil {
+		return nil, errors.New("fleet: a drain needs a log, an elector, an alerter and a clock")
 	}
-	return &Drain{log: log, el: el, to: to, logger: logger}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Drain{cfg: cfg, seen: map[string]uint64{}}, nil
 }
 
 // Tick feeds the log to the alerter while this process leads, until the
-// log is empty or maxBatches batches were read, and returns the records
-// fed. A store error, or an acknowledgement refused (ErrNotLeader), ends it.
+// log has nothing new or maxBatches batches were read, then acknowledges
+// what was relayed more than Hold ago; it returns the records fed. A
+// store error ends it; an acknowledgement refused (ErrNotLeader) ends this
+// process's leadership at once (Elector.Lost).
 func (d *Drain) Tick(ctx context.Context, maxBatches int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	term, ok := d.cfg.Elector.Leading()
+	if !ok {
+		return 0, nil
+	}
+	if term != d.term { // a new leadership reads the log from its start
+		d.term, d.cursor, d.seen, d.fed = term, "", map[string]uint64{}, nil
+	}
 	heard := 0
 	for range max(maxBatches, 1) {
-		term, ok := d.el.Leading()
-		if !ok {
-			return heard, nil
-		}
-		entries, err := d.log.ReadAlerts(ctx, DrainBatch)
+		entries, err := d.cfg.Log.ReadAlerts(ctx, d.cursor, DrainBatch)
 		if err != nil {
 			return heard, fmt.Errorf("fleet: read the relay log: %w", err)
 		}
-		if len(entries) == 0 {
-			return heard, nil
-		}
-		corrupt := 0
 		for _, e := range entries {
+			d.cursor = e.ID
 			var rec Record
 			if err := json.Unmarshal(e.Data, &rec); err != nil || (rec.Failure == nil) == (rec.Breaker == nil) {
-				corrupt++
-				d.logger.Error("fleet relay: corrupt record", "id", e.ID, "data", strconv.Quote(string(e.Data[:min(len(e.Data), 200)])), "err", err)
+				d.stats.Corrupt++
+				d.cfg.Logger.Error("fleet relay: corrupt record", "id", e.ID, "data", strconv.Quote(string(e.Data[:min(len(e.Data), 200)])), "err", err)
+				d.fed = append(d.fed, fedRecord{id: e.ID})
 				continue
 			}
+			d.fed = append(d.fed, fedRecord{id: e.ID, at: rec.At})
+			if rec.Seq != 0 && rec.Seq <= d.seen[rec.Process] {
+				d.stats.Repeats++
+				continue
+			}
+			d.seen[rec.Process] = rec.Seq
 			if rec.Failure != nil {
-				d.to.JobFailed(*rec.Failure)
+				d.cfg.To.JobFailed(*rec.Failure)
 			} else {
-				d.to.BreakerChanged(*rec.Breaker)
+				d.cfg.To.BreakerChanged(*rec.Breaker)
 			}
 			heard++
+			d.stats.Heard++
 		}
-		d.mu.Lock()
-		d.stats.Heard += len(entries) - corrupt
-		d.stats.Corrupt += corrupt
-		d.mu.Unlock()
-		if err := d.log.AckAlerts(ctx, d.el.Role(), d.el.Holder(), term, entries[len(entries)-1].ID); err != nil {
-			if errors.Is(err, ErrNotLeader) {
-				d.mu.Lock()
-				d.stats.Fenced++
-				d.mu.Unlock()
-			}
-			return heard, fmt.Errorf("fleet: acknowledge the relay log: %w", err)
+		if len(entries) < DrainBatch {
+			break
 		}
 	}
+	// Acknowledge the oldest run of records relayed more than Hold ago.
+	cut := d.cfg.Clock.Now().Add(-d.cfg.Hold)
+	n := 0
+	for n < len(d.fed) && !d.fed[n].at.After(cut) {
+		n++
+	}
+	if n == 0 {
+		return heard, nil
+	}
+	if err := d.cfg.Log.AckAlerts(ctx, d.cfg.Elector.Role(), d.cfg.Elector.Holder(), term, d.fed[n-1].id); err != nil {
+		if errors.Is(err, ErrNotLeader) {
+			d.stats.Fenced++
+			d.cfg.Elector.Lost(term)
+		}
+		return heard, fmt.Errorf("fleet: acknowledge the relay log: %w", err)
+	}
+	d.fed = d.fed[n:]
 	return heard, nil
 }
 
@@ -277,12 +343,24 @@ func (m *MemoryLog) AppendAlerts(_ context.Context, records [][]byte) error {
 }
 
 // ReadAlerts implements Log.
-func (m *MemoryLog) ReadAlerts(_ context.Context, n int) ([]Entry, error) {
+func (m *MemoryLog) ReadAlerts(_ context.Context, after string, n int) ([]Entry, error) {
+	var from uint64
+	if after != "" {
+		var err error
+		if from, err = strconv.ParseUint(after, 10, 64); err != nil {
+			return nil, fmt.Errorf("fleet: read after %q: not an ID of this log", after)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Entry, 0, min(n, len(m.entries)))
-	for _, e := range m.entries[:min(n, len(m.entries))] {
-		out = append(out, Entry{ID: strconv.FormatUint(e.seq, 10), Data: append([]byte(nil), e.data...)})
+	for _, e := range m.entries {
+		if len(out) == n {
+			break
+		}
+		if e.seq > from {
+			out = append(out, Entry{ID: strconv.FormatUint(e.seq, 10), Data: append([]byte(nil), e.data...)})
+		}
 	}
 	return out, nil
 }

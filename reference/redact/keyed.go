@@ -96,12 +96,20 @@ func (k *Keyed) String(s string) string {
 	return b.String()
 }
 
-// hash is a span's keyed mask, or the span itself when it holds a kept
-// text (a planted secret stays as it was).
+// hash is a span's keyed mask; a kept text inside it (a planted secret)
+// stays as it was, and the pieces around it are masked each.
 func (k *Keyed) hash(span string) string {
-	for _, p := range k.placeholders {
-		if strings.Contains(span, p) {
-			return k.restore(span)
+	for i, p := range k.placeholders {
+		if j := strings.Index(span, p); j >= 0 {
+			var b strings.Builder
+			if j > 0 {
+				b.WriteString(k.hash(span[:j]))
+			}
+			b.WriteString(k.keep[i])
+			if rest := span[j+len(p):]; rest != "" {
+				b.WriteString(k.hash(rest))
+			}
+			return b.String()
 		}
 	}
 	m := hmac.New(sha256.New, k.key)

@@ -44,6 +44,14 @@ var _ = Describe("Keyed", func() {
 		Expect(got).To(ContainSubstring("sk_live_PLANTEDsecret123"))
 		Expect(got).To(ContainSubstring(`"password":"planted-pass-99"`))
 		Expect(got).NotTo(ContainSubstring("realsecretvalue123"))
+		// A kept text inside a longer secret keeps itself, not the rest.
+		k = newKeyed("hunter2")
+		for _, s := range []string{"Bearer hunter2realsecretXYZ", "https://u:hunter2zzzREALSECRET@host", "token=hunter2REALsecret"} {
+			got := k.String(s)
+			Expect(got).NotTo(ContainSubstring("REAL"), s)
+			Expect(got).NotTo(ContainSubstring("realsecret"), s)
+			Expect(got).To(ContainSubstring("hunter2"), s)
+		}
 	})
 
 	It("masks exactly what the Redactor masks: with its keyed masks read as the mask, it is the Redactor's output (property)", func() {

@@ -162,7 +162,7 @@ func Exercise(newHarness func() Harness) {
 			}
 			read := func(n int) []string {
 				GinkgoHelper()
-				es, err := h.Log.ReadAlerts(ctx, n)
+				es, err := h.Log.ReadAlerts(ctx, "", n)
 				Expect(err).NotTo(HaveOccurred())
 				out := make([]string, len(es))
 				for i, e := range es {
@@ -176,7 +176,7 @@ func Exercise(newHarness func() Harness) {
 				Expect(h.Log.AppendAlerts(ctx, records("a", "b", "c"))).To(Succeed())
 				Expect(h.Log.AppendAlerts(ctx, records("d"))).To(Succeed())
 				Expect(read(10)).To(Equal([]string{"a", "b", "c", "d"}))
-				es, err := h.Log.ReadAlerts(ctx, 2)
+				es, err := h.Log.ReadAlerts(ctx, "", 2)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(es).To(HaveLen(2))
 				l := claim("w1", 0)
@@ -186,9 +186,30 @@ func Exercise(newHarness func() Harness) {
 				Expect(read(10)).To(Equal([]string{"c", "d", "e"}))
 			})
 
+			It("reads after a record: what was appended since, in order", func() {
+				Expect(h.Log.AppendAlerts(ctx, records("a", "b", "c"))).To(Succeed())
+				es, err := h.Log.ReadAlerts(ctx, "", 2)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(es).To(HaveLen(2))
+				rest, err := h.Log.ReadAlerts(ctx, es[1].ID, 10)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(rest).To(HaveLen(1))
+				Expect(string(rest[0].Data)).To(Equal("c"))
+				Expect(h.Log.AppendAlerts(ctx, records("d", "e"))).To(Succeed())
+				rest, err = h.Log.ReadAlerts(ctx, rest[0].ID, 1)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(rest).To(HaveLen(1))
+				Expect(string(rest[0].Data)).To(Equal("d"), "at most n")
+				claim("w1", 0)
+				Expect(h.Log.AckAlerts(ctx, "control", "w1", 1, es[0].ID)).To(Succeed())
+				rest, err = h.Log.ReadAlerts(ctx, es[0].ID, 10)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(rest).To(HaveLen(4), "after a record acknowledged: the rest")
+			})
+
 			It("refuses the acknowledgement of a process that does not lead under the term, removing nothing", func() {
 				Expect(h.Log.AppendAlerts(ctx, records("a", "b"))).To(Succeed())
-				es, err := h.Log.ReadAlerts(ctx, 10)
+				es, err := h.Log.ReadAlerts(ctx, "", 10)
 				Expect(err).NotTo(HaveOccurred())
 				claim("w1", 0)
 				err = h.Log.AckAlerts(ctx, "control", "w2", 1, es[1].ID)

@@ -160,17 +160,26 @@ func (s *Store) AppendAlerts(ctx context.Context, records [][]byte) error {
 	return nil
 }
 
-// ReadAlerts implements fleet.Log: one XRANGE. A record without its field
-// is returned as it is (empty), for the drain to report as corrupt.
-func (s *Store) ReadAlerts(ctx context.Context, n int) ([]fleet.Entry, error) {
-	msgs, err := s.rdb.XRangeN(ctx, AlertLogKey(s.cfg.Namespace), "-", "+", int64(n)).Result()
+// ReadAlerts implements fleet.Log: one XRANGE (from after, inclusive, one
+// more asked for and after itself dropped: an exclusive range needs Redis
+// 6.2). A record without its field is returned as it is (empty), for the
+// drain to report as corrupt.
+func (s *Store) ReadAlerts(ctx context.Context, after string, n int) ([]fleet.Entry, error) {
+	start, count := "-", int64(n)
+	if after != "" {
+		start, count = after, count+1
+	}
+	msgs, err := s.rdb.XRangeN(ctx, AlertLogKey(s.cfg.Namespace), start, "+", count).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read the relay log: %w", err)
 	}
-	out := make([]fleet.Entry, len(msgs))
-	for i, m := range msgs {
+	out := make([]fleet.Entry, 0, len(msgs))
+	for _, m := range msgs {
+		if m.ID == after || len(out) == n {
+			continue
+		}
 		v, _ := m.Values["r"].(string)
-		out[i] = fleet.Entry{ID: m.ID, Data: []byte(v)}
+		out = append(out, fleet.Entry{ID: m.ID, Data: []byte(v)})
 	}
 	return out, nil
 }

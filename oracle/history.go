@@ -45,14 +45,14 @@ type History struct {
 	Namespace string `json:"namespace,omitempty"`
 	// TimeScale is scenario seconds per wall second; StartedAt the wall
 	// instant the scenario started; DurationMs the scenario's length.
-	TimeScale  float64   `json:"timeScale"`
-	StartedAt  time.Time `json:"startedAt"`
+	TimeScale float64   `json:"timeScale"`
+	StartedAt time.Time `json:"startedAt"`
 	// ScenarioStart is the scenario's offset 0 on the clock the drill ran
 	// it on: the scenario's start, or, for a drill of a scenario that pins
 	// none, the wall clock's when the drill began (zero in an older
 	// history: the scenario's). The judge runs the scenario from it.
 	ScenarioStart time.Time `json:"scenarioStart,omitzero"`
-	DurationMs int64     `json:"durationMs"`
+	DurationMs    int64     `json:"durationMs"`
 	// EndedMs is the offset the drill stopped observing at; Interrupted
 	// says why it stopped early ("" when it reached its end).
 	EndedMs int64 `json:"endedMs"`

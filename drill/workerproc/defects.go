@@ -70,7 +70,7 @@ func (everyoneLeads) Leader(context.Context, string) (fleet.Lease, error) {
 type ownLog struct{}
 
 func (ownLog) AppendAlerts(context.Context, [][]byte) error                    { return nil }
-func (ownLog) ReadAlerts(context.Context, string, int) ([]fleet.Entry, error) { return nil, nil }
+func (ownLog) ReadAlerts(context.Context, string, int) ([]fleet.Entry, error)  { return nil, nil }
 func (ownLog) AckAlerts(context.Context, string, string, uint64, string) error { return nil }
 
 // defectNames lists the defects' names for a message.

@@ -35,11 +35,18 @@
 //     own clock, so two leaders overlap only by the clocks' skew (the
 //     Redis store compares the times the processes send, not the server's).
 //   - Each term numbers a leadership: the leader acknowledges what it read
-//     from the log only under its term (the store refuses a stale term),
-//     so a leader that paused past its lease cannot drop what the new
-//     leader has not read. What the old leader read but had not
-//     acknowledged is read again: a failure is heard at least once, and a
-//     page may repeat across a change of leader.
+//     from the log only under its term (the store refuses a stale term,
+//     and the refused leader stops leading at once), so a leader that
+//     paused past its lease cannot drop what the new leader has not read.
+//   - A record stays in the log until the leader's alerter can have paged
+//     it (DrainConfig.Hold: its longest group wait, and a little): a
+//     leader that dies before paging leaves it to its successor, which
+//     reads the log from its start. A failure is heard at least once; a
+//     page may repeat across a change of leader. Within one leadership a
+//     record is heard once: the leader reads after what it fed, and drops
+//     a record relayed twice (a batch whose answer was lost) by its
+//     process's sequence number. What the alerter's outbox holds for a
+//     receiver that is down dies with the leader.
 //   - A leader's death: its lease runs out (TTL) and the first process to
 //     claim after that leads; what was relayed meanwhile waits in the log.
 //     A graceful stop resigns, so the next claim (within a tick) leads.

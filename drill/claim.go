@@ -440,14 +440,27 @@ func workDir(st ClaimStatus) string {
 		return ""
 	}
 	d := st.Claim.Dir
-	if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "faultline-drill-") || filepath.Dir(d) != filepath.Clean(os.TempDir()) {
-		return "" // a claim in a shared Redis could name any folder: only a drill's temporary one goes
-	}
-	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+	if !filepath.IsAbs(d) || !strings.HasPrefix(filepath.Base(d), "faultline-drill-") {
 		return ""
+	}
+	// A claim in a shared Redis could name any folder: only one that holds
+	// a drill's files alone (its processes' configurations and logs) goes.
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !drillFileRe.MatchString(e.Name()) {
+			return ""
+		}
 	}
 	return d
 }
+
+// drillFileRe matches the files a drill writes in its work folder: each
+// process's configuration (wN.json, or a black box's wN.drill.json), its
+// log, and the adapters' log.
+var drillFileRe = regexp.MustCompile(`^(w\d+(\.drill)?\.json|w\d+\.log|adapters\.log)$`)
 
 // CleanStale finds every drill claim in rdb's database and removes each
 // namespace whose drill is gone (CleanNamespace, never forced); the others

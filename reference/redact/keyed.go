@@ -9,11 +9,15 @@ import (
 	"strings"
 )
 
-// KeyedPrefix starts every keyed mask: "[REDACTED:" + 12 hex digits + "]".
-const KeyedPrefix = "[REDACTED:"
+// KeyedPrefix starts every keyed mask: "redacted-" + 12 hex digits. A
+// keyed mask is a word of letters, digits and a hyphen, so a rule that
+// masks a credential's shape (a webhook's path, a URL's password) still
+// finds it where it stood: a file masked at rest, read and redacted again
+// (a report of it), masks what the original would have.
+const KeyedPrefix = "redacted-"
 
 // Keyed masks what a Redactor masks with a keyed hash of it instead of one
-// fixed mask: "Bearer [REDACTED:3f9a0c1e2b4d]". Equal secrets get equal
+// fixed mask: "Bearer redacted-3f9a0c1e2b4d". Equal secrets get equal
 // masks under one key, so a file masked at rest (a drill's history) keeps
 // which failures, entries and notifications carried the same secret; the
 // key is drawn at random per Keyed and never stored, so the masks cannot
@@ -114,7 +118,7 @@ func (k *Keyed) hash(span string) string {
 	}
 	m := hmac.New(sha256.New, k.key)
 	m.Write([]byte(span))
-	return KeyedPrefix + hex.EncodeToString(m.Sum(nil))[:12] + "]"
+	return KeyedPrefix + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 // restore puts the kept texts back for their placeholders.

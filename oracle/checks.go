@@ -61,7 +61,14 @@ func NewChecks(sc *scenarios.Scenario, start time.Time, now func() time.Duration
 		}
 	}
 	watched := map[string]bool{}
+	// An expectation that reads when retries come due (a busiest window)
+	// has the ledger keep them, in every driver: a drill that kept none
+	// would judge a window of no retries.
+	wantDue := false
 	for _, e := range sc.Expect {
+		if w, ok := e.(interface{ WantsDue() bool }); ok && w.WantsDue() {
+			wantDue = true
+		}
 		if j, ok := e.(interface{ Jobs() []string }); ok {
 			for _, id := range j.Jobs() {
 				watched[id] = true
@@ -80,13 +87,8 @@ func NewChecks(sc *scenarios.Scenario, start time.Time, now func() time.Duration
 	for _, t := range sc.Workload.Tasks { // the ledger's task index is the workload's
 		c.Ledger.Task(t.Name)
 	}
-	// An expectation that reads when retries come due (a busiest window)
-	// has the ledger keep them, in every driver: a drill that kept none
-	// would judge a window of no retries.
-	for _, e := range sc.Expect {
-		if w, ok := e.(interface{ WantsDue() bool }); ok && w.WantsDue() {
-			c.Ledger.WatchDue()
-		}
+	if wantDue {
+		c.Ledger.WatchDue()
 	}
 	return c
 }

@@ -100,13 +100,6 @@ func (c *Control) setLeading(leads bool) {
 	}
 }
 
-// Leading reports whether the last tick found this process leading.
-func (c *Control) Leading() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.leading
-}
-
 // Run ticks at once and every Interval until ctx is done; then it stops the
 // duties, relays what is left and resigns (bounded by StoreTimeout), so
 // another process leads at its next tick.

@@ -123,9 +123,6 @@ type ElectorConfig struct {
 	// TTL is the lease (default DefaultTTL); Tick must run well within it
 	// (Control ticks every TTL/3).
 	TTL time.Duration
-	// OnChange, when set, hears each change of the lease this process
-	// sees (a new holder or term), with the lease after it.
-	OnChange func(Lease)
 	// Logger gets store errors (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -176,12 +173,8 @@ func (e *Elector) Tick(ctx context.Context) (Lease, error) {
 		e.mu.Unlock()
 		return l, fmt.Errorf("fleet: claim %s: %w", e.cfg.Role, err)
 	}
-	prev := e.lease
 	e.lease = l
 	e.mu.Unlock()
-	if (l.Holder != prev.Holder || l.Term != prev.Term) && e.cfg.OnChange != nil {
-		e.cfg.OnChange(l)
-	}
 	return l, nil
 }
 

@@ -57,6 +57,18 @@ func LayoutKey(namespace string) string { return Prefix(namespace) + ":layout" }
 var dataKeys = []string{":queues", ":processing", ":retry", ":fallback", ":held", ":heldseq", ":lease",
 	":dlq:entries", ":dlq:etx", ":dlq:bytime", ":dlq:stats", ":events", ":dlq:audit", ":dlq:depth"}
 
+// DataKeys returns the keys of namespace ns whose presence means it holds
+// data (see dataKeys), and its layout key first: one EXISTS over them (one
+// hash tag: one Cluster slot) says whether the namespace holds anything.
+func DataKeys(ns string) []string {
+	keys := make([]string, 0, len(dataKeys)+1)
+	keys = append(keys, LayoutKey(ns))
+	for _, k := range dataKeys {
+		keys = append(keys, Prefix(ns)+k)
+	}
+	return keys
+}
+
 // opsState is what a Store keeps for its operator extensions: whether its
 // layout guard has run (and what it found), and the audit stream's cap.
 type opsState struct {
@@ -94,11 +106,7 @@ func (s *Store) guardLayout(ctx context.Context) error {
 	s.ops.mu.Lock()
 	defer s.ops.mu.Unlock()
 	if !s.ops.checked.Load() {
-		keys := []string{LayoutKey(s.cfg.Namespace)}
-		for _, k := range dataKeys {
-			keys = append(keys, s.prefix+k)
-		}
-		v, err := layoutStampScript.Run(ctx, s.rdb, keys, LayoutVersion).Text()
+		v, err := layoutStampScript.Run(ctx, s.rdb, DataKeys(s.cfg.Namespace), LayoutVersion).Text()
 		if err != nil {
 			return fmt.Errorf("check the redis layout: %w", err)
 		}
@@ -231,11 +239,7 @@ func (s *Store) Upgrade(ctx context.Context, dryRun bool) (UpgradeReport, error)
 		rep.Current = true
 		return rep, nil
 	}
-	keys := make([]string, len(dataKeys))
-	for i, k := range dataKeys {
-		keys[i] = s.prefix + k
-	}
-	n, err := s.rdb.Exists(ctx, keys...).Result()
+	n, err := s.rdb.Exists(ctx, DataKeys(s.cfg.Namespace)[1:]...).Result()
 	if err != nil {
 		return rep, fmt.Errorf("upgrade: %w", err)
 	}

@@ -23,20 +23,10 @@ var nsScanCalls, nsScanCount = 100, 1000
 // note an empty namespace for them.
 var writesNew = map[string]bool{"import": true, "migrate": true, "upgrade": true}
 
-// presenceKeys are keys of namespace ns whose presence means it holds data:
-// the layout key (stamped by a store's first write), and the main keys of
-// the DLQ, the queues, the audit stream and the event stream. One EXISTS
-// answers for all of them (one hash tag: one Cluster slot).
-func presenceKeys(ns string) []string {
-	p := redisstore.Prefix(ns)
-	return []string{redisstore.LayoutKey(ns), redisstore.AuditStreamKey(ns), p + ":dlq:entries", p + ":dlq:stats",
-		p + ":dlq:bytime", p + ":queues", p + ":processing", p + ":retry", p + ":fallback", p + ":held", p + ":lease",
-		p + ":events", p + ":dlq:depth"}
-}
-
-// holdsData reports whether the namespace holds any of its presence keys.
+// holdsData reports whether the namespace holds any of the keys whose
+// presence means it holds data (redisstore.DataKeys).
 func (d *dlqConn) holdsData(ctx context.Context) (bool, error) {
-	n, err := d.rdb.Exists(ctx, presenceKeys(d.namespace)...).Result()
+	n, err := d.rdb.Exists(ctx, redisstore.DataKeys(d.namespace)...).Result()
 	if err != nil {
 		return false, fmt.Errorf("look for namespace %q: %w", d.namespace, err)
 	}

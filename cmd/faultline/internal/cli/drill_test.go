@@ -202,6 +202,14 @@ var _ = Describe("faultline run --history", func() {
 		Expect(again).To(HavePrefix("PASS  secrets-stay-inside"))
 	})
 
+	It("refuses, before the run, a history it cannot write (exit 2, naming the file)", func() {
+		f := filepath.Join(GinkgoT().TempDir(), "no-such-folder", "h.json")
+		out, stderr, code := run("run", "dlq-basics", "--history", f)
+		Expect(code).To(Equal(cli.ExitInvalid), stderr)
+		Expect(stderr).To(ContainSubstring("write " + f))
+		Expect(out).NotTo(ContainSubstring("ERROR"), "no run was carried out")
+	})
+
 	It("writes one run's history only: more than one run is refused, saying why", func() {
 		f := filepath.Join(GinkgoT().TempDir(), "h.json")
 		_, stderr, code := run("run", "dlq-basics", "--seeds", "1..2", "--history", f)

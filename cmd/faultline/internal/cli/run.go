@@ -389,6 +389,13 @@ func runScenarios(ctx context.Context, c *cobra.Command, args []string, f runFla
 		if len(jobs) != 1 {
 			return usage(c, fmt.Errorf("--history writes one run's history: give one scenario and at most one seed (this is %d runs)", len(jobs)))
 		}
+		// A place the history cannot be written is the user's input
+		// (exit 2), said before the run, not an error of the run.
+		hf, err := os.OpenFile(f.history, os.O_WRONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return outputError(f.history, err)
+		}
+		_ = hf.Close()
 		jobs[0].history, jobs[0].historyRaw = f.history, f.historyRaw
 	}
 

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -216,6 +217,9 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	d.workerLogs = append(d.workerLogs, alog)
 	aenv := adapter.Env{Redis: d.rdb, Namespace: d.ns, EventStream: DefaultEventStream, Dir: scenarioDir(d.l.Path), Environ: e.environ(""),
 		Expand: func(s string) string { return e.expand(s, "") }, Stderr: alog, Clock: d.clk}
+	if err := d.checkFrameworks(ctx, aenv); err != nil {
+		return err
+	}
 	// The layout's keys must be empty (nothing the drill judges is
 	// anything it did not put there). Only those under the drill's
 	// namespace are ever deleted, and only once every one was checked.
@@ -232,8 +236,11 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 			return fmt.Errorf("%w: key %q already holds data: a black-box drill starts from an empty queue and DLQ, so that nothing it judges is anything it did not put there (start the layout's keys with {namespace}, or empty it)", ErrSteadyState, k)
 		}
 	}
+	// A namespace the drill made up is in no one else's key: a key that
+	// holds it (a framework's queue:{namespace}) is the drill's too.
+	madeUp := d.opts.Namespace == "" || d.opts.NamespaceMadeUp
 	for _, k := range keys {
-		if strings.HasPrefix(k, d.ns) {
+		if strings.HasPrefix(k, d.ns) || madeUp && strings.Contains(k, d.ns) {
 			e.keys = append(e.keys, k)
 		} else {
 			d.h.Notes = append(d.h.Notes, fmt.Sprintf("key %s is outside the drill's namespace: the drill leaves it as the system left it (it deletes only its namespace's keys); empty it before the next drill", k))
@@ -290,7 +297,7 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: the DLQ could not be read before the drill: %w", ErrSteadyState, err)
 	}
-	if x.Ready != nil {
+	if x.Ready != nil || x.PresetReady() {
 		// The scenario's clock starts once every copy is ready: its first
 		// job and its first fault wait for that, not for a blind sleep.
 		if err := d.awaitReady(ctx, aenv); err != nil {
@@ -329,19 +336,31 @@ func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
 	e, x := d.ext, d.ext.x
 	began := time.Now()
 	probes := map[string]adapter.Probe{}
-	perCopy := x.Ready.PerCopy() && !x.Running
-	targets := []string{""}
-	if perCopy {
-		targets = d.h.Workers
-	}
-	for _, w := range targets {
-		env := aenv
-		env.Expand = func(s string) string { return e.expand(s, w) }
-		p, err := adapter.NewProbe(*x.Ready, env)
+	var what string
+	if x.Ready == nil {
+		// The framework preset's probe: its worker processes, one per
+		// copy, consuming the queue.
+		p, err := adapter.NewFrameworkProbe(x.Inject, len(d.h.Workers), aenv)
 		if err != nil {
-			return fmt.Errorf("system.external.ready: %w", err)
+			return fmt.Errorf("system.external.inject: %w", err)
 		}
-		probes[w] = p
+		defer p.Close()
+		probes[""], what = p, p.Describe()
+	} else {
+		what = readyText(*x.Ready)
+		targets := []string{""}
+		if x.Ready.PerCopy() && !x.Running {
+			targets = d.h.Workers
+		}
+		for _, w := range targets {
+			env := aenv
+			env.Expand = func(s string) string { return e.expand(s, w) }
+			p, err := adapter.NewProbe(*x.Ready, env)
+			if err != nil {
+				return fmt.Errorf("system.external.ready: %w", err)
+			}
+			probes[w] = p
+		}
 	}
 	timeout := x.ReadyTimeout
 	if timeout == 0 {
@@ -364,7 +383,7 @@ func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
 			last[w] = err
 		}
 		if len(probes) == 0 {
-			e.x0.Ready = fmt.Sprintf("%s: ready %s after the system started", readyText(*x.Ready), time.Since(began).Round(time.Millisecond))
+			e.x0.Ready = fmt.Sprintf("%s: ready %s after the system started", what, time.Since(began).Round(time.Millisecond))
 			return nil
 		}
 		if err := d.copiesUp(); err != nil {
@@ -382,6 +401,42 @@ func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// checkFrameworks is the preflight of a framework preset: its adapter
+// program must run here (its runtime and the framework's library: else
+// the drill is refused with the install line), and the framework's keys
+// must hold what that framework keeps there (else refused with what was
+// found). It notes the framework's version and where it keeps its dead
+// letters.
+func (d *drill) checkFrameworks(ctx context.Context, aenv adapter.Env) error {
+	x := d.ext.x
+	checked := map[string]bool{}
+	for _, p := range []struct {
+		part, preset string
+		o            layout.FrameworkOptions
+	}{{"system.external.inject", x.Inject.Preset, x.Inject.FrameworkOptions()}, {"system.external.dlq", x.DLQ.Preset, x.DLQ.FrameworkOptions()}} {
+		fw, ok := layout.FrameworkOf(p.preset)
+		if !ok || checked[p.preset+"\x00"+p.o.Runtime] {
+			continue
+		}
+		checked[p.preset+"\x00"+p.o.Runtime] = true
+		ver, err := adapter.CheckRuntime(ctx, p.preset, p.o, aenv)
+		if err != nil {
+			return &RefusedError{Scenario: d.sc.Name, Part: p.part + ".preset", Reason: err.Error()}
+		}
+		d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s preset: %s (the adapter was written against %s %s)", fw.Name, ver, fw.Title, fw.Version))
+		if p.part == "system.external.dlq" {
+			d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s's dead letters: %s", fw.Title, fw.DeadLetters))
+		}
+	}
+	if err := adapter.CheckFramework(ctx, x.Inject, x.DLQ, aenv); err != nil {
+		if errors.Is(err, adapter.ErrForeignLayout) {
+			return &RefusedError{Scenario: d.sc.Name, Part: "system.external", Reason: err.Error()}
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // readyText describes a readiness probe, its placeholders unexpanded.
@@ -535,6 +590,10 @@ func describeInject(in layout.Inject) string {
 	if in.Preset == layout.PresetFaultline {
 		return "faultline preset: the reference store's queue"
 	}
+	if fw, ok := layout.FrameworkOf(in.Preset); ok {
+		o := in.FrameworkOptions()
+		return fmt.Sprintf("%s preset: %s's own client, queue %s, job %s, options %s", fw.Name, fw.Title, o.Queue, cmp.Or(o.Job, "{task}"), o.Options)
+	}
 	r := in.Resolved()
 	pre := ""
 	if in.Preset != "" {
@@ -575,6 +634,9 @@ func describeDLQ(dl layout.DLQ) string {
 	switch {
 	case dl.Preset == layout.PresetFaultline:
 		s = "the reference store's DLQ"
+	case layout.IsFramework(dl.Preset):
+		fw, _ := layout.FrameworkOf(dl.Preset)
+		s = fw.DeadLetters + ", queue " + dl.FrameworkOptions().Queue
 	case r.RedisList != nil:
 		s = "Redis lists " + strings.Join(r.RedisList.Keys, ", ")
 	case r.RedisZSet != nil:

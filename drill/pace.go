@@ -157,6 +157,9 @@ func AutoScale(sc *scenarios.Scenario, p Pace) (scale float64, why string) {
 	if kp, why := producerScale(sc, p.Enqueue, p.RoundTrip, k); kp < k {
 		k, made = kp, "; "+why
 	}
+	if x := sc.System.External; x != nil && x.MaxTimeScale > 0 && k > x.MaxTimeScale {
+		k, made = x.MaxTimeScale, made+fmt.Sprintf("; the black-box system keeps its timing up to %v (system.external.maxTimeScale)", x.MaxTimeScale)
+	}
 	switch {
 	case k >= 10:
 		k = math.Floor(k/5) * 5

@@ -284,9 +284,10 @@ func prepare(l *scenarios.Loaded, opts Options) (*drill, error) {
 	}
 	if opts.AutoScale {
 		// Chosen in start, once the machine is measured; a black box runs
-		// on the wall clock unless told a scale (CheckExternalScale).
+		// on the wall clock unless it follows the drill's scale
+		// (CheckExternalScale), and then no faster than its MaxTimeScale.
 		opts.Scale = 1
-		opts.AutoScale = sc.System.External == nil
+		opts.AutoScale = sc.System.External == nil || sc.System.External.FollowsScale()
 	}
 	if opts.Scale == 0 {
 		opts.Scale = 1
@@ -410,14 +411,11 @@ func CheckExternalScale(sc *scenarios.Scenario, scale float64) error {
 	if x == nil || scale == 1 {
 		return nil
 	}
-	follows := false
-	if c := x.Command; c != nil {
-		follows = strings.Contains(c.Path, "{timeScale}") || slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "{timeScale}") })
-		for _, v := range c.Env {
-			follows = follows || strings.Contains(v, "{timeScale}")
+	if x.FollowsScale() {
+		if x.MaxTimeScale > 0 && scale > x.MaxTimeScale {
+			return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),
+				Reason: fmt.Sprintf("the black-box system keeps its timing up to time scale %v (system.external.maxTimeScale): what it does not configure (a framework's poller, its boot) does not scale, so faults would not land where the scenario aims them; drill it at %v or slower, or with --time-scale auto", x.MaxTimeScale, x.MaxTimeScale)}
 		}
-	}
-	if follows {
 		return nil
 	}
 	return &RefusedError{Scenario: sc.Name, Part: fmt.Sprintf("--time-scale %v", scale),

@@ -39,8 +39,9 @@ const (
 	PresetSeed = "seed"
 )
 
-// Presets are the preset names, in the order the docs list them.
-var Presets = []string{PresetFaultline, PresetSeed}
+// Presets are the preset names, in the order the docs list them: the
+// layouts, then the job frameworks (Frameworks).
+var Presets = []string{PresetFaultline, PresetSeed, PresetSidekiq, PresetCelery, PresetRQ, PresetBullMQ}
 
 // The seed layout's keys, before Prefix.
 const (
@@ -59,10 +60,30 @@ const DefaultTemplate = `{"id": "{id}", "task": "{task}", "payload": "{payload}"
 // Inject says how faultline puts a job into the system's queue: a preset,
 // or exactly one adapter.
 type Inject struct {
-	// Preset is "faultline" or "seed"; with a preset, no adapter is given.
+	// Preset is one of Presets; with a preset, no adapter is given.
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
-	// Prefix is put before a preset's keys (e.g. "{namespace}:").
+	// Prefix is put before the seed preset's keys (e.g. "{namespace}:");
+	// for the bullmq preset it is BullMQ's key prefix (default "bull").
 	Prefix string `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	// Queue is a framework preset's queue (default "{namespace}").
+	Queue string `yaml:"queue,omitempty" json:"queue,omitempty"`
+	// Job is a framework preset's job: Sidekiq's job class, Celery's task
+	// name, RQ's function (a dotted path), BullMQ's job name; "{task}" in
+	// it is the scenario's task (default: the task).
+	Job string `yaml:"job,omitempty" json:"job,omitempty"`
+	// Options are a framework preset's job options, as the team's
+	// producer passes them (Sidekiq's item fields such as retry; RQ's
+	// enqueue keywords, retry: {max, interval}; Celery's send_task
+	// options; BullMQ's job options such as attempts, backoff,
+	// removeOnFail).
+	Options map[string]any `yaml:"options,omitempty" json:"options,omitempty"`
+	// Runtime is the program that runs a framework preset's adapter
+	// (default ruby, /usr/bin/python3 or node).
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	// Dir is the folder a framework preset's adapter loads the framework
+	// from (BullMQ: the project whose node_modules holds bullmq),
+	// relative to the scenario file's folder (default that folder).
+	Dir string `yaml:"dir,omitempty" json:"dir,omitempty"`
 	// RedisList pushes the job's document onto a list.
 	RedisList *RedisListInject `yaml:"redisList,omitempty" json:"redisList,omitempty"`
 	// RedisStream adds it to a stream (XADD).
@@ -162,6 +183,10 @@ type Command struct {
 type DLQ struct {
 	Preset string `yaml:"preset,omitempty" json:"preset,omitempty"`
 	Prefix string `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	// Queue, Runtime and Dir are a framework preset's (Inject's).
+	Queue   string `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	Dir     string `yaml:"dir,omitempty" json:"dir,omitempty"`
 	// RedisList reads lists of JSON entries (LRANGE).
 	RedisList *RedisKeys `yaml:"redisList,omitempty" json:"redisList,omitempty"`
 	// RedisZSet reads sorted sets of JSON entries (ZRANGE).
@@ -268,6 +293,8 @@ func (d DLQ) Resolved() DLQ {
 	case PresetFaultline:
 		f = Fields{ID: "job.id", Severity: "verdict.Severity", Error: "reason", Class: "verdict.Class", Retries: "job.attempts", Status: "status",
 			FailedAt: "last_failed_at", Inactive: []string{"requeued", "deleted"}}
+	case PresetSidekiq, PresetCelery, PresetRQ, PresetBullMQ:
+		f = FrameworkFields
 	default:
 		return d
 	}
@@ -290,14 +317,14 @@ func (d DLQ) Resolved() DLQ {
 // Validate names the first thing wrong with in (its preset resolved).
 func (in Inject) Validate() error {
 	if in.Preset != "" && !slices.Contains(Presets, in.Preset) {
-		return bad("inject.preset", "%q: takes %s", in.Preset, strings.Join(Presets, " or "))
+		return bad("inject.preset", "%q: takes %s", in.Preset, strings.Join(Presets, ", "))
 	}
 	n := countSet(in.RedisList != nil, in.RedisStream != nil, in.RedisHash != nil, in.RedisZSet != nil, in.HTTP != nil, in.Command != nil)
 	switch {
 	case in.Preset != "" && n > 0:
 		return bad("inject", "a preset (%s) and an adapter: give one", in.Preset)
 	case in.Preset == "" && n == 0:
-		return bad("inject", "no adapter: give a preset (faultline, seed) or one of "+injectAdapters)
+		return bad("inject", "no adapter: give a preset (%s) or one of %s", strings.Join(Presets, ", "), injectAdapters)
 	case n > 1:
 		return bad("inject", "%d adapters: give exactly one of "+injectAdapters, n)
 	case in.Preset == PresetFaultline:
@@ -305,6 +332,15 @@ func (in Inject) Validate() error {
 			return bad("inject.template", "the faultline preset enqueues the reference's own jobs: no template")
 		}
 		return nil
+	case !IsFramework(in.Preset) && (in.Queue != "" || in.Job != "" || in.Options != nil || in.Runtime != "" || in.Dir != ""):
+		return bad("inject", "queue, job, options, runtime and dir are a framework preset's (%s)", strings.Join(frameworkNames(), ", "))
+	case IsFramework(in.Preset):
+		if err := validateFramework("inject", in.Preset, in.Queue, in.Prefix, in.Job); err != nil {
+			return err
+		}
+		if p := cmp.Or(in.IDPath, "id"); p != "id" {
+			return bad("inject.idPath", "%q: the %s preset gives the framework the document's id as the job's ID: the template writes {id} at id", in.IDPath, in.Preset)
+		}
 	}
 	r := in.Resolved()
 	switch {
@@ -389,16 +425,24 @@ func (in Inject) queueState() (*QueueState, string) {
 // Validate names the first thing wrong with d (its preset resolved).
 func (d DLQ) Validate() error {
 	if d.Preset != "" && !slices.Contains(Presets, d.Preset) {
-		return bad("dlq.preset", "%q: takes %s", d.Preset, strings.Join(Presets, " or "))
+		return bad("dlq.preset", "%q: takes %s", d.Preset, strings.Join(Presets, ", "))
 	}
 	n := countSet(d.RedisList != nil, d.RedisZSet != nil, d.RedisStream != nil, d.HTTP != nil, d.Command != nil)
 	switch {
 	case d.Preset != "" && n > 0:
 		return bad("dlq", "a preset (%s) and an adapter: give one", d.Preset)
 	case d.Preset == "" && n == 0:
-		return bad("dlq", "no adapter: give a preset (faultline, seed) or one of redisList, redisZSet, redisStream, http, command")
+		return bad("dlq", "no adapter: give a preset (%s) or one of redisList, redisZSet, redisStream, http, command", strings.Join(Presets, ", "))
 	case n > 1:
 		return bad("dlq", "%d adapters: give exactly one of redisList, redisZSet, redisStream, http, command", n)
+	}
+	switch {
+	case !IsFramework(d.Preset) && (d.Queue != "" || d.Runtime != "" || d.Dir != ""):
+		return bad("dlq", "queue, runtime and dir are a framework preset's (%s)", strings.Join(frameworkNames(), ", "))
+	case IsFramework(d.Preset):
+		if err := validateFramework("dlq", d.Preset, d.Queue, d.Prefix, ""); err != nil {
+			return err
+		}
 	}
 	r := d.Resolved()
 	keys := func(field string, k *RedisKeys) error {

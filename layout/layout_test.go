@@ -236,7 +236,12 @@ var _ = Describe("Validate", func() {
 			Expect(ce.Field).To(Equal(field))
 			Expect(err.Error()).To(HavePrefix(field + ": "))
 		},
-		Entry("an unknown preset", layout.Inject{Preset: "sidekiq"}, "inject.preset"),
+		Entry("an unknown preset", layout.Inject{Preset: "resque"}, "inject.preset"),
+		Entry("a framework's fields on a layout preset", layout.Inject{Preset: "seed", Queue: "q"}, "inject"),
+		Entry("a prefix on a framework preset whose keys are fixed", layout.Inject{Preset: "sidekiq", Prefix: "x:"}, "inject.prefix"),
+		Entry("a queue with a space", layout.Inject{Preset: "rq", Queue: "a b"}, "inject.queue"),
+		Entry("a BullMQ queue with a colon", layout.Inject{Preset: "bullmq", Queue: "a:b"}, "inject.queue"),
+		Entry("a framework preset's id elsewhere", layout.Inject{Preset: "celery", Template: `{"job": {"id": "{id}"}}`, IDPath: "job.id"}, "inject.idPath"),
 		Entry("a preset and an adapter", layout.Inject{Preset: "seed", HTTP: &layout.HTTPInject{URL: "http://x"}}, "inject"),
 		Entry("nothing", layout.Inject{}, "inject"),
 		Entry("two adapters", layout.Inject{RedisList: &layout.RedisListInject{Key: "k"}, HTTP: &layout.HTTPInject{URL: "http://x"}}, "inject"),
@@ -265,6 +270,8 @@ var _ = Describe("Validate", func() {
 			Expect(ce.Field).To(Equal(field))
 		},
 		Entry("an unknown preset", layout.DLQ{Preset: "x"}, "dlq.preset"),
+		Entry("a framework's fields on a layout preset", layout.DLQ{Preset: "faultline", Runtime: "ruby"}, "dlq"),
+		Entry("a prefix on a framework preset whose keys are fixed", layout.DLQ{Preset: "rq", Prefix: "x"}, "dlq.prefix"),
 		Entry("nothing", layout.DLQ{}, "dlq"),
 		Entry("a preset and an adapter", layout.DLQ{Preset: "seed", RedisZSet: &layout.RedisKeys{Keys: []string{"z"}}}, "dlq"),
 		Entry("two adapters", layout.DLQ{RedisZSet: &layout.RedisKeys{Keys: []string{"z"}}, HTTP: &layout.HTTPRead{URL: "http://x"}}, "dlq"),

@@ -428,7 +428,7 @@ func (c *converter) referenceOnly(s System) {
 // (exactly one of command and running, the layouts, copies, shrinks).
 func (c *converter) external(path string, e External) *ExternalSpec {
 	out := &ExternalSpec{Copies: e.Copies, Running: e.Running, Drain: e.Drain.D(), Startup: e.Startup.D(),
-		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts}
+		DLQShrinks: slices.Clone(e.DLQShrinks), NoAlerts: e.NoAlerts, MaxTimeScale: e.MaxTimeScale}
 	out.PageWait = e.PageWait.D()
 	if r := e.Ready; r != nil {
 		out.Ready = &layout.Ready{Command: c.command(path+".ready.command", r.Command), RedisKey: r.RedisKey}
@@ -446,7 +446,8 @@ func (c *converter) external(path string, e External) *ExternalSpec {
 	out.Command = c.command(path+".command", e.Command)
 	in := e.Inject
 	out.Inject = layout.Inject{Preset: in.Preset, Prefix: in.Prefix, Template: in.Template, IDPath: in.IDPath,
-		Command: c.command(path+".inject.command", in.Command)}
+		Command: c.command(path+".inject.command", in.Command),
+		Queue:   in.Queue, Job: in.Job, Options: maps.Clone(in.Options), Runtime: in.Runtime, Dir: in.Dir}
 	if in.RedisList != nil {
 		out.Inject.RedisList = &layout.RedisListInject{Key: in.RedisList.Key, Push: in.RedisList.Push}
 	}
@@ -471,6 +472,7 @@ func (c *converter) external(path string, e External) *ExternalSpec {
 	d := e.DLQ
 	f := d.Fields
 	out.DLQ = layout.DLQ{Preset: d.Preset, Prefix: d.Prefix, Command: c.command(path+".dlq.command", d.Command),
+		Queue: d.Queue, Runtime: d.Runtime, Dir: d.Dir,
 		Fields: layout.Fields{ID: f.ID, Severity: f.Severity, Error: f.Error, Class: f.Class, Retries: f.Retries, Status: f.Status, FailedAt: f.FailedAt,
 			Inactive: slices.Clone(f.Inactive)}}
 	if d.RedisList != nil {

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/layout"
@@ -91,6 +93,38 @@ type ExternalSpec struct {
 	// waits for a page still owed whose deadline has not passed (default
 	// DefaultPageWait); a page later than that is not observable.
 	PageWait time.Duration
+	// MaxTimeScale is the fastest time scale at which the system, which
+	// follows the drill's ({timeScale}), still keeps its timing: parts it
+	// does not configure (a framework's poller, its boot) do not scale.
+	// --time-scale auto picks no faster; a faster --time-scale is
+	// refused. 0: no bound but the drill's own.
+	MaxTimeScale float64
+}
+
+// FollowsScale says the system declares that it follows the drill's time
+// scale: {timeScale} in its command's path, arguments or environment.
+func (e *ExternalSpec) FollowsScale() bool {
+	c := e.Command
+	if c == nil {
+		return false
+	}
+	if strings.Contains(c.Path, "{timeScale}") || slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "{timeScale}") }) {
+		return true
+	}
+	for _, v := range c.Env {
+		if strings.Contains(v, "{timeScale}") {
+			return true
+		}
+	}
+	return false
+}
+
+// PresetReady says the drill asks the framework preset's readiness probe
+// (the framework's worker processes consuming the queue) before the first
+// job: an inject framework preset, a system the drill starts, and neither
+// a probe nor a startup wait declared. Valid after WithDefaults.
+func (e *ExternalSpec) PresetReady() bool {
+	return e.Ready == nil && e.Startup == 0 && !e.Running && layout.IsFramework(e.Inject.Preset)
 }
 
 // ExternalReceiver is a receiver a black-box system is given the URL of
@@ -145,11 +179,20 @@ func (e ExternalSpec) WithDefaults(workers int) ExternalSpec {
 	if e.Drain == 0 {
 		e.Drain = DefaultDrain
 	}
-	if e.Startup == 0 && e.Ready == nil {
+	preset := e.Ready == nil && e.Startup == 0 && !e.Running && layout.IsFramework(e.Inject.Preset)
+	if e.Startup == 0 && e.Ready == nil && !preset {
 		e.Startup = DefaultStartup
 	}
-	if e.ReadyTimeout == 0 && e.Ready != nil {
+	if e.ReadyTimeout == 0 && (e.Ready != nil || preset) {
 		e.ReadyTimeout = DefaultReadyTimeout
+	}
+	if e.Policy == nil {
+		// A framework preset's job options may say its retry policy
+		// (Sidekiq's retry, RQ's Retry, BullMQ's attempts): the drill
+		// judges what the team's producer asks for.
+		if n, _, ok := e.Inject.FrameworkPolicy(); ok {
+			e.Policy = &ExternalPolicy{MaxAttempts: n}
+		}
 	}
 	if e.PageWait == 0 {
 		e.PageWait = DefaultPageWait

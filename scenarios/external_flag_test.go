@@ -166,7 +166,7 @@ var _ = Describe("WithExternal (faultline drill --external FILE)", func() {
 		Entry("a program that is not there, relative to the file", "command: {path: ./worker.sh}\ninject: {preset: seed}\ndlq: {preset: seed}\n",
 			`1:17: system.external.command.path: "./worker.sh": no such file; expected a program (a relative path is relative to this file's folder)`),
 		Entry("a black box missing its DLQ", "command: {path: sh}\ninject: {preset: seed}\n",
-			`1:1: system.external.dlq: no adapter: give a preset (faultline, seed) or one of redisList, redisZSet, redisStream, http, command`),
+			`1:1: system.external.dlq: no adapter: give a preset (faultline, seed, sidekiq, celery, rq, bullmq) or one of redisList, redisZSet, redisStream, http, command`),
 		Entry("a fragment holding more than system.external", fragmentHead+"duration: 5m\nsystem:\n  retry: {maxAttempts: 3}\n  external:\n    command: {path: sh}\n    inject: {preset: seed}\n    dlq: {preset: seed}\nfaults: []\n",
 			"3:1: duration: an external system's file gives system.external and nothing else (the scenario gives the rest): remove it",
 			"5:3: system.retry: an external system's file gives system.external and nothing else (the scenario gives the rest): remove it",

@@ -167,7 +167,7 @@ var _ = Describe("A black-box system (system.external)", func() {
 		Entry("a negative drain", "    command: {path: sh}\n    drain: -1s\n"+seedLayout,
 			`s.yaml:11:12: system.external.drain: expected a duration of at least 0, got "-1s"`),
 		Entry("an unknown preset", "    command: {path: sh}\n    inject: {preset: seeds}\n    dlq: {preset: seed}\n",
-			`s.yaml:11:22: system.external.inject.preset: "seeds": takes faultline or seed`),
+			`s.yaml:11:22: system.external.inject.preset: "seeds": takes faultline, seed, sidekiq, celery, rq, bullmq`),
 		Entry("a list adapter without its key, at the adapter", "    command: {path: sh}\n    inject: {redisList: {push: lpush}}\n    dlq: {preset: seed}\n",
 			`s.yaml:11:14: system.external.inject.redisList.key: required`),
 		Entry("a preset and an adapter", "    command: {path: sh}\n    inject: {preset: seed}\n    dlq: {preset: seed, redisList: {keys: [dead]}}\n",

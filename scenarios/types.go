@@ -181,6 +181,9 @@ type External struct {
 	// Receivers declares receivers and whether each pages
 	// (ExternalReceiver).
 	Receivers []ExternalReceiverDoc `yaml:"receivers,omitempty" json:"receivers,omitempty"`
+	// MaxTimeScale is the fastest time scale the system follows
+	// (ExternalSpec.MaxTimeScale).
+	MaxTimeScale float64 `yaml:"maxTimeScale,omitempty" json:"maxTimeScale,omitempty"`
 }
 
 // ExternalReady is a readiness probe (layout.Ready) and how long to ask
@@ -223,6 +226,13 @@ type Inject struct {
 	Command     *Command           `yaml:"command,omitempty" json:"command,omitempty"`
 	Template    string             `yaml:"template,omitempty" json:"template,omitempty"`
 	IDPath      string             `yaml:"idPath,omitempty" json:"idPath,omitempty"`
+	// Queue, Job, Options, Runtime and Dir are a framework preset's
+	// (layout.Inject).
+	Queue   string         `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Job     string         `yaml:"job,omitempty" json:"job,omitempty"`
+	Options map[string]any `yaml:"options,omitempty" json:"options,omitempty"`
+	Runtime string         `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	Dir     string         `yaml:"dir,omitempty" json:"dir,omitempty"`
 }
 
 // InjectRedisList pushes a job's document onto a Redis list.
@@ -290,6 +300,10 @@ type ExternalDLQ struct {
 	HTTP        *HTTPRead    `yaml:"http,omitempty" json:"http,omitempty"`
 	Command     *Command     `yaml:"command,omitempty" json:"command,omitempty"`
 	Fields      DLQFields    `yaml:"fields,omitempty" json:"fields,omitempty"`
+	// Queue, Runtime and Dir are a framework preset's (layout.DLQ).
+	Queue   string `yaml:"queue,omitempty" json:"queue,omitempty"`
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	Dir     string `yaml:"dir,omitempty" json:"dir,omitempty"`
 }
 
 // RedisKeys names Redis keys.

@@ -44,6 +44,11 @@ func (v *validator) external() {
 	case e.Copies > 0:
 		v.maxWorkers = e.Copies // a worker fault names a copy (drill.Fleet: the copies are the workers)
 	}
+	// (A bound on the scale of a system that does not follow it is moot:
+	// the drill runs it at 1.)
+	if e.MaxTimeScale != 0 && (e.MaxTimeScale < 1 || e.MaxTimeScale > 1000) {
+		v.bad(f+".MaxTimeScale", "takes a scale from 1 to 1000, got %v", e.MaxTimeScale)
+	}
 	v.ms(f+".Drain", e.Drain)
 	v.ms(f+".Startup", e.Startup)
 	v.ms(f+".PageWait", e.PageWait)

@@ -186,6 +186,8 @@ func NewInjector(cfg layout.Inject, env Env) (Injector, error) {
 	}
 	doc := docRenderer{template: tmpl, idPath: idPath}
 	switch {
+	case layout.IsFramework(r.Preset):
+		return newFrameworkInjector(r, env, doc)
 	case r.RedisList != nil:
 		if env.Redis == nil {
 			return nil, fmt.Errorf("inject: redisList: %w: no Redis client", ErrEnv)
@@ -238,6 +240,8 @@ func NewReader(d layout.DLQ, env Env) (Reader, error) {
 			return nil, err
 		}
 		return newFaultlineReader(env, r.Fields)
+	case layout.IsFramework(r.Preset):
+		return newFrameworkReader(r, r.Fields, env)
 	case r.RedisList != nil:
 		if err := needRedis("redisList"); err != nil {
 			return nil, err
@@ -269,7 +273,8 @@ func NewReader(d layout.DLQ, env Env) (Reader, error) {
 // Keys returns the Redis keys in and d touch, expanded, each once, in
 // order (the queue's first): a drill refuses to start on non-empty keys
 // and deletes them after. The faultline preset's keys are its namespace's
-// (redisstore.Prefix), not listed here.
+// (redisstore.Prefix), not listed here; a framework preset's are its
+// queue's keys (layout.FrameworkKeys), the sets every queue shares aside.
 func Keys(in layout.Inject, d layout.DLQ, env Env) []string {
 	var keys []string
 	add := func(ks ...string) {
@@ -291,6 +296,14 @@ func Keys(in layout.Inject, d layout.DLQ, env Env) []string {
 	}
 	if ri.RedisZSet != nil {
 		add(ri.RedisZSet.Key)
+	}
+	// A framework's keys of this queue alone; the sets every queue shares
+	// (Sidekiq's retry, schedule, dead) are not the drill's (CheckFramework
+	// refuses them when they hold this queue's jobs).
+	for _, fk := range append(frameworkKeys(in.Preset, in.FrameworkOptions(), env), frameworkKeys(d.Preset, d.FrameworkOptions(), env)...) {
+		if !fk.Shared {
+			add(fk.Key)
+		}
 	}
 	rd := d.Resolved()
 	if rd.RedisList != nil {

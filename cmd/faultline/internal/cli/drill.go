@@ -224,7 +224,7 @@ func runDrills(ctx context.Context, c *cobra.Command, args []string, f drillFlag
 			if seed != nil {
 				s = *seed
 			}
-			if f.autoScale && sc.System.External == nil {
+			if f.autoScale && (sc.System.External == nil || sc.System.External.FollowsScale()) {
 				fmt.Fprintf(stdout, "drill %s (seed %d, %s at a time scale measured when it starts): fault timeline\n", masked(sc.Name), s, sc.Duration)
 			} else {
 				fmt.Fprintf(stdout, "drill %s (seed %d, %s at time scale %v = %s on the wall clock): fault timeline\n",

@@ -152,7 +152,7 @@ func FrameworkKeys(name, queue, prefix string) []FrameworkKey {
 			{Key: "queue:" + queue, Kind: KindList, What: "the queue (jobs as JSON, LPUSH, fetched with BRPOP)", Queued: true, Holds: HoldsSidekiqJob},
 			{Key: "retry", Kind: KindZSet, What: "the retry set (every queue's jobs waiting to be retried)", Queued: true, Holds: HoldsSidekiqJob, Shared: true},
 			{Key: "schedule", Kind: KindZSet, What: "the schedule set (every queue's scheduled jobs)", Queued: true, Holds: HoldsSidekiqJob, Shared: true},
-			{Key: "dead", Kind: KindZSet, What: "the dead set (every queue's dead jobs)", Shared: true},
+			{Key: "dead", Kind: KindZSet, What: "the dead set (every queue's dead jobs)", Holds: HoldsSidekiqJob, Shared: true},
 		}
 	case PresetCelery:
 		return []FrameworkKey{

@@ -290,3 +290,23 @@ var _ = Describe("Validate", func() {
 		Expect(layout.DLQ{Preset: layout.PresetFaultline}.Validate()).To(Succeed())
 	})
 })
+
+var _ = Describe("A framework preset's retry policy, from the producer's job options", func() {
+	DescribeTable("says the attempts the options give, or that they do not say",
+		func(preset string, opts map[string]any, attempts int, backoffMs int64, ok bool) {
+			n, b, said := layout.Inject{Preset: preset, Options: opts}.FrameworkPolicy()
+			Expect(said).To(Equal(ok))
+			Expect(n).To(Equal(attempts))
+			Expect(b).To(Equal(backoffMs))
+		},
+		Entry("Sidekiq: retry 3 is four attempts", "sidekiq", map[string]any{"retry": uint64(3)}, 4, int64(0), true),
+		Entry("Sidekiq: retry false is one", "sidekiq", map[string]any{"retry": false}, 1, int64(0), true),
+		Entry("Sidekiq: retry true is its default 25 retries", "sidekiq", map[string]any{"retry": true}, 26, int64(0), true),
+		Entry("Sidekiq: no retry: the worker class decides", "sidekiq", nil, 0, int64(0), false),
+		Entry("RQ: no Retry is one attempt", "rq", nil, 1, int64(0), true),
+		Entry("RQ: Retry(max=3, interval=[1, 2])", "rq", map[string]any{"retry": map[string]any{"max": uint64(3), "interval": []any{uint64(1), uint64(2)}}}, 4, int64(1000), true),
+		Entry("BullMQ: no attempts is one", "bullmq", nil, 1, int64(0), true),
+		Entry("BullMQ: attempts 5, backoff 500ms", "bullmq", map[string]any{"attempts": uint64(5), "backoff": map[string]any{"type": "exponential", "delay": uint64(500)}}, 5, int64(500), true),
+		Entry("Celery: the task's decorator decides", "celery", map[string]any{"retry": true}, 0, int64(0), false),
+	)
+})

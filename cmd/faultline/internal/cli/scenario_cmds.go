@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/layout/adapter"
 	"github.com/faultline/faultline/scenarios"
 )
 
@@ -90,6 +91,16 @@ func validate(stdout, stderr io.Writer, args []string, lim scenarios.Limits, ext
 			continue
 		}
 		fmt.Fprintf(stdout, "ok  %s  %s: %s\n", masked(f), masked(l.Scenario.Name), masked(l.Scenario.Description))
+		if x := l.Scenario.System.External; x != nil {
+			// A framework preset whose adapter cannot run here: the file
+			// is valid, a drill of it on this machine would be refused.
+			for _, w := range []string{adapter.RuntimeWarning(x.Inject.Preset, x.Inject.Runtime), adapter.RuntimeWarning(x.DLQ.Preset, x.DLQ.Runtime)} {
+				if w != "" {
+					fmt.Fprintf(stderr, "warning: %s: %s\n", masked(f), masked(w))
+					break
+				}
+			}
+		}
 	}
 	if bad > 0 {
 		return &InvalidInputError{Err: fmt.Errorf("%d of %d scenario files are invalid", bad, len(files))}

@@ -49,12 +49,17 @@ func stopDrills(drills map[string]*exampleDrill, srv *redistest.Server) {
 	}
 }
 
-// startDrill starts `faultline drill FILE` against the Redis at addr in
-// the background, its JSON report to a folder of its own.
+// startDrill starts `faultline drill FILE` against the Redis at addr
+// (HOST:PORT, database 0, or HOST:PORT/DB) in the background, its JSON
+// report to a folder of its own.
 func startDrill(name, file, addr string, env []string, extra ...string) *exampleDrill {
 	GinkgoHelper()
 	e := &exampleDrill{name: name, dir: GinkgoT().TempDir(), done: make(chan struct{})}
-	args := append([]string{"drill", file, "--redis-url", "redis://" + addr + "/0", "--report", "json", "--report-dir", e.dir}, extra...)
+	url := "redis://" + addr
+	if !strings.Contains(addr, "/") {
+		url += "/0"
+	}
+	args := append([]string{"drill", file, "--redis-url", url, "--report", "json", "--report-dir", e.dir}, extra...)
 	e.cmd = exec.Command(faultlineBin, args...)
 	e.cmd.Env = env
 	e.cmd.Stdout, e.cmd.Stderr = &e.out, &e.out

@@ -227,8 +227,9 @@ func (d DLQ) FrameworkOptions() FrameworkOptions {
 // first interval the least backoff) and BullMQ's attempts (default 1: the
 // first attempt only, as BullMQ runs a job without it) with its
 // backoff.delay. ok is false when the options do not say (Sidekiq without
-// "retry": the worker class's own options decide; Celery: the task's
-// decorator decides).
+// "retry": a job pushed by its class's name carries "retry": true, so the
+// server's max_retries decides — 25 unless the team set it; Celery: the
+// task's decorator decides).
 func (in Inject) FrameworkPolicy() (maxAttempts int, minBackoffMs int64, ok bool) {
 	o := in.Options
 	switch in.Preset {

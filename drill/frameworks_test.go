@@ -1,0 +1,155 @@
+package drill_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/faultline/faultline/reference/store/redisstore/redistest"
+	"github.com/faultline/faultline/reports"
+)
+
+// frameworks are the job-framework examples (examples/FRAMEWORK), each
+// drilled with the preset of its framework (issue 29).
+var frameworks = []string{"sidekiq", "celery", "rq", "bullmq"}
+
+// frameworkDrill is one drill file of a framework example and what its
+// verdict must be: the default configuration caught for its named reason,
+// the fixed one passing, a short-lived default (a small dead-set cap, a
+// short TTL) caught dropping dead letters.
+type frameworkDrill struct {
+	framework, file string
+	// pass: the drill must PASS (exit 0).
+	pass bool
+	// failed are rules (invariants, or expectations by name) the drill
+	// must fail; output are texts its output must hold (the reason named).
+	failed []string
+	output []string
+}
+
+// frameworkDrills are the drills CI runs, with the verdict each must give.
+var frameworkDrills = []frameworkDrill{
+	{framework: "sidekiq", file: "drill-default.yaml", failed: []string{"lost = 0"}, output: []string{"was lost"}},
+	{framework: "sidekiq", file: "drill-fixed.yaml", pass: true},
+	{framework: "celery", file: "drill-default.yaml", failed: []string{"lost = 0"}, output: []string{"was lost"}},
+	{framework: "celery", file: "drill-fixed.yaml", pass: true},
+	{framework: "rq", file: "drill-default.yaml", failed: []string{"dead-lettered = 3"}},
+	{framework: "rq", file: "drill-fixed.yaml", pass: true},
+	{framework: "bullmq", file: "drill-default.yaml", failed: []string{"dead-lettered = 3"}},
+	{framework: "bullmq", file: "drill-fixed.yaml", pass: true},
+}
+
+// sharedScenario is the scenario body of a framework example's drill
+// file: the text from its seed: line to its system: line.
+func sharedScenario(file string) string {
+	GinkgoHelper()
+	b, err := os.ReadFile(file)
+	Expect(err).NotTo(HaveOccurred())
+	s := string(b)
+	from, until := strings.Index(s, "\nseed: "), strings.Index(s, "\nsystem:\n")
+	Expect(from).To(BeNumerically(">", 0), "%s has a seed: line", file)
+	Expect(until).To(BeNumerically(">", from), "%s has its system: after its scenario", file)
+	return s[from:until]
+}
+
+var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq})", Label("drill", "slow", "frameworks"), func() {
+	It("drill one shared scenario, byte for byte, in every drill file", func() {
+		files, err := filepath.Glob(filepath.Join("..", "examples", "*", "drill-*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var want, first string
+		n := 0
+		for _, f := range files {
+			fw := filepath.Base(filepath.Dir(f))
+			if !strings.Contains(" "+strings.Join(frameworks, " ")+" ", " "+fw+" ") {
+				continue
+			}
+			n++
+			if want == "" {
+				want, first = sharedScenario(f), f
+				continue
+			}
+			Expect(sharedScenario(f)).To(Equal(want), "%s drills another scenario than %s", f, first)
+		}
+		Expect(n).To(BeNumerically(">=", 2*len(frameworks)), "two drill files per framework")
+	})
+
+	Context("drilled at once, each on a database of its own", Ordered, func() {
+		drills := map[string]*exampleDrill{}
+		var srv *redistest.Server
+
+		BeforeAll(func() {
+			if runtime.GOOS != "linux" {
+				Skip("drills run on Linux only")
+			}
+			var err error
+			srv, err = redistest.StartServer()
+			if err != nil && !redistest.Required() {
+				Skip("redis-server is not on PATH")
+			}
+			Expect(err).NotTo(HaveOccurred())
+			for _, fw := range frameworks {
+				// What CI runs first: the framework's runtime, if missing,
+				// and the example's own installs (idempotent).
+				setup := exec.Command("./setup.sh")
+				setup.Dir = filepath.Join("..", "examples", fw)
+				out, err := setup.CombinedOutput()
+				Expect(err).NotTo(HaveOccurred(), "examples/%s/setup.sh:\n%s", fw, out)
+			}
+			for i, d := range frameworkDrills {
+				file, err := filepath.Abs(filepath.Join("..", "examples", d.framework, d.file))
+				Expect(err).NotTo(HaveOccurred())
+				// Sidekiq's retry, schedule and dead sets and Celery's
+				// unacked hash are every queue's: a database per drill.
+				addr := fmt.Sprintf("%s/%d", srv.Addr, i+1)
+				drills[d.framework+"/"+d.file] = startDrill(d.framework+"-"+d.file, file, addr, os.Environ())
+			}
+		})
+		AfterAll(func() { stopDrills(drills, srv) })
+
+		for _, d := range frameworkDrills {
+			verdict := "is caught: " + strings.Join(d.failed, ", ")
+			if d.pass {
+				verdict = "passes"
+			}
+			It(fmt.Sprintf("%s %s %s", d.framework, d.file, verdict), func() {
+				e := drills[d.framework+"/"+d.file]
+				e.wait()
+				Expect(e.result).NotTo(BeNil(), "the drill of examples/%s/%s wrote no JSON report; its output:\n%s", d.framework, d.file, e.out.String())
+				if d.pass {
+					Expect(e.code).To(Equal(0), e.out.String())
+					Expect(e.result.Verdict).To(Equal(reports.Passed), e.out.String())
+					Expect(e.result.Ledger.Lost).To(BeZero())
+					return
+				}
+				Expect(e.code).To(Equal(1), e.out.String())
+				Expect(e.result.Verdict).To(Equal(reports.Failed), e.out.String())
+				Expect(failedRules(e.result)).To(ContainElements(d.failed), e.out.String())
+				for _, o := range d.output {
+					Expect(e.out.String()).To(ContainSubstring(o))
+				}
+			})
+		}
+	})
+})
+
+// failedRules are the invariants and expectations a report failed, by name.
+func failedRules(r *reports.Result) []string {
+	var out []string
+	for _, inv := range r.Invariants {
+		if inv.Verdict == reports.Failed {
+			out = append(out, inv.Name)
+		}
+	}
+	for _, e := range r.Expectations {
+		if e.Verdict == reports.Failed {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}

@@ -95,7 +95,9 @@ const DefaultFrameworkQueue = "{namespace}"
 
 // FrameworkFields are the fields of the entries a framework preset's
 // adapter program prints (its dlq mode).
-var FrameworkFields = Fields{ID: "id", Error: "error", Retries: "retries", Status: "status", FailedAt: "failed_at"}
+// An entry whose status is "expired" (past its framework's TTL, not yet
+// swept) or "gone" (its job's record removed) no longer holds its job.
+var FrameworkFields = Fields{ID: "id", Error: "error", Retries: "retries", Status: "status", FailedAt: "failed_at", Inactive: []string{"expired", "gone"}}
 
 // KeyKind is the Redis type a key must have.
 type KeyKind string

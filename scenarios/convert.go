@@ -469,6 +469,14 @@ func (c *converter) external(path string, e External) *ExternalSpec {
 	if in.HTTP != nil {
 		out.Inject.HTTP = &layout.HTTPInject{URL: in.HTTP.URL, Header: maps.Clone(in.HTTP.Header)}
 	}
+	if out.Policy == nil {
+		// A framework preset's job options may say its retry policy
+		// (Sidekiq's retry, RQ's Retry, BullMQ's attempts): the drill
+		// judges what the team's producer asks for, as if declared.
+		if n, _, ok := out.Inject.FrameworkPolicy(); ok {
+			out.Policy = &ExternalPolicy{MaxAttempts: n}
+		}
+	}
 	d := e.DLQ
 	f := d.Fields
 	out.DLQ = layout.DLQ{Preset: d.Preset, Prefix: d.Prefix, Command: c.command(path+".dlq.command", d.Command),

@@ -186,14 +186,7 @@ func (e ExternalSpec) WithDefaults(workers int) ExternalSpec {
 	if e.ReadyTimeout == 0 && (e.Ready != nil || preset) {
 		e.ReadyTimeout = DefaultReadyTimeout
 	}
-	if e.Policy == nil {
-		// A framework preset's job options may say its retry policy
-		// (Sidekiq's retry, RQ's Retry, BullMQ's attempts): the drill
-		// judges what the team's producer asks for.
-		if n, _, ok := e.Inject.FrameworkPolicy(); ok {
-			e.Policy = &ExternalPolicy{MaxAttempts: n}
-		}
-	}
+
 	if e.PageWait == 0 {
 		e.PageWait = DefaultPageWait
 	}

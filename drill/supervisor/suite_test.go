@@ -195,6 +195,32 @@ var _ = Describe("Supervisor", func() {
 		Expect(s.Unexpected()).To(BeZero())
 	})
 
+	It("kills with the worker the processes below it that left its group (setsid), as ending a container would", func() {
+		pidFile := filepath.Join(GinkgoT().TempDir(), "horse.pid")
+		// A work horse in a session of its own, as RQ forks one per job.
+		s := start(sh("w1", "setsid sh -c 'echo $$ > "+pidFile+"; exec sleep 60' & wait"))
+		var horse int
+		Eventually(func() error {
+			b, err := os.ReadFile(pidFile)
+			if err == nil {
+				horse, err = strconv.Atoi(strings.TrimSpace(string(b)))
+			}
+			return err
+		}).WithTimeout(settle).Should(Succeed())
+		Expect(syscall.Kill(horse, 0)).To(Succeed(), "the horse runs")
+		Expect(s.Kill("w1", -1)).To(Succeed())
+		// Dead: gone, or a zombie its new parent has not reaped yet.
+		dead := func() bool {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", horse))
+			if err != nil {
+				return true
+			}
+			k := strings.LastIndexByte(string(b), ')')
+			return k >= 0 && k+2 < len(b) && b[k+2] == 'Z'
+		}
+		Eventually(dead).WithTimeout(settle).Should(BeTrue(), "the horse died with its worker")
+	})
+
 	It("terminates a worker (SIGTERM to its group), records its exit as expected and restarts it after the delay", func() {
 		s := start(sh("w1", "trap 'exit 0' TERM; sleep 60 & sleep 60 & wait"))
 		old := s.PIDs()["w1"]

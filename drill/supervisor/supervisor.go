@@ -1,6 +1,7 @@
 // Package supervisor runs a drill's worker processes and applies process
-// faults to them: a crash is a real SIGKILL of the worker's process group,
-// followed by a replacement as a supervisor would start one; a graceful
+// faults to them: a crash is a real SIGKILL of the worker's process group
+// and of every process below it (one that left the group with setsid, as
+// RQ's work horse does, included: as ending a container would), followed by a replacement as a supervisor would start one; a graceful
 // stop is SIGTERM of the group, and a replacement once it is due; a stall
 // is SIGSTOP of the group and SIGCONT when it ends.
 //
@@ -116,8 +117,9 @@ const (
 	// StartFailed: a start or restart failed (Err); a restart is tried
 	// again after RestartDelay.
 	StartFailed EventKind = "start_failed"
-	// Killed: the supervisor sent SIGKILL to the process group, by Kill or
-	// to a straggler at the end of Stop's grace.
+	// Killed: the supervisor sent SIGKILL to the process group and the
+	// processes below the worker, by Kill or to a straggler at the end of
+	// Stop's grace.
 	Killed EventKind = "killed"
 	// Stalled: SIGSTOP sent to the process group (or a stall extended).
 	Stalled EventKind = "stalled"

@@ -230,8 +230,9 @@ func (s *Supervisor) running(name string) (*child, error) {
 	return c, nil
 }
 
-// Kill crashes the worker: SIGKILL to its process group (a stalled one
-// included). Its replacement starts restartAfter after the kill, or once
+// Kill crashes the worker: SIGKILL to its process group and to every
+// process below it, a descendant that left the group included (killTree;
+// a stalled one included). Its replacement starts restartAfter after the kill, or once
 // the process is reaped if that is later; a negative restartAfter leaves
 // the worker down for the rest of the drill.
 func (s *Supervisor) Kill(name string, restartAfter time.Duration) error {
@@ -241,7 +242,7 @@ func (s *Supervisor) Kill(name string, restartAfter time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := signalGroup(c.pid, syscall.SIGKILL); err != nil {
+	if err := killTree(c.pid); err != nil {
 		return fmt.Errorf("supervisor: kill %s (pid %d): %w", name, c.pid, err)
 	}
 	c.cause, c.killedAt, c.restartAfter = causeKill, s.opts.Clock.Now(), restartAfter
@@ -298,7 +299,7 @@ func (s *Supervisor) killLate(c *child, pid int, done chan struct{}, d time.Dura
 			return
 		}
 		_ = signalGroup(pid, syscall.SIGCONT)
-		if err := signalGroup(pid, syscall.SIGKILL); err == nil {
+		if err := killTree(pid); err == nil {
 			s.record(Event{Worker: c.spec.Name, Kind: Killed, PID: pid})
 		}
 	})
@@ -444,7 +445,7 @@ func (s *Supervisor) Stop(ctx context.Context, grace time.Duration) error {
 			continue
 		}
 		_ = signalGroup(c.pid, syscall.SIGCONT)
-		if err := signalGroup(c.pid, syscall.SIGKILL); err == nil {
+		if err := killTree(c.pid); err == nil {
 			s.record(Event{Worker: c.spec.Name, Kind: Killed, PID: c.pid})
 		}
 	}

@@ -407,8 +407,8 @@ func (d *drill) awaitReady(ctx context.Context, aenv adapter.Env) error {
 // program must run here (its runtime and the framework's library: else
 // the drill is refused with the install line), and the framework's keys
 // must hold what that framework keeps there (else refused with what was
-// found). It notes the framework's version and where it keeps its dead
-// letters.
+// found). It notes a framework version other than the one the adapter
+// was written against, and a framework that keeps no dead letters.
 func (d *drill) checkFrameworks(ctx context.Context, aenv adapter.Env) error {
 	x := d.ext.x
 	checked := map[string]bool{}
@@ -425,10 +425,12 @@ func (d *drill) checkFrameworks(ctx context.Context, aenv adapter.Env) error {
 		if err != nil {
 			return &RefusedError{Scenario: d.sc.Name, Part: p.part + ".preset", Reason: err.Error()}
 		}
-		d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s preset: %s (the adapter was written against %s %s)", fw.Name, ver, fw.Title, fw.Version))
-		if p.part == "system.external.dlq" {
-			d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s's dead letters: %s", fw.Title, fw.DeadLetters))
+		if !strings.Contains(ver, fw.Version) {
+			d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s preset: this machine runs %s; its adapter was written against %s %s: read adapters.log if a verdict surprises", fw.Name, ver, fw.Title, fw.Version))
 		}
+	}
+	if fw, ok := layout.FrameworkOf(x.DLQ.Preset); ok && fw.NoDLQ {
+		d.h.Notes = append(d.h.Notes, fmt.Sprintf("%s keeps no dead letter queue: %s", fw.Title, fw.DeadLetters))
 	}
 	if err := adapter.CheckFramework(ctx, x.Inject, x.DLQ, aenv); err != nil {
 		if errors.Is(err, adapter.ErrForeignLayout) {

@@ -191,6 +191,18 @@ func CheckFramework(ctx context.Context, in layout.Inject, d layout.DLQ, env Env
 			return fmt.Errorf("%w: key %s is a %s, where %s %s keeps %s (a %s): another framework's or another version's layout is in this database; give the drill a database of its own",
 				ErrForeignLayout, k.Key, typ, fw.Title, fw.Version, k.What, k.Kind)
 		}
+		if strings.HasSuffix(k.Key, ":wait") && name == layout.PresetBullMQ {
+			// Bull (v3, v4) keeps the same lists and sets under the same
+			// names; its own keys give it away.
+			base := strings.TrimSuffix(k.Key, "wait")
+			n, err := env.Redis.Exists(ctx, base+"priority", base+"meta-paused").Result()
+			if err != nil {
+				return fmt.Errorf("EXISTS %spriority: %w", base, err)
+			}
+			if n > 0 {
+				return fmt.Errorf("%w: %spriority or %smeta-paused exists: a Bull (v3 or v4) queue of this name, whose jobs BullMQ cannot read; give the drill a queue or a database of its own", ErrForeignLayout, base, base)
+			}
+		}
 		if strings.HasSuffix(k.Key, ":meta") && name == layout.PresetBullMQ {
 			v, err := env.Redis.HGet(ctx, k.Key, "version").Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
@@ -265,8 +277,17 @@ func newFrameworkInjector(cfg layout.Inject, env Env, doc docRenderer) (Injector
 	if err != nil {
 		return nil, fmt.Errorf("inject: %w", err)
 	}
-	return &frameworkInjector{commandInjector: &commandInjector{spec: p.mode("inject"), doc: doc}, prog: p, rdb: env.Redis,
-		keys: frameworkKeys(cfg.Preset, o, env)}, nil
+	ci := &commandInjector{spec: p.mode("inject"), doc: doc}
+	// Started now, not on the first job: a runtime loading its framework
+	// (node and bullmq, about 0.4 s) would delay the scenario's first jobs.
+	ci.mu.Lock()
+	err = ci.start()
+	ci.mu.Unlock()
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("inject: the %s preset: %w", fw.Name, err)
+	}
+	return &frameworkInjector{commandInjector: ci, prog: p, rdb: env.Redis, keys: frameworkKeys(cfg.Preset, o, env)}, nil
 }
 
 // Queued returns the IDs of the queue's jobs still queued or waiting to

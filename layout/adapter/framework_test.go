@@ -18,8 +18,14 @@ import (
 // themselves are drilled by the examples: drill/examples_test.go.)
 var _ = Describe("The framework presets", func() {
 	ctx := context.Background()
-	env := func(rdb redis.UniversalClient) adapter.Env {
-		return adapter.Env{Redis: rdb, Expand: expandNS("drill-x-1")}
+	// The adapter programs start with the injector (they read what is
+	// queued in Go): they are given the Redis a drill would give them.
+	env := func(rdb *redis.Client) adapter.Env {
+		e := adapter.Env{Expand: expandNS("drill-x-1")}
+		if rdb != nil {
+			e.Redis, e.Environ = rdb, []string{"FAULTLINE_REDIS_URL=redis://" + rdb.Options().Addr}
+		}
+		return e
 	}
 
 	It("lists each framework's keys of the queue, leaving out the sets every queue shares", func() {
@@ -45,6 +51,11 @@ var _ = Describe("The framework presets", func() {
 				err = adapter.CheckFramework(ctx, layout.Inject{Preset: layout.PresetBullMQ}, layout.DLQ{Preset: layout.PresetBullMQ}, env(rdb))
 				Expect(err).To(MatchError(adapter.ErrForeignLayout))
 				Expect(err.Error()).To(ContainSubstring(`says version "bull:3.29.0"`))
+				Expect(rdb.Del(ctx, "bull:drill-x-1:meta").Err()).To(Succeed())
+				Expect(rdb.LPush(ctx, "bull:drill-x-1:wait", "1").Err()).To(Succeed())
+				Expect(rdb.ZAdd(ctx, "bull:drill-x-1:priority", redis.Z{Score: 1, Member: "1"}).Err()).To(Succeed())
+				err = adapter.CheckFramework(ctx, layout.Inject{Preset: layout.PresetBullMQ}, layout.DLQ{Preset: layout.PresetBullMQ}, env(rdb))
+				Expect(err).To(MatchError(ContainSubstring("a Bull (v3 or v4) queue of this name")))
 
 				// Sidekiq's dead set is every queue's: another queue's dead
 				// jobs are not the drill's business, this queue's are.
@@ -84,7 +95,7 @@ var _ = Describe("The framework presets", func() {
 				Expect(rdb.LPush(ctx, "queue:drill-x-1", `{"jid":"j1","queue":"drill-x-1"}`, "not json").Err()).To(Succeed())
 				inj, err := adapter.NewInjector(layout.Inject{Preset: layout.PresetSidekiq}, env(rdb))
 				Expect(err).NotTo(HaveOccurred())
-				DeferCleanup(inj.Close)
+				DeferCleanup(func() { _ = inj.Close() }) // its program's exit is not what this spec is about
 				ids, err := inj.(adapter.QueueReader).Queued(ctx)
 				Expect(ids).To(Equal([]string{"j1"}))
 				Expect(err).To(MatchError(adapter.ErrCorrupt))

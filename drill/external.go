@@ -82,9 +82,13 @@ type extState struct {
 	inj  adapter.Injector
 	rd   adapter.Reader
 	keys []string
-	vars map[string]string
-	deps map[string]string // call URLs by dependency
-	rcvs map[string]string // receiver URLs by name
+	// jobKeys are a framework's keys of the drill's jobs outside its
+	// queue (Celery's results, RQ's job hashes): absent at the start, so
+	// the drill's to delete.
+	jobKeys []string
+	vars    map[string]string
+	deps    map[string]string // call URLs by dependency
+	rcvs    map[string]string // receiver URLs by name
 	// clockOrigin is the copies' clock origin (EnvClockOrigin): when the
 	// drill began.
 	clockOrigin time.Time
@@ -154,6 +158,15 @@ func (d *drill) startExternal(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	} else if k != "" {
 		return fmt.Errorf("%w: namespace %q already holds keys (e.g. %s): a black-box drill starts from an empty namespace, so that nothing it judges or deletes is anything it did not put there", ErrSteadyState, d.ns, k)
+	}
+	if d.opts.AutoScale {
+		// A black box that follows the drill's scale ({timeScale}): the
+		// machine's timer and Redis round trip decide how fast, up to the
+		// system's own maxTimeScale (AutoScale).
+		pace := Pace{Tick: MeasureTick(ctx, 100), Load: loadPerCore(), RoundTrip: redisRoundTrip(ctx, d.rdb)}
+		d.opts.Scale, d.autoWhy = AutoScale(sc, pace)
+		d.h.TimeScale = d.opts.Scale
+		d.log.Info("time scale chosen", "scale", d.opts.Scale, "why", d.autoWhy)
 	}
 	startup := x.Startup
 	if startup == 0 {
@@ -437,6 +450,41 @@ func (d *drill) checkFrameworks(ctx context.Context, aenv adapter.Env) error {
 			return &RefusedError{Scenario: d.sc.Name, Part: "system.external", Reason: err.Error()}
 		}
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	// The keys a framework keeps a job in by its ID alone (Celery's
+	// result, RQ's job hash) must not exist yet: a job of the same ID from
+	// an earlier drill would be mixed up with this one's.
+	plan, err := sim.NewPlan(d.sc)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for {
+		a, ok := plan.Next()
+		if !ok || a.At >= d.sc.Duration {
+			break
+		}
+		ids = append(ids, a.Job.ID)
+	}
+	keys := adapter.JobKeys(x.Inject, x.DLQ, aenv, ids)
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 500)]
+		keys = keys[len(batch):]
+		cmds := make([]*redis.IntCmd, len(batch))
+		if _, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range batch {
+				cmds[i] = p.Exists(ctx, k)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		for i, c := range cmds {
+			if c.Val() > 0 {
+				return fmt.Errorf("%w: key %q already exists: a job of this drill's ID from an earlier drill (or another team's), which the framework would mix up with this one's; give the drill a database of its own, or delete it", ErrSteadyState, batch[i])
+			}
+		}
+		d.ext.jobKeys = append(d.ext.jobKeys, batch...)
 	}
 	return nil
 }
@@ -1024,6 +1072,11 @@ func (d *drill) closeExternal() {
 		defer cancel()
 		if len(e.keys) > 0 {
 			_ = d.rdb.Unlink(ctx, e.keys...).Err()
+		}
+		for ks := e.jobKeys; len(ks) > 0; {
+			n := min(len(ks), 500)
+			_ = d.rdb.Unlink(ctx, ks[:n]...).Err()
+			ks = ks[n:]
 		}
 		// The system's own keys under the namespace (processing lists,
 		// retry sets): the namespace is the drill's.

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
 	"github.com/faultline/faultline/reports"
 )
@@ -35,14 +36,24 @@ type frameworkDrill struct {
 
 // frameworkDrills are the drills CI runs, with the verdict each must give.
 var frameworkDrills = []frameworkDrill{
-	{framework: "sidekiq", file: "drill-default.yaml", failed: []string{"lost = 0"}, output: []string{"was lost"}},
+	// Basic fetch (BRPOP): the jobs the killed process held are gone;
+	// every failure is retried, a declined card too.
+	{framework: "sidekiq", file: "drill-default.yaml", failed: []string{"lost = 0", oracle.InvConservation, oracle.InvNoRetryOfFinal}, output: []string{"was lost"}},
 	{framework: "sidekiq", file: "drill-fixed.yaml", pass: true},
-	{framework: "celery", file: "drill-default.yaml", failed: []string{"lost = 0"}, output: []string{"was lost"}},
+	{framework: "sidekiq", file: "drill-dead-cap.yaml", failed: []string{oracle.InvDLQNeverShrinks}},
+	// No DLQ, no retries, the killed worker's task acknowledged.
+	{framework: "celery", file: "drill-default.yaml", failed: []string{"lost = 0", "dead-lettered = 3", oracle.InvConservation}, output: []string{"was lost"}},
 	{framework: "celery", file: "drill-fixed.yaml", pass: true},
-	{framework: "rq", file: "drill-default.yaml", failed: []string{"dead-lettered = 3"}},
+	{framework: "celery", file: "drill-result-expires.yaml", failed: []string{oracle.InvDLQNeverShrinks}},
+	// No Retry: the outage's charges dead-lettered untried; the killed
+	// work horse's job stranded in the started registry.
+	{framework: "rq", file: "drill-default.yaml", failed: []string{"dead-lettered = 3", "lost = 0"}, output: []string{"was lost"}},
 	{framework: "rq", file: "drill-fixed.yaml", pass: true},
+	{framework: "rq", file: "drill-failure-ttl.yaml", failed: []string{oracle.InvDLQNeverShrinks}},
+	// attempts defaults to 1: the outage's charges failed at once.
 	{framework: "bullmq", file: "drill-default.yaml", failed: []string{"dead-lettered = 3"}},
 	{framework: "bullmq", file: "drill-fixed.yaml", pass: true},
+	{framework: "bullmq", file: "drill-remove-on-fail.yaml", failed: []string{oracle.InvDLQNeverShrinks}},
 }
 
 // sharedScenario is the scenario body of a framework example's drill

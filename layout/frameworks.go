@@ -159,6 +159,11 @@ func FrameworkKeys(name, queue, prefix string) []FrameworkKey {
 	case PresetCelery:
 		return []FrameworkKey{
 			{Key: queue, Kind: KindList, What: "the queue (kombu messages as JSON, LPUSH, fetched with BRPOP)", Queued: true, Holds: HoldsCeleryMessage},
+			// kombu's lists of the priorities 3-5, 6-8 and 9 (the priority
+			// option): the queue's name, "\x06\x16" and the step.
+			{Key: queue + "\x06\x163", Kind: KindList, What: "the queue's messages of priority 3 to 5", Queued: true, Holds: HoldsCeleryMessage},
+			{Key: queue + "\x06\x166", Kind: KindList, What: "the queue's messages of priority 6 to 8", Queued: true, Holds: HoldsCeleryMessage},
+			{Key: queue + "\x06\x169", Kind: KindList, What: "the queue's messages of priority 9", Queued: true, Holds: HoldsCeleryMessage},
 			{Key: "unacked", Kind: KindHash, What: "kombu's delivered, unacknowledged messages (every queue's)", Shared: true},
 			{Key: "unacked_index", Kind: KindZSet, What: "kombu's index of the unacknowledged messages (every queue's)", Shared: true},
 		}
@@ -183,6 +188,24 @@ func FrameworkKeys(name, queue, prefix string) []FrameworkKey {
 			{Key: p + "completed", Kind: KindZSet, What: "the completed set"},
 			{Key: p + "meta", Kind: KindHash, What: "the queue's meta (its version field says bullmq:<version>)"},
 		}
+	}
+	return nil
+}
+
+// FrameworkJobKeys are the keys framework preset name keeps one job in
+// outside its queue's keys, named by the job's ID alone (queue and prefix
+// as in FrameworkKeys): Celery's result record, RQ's job hash and result
+// stream, BullMQ's job hash. A drill refuses to start while one of its
+// jobs' keys exists (a job of that ID from an earlier drill: the
+// framework would mix the two up) and deletes them after.
+func FrameworkJobKeys(name, queue, prefix, id string) []string {
+	switch name {
+	case PresetCelery:
+		return []string{"celery-task-meta-" + id}
+	case PresetRQ:
+		return []string{"rq:job:" + id, "rq:results:" + id}
+	case PresetBullMQ:
+		return []string{cmp.Or(prefix, DefaultBullMQPrefix) + ":" + queue + ":" + id}
 	}
 	return nil
 }

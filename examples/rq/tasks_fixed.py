@@ -1,15 +1,19 @@
 """The payment task of tasks.py with what a senior engineer changes; each FIX names
 the failure it prevents. drill-fixed.yaml drills it and is expected to pass.
 
-Two of the changes are outside this file:
+Three of the changes are outside this file:
 - the producer enqueues with a retry policy (RQ retries nothing without one):
       queue.enqueue("tasks_fixed.charge", job, job_id=job["id"],
                     retry=Retry(max=4, interval=[2, 3, 5, 8]))
   (drill-fixed.yaml's inject.options: faultline's RQ preset makes the Retry);
 - the worker runs RQ's scheduler, which puts a job back on its queue once its retry
   interval is up (without it a retry with an interval never runs), and this
-  module's worker class:
-      rq worker <queue> --with-scheduler -w tasks_fixed.ChargeWorker --url ...
+  module's worker class;
+- the worker's job monitoring interval, 5 s instead of 30: the heartbeat of a job
+  in hand lives the interval + 60 s, and a job whose work horse was killed with
+  its worker (a container kill, faultline's worker-crash) waits that long in
+  rq:wip:<queue> before any cleanup may send it back (65 s instead of 90 s):
+      rq worker <queue> --with-scheduler -w tasks_fixed.ChargeWorker --job-monitoring-interval 5 --url ...
 
 Environment: PAYMENT_URL, TIME_SCALE (as tasks.py).
 """
@@ -74,12 +78,14 @@ class ChargeWorker(Worker):
     scheduler over within MAINTENANCE seconds of the lock's expiry (up to ~61 s
     after the kill: RQ's lock TTL is fixed).
 
-    FIX: a job whose work horse died with its worker (a container or cgroup kill; a
-    plain `kill -9` of the worker leaves the horse running, it is in a session of
-    its own) stays in the StartedJobRegistry (rq:wip:<queue>) until its heartbeat
-    runs out (--job-monitoring-interval + 60 s) and a registry cleanup moves it on:
-    retried if it has retries left, else failed. RQ 1.13 cleans a queue's registries
-    at most every 15 minutes (a 899 s lock); here every MAINTENANCE seconds.
+    FIX: a job whose work horse died with its worker (a container or cgroup kill,
+    faultline's worker-crash; a plain `kill -9` of the worker alone leaves the horse
+    running, it is in a session of its own) stays in the StartedJobRegistry
+    (rq:wip:<queue>) until its heartbeat runs out (--job-monitoring-interval + 60 s)
+    and a registry cleanup moves it on: retried if it has retries left, else failed.
+    RQ 1.13 cleans a queue's registries at a worker's 10-minute maintenance, at most
+    every 15 minutes (a 899 s lock): the job is stranded for 20 minutes or more. Here
+    every MAINTENANCE seconds.
     """
 
     MAINTENANCE = max(1.0, 5 / TIME_SCALE)  # seconds

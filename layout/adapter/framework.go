@@ -225,6 +225,31 @@ func CheckFramework(ctx context.Context, in layout.Inject, d layout.DLQ, env Env
 	return nil
 }
 
+// JobKeys returns the keys in's (and d's) framework keeps the jobs ids
+// in outside its queue's keys (layout.FrameworkJobKeys), expanded.
+func JobKeys(in layout.Inject, d layout.DLQ, env Env, ids []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range []struct {
+		preset string
+		o      layout.FrameworkOptions
+	}{{in.Preset, in.FrameworkOptions()}, {d.Preset, d.FrameworkOptions()}} {
+		if !layout.IsFramework(p.preset) {
+			continue
+		}
+		q, pre := env.expand(p.o.Queue), env.expand(p.o.Prefix)
+		for _, id := range ids {
+			for _, k := range layout.FrameworkJobKeys(p.preset, q, pre, id) {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func frameworkQueue(in layout.Inject, d layout.DLQ, env Env) string {
 	if layout.IsFramework(in.Preset) {
 		return env.expand(in.FrameworkOptions().Queue)

@@ -90,7 +90,7 @@ var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq
 		Expect(n).To(BeNumerically(">=", 2*len(frameworks)), "two drill files per framework")
 	})
 
-	Context("drilled at once, each on a database of its own", Ordered, func() {
+	Context("drilled at once, each on a database of its own", Ordered, ContinueOnFailure, func() {
 		drills := map[string]*exampleDrill{}
 		var srv *redistest.Server
 

@@ -92,6 +92,17 @@ var _ = Describe("a drill's pace: its tolerance, the scale it picks, its fleet",
 		s.System.External.Command.Args = append(s.System.External.Command.Args, "--scale={timeScale}")
 		Expect(drill.CheckExternalScale(&s, 10)).To(Succeed())
 	})
+
+	It("keeps a black box that follows the scale at or under its maxTimeScale, auto or told", func() {
+		s := load("../examples/bullmq/drill-fixed.yaml").Scenario.WithDefaults()
+		Expect(s.System.External.FollowsScale()).To(BeTrue())
+		Expect(s.System.External.MaxTimeScale).To(Equal(4.0))
+		k, why := drill.AutoScale(&s, drill.Pace{Tick: 100 * time.Microsecond, RoundTrip: 300 * time.Microsecond})
+		Expect(k).To(Equal(4.0), why)
+		Expect(why).To(ContainSubstring("keeps its timing up to 4 (system.external.maxTimeScale)"))
+		Expect(drill.CheckExternalScale(&s, 4)).To(Succeed())
+		Expect(drill.CheckExternalScale(&s, 5)).To(MatchError(ContainSubstring("keeps its timing up to time scale 4 (system.external.maxTimeScale)")))
+	})
 })
 
 // A Redis stopped and restarted under a drill (persisted: appendfsync

@@ -1,6 +1,7 @@
 package drill_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/faultline/faultline/oracle"
 	"github.com/faultline/faultline/reference/store/redisstore/redistest"
@@ -88,6 +90,56 @@ var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq
 			Expect(sharedScenario(f)).To(Equal(want), "%s drills another scenario than %s", f, first)
 		}
 		Expect(n).To(BeNumerically(">=", 2*len(frameworks)), "two drill files per framework")
+	})
+
+	Context("refused before the drill", func() {
+		var srv *redistest.Server
+		BeforeEach(func() {
+			if runtime.GOOS != "linux" {
+				Skip("drills run on Linux only")
+			}
+			var err error
+			srv, err = redistest.StartServer()
+			if err != nil && !redistest.Required() {
+				Skip("redis-server is not on PATH")
+			}
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(srv.Stop)
+		})
+		// drill runs the Sidekiq example's default drill, its system block
+		// edited, and returns the exit code and output.
+		drill := func(edit func(string) string, extra ...string) (int, string) {
+			src, err := os.ReadFile(filepath.Join("..", "examples", "sidekiq", "drill-default.yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			file := filepath.Join("..", "examples", "sidekiq", ".refused-"+strings.ReplaceAll(CurrentSpecReport().LeafNodeText, " ", "-")[:20]+".yaml")
+			Expect(os.WriteFile(file, []byte(edit(string(src))), 0o644)).To(Succeed())
+			DeferCleanup(os.Remove, file)
+			args := append([]string{"drill", file, "--redis-url", "redis://" + srv.Addr + "/0"}, extra...)
+			cmd := exec.Command(faultlineBin, args...)
+			out, _ := cmd.CombinedOutput()
+			return cmd.ProcessState.ExitCode(), string(out)
+		}
+
+		It("refuses a preset whose runtime is not installed, with the install line (exit 2)", func() {
+			code, out := drill(func(s string) string {
+				return strings.Replace(s, "inject: {preset: sidekiq,", "inject: {preset: sidekiq, runtime: /no/such/ruby,", 1)
+			})
+			Expect(code).To(Equal(2), out)
+			Expect(out).To(And(ContainSubstring("system.external.inject.preset"), ContainSubstring("/no/such/ruby"),
+				ContainSubstring("install: apt-get install ruby-sidekiq")))
+		})
+
+		It("refuses a Redis where the framework's keys hold another layout, saying what it found (exit 2)", func() {
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			DeferCleanup(rdb.Close)
+			Expect(rdb.HSet(context.Background(), "queue:staging-1", "x", "1").Err()).To(Succeed())
+			code, out := drill(func(s string) string { return s }, "--namespace", "staging-1")
+			Expect(code).To(Equal(2), out)
+			Expect(out).To(ContainSubstring("key queue:staging-1 is a hash, where Sidekiq 6.4.1 keeps the queue"))
+			n, err := rdb.Exists(context.Background(), "queue:staging-1").Result()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(n).To(Equal(int64(1)), "a refused drill deletes nothing")
+		})
 	})
 
 	Context("drilled at once, each on a database of its own", Ordered, ContinueOnFailure, func() {

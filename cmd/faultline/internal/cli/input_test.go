@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,5 +106,23 @@ rules:
 		for _, internal := range []string{"unmarshal", "interface {}", "Go struct", "[]string", "rulesFile", "sequence was used", "mapping was used"} {
 			Expect(errOut).NotTo(ContainSubstring(internal))
 		}
+	})
+})
+
+var _ = Describe("validate of a framework preset", func() {
+	It("accepts the file and warns when the preset's runtime is not installed here (a drill would be refused)", func() {
+		src, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "examples", "rq", "drill-default.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		dir := GinkgoT().TempDir()
+		file := filepath.Join(dir, "rq.yaml")
+		// The worker's own command must exist for the file to be valid;
+		// only the preset's runtime is missing.
+		text := strings.Replace(string(src), "inject: {preset: rq,", "inject: {preset: rq, runtime: /no/such/python3,", 1)
+		text = strings.Replace(text, "path: /usr/bin/rq", "path: /bin/sh", 1)
+		Expect(os.WriteFile(file, []byte(text), 0o600)).To(Succeed())
+		out, errOut, code := run("validate", file)
+		Expect(code).To(Equal(cli.ExitOK), errOut)
+		Expect(out).To(ContainSubstring("ok  " + file))
+		Expect(errOut).To(ContainSubstring("warning: " + file + ": the rq preset runs its adapter with /no/such/python3, which is not installed here: a drill would be refused (install: apt-get install python3-rq"))
 	})
 })

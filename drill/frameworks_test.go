@@ -95,15 +95,7 @@ var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq
 	Context("refused before the drill", func() {
 		var srv *redistest.Server
 		BeforeEach(func() {
-			if runtime.GOOS != "linux" {
-				Skip("drills run on Linux only")
-			}
-			var err error
-			srv, err = redistest.StartServer()
-			if err != nil && !redistest.Required() {
-				Skip("redis-server is not on PATH")
-			}
-			Expect(err).NotTo(HaveOccurred())
+			srv = drillRedis()
 			DeferCleanup(srv.Stop)
 		})
 		// drill runs the Sidekiq example's default drill, its system block
@@ -147,15 +139,7 @@ var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq
 		var srv *redistest.Server
 
 		BeforeAll(func() {
-			if runtime.GOOS != "linux" {
-				Skip("drills run on Linux only")
-			}
-			var err error
-			srv, err = redistest.StartServer()
-			if err != nil && !redistest.Required() {
-				Skip("redis-server is not on PATH")
-			}
-			Expect(err).NotTo(HaveOccurred())
+			srv = drillRedis()
 			for _, fw := range frameworks {
 				// What CI runs first: the framework's runtime, if missing,
 				// and the example's own installs (idempotent).
@@ -200,6 +184,21 @@ var _ = Describe("The job-framework examples (examples/{sidekiq,celery,rq,bullmq
 		}
 	})
 })
+
+// drillRedis starts a redis-server of the spec's own for drills, skipping
+// the spec off Linux or (unless required) without redis-server.
+func drillRedis() *redistest.Server {
+	GinkgoHelper()
+	if runtime.GOOS != "linux" {
+		Skip("drills run on Linux only")
+	}
+	srv, err := redistest.StartServer()
+	if err != nil && !redistest.Required() {
+		Skip("redis-server is not on PATH")
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
 
 // failedRules are the invariants and expectations a report failed, by name.
 func failedRules(r *reports.Result) []string {

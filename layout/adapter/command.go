@@ -62,13 +62,7 @@ func newCommandSpec(c layout.Command, env Env) (commandSpec, error) {
 	if !filepath.IsAbs(path) && strings.ContainsRune(path, '/') {
 		path = filepath.Join(base, path)
 	}
-	dir := env.expand(c.Dir)
-	switch {
-	case dir == "":
-		dir = base
-	case !filepath.IsAbs(dir):
-		dir = filepath.Join(base, dir)
-	}
+	dir := inFolder(base, env.expand(c.Dir))
 	names := make([]string, 0, len(c.Env))
 	for k := range c.Env {
 		names = append(names, k)
@@ -82,6 +76,18 @@ func newCommandSpec(c layout.Command, env Env) (commandSpec, error) {
 		path = lookPath(path, environ)
 	}
 	return commandSpec{path: path, args: expandAll(c.Args, env), dir: dir, env: environ, stderr: env.Stderr}, nil
+}
+
+// inFolder is dir taken from base: base when dir is "", dir when it is
+// absolute.
+func inFolder(base, dir string) string {
+	switch {
+	case dir == "":
+		return base
+	case !filepath.IsAbs(dir):
+		return filepath.Join(base, dir)
+	}
+	return dir
 }
 
 // lookPath finds a bare name on the PATH of the command's own environment

@@ -85,13 +85,7 @@ func newFrameworkProgram(fw layout.Framework, o layout.FrameworkOptions, env Env
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("%s preset: base folder %q: %w", fw.Name, env.Dir, err)
 	}
-	libDir := env.expand(o.Dir)
-	switch {
-	case libDir == "":
-		libDir = base
-	case !filepath.IsAbs(libDir):
-		libDir = filepath.Join(base, libDir)
-	}
+	libDir := inFolder(base, env.expand(o.Dir))
 	cenv := map[string]string{EnvPresetQueue: o.Queue, EnvPresetJob: o.Job, EnvPresetOptions: o.Options,
 		EnvPresetPrefix: o.Prefix, EnvPresetDir: libDir}
 	spec, err := newCommandSpec(layout.Command{Path: o.Runtime, Args: []string{prog}, Env: cenv, Dir: libDir}, env)

@@ -35,7 +35,7 @@ var _ = Describe("The framework presets", func() {
 			"rq:queue:drill-x-1", "rq:scheduled:drill-x-1", "rq:wip:drill-x-1", "rq:failed:drill-x-1", "rq:finished:drill-x-1", "rq:deferred:drill-x-1"))
 		Expect(adapter.Keys(layout.Inject{Preset: layout.PresetBullMQ, Prefix: "p"}, layout.DLQ{Preset: layout.PresetBullMQ, Prefix: "p"}, env(nil))).To(ContainElements(
 			"p:drill-x-1:wait", "p:drill-x-1:delayed", "p:drill-x-1:failed", "p:drill-x-1:meta"))
-		Expect(adapter.Keys(layout.Inject{Preset: layout.PresetCelery, Queue: "payments"}, layout.DLQ{Preset: layout.PresetCelery, Queue: "payments"}, env(nil))).To(Equal([]string{"payments"}))
+		Expect(adapter.Keys(layout.Inject{Preset: layout.PresetCelery, Queue: "payments"}, layout.DLQ{Preset: layout.PresetCelery, Queue: "payments"}, env(nil))).To(Equal([]string{"payments", "payments\x06\x163", "payments\x06\x166", "payments\x06\x169"}), "kombu's priority lists too")
 	})
 
 	for _, lane := range lanes {

@@ -11,26 +11,17 @@ import (
 // killTree SIGKILLs pid's process group and every process below pid, as
 // ending a container or a control group does: a process that left the
 // group (setsid: RQ's work horse, a daemonizing child) dies with the copy
-// it belongs to, not after it. The tree is stopped first (SIGSTOP), so
-// that nothing in it forks a process the kill would miss, and read again
-// until no new process appears.
+// it belongs to, not after it. The tree is read first and the kill sent
+// to all of it at once: nothing is stopped beforehand, so the copy's
+// connections close as a real crash closes them, within a millisecond of
+// the kill (a copy frozen for the scan kept its Redis socket open, and a
+// message Redis handed it then was lost to a worker already dead). A
+// process forked between the read and the kill (a fork in that
+// millisecond) is not reached.
 func killTree(pid int) error {
-	_ = signalGroup(pid, syscall.SIGSTOP)
-	stopped := map[int]bool{}
-	for range 3 {
-		added := false
-		for _, k := range descendants(pid) {
-			if !stopped[k] {
-				stopped[k], added = true, true
-				_ = syscall.Kill(k, syscall.SIGSTOP)
-			}
-		}
-		if !added {
-			break
-		}
-	}
+	kids := descendants(pid)
 	err := signalGroup(pid, syscall.SIGKILL)
-	for k := range stopped {
+	for _, k := range kids {
 		if e := syscall.Kill(k, syscall.SIGKILL); e != nil && !errors.Is(e, syscall.ESRCH) && err == nil {
 			err = e
 		}

@@ -47,8 +47,9 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     # FIX: an unacknowledged message comes back only once it is older than the
     # visibility timeout, one hour by default, and only when a worker looks:
-    # at its start, then every 100 s (kombu 5.2). 2.5 s brings a killed
-    # worker's charges back when it restarts. The price: a message a live
+    # when it connects at its start (before mingle), then every 100 s (kombu
+    # 5.2). 2.5 s brings a killed worker's charges back when it restarts --
+    # here 2 s after the kill, plus its boot: older than 2.5 s. The price: a message a live
     # worker holds longer than that -- a retry waiting out its countdown (up to
     # 8 s below), a run (up to 2 s) -- is put back too when a worker looks, and
     # runs twice: harmless here (the same Idempotency-Key), but in production

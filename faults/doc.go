@@ -29,4 +29,38 @@
 //
 // Catalogue describes every model (name, summary, class, targets,
 // parameters) for reference pages and schemas; New builds one by name.
+//
+// # Files
+//
+//   - doc.go: this map, and how faults are described and drawn.
+//   - model.go: the Model interface, Call and Effect; how a model is
+//     prepared for a fault (binder, applier, gater) and the errors models
+//     build alike (httpError, refused, statusClass).
+//   - models.go: the models' defaults (Default*), the compile-time checks
+//     that every catalogue model is a Model, and helpers they share.
+//   - models_latency.go: what makes a call slow: GatewayTimeout, Latency
+//     (its distributions), SlowStore.
+//   - models_errors.go: a dependency's error answers: HTTPStatus,
+//     AuthFailure, CardDeclined (its decline codes), RateLimit,
+//     Indeterminate5xx.
+//   - models_outages.go: what goes away: Flapping (a flapping primary),
+//     Outage (a dependency, a store or a receiver down), StoreOutage (the
+//     queue or DLQ store unreachable), SinkOutage (an alert receiver).
+//   - models_workers.go: what strikes a worker: WorkerCrash, WorkerStall.
+//   - gracefulstop.go: GracefulStop, a worker told to stop.
+//   - interleave.go: Interleave, another client's write inside a DLQ-store
+//     operation (Op*, Write*), and Injector.Strike.
+//   - catalogue.go: the catalogue (Catalogue, Entry, Param) and New.
+//   - fault.go: Fault (a model, a target, a schedule) and its validation;
+//     the shorthands FlappingPrimary, ErrorRate and During.
+//   - target.go: Target and TargetKind.
+//   - schedule.go: Schedule and Periodic: when a fault is on (ActiveAt,
+//     Windows), compiled for the injector.
+//   - when.go: When, the state a worker fault waits for in each window,
+//     and Miss.
+//   - injector.go: Injector: what happens to each call (Call, CallFault),
+//     with the faults' stats and windows.
+//   - rand.go: the per-fault streams (Stream, NameHash) and the stateless
+//     jitter hash.
+//   - errors.go: FieldError and NameError, and the parameter checks.
 package faults

@@ -123,4 +123,57 @@
 // Only scenarios, reports, faults, layout and reference/... (with the
 // standard library) — never sim, drill or cmd: the oracle must not depend
 // on any driver that feeds it. A spec checks this with `go list -deps`.
+//
+// # Files
+//
+//   - doc.go: this map, and how the oracle works.
+//   - history.go: the history format (History and its records), Read,
+//     EventOf.
+//   - history2.go: the history's version 2 on disk, streamed
+//     (HistoryWriter).
+//   - atrest.go: AtRest, a history written with its secrets masked.
+//   - delivery.go: DeliveryOf, a notification as a history records it.
+//   - miss.go: Miss and MissOf, a window a worker fault never struck in.
+//   - ledger.go: the Ledger and its invariants (Inv*): a job's Record and
+//     trail, the legal moves, the totals, the confusion matrix.
+//   - ledger_api.go: what a driver reads of the ledger, and the checks only
+//     a driver can feed (charges, the store's counts and DLQ listing).
+//   - outcome.go: attempt-outcome-is-the-move and no-lease-left-expired.
+//   - checks.go: Checks, one run's checkers, and Checks.Result, the one
+//     assembler of its report.
+//   - result.go: the invariants' verdicts and the run's (InvariantResults,
+//     ObservedViolations, Conclude, WhenChecks).
+//   - breakers.go: the breakers' checker (legal transitions).
+//   - pages.go: the pages' checker (critical failure paged, one page per
+//     repeat interval).
+//   - secrets.go: the planted secrets' checker.
+//   - series.go: the time series and the probes (Sampler, TakeProbe).
+//   - store.go: the store reconciled with the ledger (Reconcile), the DLQ
+//     at the end (DLQSummary), Lost.
+//   - expect.go: Evaluate and the Observation expectations read.
+//   - evaluate.go: each expectation's evaluation; FaultChecks.
+//   - evidence.go: the evidence each check reads, and what a history
+//     observed (Evidence, Observed).
+//   - observability.go: what a black-box drill can judge
+//     (BlackBoxObservability).
+//   - judge.go: Judge, a history replayed into the checkers.
+//   - livejudge.go: what makes a drill inconclusive or failed beyond the
+//     checks (JudgeUnaccounted, JudgeUnlanded, JudgeEvidence, JudgePace).
+//   - liveoutcome.go: a drill's reported attempts against the store's moves
+//     (JudgeLiveOutcomes).
+//   - live.go: the live section every judge of a drill reports
+//     (LiveSection, JudgedFaults, RepeatEvery).
+//   - pace.go: where the faults are on (FaultWindows, LateJobs).
+//   - blackbox.go: JudgeBlackBox, and the black-box judge's state (each job
+//     as it is followed from outside).
+//   - blackjobs.go: what each job's calls say: conservation,
+//     no-double-charge, no retry of a final answer, no run after the dead
+//     letter or after success.
+//   - blackdlq.go: what the DLQ's reads say: it never shrinks, one entry a
+//     job, the entries' severity and metadata.
+//   - blackretries.go: the declared retry policy held against the calls
+//     (Policy).
+//   - blackpages.go: the pages owed and sent (Incident, Paging).
+//   - blackreport.go: the result's ledger, DLQ, alerts, expectations and
+//     system under test, filled from outside.
 package oracle

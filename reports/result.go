@@ -1,11 +1,3 @@
-// Package reports holds the report model of a scenario run — the one value
-// every format (JSON now; text, JUnit XML, Markdown and HTML with the
-// reports issue) is written from — and its JSON encoding.
-//
-// The model carries no wall-clock time and no absolute path: every instant
-// is a virtual offset from the scenario's start, in integer milliseconds
-// (fields ending in Ms), so the same scenario and seed give the same bytes
-// on any machine, in any time zone, with any GOMAXPROCS.
 package reports
 
 import (

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
 // TextOptions say how WriteText writes.
@@ -175,16 +174,6 @@ func (t textWriter) slip(s *Slip) {
 	}
 	_ = tw.Flush()
 }
-
-// inconclusiveNote says what an inconclusive run's expectations are
-// worth: judged and shown, but neither a pass nor a fail.
-func inconclusiveNote(r *Result) string {
-	n := len(r.Expectations) - len(expectationsWith(r, NotObservable)) - len(skippedExpectations(r))
-	return fmt.Sprintf("%d %s judged and shown, but a drill whose harness fell behind its time scale is neither a pass nor a fail (a lower --time-scale or a less loaded machine gives it room)",
-		n, plural(n, "expectation", "expectations"))
-}
-
-func fmtMs(ms float64) string { return strconv.FormatFloat(ms, 'f', 2, 64) + "ms" }
 
 // textWriter writes the text report, coloured or not.
 type textWriter struct {
@@ -492,39 +481,6 @@ func (in *indenter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// summaryLine is a run's totals on one line.
-func summaryLine(r *Result) string {
-	l := r.Ledger
-	lost := fmt.Sprintf("%d lost", l.Lost)
-	if n := l.Unaccounted() - l.Lost; n != 0 {
-		// "0 lost" would read as proof above a count that does not add up
-		// (a black box's lost jobs are in no state: counted once).
-		lost += fmt.Sprintf(", %d not accounted for", n)
-	}
-	s := fmt.Sprintf("%d jobs: %d succeeded, %d dead-lettered, %d pending, %d in fallback, %s; %d %s, %d %s",
-		l.Created, l.Succeeded, l.DeadLettered, l.Queued+l.InFlight+l.Scheduled+l.HeldAtEnd, l.Fallback, lost,
-		r.Alerts.Notifications, plural(int(r.Alerts.Notifications), "notification", "notifications"),
-		r.Alerts.Pages, plural(int(r.Alerts.Pages), "page", "pages"))
-	n, failed, unseen := len(r.Expectations), len(failedExpectations(r)), len(expectationsWith(r, NotObservable))
-	judged := n - unseen
-	switch skipped := len(skippedExpectations(r)); {
-	case n == 0:
-	case skipped > 0:
-		s += fmt.Sprintf("; %d of %d %s not evaluated", skipped, n, plural(n, "expectation", "expectations"))
-	case judged == 0:
-		s += fmt.Sprintf("; %d %s not observable", n, plural(n, "expectation", "expectations"))
-		return s
-	case failed == 0:
-		s += fmt.Sprintf("; %d %s held", judged, plural(judged, "expectation", "expectations"))
-	default:
-		s += fmt.Sprintf("; %d of %d %s failed", failed, judged, plural(judged, "expectation", "expectations"))
-	}
-	if unseen > 0 {
-		s += fmt.Sprintf(", %d not observable", unseen)
-	}
-	return s
-}
-
 // namedCount is one count of the model, by the name a report gives it.
 type namedCount struct {
 	name string
@@ -564,85 +520,6 @@ func countsOf[N int | int64](m map[string]N) string {
 	return strings.Join(parts, ", ")
 }
 
-// failedExpectations returns the expectations that were judged and did
-// not pass: neither skipped nor not observable.
-func failedExpectations(r *Result) []Expectation {
-	var out []Expectation
-	for _, e := range r.Expectations {
-		if e.Verdict != Passed && e.Verdict != Skipped && e.Verdict != NotObservable {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// skippedExpectations returns the expectations that were not evaluated.
-func skippedExpectations(r *Result) []Expectation {
-	var out []Expectation
-	for _, e := range r.Expectations {
-		if e.Verdict == Skipped {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// invariantRule returns the rule of the named invariant, or "".
-func invariantRule(name string) string {
-	for _, inv := range invariants {
-		if inv.Name == name {
-			return inv.Rule
-		}
-	}
-	return ""
-}
-
-// runName names a run: "scenario (seed N)".
-func runName(r *Result) string { return fmt.Sprintf("%s (seed %d)", r.Scenario, r.Seed) }
-
-// reproduceCommand returns the command that runs r again: its Reproduce,
-// or one made from its scenario file and seed.
-func reproduceCommand(r *Result) string {
-	if r.Reproduce != "" {
-		return r.Reproduce
-	}
-	file := r.ScenarioFile
-	if name, ok := strings.CutPrefix(file, "builtin:"); ok {
-		file = name
-	}
-	if file == "" {
-		file = r.Scenario
-	}
-	return fmt.Sprintf("faultline run %s --seed %d", shellQuote(file), r.Seed)
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// fmtOffset writes a virtual offset in milliseconds as "+3m0.031s".
-func fmtOffset(ms int64) string { return "+" + msDuration(ms) }
-
-func msDuration(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
-
-func jobSuffix(id string) string {
-	if id == "" {
-		return ""
-	}
-	return ", job " + id
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // oneLine folds s onto one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
@@ -651,165 +528,4 @@ func oneLine(s string) string {
 // indentMore indents every line of s after the first by n spaces.
 func indentMore(s string, n int) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+strings.Repeat(" ", n))
-}
-
-// expectationsWith returns r's expectations whose verdict is v.
-func expectationsWith(r *Result, v Verdict) []Expectation {
-	var out []Expectation
-	for _, e := range r.Expectations {
-		if e.Verdict == v {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// unobserved is an expectation or invariant a black-box drill could not
-// judge from outside the system, and why.
-type unobserved struct {
-	// Kind is "invariant" or "expectation".
-	Kind, Name, Why string
-}
-
-// notObservable lists r's not-observable invariants, then its
-// not-observable expectations.
-func notObservable(r *Result) []unobserved {
-	var out []unobserved
-	for _, inv := range r.InvariantResults() {
-		if inv.Verdict == NotObservable {
-			out = append(out, unobserved{"invariant", inv.Name, inv.Note})
-		}
-	}
-	for _, e := range expectationsWith(r, NotObservable) {
-		out = append(out, unobserved{"expectation", e.Name, e.Actual})
-	}
-	return out
-}
-
-// invariantTally counts r's invariants by verdict, e.g. "12 passed, 1
-// failed, 4 not observable" (a count of none is left out).
-func invariantTally(r *Result) string {
-	n := map[Verdict]int{}
-	for _, inv := range r.InvariantResults() {
-		n[inv.Verdict]++
-	}
-	var parts []string
-	for _, c := range []struct {
-		v    Verdict
-		word string
-	}{{Passed, "passed"}, {Failed, "failed"}, {Skipped, "not checked"}, {Errored, "errored"}, {NotObservable, "not observable"}} {
-		if n[c.v] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[c.v], c.word))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// extListCap is how many job IDs of the lost or trimmed jobs a report
-// shows on their line.
-const extListCap = 10
-
-// externalFact is one line of the system-under-test block of a black-box
-// drill: a label and its text; Bad marks the lost and trimmed jobs.
-type externalFact struct {
-	Label, Text string
-	Bad         bool
-}
-
-// externalFacts describes the system a black-box drill judged: its
-// command (or that it was already running), its copies, the inject and
-// DLQ adapters, the drain, the DLQ's reads and the lost and trimmed
-// jobs. lost is the ledger's count of lost jobs (x.Lost lists at most
-// MaxListedViolations of them).
-func externalFacts(x *External, lost int64) []externalFact {
-	var out []externalFact
-	add := func(label, text string, bad bool) { out = append(out, externalFact{label, text, bad}) }
-	if x.Running {
-		add("command", "already running: the drill started nothing, so it could not crash or stall it", false)
-	} else {
-		cmd := x.Command
-		if cmd == "" {
-			cmd = "(not recorded)"
-		}
-		add("command", cmd, false)
-		add("copies", strconv.Itoa(x.Copies), false)
-	}
-	if x.Ready != "" {
-		add("ready", x.Ready, false)
-	}
-	add("inject", orNone(x.Inject), false)
-	add("DLQ", orNone(x.DLQ), false)
-	settled := "every job settled at " + fmtOffset(x.SettledAtMs)
-	if x.SettledAtMs < 0 {
-		settled = "some jobs never settled"
-	}
-	if w := x.PageWait; w != nil {
-		paged := fmt.Sprintf("paged at %s", fmtOffset(w.PagedMs))
-		if w.PagedMs < 0 {
-			paged = fmt.Sprintf("not paged by %s", fmtOffset(w.UntilMs))
-			if w.DeadlineMs > w.UntilMs {
-				paged += " (the drain ended first: a longer system.external.drain waits for it)"
-			}
-		}
-		settled += fmt.Sprintf("; then waited from %s for the page owed for the critical failure of %s at %s (deadline %s): %s",
-			fmtOffset(w.FromMs), w.Dependency, fmtOffset(w.IncidentMs), fmtOffset(w.DeadlineMs), paged)
-	}
-	add("drain", fmt.Sprintf("waited up to %s after the scenario's end; %s", msDuration(x.DrainMs), settled), false)
-	reads := strconv.Itoa(x.DLQReads)
-	if x.DLQReadErrors > 0 {
-		reads += fmt.Sprintf(" (%d failed)", x.DLQReadErrors)
-	}
-	add("DLQ reads", reads, false)
-	if len(x.Lost) > 0 || lost > 0 {
-		n := int64(len(x.Lost))
-		if n == MaxListedViolations {
-			n = max(n, lost)
-		}
-		add("Lost", fmt.Sprintf("%d %s%s: neither succeeded, nor in the DLQ, nor queued at the end", n, plural(int(n), "job", "jobs"), jobList(x.Lost, n)), true)
-	}
-	if len(x.Trimmed) > 0 {
-		n, atLeast := int64(len(x.Trimmed)), ""
-		switch {
-		case x.TrimmedCount > n:
-			n = x.TrimmedCount
-		case n == MaxListedViolations:
-			atLeast = "at least " // a report of an older faultline, without the count
-		}
-		add("Trimmed", fmt.Sprintf("%s%d %s%s: trimmed from the DLQ by no declared mechanism", atLeast, n, plural(int(n), "job", "jobs"), jobList(x.Trimmed, n)), true)
-	}
-	return out
-}
-
-// jobList writes the first extListCap of ids as " (a, b, …)", the
-// ellipsis when there are more than it shows (total in all).
-func jobList(ids []string, total int64) string {
-	if len(ids) == 0 {
-		return ""
-	}
-	shown := ids[:min(len(ids), extListCap)]
-	more := ""
-	if int64(len(shown)) < total {
-		more = ", …"
-	}
-	return " (" + strings.Join(shown, ", ") + more + ")"
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
-// notObservableNote is an invariant's "not observable" line: "from
-// outside" for a black-box drill's, and the note as it is when it says so
-// itself.
-func notObservableNote(r *Result, note string) string {
-	if strings.HasPrefix(note, "not observable") {
-		return note
-	}
-	if r.Live != nil && r.Live.External != nil {
-		return "not observable from outside: " + note
-	}
-	return "not observable: " + note
 }

@@ -62,4 +62,55 @@
 // broken_test.go for deliberately broken ones, each caught by name). The
 // Redis store gives the same result as the memory one (WithStore with
 // redisstore on miniredis or a real server).
+//
+// # Files
+//
+// A file per concern:
+//
+//   - doc.go: this map, and how the engine, its ledger and the system
+//     under test work.
+//   - engine.go: Run; the world (one run's state) and how it is built
+//     (baseWorld, newWorld); the clock's helpers (at, wake, rearm); the
+//     event loop (run) and what schedule puts on the clock.
+//   - arrivals.go: the workload: arrivals (Poisson or constant), the task
+//     each job is of, and each job made (create, newJob).
+//   - attempts.go: dispatch to idle workers; an attempt's begin (the
+//     faults its calls meet, its heartbeats) and end (complete); applying
+//     its outcome; the upkeep of held and kept dead letters, due retries and
+//     expired leases.
+//   - fleet.go: the worker processes and their slots (proc, slot): built,
+//     set idle, and struck by worker faults (crash, stall, graceful stop),
+//     losing the dead letters they keep in memory.
+//   - gracefulstop.go: a worker's graceful stop.
+//   - when.go: worker faults aimed at a state (When): each window's wait
+//     for it, and its misses.
+//   - interleave.go: interleave faults: another client's writes between
+//     the steps of a DLQ operation.
+//   - selectors.go: the calls a fault's schedule selects by job, task or
+//     attempt; the dependency calls an expectation reads.
+//   - observe.go: the callbacks of the run's components (the store's
+//     Observer and OnOverflow, the pipeline's OnKept, a breaker's
+//     transition, a sink's delivery) and the samples: what feeds the
+//     oracle's checkers.
+//   - adapters.go: what the engine puts in front of the system under test:
+//     faultyDLQ (the DLQ-store faults), recordingSink (the alert-sink
+//     faults), swapPolicy (a set-retry step) and breakerRouter (a team's
+//     breaker).
+//   - steps.go: operator steps, and the DLQ steps a drill carries out alike
+//     (CarryOutStep, StepStore).
+//   - outcome.go: an attempt's end as the ledger checks it (attemptEnded,
+//     checkLeases); Violation; fmtOffset.
+//   - expect.go: Fate, and a job's DLQ entry at the end.
+//   - result.go: the run's report, assembled by the oracle's checkers, and
+//     its faults.
+//   - history.go: WithHistory: the run's history, written as it goes.
+//   - options.go: Option, and the components a team may replace (Backend,
+//     Alerter, Breaker; Env); the random streams.
+//   - system.go: BuildWorkerSystem: the worker-side system under test, as
+//     a drill's worker processes build it too; NewStream.
+//   - plan.go: Plan: the workload as the simulator makes it, for a drill's
+//     producer.
+//   - dlqonly.go: WithDLQ: a run on faultline's queue and a team's own DLQ
+//     (TeamDLQ, DLQCaps).
+//   - ids.go: the generated jobs' IDs, cut from shared blocks.
 package sim

@@ -31,4 +31,11 @@
 //
 // A matcher given a nil result fails with an error that points at the error
 // sim.Run returned.
+//
+// # Files
+//
+//   - doc.go: this map, and an example.
+//   - matchers.go: the matchers (Pass, LoseNoJob, HaveDeadLettered,
+//     HaveSucceeded, HavePages, HaveDrainedDLQ, HaveViolated,
+//     HaveBreakerTransitionsAtMost) and the facts their failures print.
 package simmatchers

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,11 +64,42 @@ var _ = Describe("the README on a clean clone", func() {
 		Expect(shown).To(BeNumerically(">", 5))
 	})
 
-	It("shows a drill as its third command-level example, with its output", func() {
+	It("tours a drill, with its output, and stays a page a newcomer finishes (250 lines at most)", func() {
 		blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(readme(), -1)
-		Expect(len(blocks)).To(BeNumerically(">=", 3))
-		Expect(blocks[2][1]).To(MatchRegexp(`(?m)^faultline drill `))
+		drills := 0
+		for _, b := range blocks {
+			if regexp.MustCompile(`(?m)^faultline drill `).MatchString(b[1]) {
+				drills++
+			}
+		}
+		Expect(drills).To(BeNumerically(">=", 1))
 		Expect(readme()).To(MatchRegexp("(?s)faultline drill payment-challenge.*```text\n(PASS|FAIL)  payment-challenge  seed 1\n"))
+		Expect(strings.Count(readme(), "\n")).To(BeNumerically("<=", 250), "the README is a page: details go to docs/")
+	})
+
+	It("leaves no product Go file over 800 lines: a file per concern", func() {
+		var big []string
+		Expect(filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "examples" || d.Name() == "testdata" || d.Name() == "node_modules") && path != root {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if n := strings.Count(string(b), "\n"); n > 800 {
+				rel, _ := filepath.Rel(root, path)
+				big = append(big, fmt.Sprintf("%s (%d lines)", rel, n))
+			}
+			return nil
+		})).To(Succeed())
+		Expect(big).To(BeEmpty(), "split by concern, the package doc the map of its files")
 	})
 
 	It("promises nothing that is not built: no stale issue numbers", func() {

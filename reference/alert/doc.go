@@ -44,4 +44,29 @@
 // receiver that refuses as misconfigured has its notifications copied at once
 // to a receiver that works (its Secondary, else Fallback, else the default
 // receiver), and its refusal is told there, never back to itself.
+//
+// # Files
+//
+//   - alerter.go: the Alerter and an alert's state (New), the alert names it
+//     raises itself, and what it shows of itself (Stats, Alerts, Pending).
+//   - raise.go: what comes in — a job failure (Failure, JobFailed), a
+//     condition (Signal, Raise, Clear) — its fingerprint, an occurrence
+//     counted, deduplicated or escalated, and an alert's resolution.
+//   - routing.go: the routes an alert's labels and severity match, and the
+//     group it joins at each receiver they lead to.
+//   - grouping.go: groups and their members: when a group flushes
+//     (GroupWait, GroupInterval, MaxGroupWait), what its notification
+//     carries (new, repeated, resolved) and the alert as it goes out,
+//     redacted.
+//   - inhibition.go: breaker transitions (BreakerChanged): breaker-open and
+//     breaker-flapping alerts, and the warnings an open breaker mutes.
+//   - outbox.go: each receiver's outbox: queueing and coalescing, overflow,
+//     delivery one at a time with backoff, the pages a receiver accepted and
+//     the repeats it is spared.
+//   - failover.go: a late or refusing receiver: the stand-in that takes its
+//     copies, the receiver told of its trouble, and the deadline's failover.
+//   - config.go: Config, Route, Receiver, Timing and their defaults and
+//     validation.
+//   - notification.go: what a Sink receives: Notification, Alert, Labels,
+//     Status, and IsPage.
 package alert

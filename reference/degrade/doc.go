@@ -96,4 +96,24 @@
 // call is the price. This design shares the counts, batched between
 // syncs, and the edges of the state; each process keeps its own probes,
 // ramp-up and fallback.
+//
+// # Files
+//
+//   - breaker.go: the Breaker and NewBreaker; Allow and Record, what a call
+//     is admitted by (probe slots, the ramp-up share) and what its outcome
+//     counts (the consecutive failures, the rolling window); its readers
+//     (State, OpenUntil, RampEnd, Stats) and OnStateChange.
+//   - transitions.go: the state machine's edges: a trip with its hysteresis
+//     level and open duration, half-open and its probes' timeouts, the
+//     close, and the listeners told after the lock is released.
+//   - state.go: State, the rejections (ErrOpen, ErrProbeLimit, ErrRampUp),
+//     the Reason constants, Transition and Stats.
+//   - outcome.go: Permit and Outcome (Success, Failure, Canceled).
+//   - config.go: BreakerConfig and FallbackConfig, their defaults and
+//     validation (ConfigError).
+//   - fallback.go: the Fallback: Route, and the drain of the batch queue
+//     when the breaker goes half-open or closes.
+//   - shared.go: a fleet's breaker: WithFleet, BreakerStore, the sync with
+//     the fleet's shared state, and MemoryBreakerStore.
+//   - degradetest: the conformance specs of a BreakerStore.
 package degrade

@@ -118,6 +118,32 @@
 //     any entry; bytes planted through Harness.Corrupt have no known
 //     failure time, so they are treated as failed at the zero time (listed
 //     last, removed by every Purge).
+//
+// # Files
+//
+//   - harness.go: Harness, the fixture a spec runs on and its helpers.
+//   - exercise.go: Exercise, the entry point: it declares the dlq.Store
+//     specs, one function per concern in the files below; the states and
+//     requeue budgets, short.
+//   - entries.go: DeadLetter, Add and Get, and a dead-lettered job's ID.
+//   - listing.go: List and Stats, filters and pagination.
+//   - requeue.go: Requeue and RequeueMatching.
+//   - delete.go: Delete, Restore and Quarantine; Purge.
+//   - capacity.go: Hold and the held set, the capacity and its overflow
+//     policies, FlushHeld.
+//   - corrupt.go: entries whose bytes do not decode.
+//   - ties.go: last failures in the same millisecond.
+//   - property.go: the property over random operation sequences and the
+//     model it checks the store against.
+//   - property_actions.go: the property's actions, each applied to the
+//     store and the model.
+//   - ops.go: ExerciseOps, what the operator tools need beyond dlq.Store.
+//   - edit.go: ExercisePayloadEditor.
+//   - audit.go: ExerciseAuditor and AuditHarness.
+//   - depth.go: ExerciseDepthRecorder and DepthHarness.
+//   - plugin.go: ExerciseDeadLetters, the specs of a plugged-in
+//     dlq.DeadLetters, with FailNth, PluginEntry and ExpectListed.
+//   - mapstore.go: MapStore, a dlq.DeadLetters on a map.
 package dlqtest
 
 import (

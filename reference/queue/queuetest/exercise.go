@@ -8,23 +8,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/job"
 	"github.com/faultline/faultline/reference/queue"
 	"github.com/faultline/faultline/reference/store"
-)
-
-// The states and reasons, short.
-const (
-	none     = disposition.None
-	queued   = disposition.Queued
-	inFlight = disposition.InFlight
-	sched    = disposition.Scheduled
-	fallback = disposition.Fallback
-	dead     = disposition.DeadLettered
-	done     = disposition.Succeeded
 )
 
 // Exercise declares the queue.Queue conformance specs. newHarness builds a
@@ -808,15 +796,4 @@ func Exercise(newHarness func(cfg store.Config) Harness) {
 
 		exerciseTies(newHarness)
 	})
-}
-
-// deadEntry returns a DLQ entry for j with one failed attempt at t.
-func deadEntry(j job.Job, t time.Time) dlq.Entry {
-	v := classify.Classification{Class: classify.Permanent, Severity: classify.Medium, Source: classify.Dependency, Rule: "declined"}
-	return dlq.Entry{
-		Job:     j,
-		History: []dlq.Failure{{At: t, Attempt: j.Attempts, Error: "card declined", ErrorType: "*failure.HTTPError", Verdict: v}},
-		Verdict: v,
-		Reason:  "permanent failure",
-	}
 }

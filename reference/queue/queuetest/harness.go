@@ -54,6 +54,14 @@
 //
 // Use the Harness's DLQ for the dead-letter move, which must be atomic with
 // the queue (one namespace).
+//
+// # Files
+//
+//   - harness.go: Harness, the fixture a spec runs on and its helpers.
+//   - exercise.go: Exercise: the queue.Queue specs (Enqueue and Dequeue,
+//     duplicate and invalid jobs, completions, leases and fencing, Retry and
+//     ForwardDue, Release, Divert and DrainBatch, events, Counts).
+//   - ties.go: times in the same millisecond.
 package queuetest
 
 import (
@@ -63,6 +71,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/disposition"
 	"github.com/faultline/faultline/reference/dlq"
 	"github.com/faultline/faultline/reference/internal/conformance"
@@ -238,4 +247,26 @@ func normal(j job.Job) job.Job {
 func equalJob(got, want job.Job) {
 	GinkgoHelper()
 	Expect(normal(got)).To(Equal(normal(want)))
+}
+
+// The states and reasons, short.
+const (
+	none     = disposition.None
+	queued   = disposition.Queued
+	inFlight = disposition.InFlight
+	sched    = disposition.Scheduled
+	fallback = disposition.Fallback
+	dead     = disposition.DeadLettered
+	done     = disposition.Succeeded
+)
+
+// deadEntry returns a DLQ entry for j with one failed attempt at t.
+func deadEntry(j job.Job, t time.Time) dlq.Entry {
+	v := classify.Classification{Class: classify.Permanent, Severity: classify.Medium, Source: classify.Dependency, Rule: "declined"}
+	return dlq.Entry{
+		Job:     j,
+		History: []dlq.Failure{{At: t, Attempt: j.Attempts, Error: "card declined", ErrorType: "*failure.HTTPError", Verdict: v}},
+		Verdict: v,
+		Reason:  "permanent failure",
+	}
 }

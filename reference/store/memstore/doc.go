@@ -31,4 +31,27 @@
 // out of time order; Stats is O(number of tasks).
 //
 // Iteration never depends on map order, so that a run is reproducible.
+//
+// # Files
+//
+//   - store.go: Store, New and the lock (events delivered after it is
+//     released); the queue side: Enqueue, Dequeue, Heartbeat, Ack, Retry,
+//     Release, Divert, ForwardDue, RecoverExpired, DrainBatch, Counts.
+//   - structures.go: the data structures: a job's rec, the ring buffers of
+//     the queues, the heaps of leases and retries, an entry's dent and the
+//     DLQ's heaps.
+//   - dlq.go: the DLQ's writes and reads: Add, DeadLetter (admitted by the
+//     capacity and overflow policy), the held jobs (Hold, FlushHeld), Get,
+//     List, Stats, and PlantRaw for tests.
+//   - index.go: the DLQ's indexes kept beside the entries: the counters and
+//     heaps, the time index, and the filter an entry matches.
+//   - moves.go: an operator's moves: Requeue, RequeueMatching (in bounded
+//     steps), Delete, Restore, Quarantine, Purge.
+//   - ops.go: DeleteMatching, AddIfAbsent and EditPayloadAt.
+//   - edit.go: EditPayload.
+//   - cursor.go: the listing cursor.
+//   - interleave.go: the StepHook a harness sets between the steps of a
+//     multi-step operation.
+//   - audit.go: the audit log (dlq.Auditor).
+//   - depth.go: the depth samples (RecordDepth, DepthSamples).
 package memstore

@@ -179,13 +179,61 @@
 // # Scripts
 //
 // Each starts with a comment giving its KEYS and ARGV and what it
-// guarantees (scripts.go); every one takes two more ARGV last, the time of
+// guarantees (the conventions all of them keep are in scripts.go, the
+// scripts one file per family); every one takes two more ARGV last, the time of
 // its events and the stream's MAXLEN ('0': off): enqueue, dequeue, heartbeat, ack, retry, release,
-// divert, forwardDue, recoverExpired, drainBatch and counts for the queue;
+// divert, forwardDue, recoverExpired, drainBatch and counts for the queue
+// (scripts_queue.go);
 // dlqPut (add, dead-letter and flush of a held job, with capacity, eviction
 // and parking), hold, heldPeek, dlqSet (requeue,
 // delete, restore, quarantine), dlqPurge, dlqIndex (indexing bytes written by
-// another writer), and the read-only dlqGet, dlqScan and dlqStats for the
-// DLQ. All of them run on miniredis too (its Lua has no bit, struct or
+// another writer) for the DLQ (scripts_dlq.go), and the DLQ's read-only
+// dlqGet, dlqScan and dlqStats (scripts_dlqread.go). All of them run on miniredis too (its Lua has no bit, struct or
 // cmsgpack libraries, which they do not use).
+//
+// # Files
+//
+//   - store.go: Store, New, NewClient and Prefix; running a script (run,
+//     emit) and reading its reply.
+//   - version.go: the key layout's version: the stamp, the guards that refuse
+//     a newer layout, CheckLayout and Upgrade.
+//   - cluster.go: Redis Cluster: NewClusterClient, ClusterRedirects, and the
+//     client that never retries a script that may have run.
+//   - scripts.go: what every script keeps (the conventions above its
+//     prelude), the prelude parts (key names, the DLQ's index helpers), the
+//     linking of a script with the parts it uses, and allScripts.
+//   - scripts_queue.go: the queue's scripts, each with its KEYS/ARGV
+//     contract on top: enqueue, dequeue, heartbeat, ack, retry, release,
+//     divert, forwardDue, recoverExpired, drainBatch, counts.
+//   - scripts_dlq.go: the DLQ's writing scripts: dlqPut, hold, heldPeek,
+//     dlqSet, dlqPurge, dlqIndex.
+//   - scripts_dlqread.go: the DLQ's read-only scripts: dlqGet, dlqScan,
+//     dlqStats.
+//   - queue.go: queue.Queue: Enqueue, Dequeue, Heartbeat, Ack, Retry,
+//     Release, Divert, the bulk ForwardDue, RecoverExpired and DrainBatch,
+//     and Counts.
+//   - queues.go: Queues and JobLive.
+//   - dlq.go: the DLQ's writes and reads: the meta a script indexes, Add,
+//     DeadLetter, Hold, FlushHeld, AddBatch, Get, List (the scan) and Stats.
+//   - entry.go: an entry as stored: normalize, merge, match, lastError.
+//   - moves.go: an operator's moves: Requeue, RequeueMatching,
+//     DeleteMatching, Delete, Restore, Quarantine, Purge.
+//   - bulk.go: the walk a bulk move takes, in bounded steps read ahead.
+//   - edit.go: EditPayload and EditPayloadAt.
+//   - ops.go: AddIfAbsent (dlq.Importer).
+//   - raw.go: WriteRaw and WriteRawIfAbsent: bytes as another writer leaves
+//     them, indexed.
+//   - events.go: the event stream: ReadEvents and FollowEvents.
+//   - snapshot.go: Snapshot, the counts at one instant of the event stream.
+//   - audit.go: the audit stream (dlq.Auditor).
+//   - depth.go: the depth stream: RecordDepth and DepthSamples.
+//   - stephook.go: the step hook a spec sets between the steps of a
+//     multi-step operation (SetStepHook, ErrReplyLost).
+//   - history.go: History, a fleet's jobs' failures between attempts.
+//   - budget.go: Book and Booked, a fleet-scoped retry budget.
+//   - breaker.go: the state a fleet shares of a breaker (LoadBreaker,
+//     SwapBreaker, AddWindow).
+//   - fleet.go: a fleet's leader leases and relay log (fleet.LeaderStore,
+//     fleet.Log).
+//   - redistest: the specs' two Redis lanes, miniredis and a real redis-server.
 package redisstore

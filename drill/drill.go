@@ -16,6 +16,43 @@
 // reports of their attempts, the gateways' call logs, the deliveries, the
 // processes' events, the faults' real windows — is an oracle.History,
 // saved beside the report; the verdict is oracle.Judge of it.
+//
+// The files, a concern each:
+//
+//   - drill.go: what can be drilled (Live, RefusedError), the Redis URL a
+//     drill may touch (CheckRedisURL), the faults' timeline (Timeline).
+//   - run.go: the entry point (Run, Options, Progress), a drill's state,
+//     and the checks before it starts: the fleet (Fleet), the time scale
+//     (CheckScale, CheckExternalScale), the namespace (NewNamespace),
+//     --listen (ParseListen).
+//   - start.go: starting a drill of the reference worker: the namespace's
+//     claim, the work directory, the clock, the gateways and receivers, the
+//     proxies, the worker processes, the canary job.
+//   - loop.go: the run: the loop from the scenario's origin to its end, the
+//     settle after it, the abortIf guard, the operator's steps.
+//   - produce.go: the producer: the planned workload, enqueued at its
+//     instants in chunks.
+//   - faults.go: the store and worker faults at their windows (the
+//     proxies, the signals), the faults active, undoing them.
+//   - when.go: a worker fault aimed at a state (schedule.when), struck
+//     when its worker has a call in flight.
+//   - observe.go: what a drill observes and the history it makes of it:
+//     the workers' reports, the deliveries, the store's snapshots and event
+//     stream, the DLQ, the fleet's metrics, the progress line (finish).
+//   - pace.go: the drill's pace: the scenario's intervals, --time-scale
+//     auto (AutoScale), how far its parts slip behind its clock.
+//   - external.go: the black-box system's contract: the environment and
+//     drill file its commands get (Env*, DrillFile), the placeholders, its
+//     copies' specs, the adapters as the report describes them.
+//   - external_start.go: starting a black-box drill: its parts, the
+//     framework presets' preflight, the adapters, the system's copies, the
+//     readiness probe.
+//   - external_run.go: running it: the plan injected through the adapter,
+//     the DLQ read over and over, the drain, what it adds to the history.
+//   - cleanup.go: stopping every part and removing what a drill wrote: its
+//     namespace (DeleteNamespace), a black box's keys.
+//   - claim.go: the namespace's claim (Claim) and its liveness, and the
+//     cleanup of namespaces left behind (CleanNamespace, CleanStale).
 package drill
 
 import (

@@ -1,5 +1,51 @@
 // Package cli is the faultline command tree. Commands take a context, their
 // arguments and writers, so tests run them in-process and read their output.
+//
+// The files, a concern each:
+//
+//   - cli.go: the root command (New), the exit codes and the errors that
+//     map to them (ExitCode).
+//   - secrets.go: Main, which prints every error masked (masked), and the
+//     Redis errors that mean unavailable (UnavailableError).
+//   - redisflag.go: --redis-url, its forms and checks, and a Redis still
+//     loading its data.
+//   - limits.go: the input limits' flags (--max-*).
+//   - scenario_cmds.go: `validate` and `list`.
+//   - run.go: `run`: the scenarios and seeds to run, the runs in parallel,
+//     the progress bar, the shrinking of failures, --dry-run.
+//   - run_backend.go: `run --backend`: the store a run uses (memory,
+//     miniredis, a real Redis).
+//   - print.go: the verdicts as `run` prints them.
+//   - stream.go: the reports a run writes, a run at a time (runSink).
+//   - shard.go: `run --shard I/N`, and what a shard writes.
+//   - merge.go: `merge`: shards' directories merged into one run's reports.
+//   - outfile.go, outdir.go: output files (--output, --history) and the
+//     report directory, checked before any run.
+//   - shrunk.go: --shrunk-out, the one place a scenario's secrets are
+//     written unmasked.
+//   - report.go: `report render` and `report diff`.
+//   - rules.go: `rules check` and `rules list`.
+//   - drill.go: `drill`, `worker` and `report check`.
+//   - drill_cleanup.go: `drill cleanup`.
+//   - demo.go: `demo`.
+//   - ui.go: `ui`, the DLQ's web UI.
+//   - examples_gen.go: go generate of docs/examples/reports.
+//   - dlq.go: `dlq`: its shared flags, connection, filters and
+//     confirmation.
+//   - dlq_namespace.go: the namespaces a Redis holds, and the note on an
+//     empty one.
+//   - dlq_record.go: the audit record every DLQ move writes.
+//   - dlq_read.go: `dlq stats`, `dlq list`, `dlq show`.
+//   - dlq_requeue.go: `dlq requeue`.
+//   - dlq_manage.go: `dlq delete`, `restore`, `quarantine`, `purge`.
+//   - dlq_edit.go: `dlq edit`.
+//   - dlq_transfer.go: `dlq export` and `dlq import`.
+//   - dlq_admin.go: `dlq audit` and `dlq upgrade`.
+//   - dlq_seed.go: the seed layout (--layout seed): its flags, connection,
+//     filters and entry refs.
+//   - dlq_seed_read.go: `dlq list` and `dlq show` with --layout seed.
+//   - dlq_seed_requeue.go: `dlq requeue` with --layout seed.
+//   - dlq_migrate.go: `dlq migrate --from-layout seed`.
 package cli
 
 import (

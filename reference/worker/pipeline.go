@@ -140,7 +140,16 @@ type MemoryHistory struct {
 	// takes no lock.
 	solo bool
 	jobs map[string][]dlq.Failure
+	// block is where new failure slices are cut from (see Record): one
+	// allocation for many jobs' histories.
+	block []dlq.Failure
 }
+
+// historyBlock is how many failures a block of a MemoryHistory holds. A
+// block lives while any history cut from it does: a history lasts from a
+// job's first failure to its success or death, so the jobs of a block,
+// which failed about together, mostly let it go about together too.
+const historyBlock = 128
 
 var _ History = (*MemoryHistory)(nil)
 
@@ -186,12 +195,35 @@ func (h *MemoryHistory) Failures(_ context.Context, jobID string) ([]dlq.Failure
 	return fs[:len(fs):len(fs)], nil
 }
 
-// Record appends f to the job's failures.
+// Record appends f to the job's failures. A history that must grow is cut
+// from the current block, twice its size, rather than allocated on its own:
+// the simulator records hundreds of thousands of first failures a run. A
+// slice handed out by Failures is capped at its length, so what Record
+// writes beyond it is never seen through it.
 func (h *MemoryHistory) Record(_ context.Context, jobID string, f dlq.Failure) error {
 	h.lock()
-	h.jobs[jobID] = append(h.jobs[jobID], f)
+	fs := h.jobs[jobID]
+	if len(fs) == cap(fs) {
+		fs = h.grow(fs)
+	}
+	h.jobs[jobID] = append(fs, f)
 	h.unlock()
 	return nil
+}
+
+// grow returns fs copied into a slice of twice its capacity (at least 1),
+// cut from the block while the block has room; the caller holds the lock.
+func (h *MemoryHistory) grow(fs []dlq.Failure) []dlq.Failure {
+	n := max(2*cap(fs), 1)
+	if n > historyBlock/4 {
+		return append(make([]dlq.Failure, 0, n), fs...)
+	}
+	if len(h.block) < n {
+		h.block = make([]dlq.Failure, historyBlock)
+	}
+	out := append(h.block[:0:n], fs...)
+	h.block = h.block[n:]
+	return out
 }
 
 // Forget drops the job's failures.

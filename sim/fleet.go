@@ -7,6 +7,7 @@ import (
 
 	"github.com/faultline/faultline/faults"
 	"github.com/faultline/faultline/oracle"
+	"github.com/faultline/faultline/reference/classify"
 	"github.com/faultline/faultline/reference/clock"
 	"github.com/faultline/faultline/reference/degrade"
 	"github.com/faultline/faultline/reference/job"
@@ -93,7 +94,13 @@ func (w *world) addProc(k int, o *options) error {
 		nb.Breaker.OnStateChange(func(t degrade.Transition) { w.breakerChanged(br, t) })
 	}
 	p.lanes = sys.Lanes(&w.sc)
-	if p.core, err = worker.NewCore(worker.Config{Classifier: sys.Classifier, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
+	cl := sys.Classifier
+	if c, ok := cl.(*classify.Classifier); ok && o.classifier == nil {
+		// The reference classifier on the faults' errors, each built once
+		// by its fault: a verdict per (error, scope), remembered.
+		cl = c.Memo()
+	}
+	if p.core, err = worker.NewCore(worker.Config{Classifier: cl, Policy: p.policy, Alerter: w.alerter, Guards: sys.Guards}); err != nil {
 		return err
 	}
 	if w.hist == nil {

@@ -276,14 +276,25 @@ func (c *Classifier) Rules() []Rule {
 // An error whose methods panic (a typed nil pointer in an error interface,
 // the classic Go gotcha, or a buggy Error method) does not crash the worker:
 // it gets the fallback verdict with Rule "panic".
-func (c *Classifier) Classify(err error, scope Scope) (verdict Classification) {
+func (c *Classifier) Classify(err error, scope Scope) Classification {
+	verdict, _ := c.classify(err, scope)
+	return verdict
+}
+
+// classify is Classify; pure reports whether the verdict depends on
+// nothing but the error and the scope's dependency, task and shutdown
+// flag — not on scope.Now (an HTTP-date Retry-After) nor on a panic — so
+// that a Memo may remember it for an error that answers the same every
+// time.
+func (c *Classifier) classify(err error, scope Scope) (verdict Classification, pure bool) {
 	if err == nil {
-		return Classification{}
+		return Classification{}, true
 	}
 	defer func() {
 		if recover() != nil {
 			verdict = c.fallback
 			verdict.Rule = "panic"
+			pure = false
 		}
 	}()
 	f := facts{err: err}
@@ -306,7 +317,7 @@ func (c *Classifier) Classify(err error, scope Scope) (verdict Classification) {
 	if mutant.On("classify/drop-retry-after") {
 		verdict.RetryAfter = 0
 	}
-	return verdict
+	return verdict, !f.hintIsRaw
 }
 
 func (r *compiledRule) inScope(s Scope) bool {

@@ -298,7 +298,6 @@ func (w *world) rearm(t clock.Timer, at time.Duration, f func()) clock.Timer {
 // a limit) stops it early.
 func (w *world) run() *reports.Result {
 	w.schedule()
-	endAt := w.start.Add(w.end)
 	for {
 		if len(w.errs) > 0 {
 			break
@@ -309,16 +308,17 @@ func (w *world) run() *reports.Result {
 		}
 		// Timers due by the next arrival (or the end) run first; an
 		// arrival at T comes after every timer due at T.
-		limit := endAt
+		// In offsets from the start: integer arithmetic only.
+		limit := w.end
 		arrival := w.arrOn && w.arrAt <= w.end
 		if arrival {
-			limit = w.start.Add(w.arrAt)
+			limit = w.arrAt
 		}
-		if !w.clk.StepUntil(limit) {
+		if !w.clk.StepUntilElapsed(limit) {
 			if !arrival {
 				break
 			}
-			w.clk.RunUntil(limit) // no timer is due by then: this only moves the clock
+			w.clk.RunUntilElapsed(limit) // no timer is due by then: this only moves the clock
 			w.arrive()
 		}
 		w.events++
@@ -330,7 +330,7 @@ func (w *world) run() *reports.Result {
 		}
 	}
 	if len(w.errs) == 0 && w.now() < w.end {
-		w.clk.RunUntil(endAt) // nothing is pending: just move the clock
+		w.clk.RunUntilElapsed(w.end) // nothing is pending: just move the clock
 	}
 	return w.result()
 }

@@ -112,6 +112,21 @@ var _ = Describe("Virtual", func() {
 		Expect(v.Elapsed()).To(Equal(3 * time.Second))
 	})
 
+	It("steps and runs by offsets from its start as by times (StepUntilElapsed, RunUntilElapsed)", func() {
+		v.AfterFunc(time.Second, note("one"))
+		v.AfterFunc(3*time.Second, note("three"))
+		v.AfterFunc(5*time.Second, note("five"))
+		Expect(v.StepUntilElapsed(500 * time.Millisecond)).To(BeFalse())
+		Expect(v.StepUntilElapsed(time.Second)).To(BeTrue())
+		Expect(v.StepUntilElapsed(2 * time.Second)).To(BeFalse())
+		Expect(v.Now()).To(Equal(epoch.Add(time.Second)), "a refused step leaves the clock alone")
+		Expect(v.RunUntilElapsed(4 * time.Second)).To(Equal(1))
+		Expect(v.Now()).To(Equal(epoch.Add(4 * time.Second)), "run moves the clock to its limit")
+		Expect(v.StepUntilElapsed(time.Hour)).To(BeTrue())
+		Expect(order).To(Equal([]string{"one", "three", "five"}))
+		Expect(v.Elapsed()).To(Equal(5 * time.Second))
+	})
+
 	It("reads every limit of StepUntil and RunUntil against its start, the zero time and repeats included", func() {
 		v.AfterFunc(0, note("now"))
 		v.AfterFunc(time.Second, note("one"))

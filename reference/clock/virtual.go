@@ -167,6 +167,23 @@ func (v *Virtual) StepUntil(t time.Time) bool {
 	return true
 }
 
+// StepUntilElapsed is StepUntil for the time d after the clock's start:
+// integer arithmetic only, for a simulation's event loop.
+func (v *Virtual) StepUntilElapsed(d time.Duration) bool {
+	v.mu.Lock()
+	if len(v.heap) == 0 || v.heap[0].at > int64(d) {
+		v.mu.Unlock()
+		return false
+	}
+	f := v.popLocked()
+	v.mu.Unlock()
+	f()
+	return true
+}
+
+// RunUntilElapsed is RunUntil for the time d after the clock's start.
+func (v *Virtual) RunUntilElapsed(d time.Duration) int { return v.runUntil(int64(d)) }
+
 // Elapsed returns how far the clock has moved since its start: Now minus
 // the start, without time.Time arithmetic.
 func (v *Virtual) Elapsed() time.Duration { return time.Duration(v.now.Load()) }

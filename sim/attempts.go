@@ -180,7 +180,7 @@ func (w *world) complete(s *slot) {
 		return
 	}
 	s.busy = false
-	o := s.proc.core.Complete(w.ctx, s.att, s.eff.Err, now)
+	o := s.proc.core.CompleteAttempt(w.ctx, &s.att, s.eff.Err, now)
 	// The record is looked up again by the job's ID: a stalled worker's job
 	// may have been recovered and finished elsewhere meanwhile, and its
 	// record reused for another job.
@@ -217,7 +217,7 @@ func (w *world) complete(s *slot) {
 // It returns what became of the move, as a drill's worker reports it:
 // applied, fenced, kept or failed.
 func (w *world) apply(p *proc, l queue.Lease, o *worker.Outcome, r *oracle.Record, now time.Time) string {
-	err := p.pipeline.Apply(w.ctx, l, *o, now)
+	err := p.pipeline.ApplyOutcome(w.ctx, l, o, now)
 	switch {
 	case err == nil:
 		w.led.Settle(r, true)

@@ -121,7 +121,7 @@ var _ = Describe("Virtual", func() {
 		Expect(v.StepUntilElapsed(2 * time.Second)).To(BeFalse())
 		Expect(v.Now()).To(Equal(epoch.Add(time.Second)), "a refused step leaves the clock alone")
 		Expect(v.RunUntilElapsed(4 * time.Second)).To(Equal(1))
-		Expect(v.Now()).To(Equal(epoch.Add(4 * time.Second)), "run moves the clock to its limit")
+		Expect(v.Now()).To(Equal(epoch.Add(4*time.Second)), "run moves the clock to its limit")
 		Expect(v.StepUntilElapsed(time.Hour)).To(BeTrue())
 		Expect(order).To(Equal([]string{"one", "three", "five"}))
 		Expect(v.Elapsed()).To(Equal(5 * time.Second))

@@ -232,7 +232,14 @@ func (a Attempt) Divert() Outcome {
 // A release (a shutdown stopped the attempt) is not a failure: it does not
 // count as an attempt, is not recorded and raises no alert. Completing a
 // Diverted attempt returns its Divert outcome and touches nothing.
-func (c *Core) Complete(ctx context.Context, a Attempt, err error, now time.Time) (o Outcome) {
+func (c *Core) Complete(ctx context.Context, a Attempt, err error, now time.Time) Outcome {
+	return c.CompleteAttempt(ctx, &a, err, now)
+}
+
+// CompleteAttempt is Complete with the attempt by reference, which it reads
+// and does not change: a driver that keeps its attempts (the simulator's
+// slots) spares a copy of the job per attempt.
+func (c *Core) CompleteAttempt(ctx context.Context, a *Attempt, err error, now time.Time) (o Outcome) {
 	if a.Diverted {
 		return a.Divert()
 	}
@@ -240,7 +247,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, err error, now time.Time
 		// Built in the result: the job is copied once.
 		o.Action, o.Job, o.At = Succeed, a.Job, now
 		o.Job.Attempts++
-		c.record(&a, degrade.Success())
+		c.record(a, degrade.Success())
 		return o
 	}
 	j := &a.Job
@@ -251,7 +258,7 @@ func (c *Core) Complete(ctx context.Context, a Attempt, err error, now time.Time
 	})
 	// 2. The breaker: a declined card or a shutdown says nothing about the
 	// dependency, and degrade.Failure knows which verdicts count.
-	c.record(&a, degrade.Failure(verdict))
+	c.record(a, degrade.Failure(verdict))
 	// 3. The per-error hook.
 	if c.cfg.OnError != nil {
 		c.cfg.OnError(*j, verdict, err)

@@ -441,10 +441,17 @@ func (p *Pipeline) Release(ctx context.Context, j job.Job, l queue.Lease, now ti
 // error matching ErrKept: the job is still in flight, and RetryKept writes
 // or parks it later.
 func (p *Pipeline) Apply(ctx context.Context, l queue.Lease, o Outcome, now time.Time) error {
-	held, err := apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, &o, now)
+	return p.ApplyOutcome(ctx, l, &o, now)
+}
+
+// ApplyOutcome is Apply with the outcome by reference, which it reads and
+// does not change: an outcome is large, and a driver that keeps its own
+// (the simulator) spares a copy per attempt.
+func (p *Pipeline) ApplyOutcome(ctx context.Context, l queue.Lease, o *Outcome, now time.Time) error {
+	held, err := apply(ctx, p.cfg.Queue, p.cfg.DLQ, l, o, now)
 	if err != nil && o.Action == DeadLetter && o.Entry != nil && !errors.Is(err, queue.ErrLeaseLost) && !errors.Is(err, job.ErrInvalid) {
 		// The DLQ refused it with no room to park it, or was away.
-		held, err = p.park(ctx, l, &o, now, err)
+		held, err = p.park(ctx, l, o, now, err)
 		if mutant.On("worker/ack-instead-of-hold") {
 			held, err = false, p.cfg.Queue.Ack(ctx, l, o.Job, now)
 		}

@@ -57,7 +57,9 @@
 // # The system under test
 //
 // Run uses the reference classifier, retry policy, alerter, breakers and
-// fallback on the in-memory store; WithClassifier, WithPolicy, WithStore,
+// fallback on the in-memory store (the classifier through a classify.Memo:
+// the faults' errors are built once, so each verdict is worked out once per
+// error and scope); WithClassifier, WithPolicy, WithStore,
 // WithAlerter and WithBreaker replace any of them with a team's own (see
 // broken_test.go for deliberately broken ones, each caught by name). The
 // Redis store gives the same result as the memory one (WithStore with

@@ -13,6 +13,9 @@
 // 504 from the payment gateway is indeterminate (the charge may have gone
 // through), a 504 from an SMTP relay is merely transient.
 //
+// A Memo remembers a Classifier's verdicts per error value and scope, for
+// a driver whose errors never change once made (the simulator's faults).
+//
 // DefaultRules reproduces the classification of the seed document, corrected
 // where it was naive, and ParseRules reads a rule table from YAML with
 // line-and-column errors. The rule file's format — every key, the matchers,

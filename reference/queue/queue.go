@@ -131,9 +131,11 @@ type AckDequeuer interface {
 	// ack's answer as Ack gives it (nil, or an error matching ErrLeaseLost,
 	// and ErrNotFound when the job is gone): the lease is made whatever it
 	// says. ok reports a job leased, from queues[i]. err is the store's
-	// failure: then whether the step happened is unknown (a lease whose
-	// reply was lost expires and its job is recovered, as with Dequeue),
-	// and ack is err too. An invalid j is refused in ack and nothing is
-	// written or leased.
+	// failure: when the reply was lost, whether the step happened is
+	// unknown (a lease whose reply was lost expires and its job is
+	// recovered, as with Dequeue) and ack is err too; a leased job that
+	// does not decode is reported in err beside the ack's answer (its
+	// lease expires likewise). An invalid j is refused in ack and nothing
+	// is written or leased.
 	AckDequeue(ctx context.Context, l Lease, j job.Job, queues []string, now time.Time, ttl time.Duration) (ack error, next job.Job, nl Lease, i int, ok bool, err error)
 }

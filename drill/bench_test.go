@@ -231,6 +231,11 @@ func rawListLoop(ctx context.Context, addr string, n, consumers, batch int) (tim
 	return el, nil
 }
 
+// benchBaseEnv names a faultline binary BenchmarkLiveWorkers also runs, as
+// sub-benchmarks named -base, interleaved with its own: a former version
+// built by hand (git archive, go build), for a before and after in one run.
+const benchBaseEnv = "FAULTLINE_BENCH_BASE_BIN"
+
 // BenchmarkLiveWorkers is the live path: b.N jobs (no dependency, no
 // service time) enqueued through the Redis store, drained by N real
 // `faultline worker` processes of Concurrency 4 each, started by the
@@ -263,13 +268,25 @@ func BenchmarkLiveWorkers(b *testing.B) {
 	b.Logf("raw LPUSH/BRPOP reference: %d jobs, one LPUSH each, %d consumers: %.0f jobs/s", rawReferenceJobs, rawReferenceConsumers, raw)
 	fd := startBenchFeed(b)
 	var runs atomic.Int64
-	for _, c := range []struct {
+	type live struct {
 		procs int
 		proxy bool
-	}{{1, false}, {2, false}, {4, false}, {4, true}} {
+		bin   string
+	}
+	cases := []live{{1, false, bin}, {2, false, bin}, {4, false, bin}, {4, true, bin}}
+	if base := os.Getenv(benchBaseEnv); base != "" {
+		// The same four processes started from another faultline binary
+		// (a former version's), interleaved with this one's: a before and
+		// after in one run.
+		cases = []live{{4, false, base}, {4, false, bin}, {4, true, base}, {4, true, bin}, {4, false, base}, {4, false, bin}, {4, true, base}, {4, true, bin}}
+	}
+	for _, c := range cases {
 		name := "procs=" + strconv.Itoa(c.procs)
 		if c.proxy {
 			name += "-via-proxy"
+		}
+		if c.bin != bin {
+			name += "-base"
 		}
 		b.Run(name, func(b *testing.B) {
 			b.StopTimer()
@@ -283,7 +300,7 @@ func BenchmarkLiveWorkers(b *testing.B) {
 				workerAddr = p.Addr()
 			}
 			ns := fmt.Sprintf("bench-live-%d-%d", c.procs, runs.Add(1))
-			el, enq := liveRun(b, addr, workerAddr, bin, l, fd, ns, c.procs, b.N)
+			el, enq := liveRun(b, addr, workerAddr, c.bin, l, fd, ns, c.procs, b.N)
 			rate := float64(b.N) / el.Seconds()
 			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/op")
 			b.ReportMetric(rate, "jobs/s")

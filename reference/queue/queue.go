@@ -119,3 +119,23 @@ type Queue interface {
 	// Counts reports how many jobs are where.
 	Counts(ctx context.Context) (Counts, error)
 }
+
+// AckDequeuer is a Queue that acks a job and leases the next in one atomic
+// step: a worker whose attempts succeed pays one store call a job, not two.
+// The Redis store implements it (one script); a worker uses it when its
+// queue does, and Ack and Dequeue otherwise.
+type AckDequeuer interface {
+	// AckDequeue acks l's job as Ack does (j as Ack takes it), then leases
+	// the head of the first of queues that has a job, as Dequeue does, until
+	// now+ttl, in one step: the store applies both or neither. ack is the
+	// ack's answer as Ack gives it (nil, or an error matching ErrLeaseLost,
+	// and ErrNotFound when the job is gone): the lease is made whatever it
+	// says. ok reports a job leased, from queues[i]. err is the store's
+	// failure: when the reply was lost, whether the step happened is
+	// unknown (a lease whose reply was lost expires and its job is
+	// recovered, as with Dequeue) and ack is err too; a leased job that
+	// does not decode is reported in err beside the ack's answer (its
+	// lease expires likewise). An invalid j is refused in ack and nothing
+	// is written or leased.
+	AckDequeue(ctx context.Context, l Lease, j job.Job, queues []string, now time.Time, ttl time.Duration) (ack error, next job.Job, nl Lease, i int, ok bool, err error)
+}

@@ -456,6 +456,22 @@ func (p *Pipeline) ApplyOutcome(ctx context.Context, l queue.Lease, o *Outcome, 
 			held, err = false, p.cfg.Queue.Ack(ctx, l, o.Job, now)
 		}
 	}
+	return p.settled(ctx, &o, now, held, err)
+}
+
+// acked is Apply for a Succeed outcome o whose ack the store answered with
+// ack (nil: acked) in a step of its own choosing (queue.AckDequeuer: the
+// ack and the next lease in one step).
+func (p *Pipeline) acked(ctx context.Context, o *Outcome, now time.Time, ack error) error {
+	if ack != nil {
+		ack = fmt.Errorf("%s job %s: %w", o.Action, o.Job.ID, ack)
+	}
+	return p.settled(ctx, o, now, false, ack)
+}
+
+// settled counts and reports o after its move: err is the move's answer,
+// held says a dead letter was parked in the held set.
+func (p *Pipeline) settled(ctx context.Context, o *Outcome, now time.Time, held bool, err error) error {
 	switch {
 	case err == nil:
 		if held && o.Action == DeadLetter {

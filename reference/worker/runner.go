@@ -119,8 +119,9 @@ type RunnerConfig struct {
 	// outcome the pipeline decided and what became of its move (nil:
 	// applied; queue.ErrLeaseLost: fenced off; ErrKept: kept in memory;
 	// another error: the store failed). It is called on the worker's
-	// goroutine before it leases its next job: a drill's worker reports
-	// its attempts through it.
+	// goroutine before it runs its next job (which a source that acks and
+	// leases in one step, queue.AckDequeuer, has leased with the ack): a
+	// drill's worker reports its attempts through it.
 	OnFinish func(a Attempt, o Outcome, err error)
 }
 
@@ -369,7 +370,11 @@ func (rn *run) work(i int) {
 			}
 			if ok {
 				found = true
-				rn.process(j, l)
+				// A job leased with the ack of the one before it runs
+				// next (see process).
+				for ok {
+					j, l, ok = rn.process(j, l, &next)
+				}
 				break
 			}
 		}
@@ -384,8 +389,12 @@ func (rn *run) work(i int) {
 	}
 }
 
-// process runs one leased job through the pipeline.
-func (rn *run) process(j job.Job, l queue.Lease) {
+// process runs one leased job through the pipeline. When its attempt
+// succeeded and the source acks and leases in one step
+// (queue.AckDequeuer), the ack leases the next job of the worker's open
+// queues, starting at *next: process returns it, to run next, and moves
+// *next past its queue.
+func (rn *run) process(j job.Job, l queue.Lease, next *int) (job.Job, queue.Lease, bool) {
 	cfg := &rn.r.cfg
 	p := cfg.Pipeline
 
@@ -401,7 +410,7 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 		if err := p.Release(sctx, j, l, cfg.Clock.Now()); err != nil {
 			cfg.Logger.Error("release failed; the job comes back when its lease expires", logJob, j.ID, logErr, err)
 		}
-		return
+		return job.Job{}, queue.Lease{}, false
 	}
 	rn.inFlight[f] = struct{}{}
 	rn.mu.Unlock()
@@ -418,10 +427,10 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	done()
 	if err != nil {
 		cfg.Logger.Error("start failed; the job comes back when its lease expires", logJob, j.ID, logErr, err)
-		return
+		return job.Job{}, queue.Lease{}, false
 	}
 	if !ok {
-		return // diverted to the fallback queue
+		return job.Job{}, queue.Lease{}, false // diverted to the fallback queue
 	}
 
 	beat := rn.heartbeat(hctx, l, cancel)
@@ -431,7 +440,18 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	a.ShuttingDown = errors.Is(context.Cause(hctx), ErrShutdown)
 	sctx, done = rn.storeCtx()
 	defer done()
-	o, err := p.Finish(sctx, a, l, herr, cfg.Clock.Now())
+	var (
+		o      Outcome
+		nj     job.Job
+		nl     queue.Lease
+		leased bool
+	)
+	now := cfg.Clock.Now()
+	if o = p.cfg.Core.Complete(sctx, a, herr, now); o.Action == Succeed {
+		nj, nl, leased, err = rn.ackNext(sctx, l, &o, now, next)
+	} else {
+		err = p.Apply(sctx, l, o, now)
+	}
 	if cfg.OnFinish != nil {
 		cfg.OnFinish(a, o, err)
 	}
@@ -448,6 +468,43 @@ func (rn *run) process(j job.Job, l queue.Lease) {
 	default:
 		cfg.Logger.Error("completion not written; the job comes back when its lease expires", logJob, j.ID, logAction, o.Action.String(), logErr, err)
 	}
+	return nj, nl, leased
+}
+
+// ackNext acks the succeeded outcome o of l's job through the pipeline.
+// When the source is a queue.AckDequeuer and the run is not stopping, the
+// same store step leases the next job of the open queues, tried from
+// *next on: ackNext returns it and moves *next past its queue. The error
+// is the ack's, as Pipeline.Apply gives it.
+func (rn *run) ackNext(ctx context.Context, l queue.Lease, o *Outcome, now time.Time, next *int) (job.Job, queue.Lease, bool, error) {
+	cfg := &rn.r.cfg
+	p := cfg.Pipeline
+	ad, ok := cfg.Source.(queue.AckDequeuer)
+	rn.mu.Lock()
+	stopping := rn.stopping
+	rn.mu.Unlock()
+	if !ok || stopping || rn.ctx.Err() != nil {
+		return job.Job{}, queue.Lease{}, false, p.Apply(ctx, l, *o, now)
+	}
+	names := make([]string, 0, len(cfg.Queues))
+	at := make([]int, 0, len(cfg.Queues))
+	for k := range cfg.Queues {
+		i := (*next + k) % len(cfg.Queues)
+		if cfg.Lanes.Open(cfg.Queues[i]) {
+			names, at = append(names, cfg.Queues[i]), append(at, i)
+		}
+	}
+	if len(names) == 0 {
+		return job.Job{}, queue.Lease{}, false, p.Apply(ctx, l, *o, now)
+	}
+	ack, nj, nl, i, leased, err := ad.AckDequeue(ctx, l, o.Job, names, now, cfg.LeaseTTL)
+	if err != nil && rn.ctx.Err() == nil {
+		cfg.Logger.Error("dequeue failed", logQueue, names[0], logErr, err)
+	}
+	if leased {
+		*next = (at[i] + 1) % len(cfg.Queues)
+	}
+	return nj, nl, leased, p.acked(ctx, o, now, ack)
 }
 
 // heartbeat extends l every HeartbeatInterval until the returned function

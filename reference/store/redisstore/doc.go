@@ -181,7 +181,8 @@
 // Each starts with a comment giving its KEYS and ARGV and what it
 // guarantees (the conventions all of them keep are in scripts.go, the
 // scripts one file per family); every one takes two more ARGV last, the time of
-// its events and the stream's MAXLEN ('0': off): enqueue, dequeue, heartbeat, ack, retry, release,
+// its events and the stream's MAXLEN ('0': off): enqueue, dequeue, heartbeat, ack, ackDequeue (an ack
+// and the next lease in one step, queue.AckDequeuer), retry, release,
 // divert, forwardDue, recoverExpired, drainBatch and counts for the queue
 // (scripts_queue.go);
 // dlqPut (add, dead-letter and flush of a held job, with capacity, eviction
@@ -203,13 +204,13 @@
 //     prelude), the prelude parts (key names, the DLQ's index helpers), the
 //     linking of a script with the parts it uses, and allScripts.
 //   - scripts_queue.go: the queue's scripts, each with its KEYS/ARGV
-//     contract on top: enqueue, dequeue, heartbeat, ack, retry, release,
+//     contract on top: enqueue, dequeue, heartbeat, ack, ackDequeue, retry, release,
 //     divert, forwardDue, recoverExpired, drainBatch, counts.
 //   - scripts_dlq.go: the DLQ's writing scripts: dlqPut, hold, heldPeek,
 //     dlqSet, dlqPurge, dlqIndex.
 //   - scripts_dlqread.go: the DLQ's read-only scripts: dlqGet, dlqScan,
 //     dlqStats.
-//   - queue.go: queue.Queue: Enqueue, Dequeue, Heartbeat, Ack, Retry,
+//   - queue.go: queue.Queue: Enqueue, Dequeue, Heartbeat, Ack, AckDequeue, Retry,
 //     Release, Divert, the bulk ForwardDue, RecoverExpired and DrainBatch,
 //     and Counts.
 //   - queues.go: Queues and JobLive.

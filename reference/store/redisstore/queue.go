@@ -160,18 +160,28 @@ func (s *Store) Dequeue(ctx context.Context, q string, now time.Time, ttl time.D
 	if len(v) != 4 {
 		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: unexpected reply %v", q, r)
 	}
+	j, l, err := s.leased(q, v, now, expires)
+	if err != nil {
+		return job.Job{}, queue.Lease{}, false, err
+	}
+	return j, l, true, nil
+}
+
+// leased reads the lease a script made from queue q, {id, job JSON,
+// attempts, token}, and reports it.
+func (s *Store) leased(q string, v []any, now, expires time.Time) (job.Job, queue.Lease, error) {
 	id := asString(v[0])
 	var j job.Job
 	if err := json.Unmarshal([]byte(asString(v[1])), &j); err != nil {
 		// The job is leased: its lease expires and RecoverExpired puts it
 		// back, so nothing is lost by reporting this.
-		return job.Job{}, queue.Lease{}, false, fmt.Errorf("dequeue %s: job %s: %w", q, id, err)
+		return job.Job{}, queue.Lease{}, fmt.Errorf("dequeue %s: job %s: %w", q, id, err)
 	}
 	j.Attempts = int(asInt(v[2]))
 	l := queue.Lease{JobID: id, Queue: j.QueueName(), Token: uint64(asInt(v[3])), Expires: expires}
 	s.emit(disposition.Event{JobID: id, Task: j.Task, From: disposition.Queued, To: disposition.InFlight,
 		Reason: disposition.Leased, At: now, Attempts: j.Attempts})
-	return j, l, true, nil
+	return j, l, nil
 }
 
 // leaseErr turns a fence refusal into an error: always queue.ErrLeaseLost,
@@ -211,7 +221,24 @@ func (s *Store) Heartbeat(ctx context.Context, l queue.Lease, now time.Time, ttl
 // the worker ends it, checked like the other completions, and the succeeded
 // event carries its attempts.
 func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time) error {
-	if err := job.Validate(&j, s.cfg.MaxPayload); err != nil {
+	if err := s.ackable(l, &j); err != nil {
+		return err
+	}
+	r, err := s.runAt(ctx, now, ackScript, l.JobID, token(l), j.Task, j.Attempts)
+	if err != nil {
+		return fmt.Errorf("ack %s: %w", l.JobID, err)
+	}
+	v := asSlice(r)
+	if len(v) != 3 {
+		return leaseErr("ack", l, asString(v[0]))
+	}
+	s.acked(j, now)
+	return nil
+}
+
+// ackable checks j, the job an ack of l ends, as the completions do.
+func (s *Store) ackable(l queue.Lease, j *job.Job) error {
+	if err := job.Validate(j, s.cfg.MaxPayload); err != nil {
 		return fmt.Errorf("ack %s: %w", l.JobID, err)
 	}
 	if j.ID != l.JobID {
@@ -222,18 +249,67 @@ func (s *Store) Ack(ctx context.Context, l queue.Lease, j job.Job, now time.Time
 		// where it was leased from.
 		j.Queue = l.Queue
 	}
-	r, err := s.runAt(ctx, now, ackScript, l.JobID, token(l), j.Task, j.Attempts)
-	if err != nil {
-		return fmt.Errorf("ack %s: %w", l.JobID, err)
-	}
-	v := asSlice(r)
-	if len(v) != 3 {
-		return leaseErr("ack", l, asString(v[0]))
-	}
-	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.InFlight, To: disposition.Succeeded,
-		Reason: disposition.Acked, At: now, Attempts: j.Attempts})
 	return nil
 }
+
+// acked reports the ack of j.
+func (s *Store) acked(j job.Job, now time.Time) {
+	s.emit(disposition.Event{JobID: j.ID, Task: j.Task, From: disposition.InFlight, To: disposition.Succeeded,
+		Reason: disposition.Acked, At: now, Attempts: j.Attempts})
+}
+
+// AckDequeue acks l's job and leases the head of the first of queues that
+// has a job, until now+ttl, in one script (queue.AckDequeuer): a worker's
+// steady state is one round trip a job. It never blocks.
+func (s *Store) AckDequeue(ctx context.Context, l queue.Lease, j job.Job, queues []string, now time.Time,
+	ttl time.Duration) (ack error, next job.Job, nl queue.Lease, i int, ok bool, err error) {
+	if ttl <= 0 {
+		err = fmt.Errorf("ack %s and dequeue: lease ttl %v is not positive", l.JobID, ttl)
+		return err, next, nl, 0, false, err
+	}
+	if err := s.ackable(l, &j); err != nil {
+		return err, next, nl, 0, false, nil
+	}
+	expires := now.Add(ttl)
+	args := make([]any, 0, 6+len(queues))
+	args = append(args, l.JobID, token(l), j.Task, j.Attempts, millis(expires), strayBound)
+	for _, q := range queues {
+		if q == "" {
+			q = job.DefaultQueue
+		}
+		args = append(args, q)
+	}
+	r, err := s.runAt(ctx, now, ackDequeueScript, args...)
+	if err != nil {
+		err = fmt.Errorf("ack %s and dequeue: %w", l.JobID, err)
+		return err, next, nl, 0, false, err
+	}
+	v := asSlice(r)
+	if len(v) != 2 && len(v) != 6 {
+		err = fmt.Errorf("ack %s and dequeue: unexpected reply %v", l.JobID, r)
+		return err, next, nl, 0, false, err
+	}
+	if why := asString(v[0]); why != "ok" {
+		ack = leaseErr("ack", l, why)
+	} else {
+		s.acked(j, now)
+	}
+	if len(v) == 2 {
+		return ack, next, nl, 0, false, nil
+	}
+	i = int(asInt(v[1])) - 1
+	if i < 0 || i >= len(queues) {
+		err = fmt.Errorf("ack %s and dequeue: unexpected reply %v", l.JobID, r)
+		return ack, next, nl, 0, false, err
+	}
+	next, nl, err = s.leased(args[6+i].(string), v[2:], now, expires)
+	if err != nil {
+		return ack, job.Job{}, queue.Lease{}, 0, false, err
+	}
+	return ack, next, nl, i, true, nil
+}
+
+var _ queue.AckDequeuer = (*Store)(nil)
 
 // settle runs one of the fenced moves of a leased job that store a new copy
 // of it (retry, release, divert) and reports it.

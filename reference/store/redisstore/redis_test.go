@@ -282,6 +282,18 @@ func workload(s *redisstore.Store) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = s.Purge(ctx, at(time.Hour), at(time.Hour))
 	Expect(err).NotTo(HaveOccurred())
+	// an ack and the next lease in one step, then the last ack
+	for _, id := range []string{"f", "g"} {
+		Expect(s.Enqueue(ctx, job.Job{ID: id, Task: "charge", Queue: "tail"}, at(time.Hour))).To(Succeed())
+	}
+	fj, fl, ok, err := s.Dequeue(ctx, "tail", at(time.Hour), time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ok).To(BeTrue())
+	ack, gj, gl, _, ok, err := s.AckDequeue(ctx, fl, fj, []string{"tail"}, at(time.Hour), time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ack).NotTo(HaveOccurred())
+	Expect(ok).To(BeTrue())
+	Expect(s.Ack(ctx, gl, gj, at(time.Hour))).To(Succeed())
 }
 
 var _ = Describe("redisstore, Redis-specific", func() {

@@ -259,6 +259,52 @@ local function fence(id, tok)
   return {q = v[3], task = v[4], att = v[5]}
 end
 `},
+	{"ackJob", `
+-- ackJob removes a job whose attempt succeeded (event: succeeded, with task
+-- and att, the job as the worker ends it), fenced by its lease token tok.
+-- Returns the job's fields as fence does, or nil and why (fence's answer)
+-- writing nothing.
+local function ackJob(id, tok, task, att)
+  local j, why = fence(id, tok)
+  if not j then return nil, why end
+  event(id, task, 'in-flight', 'succeeded', 'succeeded', att)
+  redis.call('ZREM', PROCESSING, id)
+  redis.call('DEL', jobKey(id))
+  return j
+end
+`},
+	{"leaseHead", `
+-- leaseHead leases the job at the head of queue q until exp (ms) (event:
+-- leased): pops it, gives it a new lease token (INCR of P:lease, so tokens
+-- only grow) and puts it in the processing set scored by exp. Returns {id,
+-- job JSON, attempts, token}, or nil when the queue has no job. The head is
+-- checked before it is popped; an id whose job is not queued (a stray
+-- written by something else) is popped and skipped, at most bound of them.
+local function leaseHead(q, exp, bound)
+  local qk = queueKey(q)
+  for _ = 1, bound do
+    local id = redis.call('LINDEX', qk, 0)
+    if not id then return nil end
+    local jk = jobKey(id)
+    local v = redis.call('HMGET', jk, 'loc', 'data', 'att', 'task')
+    redis.call('LPOP', qk)
+    if v[1] == 'queued' then
+      if EVMAX > 0 then
+        -- the event names the task of the job's JSON, as the caller reads it
+        local ok, d = pcall(cjson.decode, v[2])
+        local task = v[4]
+        if ok and type(d) == 'table' and type(d.task) == 'string' then task = d.task end
+        event(id, task, 'queued', 'in-flight', 'leased', v[3])
+      end
+      local tok = redis.call('INCR', P .. ':lease')
+      redis.call('HSET', jk, 'loc', 'inflight', 'tok', tok, 'exp', exp)
+      redis.call('ZADD', PROCESSING, exp, id)
+      return {id, v[2], tonumber(v[3]) or 0, tok}
+    end
+  end
+  return nil
+end
+`},
 }
 
 // script builds a script from its contract comment and body, with the
@@ -315,7 +361,7 @@ func mentions(code, name string) bool {
 // allScripts lists every script, for loading them ahead of a pipeline and
 // for the spec that runs each on miniredis.
 var allScripts = []*redis.Script{
-	enqueueScript, dequeueScript, heartbeatScript, ackScript, retryScript, releaseScript, divertScript,
+	enqueueScript, dequeueScript, heartbeatScript, ackScript, ackDequeueScript, retryScript, releaseScript, divertScript,
 	forwardDueScript, recoverScript, drainScript, countsScript,
 	dlqPutScript, holdScript, heldPeekScript, dlqSetScript, dlqPurgeScript, dlqIndexScript, dlqGetScript, dlqScanScript, dlqStatsScript,
 }

@@ -29,28 +29,7 @@ var dequeueScript = script(`
 -- popped; an id whose job is not queued (a stray written by something else)
 -- is popped and skipped, at most ARGV[3] of them per call.
 `, `
-local q = queueKey(ARGV[1])
-for _ = 1, tonumber(ARGV[3]) do
-  local id = redis.call('LINDEX', q, 0)
-  if not id then return nil end
-  local jk = jobKey(id)
-  local v = redis.call('HMGET', jk, 'loc', 'data', 'att', 'task')
-  redis.call('LPOP', q)
-  if v[1] == 'queued' then
-    if EVMAX > 0 then
-      -- the event names the task of the job's JSON, as the caller reads it
-      local ok, d = pcall(cjson.decode, v[2])
-      local task = v[4]
-      if ok and type(d) == 'table' and type(d.task) == 'string' then task = d.task end
-      event(id, task, 'queued', 'in-flight', 'leased', v[3])
-    end
-    local tok = redis.call('INCR', P .. ':lease')
-    redis.call('HSET', jk, 'loc', 'inflight', 'tok', tok, 'exp', ARGV[2])
-    redis.call('ZADD', PROCESSING, ARGV[2], id)
-    return {id, v[2], tonumber(v[3]) or 0, tok}
-  end
-end
-return nil
+return leaseHead(ARGV[1], ARGV[2], tonumber(ARGV[3]))
 `)
 
 var heartbeatScript = script(`
@@ -72,12 +51,33 @@ var ackScript = script(`
 -- Removes a job whose attempt succeeded, fenced by its lease token. Returns
 -- {'ok', task, attempts}, or {'gone'} / {'lost'} writing nothing.
 `, `
-local j, why = fence(ARGV[1], ARGV[2])
+local j, why = ackJob(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 if not j then return {why} end
-event(ARGV[1], ARGV[3], 'in-flight', 'succeeded', 'succeeded', ARGV[4])
-redis.call('ZREM', PROCESSING, ARGV[1])
-redis.call('DEL', jobKey(ARGV[1]))
 return {'ok', j.task, tonumber(j.att) or 0}
+`)
+
+var ackDequeueScript = script(`
+-- ackDequeue: KEYS[1] prefix. ARGV[1] job id, ARGV[2] lease token, ARGV[3]
+-- task and ARGV[4] attempts (the ack, as ack takes them); ARGV[5] lease
+-- expiry (ms), ARGV[6] bound on stray ids skipped per queue, ARGV[7..NARG]
+-- the queues to lease from, in the order tried.
+-- Acks the job as ack does (fenced by its lease token: a refused ack writes
+-- nothing), then leases the head of the first of the queues that has a job,
+-- as dequeue does (event: succeeded, then leased): one step, so a worker's
+-- steady state is one script a job, and a crash or a lost reply leaves each
+-- job in exactly one place (a lease whose reply was lost expires and is
+-- recovered, as dequeue's). The lease is made whatever the ack's answer.
+-- Returns {ack, i, id, job JSON, attempts, token}: ack is 'ok', 'gone' or
+-- 'lost', i the position (1-based) in ARGV[7..] of the queue leased from,
+-- or {ack, 0} when every queue is empty.
+`, `
+local _, why = ackJob(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+why = why or 'ok'
+for i = 7, NARG do
+  local r = leaseHead(ARGV[i], ARGV[5], tonumber(ARGV[6]))
+  if r then return {why, i - 6, r[1], r[2], r[3], r[4]} end
+end
+return {why, 0}
 `)
 
 var retryScript = script(`

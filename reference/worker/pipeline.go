@@ -456,7 +456,7 @@ func (p *Pipeline) ApplyOutcome(ctx context.Context, l queue.Lease, o *Outcome, 
 			held, err = false, p.cfg.Queue.Ack(ctx, l, o.Job, now)
 		}
 	}
-	return p.settled(ctx, &o, now, held, err)
+	return p.settled(ctx, o, now, held, err)
 }
 
 // acked is Apply for a Succeed outcome o whose ack the store answered with

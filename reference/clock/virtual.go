@@ -155,17 +155,7 @@ func (v *Virtual) Step() bool {
 // StepUntil runs the earliest pending callback if it is due at or before t,
 // moving the clock to its time first, and reports whether it ran one: a
 // simulator's loop in one lock a step instead of Next and Step.
-func (v *Virtual) StepUntil(t time.Time) bool {
-	v.mu.Lock()
-	if len(v.heap) == 0 || v.heap[0].at > int64(t.Sub(v.base)) {
-		v.mu.Unlock()
-		return false
-	}
-	f := v.popLocked()
-	v.mu.Unlock()
-	f()
-	return true
-}
+func (v *Virtual) StepUntil(t time.Time) bool { return v.StepUntilElapsed(t.Sub(v.base)) }
 
 // StepUntilElapsed is StepUntil for the time d after the clock's start:
 // integer arithmetic only, for a simulation's event loop.
